@@ -1,0 +1,15 @@
+import type { Config } from '../src/config';
+import type { Logger } from '../src/log';
+import type { Db } from '../src/store/db';
+import type { TemporalClientHandle } from '../src/temporal/client';
+
+/** What activities may use. Built once per worker process. */
+export interface ActivityDeps {
+  config: Config;
+  db: Db;
+  log: Logger;
+  /** For activities that signal or start other workflows. */
+  temporal: TemporalClientHandle;
+  /** Key for secrets at rest (AES-256-GCM) and signed tokens. */
+  secretKey: Buffer;
+}

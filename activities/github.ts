@@ -1,0 +1,5 @@
+import type { ActivityDeps } from './deps';
+
+export function createGithubActivities(_deps: ActivityDeps) {
+  return {};
+}

@@ -1,0 +1,5 @@
+import type { ActivityDeps } from './deps';
+
+export function createMcpActivities(_deps: ActivityDeps) {
+  return {};
+}

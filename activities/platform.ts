@@ -1,0 +1,11 @@
+import { Context } from '@temporalio/activity';
+import type { ActivityDeps } from './deps';
+
+export function createPlatformActivities(_deps: ActivityDeps) {
+  return {
+    /** The platform round-trip check: proves a workflow reached an activity on a live worker. */
+    async echo(text: string): Promise<{ text: string; workflowId: string }> {
+      return { text, workflowId: Context.current().info.workflowExecution?.workflowId ?? 'unknown' };
+    },
+  };
+}

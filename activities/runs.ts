@@ -1,0 +1,5 @@
+import type { ActivityDeps } from './deps';
+
+export function createRunActivities(_deps: ActivityDeps) {
+  return {};
+}

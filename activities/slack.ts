@@ -1,0 +1,5 @@
+import type { ActivityDeps } from './deps';
+
+export function createSlackActivities(_deps: ActivityDeps) {
+  return {};
+}

@@ -1,0 +1,28 @@
+import getRawBody from 'raw-body';
+import { errors } from '../errors';
+import type { AppContext } from './context';
+
+/**
+ * Reads the exact request bytes, which signature checks need, within the route's limit.
+ * Over the limit → 413 with a plain-text body (spec 4.1). The rest of an oversized upload is
+ * drained so the client reads our answer instead of a reset connection.
+ */
+export async function readRawBody(ctx: AppContext, limitBytes: number): Promise<Buffer> {
+  try {
+    return await getRawBody(ctx.req, { limit: limitBytes, length: ctx.request.length });
+  } catch (error) {
+    const e = error as { type?: string; status?: number };
+    if (e.type === 'entity.too.large' || e.status === 413) {
+      ctx.req.resume();
+      ctx.set('connection', 'close');
+      throw errors.payloadTooLarge(limitBytes);
+    }
+    if (e.type === 'request.size.invalid') {
+      throw errors.invalidRequest([{ message: 'Request body length does not match Content-Length.' }]);
+    }
+    if (e.type === 'encoding.unsupported') {
+      throw errors.invalidRequest([{ message: 'Unsupported content encoding.' }]);
+    }
+    throw error;
+  }
+}

@@ -1,0 +1,41 @@
+import type { Next } from 'koa';
+import { AppError, dependencyOf, errors } from '../../errors';
+import type { AppContext } from '../context';
+
+/**
+ * The one place errors become responses. AppErrors carry their status and spec body; a
+ * dependency outage becomes 503 so senders retry; anything else is a 500 with no stack trace.
+ */
+export async function errorMapper(ctx: AppContext, next: Next): Promise<void> {
+  try {
+    await next();
+    if (ctx.status === 404 && ctx.body === undefined) {
+      throw errors.notFound(`No route for ${ctx.method} ${ctx.path}`);
+    }
+    if (ctx.status === 405 && ctx.body === undefined) {
+      ctx.body = { error: 'method_not_allowed', message: `${ctx.method} is not allowed on ${ctx.path}` };
+    }
+  } catch (caught) {
+    let error: AppError;
+    if (caught instanceof AppError) {
+      error = caught;
+    } else {
+      const dependency = dependencyOf(caught);
+      if (dependency) {
+        error = errors.unavailable(dependency, caught);
+      } else {
+        ctx.state.log?.error({ err: caught }, 'unhandled error');
+        error = new AppError('internal', 500, { error: 'internal', message: 'Internal server error.' });
+      }
+    }
+    if (error.status === 503) ctx.state.log?.warn({ err: error.cause ?? error }, 'dependency unavailable');
+    ctx.status = error.status;
+    for (const [name, value] of Object.entries(error.headers)) ctx.set(name, value);
+    if (typeof error.body === 'string') {
+      ctx.type = 'text/plain; charset=utf-8';
+      ctx.body = error.body;
+    } else {
+      ctx.body = error.body;
+    }
+  }
+}

@@ -1,0 +1,29 @@
+import type { Next } from 'koa';
+import type { AppContext } from '../context';
+
+/**
+ * One JSON line per request: request id, route template, status, latency, organization when
+ * known. Headers are not logged except through pino's redaction (see src/log.ts), and bodies never.
+ */
+export async function requestLogging(ctx: AppContext, next: Next): Promise<void> {
+  const { services } = ctx.state;
+  const started = process.hrtime.bigint();
+  ctx.state.log = services.log.child({ requestId: ctx.state.requestId });
+  try {
+    await next();
+  } finally {
+    const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+    const route = ctx.state.routeTemplate ?? (ctx.status === 404 ? 'unmatched' : ctx.path);
+    services.metrics.httpDuration.observe({ route, method: ctx.method, status: String(ctx.status) }, seconds);
+    ctx.state.log.info(
+      {
+        method: ctx.method,
+        route,
+        status: ctx.status,
+        latencyMs: Math.round(seconds * 1e6) / 1e3,
+        organizationId: ctx.state.principal?.organizationId,
+      },
+      'request',
+    );
+  }
+}

@@ -1,0 +1,38 @@
+import { OpenAPIRegistry, OpenApiGeneratorV31 } from '@asteasolutions/zod-to-openapi';
+import './zod';
+
+/** A registry per app: every mounted route registers itself (route.ts) from the schemas that validate it. */
+export function createOpenApi() {
+  const registry = new OpenAPIRegistry();
+  registry.registerComponent('securitySchemes', 'bearerAuth', {
+    type: 'http',
+    scheme: 'bearer',
+    description: 'A session token: `Authorization: Bearer <session-token>`.',
+  });
+  registry.registerComponent('securitySchemes', 'denApiKey', {
+    type: 'apiKey',
+    in: 'header',
+    name: 'x-api-key',
+    description: 'An organization API key (`den_…`), sent raw, without a Bearer prefix.',
+  });
+  let cached: object | undefined;
+  return {
+    registry,
+    document(): object {
+      cached ??= new OpenApiGeneratorV31(registry.definitions).generateDocument({
+        openapi: '3.1.0',
+        info: {
+          title: 'den control plane — ingress',
+          version: '0.18.46',
+          description: 'Slack and GitHub webhooks, automation-run reporting and MCP resolve.',
+        },
+        servers: [{ url: '/' }],
+        // Both schemes apply by default (spec §5); routes override with their own `security`.
+        security: [{ bearerAuth: [] }, { denApiKey: [] }],
+      });
+      return cached;
+    },
+  };
+}
+
+export type OpenApi = ReturnType<typeof createOpenApi>;

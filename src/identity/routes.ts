@@ -1,0 +1,68 @@
+import { z } from '../http/zod';
+import { errors } from '../errors';
+import { defineRoute, type RouteDefinition } from '../http/route';
+import { switchActiveOrganization } from './store';
+
+const Forbidden = z.object({ error: z.literal('forbidden'), reason: z.string(), message: z.string() });
+const Unauthorized = z.object({ error: z.literal('unauthorized') });
+
+export const PrincipalBody = z
+  .object({
+    userId: z.string(),
+    organizationId: z.string(),
+    memberId: z.string(),
+    role: z.enum(['owner', 'admin', 'member']),
+    via: z.enum(['api_key', 'session']),
+  })
+  .openapi('Principal');
+
+export const authResponses = {
+  401: { description: 'No or invalid credentials.', schema: Unauthorized },
+  403: { description: 'Authenticated, but not allowed.', schema: Forbidden },
+};
+
+const whoami = defineRoute({
+  method: 'get',
+  path: '/v1/me',
+  summary: 'The caller as the service sees it',
+  tags: ['Authentication'],
+  auth: 'authenticated',
+  responses: { 200: { description: 'The resolved principal.', schema: PrincipalBody }, 401: authResponses[401] },
+  handler: async ({ principal }) => ({
+    status: 200,
+    body: {
+      userId: principal.userId,
+      organizationId: principal.organizationId,
+      memberId: principal.memberId,
+      role: principal.role,
+      via: principal.via,
+    },
+  }),
+});
+
+const switchOrganization = defineRoute({
+  method: 'post',
+  path: '/v1/session/active-organization',
+  summary: 'Switch the session to another organization the user belongs to (session only, §5 rule 2)',
+  tags: ['Authentication'],
+  auth: 'authenticated',
+  sessionOnly: true,
+  body: { kind: 'json', limitBytes: 16_384, schema: z.object({ organizationId: z.string().min(1).max(64) }) },
+  responses: {
+    200: { description: 'The session now acts in that organization.', schema: PrincipalBody },
+    400: { description: 'Invalid body.' },
+    ...authResponses,
+    404: { description: 'The user is not a member of that organization.' },
+  },
+  handler: async ({ principal, body }, ctx) => {
+    const switched = await switchActiveOrganization(ctx.state.services.database.db, {
+      tokenHash: principal.sessionTokenHash!,
+      userId: principal.userId,
+      organizationId: body.organizationId,
+    });
+    if (!switched) throw errors.notFound('You are not a member of that organization.');
+    return { status: 200, body: { userId: principal.userId, ...switched, via: 'session' } };
+  },
+});
+
+export const identityRoutes: RouteDefinition[] = [whoami, switchOrganization] as unknown as RouteDefinition[];

@@ -1,0 +1,159 @@
+
+import type { Db } from '../store/db';
+import type { Role } from '../store/migrations/0001_identity';
+import { hashSecret, newApiKey, newId, newSessionToken } from './credentials';
+
+export interface ResolvedCredential {
+  hash: string;
+  userId: string;
+  organizationId: string;
+  memberId: string;
+  role: Role;
+  keyId?: string;
+}
+
+/** A live API key: not revoked, not expired, its member not removed. */
+export async function findApiKey(db: Db, rawKey: string, now: Date): Promise<ResolvedCredential | undefined> {
+  const row = await db
+    .selectFrom('api_keys as k')
+    .innerJoin('members as m', 'm.id', 'k.member_id')
+    .select(['k.id as keyId', 'k.key_hash as hash', 'k.issued_by_user_id as userId', 'm.organization_id as organizationId', 'm.id as memberId', 'm.role as role'])
+    .where('k.key_hash', '=', hashSecret(rawKey))
+    .where('k.revoked_at', 'is', null)
+    .where('k.expires_at', '>', now)
+    .where('m.removed_at', 'is', null)
+    .executeTakeFirst();
+  return row;
+}
+
+/** A live session, resolved to the user's membership in the session's active organization. */
+export async function findSession(db: Db, rawToken: string, now: Date): Promise<ResolvedCredential | undefined> {
+  return db
+    .selectFrom('sessions as s')
+    .innerJoin('members as m', (join) =>
+      join.onRef('m.user_id', '=', 's.user_id').onRef('m.organization_id', '=', 's.active_organization_id'),
+    )
+    .select(['s.token_hash as hash', 's.user_id as userId', 'm.organization_id as organizationId', 'm.id as memberId', 'm.role as role'])
+    .where('s.token_hash', '=', hashSecret(rawToken))
+    .where('s.expires_at', '>', now)
+    .where('m.removed_at', 'is', null)
+    .executeTakeFirst();
+}
+
+export async function touchApiKey(db: Db, keyId: string, now: Date): Promise<void> {
+  await db.updateTable('api_keys').set({ last_used_at: now }).where('id', '=', keyId).execute();
+}
+
+export async function createOrganizationWithOwner(db: Db, input: { name: string; email: string }) {
+  return db.transaction().execute(async (trx) => {
+    const organizationId = newId('org');
+    await trx.insertInto('organizations').values({ id: organizationId, name: input.name }).execute();
+    const { userId } = await upsertUser(trx, input.email);
+    const memberId = newId('mem');
+    await trx.insertInto('members').values({ id: memberId, organization_id: organizationId, user_id: userId, role: 'owner' }).execute();
+    return { organizationId, userId, memberId, role: 'owner' as const };
+  });
+}
+
+async function upsertUser(db: Db, email: string): Promise<{ userId: string }> {
+  const normalized = email.trim().toLowerCase();
+  const inserted = await db
+    .insertInto('users')
+    .values({ id: newId('usr'), email: normalized })
+    .onConflict((oc) => oc.column('email').doUpdateSet({ email: normalized }))
+    .returning('id')
+    .executeTakeFirstOrThrow();
+  return { userId: inserted.id };
+}
+
+export class IdentityError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'IdentityError';
+  }
+}
+
+export async function addMember(db: Db, input: { organizationId: string; email: string; role: Role }) {
+  return db.transaction().execute(async (trx) => {
+    const org = await trx.selectFrom('organizations').select('id').where('id', '=', input.organizationId).executeTakeFirst();
+    if (!org) throw new IdentityError(`organization ${input.organizationId} not found`);
+    const { userId } = await upsertUser(trx, input.email);
+    const existing = await trx
+      .selectFrom('members')
+      .select('id')
+      .where('organization_id', '=', input.organizationId)
+      .where('user_id', '=', userId)
+      .where('removed_at', 'is', null)
+      .executeTakeFirst();
+    if (existing) throw new IdentityError(`${input.email} is already a member (${existing.id})`);
+    const memberId = newId('mem');
+    await trx.insertInto('members').values({ id: memberId, organization_id: input.organizationId, user_id: userId, role: input.role }).execute();
+    return { userId, memberId, role: input.role };
+  });
+}
+
+/** Removing a member disables their keys and sessions in that organization (they stop resolving). */
+export async function removeMember(db: Db, memberId: string, now: Date) {
+  const result = await db.updateTable('members').set({ removed_at: now }).where('id', '=', memberId).where('removed_at', 'is', null).executeTakeFirst();
+  if (Number(result.numUpdatedRows) === 0) throw new IdentityError(`member ${memberId} not found or already removed`);
+  return { memberId, removedAt: now.toISOString() };
+}
+
+async function liveMember(db: Db, memberId: string) {
+  const member = await db.selectFrom('members').selectAll().where('id', '=', memberId).where('removed_at', 'is', null).executeTakeFirst();
+  if (!member) throw new IdentityError(`member ${memberId} not found or removed`);
+  return member;
+}
+
+export async function createApiKey(db: Db, input: { memberId: string; name?: string; expiresInDays?: number; now: Date }) {
+  const member = await liveMember(db, input.memberId);
+  const key = newApiKey();
+  const id = newId('key');
+  const expiresAt = new Date(input.now.getTime() + (input.expiresInDays ?? 90) * 86_400_000);
+  await db
+    .insertInto('api_keys')
+    .values({
+      id,
+      key_hash: key.hash,
+      prefix: key.prefix,
+      name: input.name ?? 'default',
+      member_id: member.id,
+      issued_by_user_id: member.user_id,
+      expires_at: expiresAt,
+      created_at: input.now,
+    })
+    .execute();
+  return { id, apiKey: key.raw, expiresAt: expiresAt.toISOString() };
+}
+
+export async function revokeApiKey(db: Db, id: string, now: Date) {
+  const result = await db.updateTable('api_keys').set({ revoked_at: now }).where('id', '=', id).where('revoked_at', 'is', null).executeTakeFirst();
+  if (Number(result.numUpdatedRows) === 0) throw new IdentityError(`API key ${id} not found or already revoked`);
+  return { id, revokedAt: now.toISOString() };
+}
+
+export async function createSession(db: Db, input: { memberId: string; expiresInHours?: number; now: Date }) {
+  const member = await liveMember(db, input.memberId);
+  const token = newSessionToken();
+  const expiresAt = new Date(input.now.getTime() + (input.expiresInHours ?? 24) * 3_600_000);
+  await db
+    .insertInto('sessions')
+    .values({ id: newId('ses'), token_hash: token.hash, user_id: member.user_id, active_organization_id: member.organization_id, expires_at: expiresAt, created_at: input.now })
+    .execute();
+  return { token: token.raw, expiresAt: expiresAt.toISOString() };
+}
+
+/** Switches a session's active organization; the user must be a live member there. */
+export async function switchActiveOrganization(db: Db, input: { tokenHash: string; userId: string; organizationId: string }) {
+  const member = await db
+    .selectFrom('members')
+    .select(['id', 'role'])
+    .where('user_id', '=', input.userId)
+    .where('organization_id', '=', input.organizationId)
+    .where('removed_at', 'is', null)
+    .executeTakeFirst();
+  if (!member) return undefined;
+  await db.updateTable('sessions').set({ active_organization_id: input.organizationId }).where('token_hash', '=', input.tokenHash).execute();
+  return { organizationId: input.organizationId, memberId: member.id, role: member.role };
+}
+

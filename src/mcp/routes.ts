@@ -1,0 +1,4 @@
+import type { RouteDefinition } from '../http/route';
+
+// Filled in by the feature.
+export const mcpRoutes: RouteDefinition[] = [];

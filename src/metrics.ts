@@ -1,0 +1,56 @@
+/**
+ * Prometheus metrics of the front door, all in one registry created per app instance (tests
+ * run several instances in one process). Names and labels are documented in the README.
+ */
+import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+
+export type IngressOutcome = 'enqueued' | 'duplicate' | 'ineligible' | 'rejected' | 'acknowledged';
+
+export function createMetrics(options: { defaultMetrics?: boolean } = {}) {
+  const registry = new Registry();
+  if (options.defaultMetrics) collectDefaultMetrics({ register: registry });
+
+  const metrics = {
+    registry,
+    httpDuration: new Histogram({
+      name: 'den_http_request_duration_seconds',
+      help: 'HTTP request duration by route template, method and status.',
+      labelNames: ['route', 'method', 'status'] as const,
+      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+      registers: [registry],
+    }),
+    ingress: new Counter({
+      name: 'den_ingress_outcomes_total',
+      help: 'Webhook and report outcomes by route: enqueued, duplicate, ineligible or rejected, with a reason.',
+      labelNames: ['route', 'outcome', 'reason'] as const,
+      registers: [registry],
+    }),
+    signatureFailures: new Counter({
+      name: 'den_signature_failures_total',
+      help: 'Requests whose provider signature did not verify, by route and reason.',
+      labelNames: ['route', 'reason'] as const,
+      registers: [registry],
+    }),
+    heartbeats: new Counter({
+      name: 'den_run_heartbeats_total',
+      help: 'Run heartbeats received, by whether they were forwarded to Temporal or coalesced.',
+      labelNames: ['result'] as const,
+      registers: [registry],
+    }),
+    temporalErrors: new Counter({
+      name: 'den_temporal_client_errors_total',
+      help: 'Temporal client calls that failed, by operation and kind.',
+      labelNames: ['operation', 'kind'] as const,
+      registers: [registry],
+    }),
+    runTransitions: new Counter({
+      name: 'den_run_status_transitions_total',
+      help: 'Automation-run status transitions, including automatic lease-lost handling.',
+      labelNames: ['from', 'to', 'cause'] as const,
+      registers: [registry],
+    }),
+  };
+  return metrics;
+}
+
+export type Metrics = ReturnType<typeof createMetrics>;

@@ -1,0 +1,13 @@
+import type { Migration } from 'kysely';
+import * as identity from './0001_identity';
+import * as runs from './0002_runs';
+import * as slack from './0003_slack';
+import * as github from './0004_github';
+
+/** Ordered by name. Never edit a migration that has shipped: add a new one. */
+export const migrations: Record<string, Migration> = {
+  '0001_identity': identity,
+  '0002_runs': runs,
+  '0003_slack': slack,
+  '0004_github': github,
+};

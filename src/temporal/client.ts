@@ -1,0 +1,72 @@
+import { Client, Connection, WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError } from '@temporalio/client';
+import { status as grpcStatus } from '@grpc/grpc-js';
+import { AppError, errors } from '../errors';
+import type { Metrics } from '../metrics';
+
+export interface TemporalClientHandle {
+  connection: Connection;
+  client: Client;
+  taskQueue: string;
+  namespace: string;
+  close(): Promise<void>;
+}
+
+/**
+ * A lazy connection: the API starts even while Temporal is down, and the gRPC channel
+ * reconnects by itself once Temporal is back, so no API restart is needed after an outage.
+ */
+export function createTemporalClient(options: { address: string; namespace: string; taskQueue: string }): TemporalClientHandle {
+  const connection = Connection.lazy({ address: options.address, connectTimeout: 2000 });
+  const client = new Client({ connection, namespace: options.namespace });
+  return {
+    connection,
+    client,
+    taskQueue: options.taskQueue,
+    namespace: options.namespace,
+    close: () => connection.close(),
+  };
+}
+
+/** gRPC codes that are answers about the request, not signs that Temporal is unreachable. */
+const DEFINITE_CODES = new Set<number>([
+  grpcStatus.INVALID_ARGUMENT,
+  grpcStatus.NOT_FOUND,
+  grpcStatus.ALREADY_EXISTS,
+  grpcStatus.FAILED_PRECONDITION,
+  grpcStatus.PERMISSION_DENIED,
+]);
+
+function isDefiniteAnswer(error: unknown): boolean {
+  if (error instanceof WorkflowExecutionAlreadyStartedError || error instanceof WorkflowNotFoundError) return true;
+  if (error instanceof AppError) return true;
+  const code = (error as { code?: unknown; cause?: { code?: unknown } })?.code ?? (error as { cause?: { code?: unknown } })?.cause?.code;
+  return typeof code === 'number' && DEFINITE_CODES.has(code);
+}
+
+/**
+ * Runs one Temporal call under a deadline. A definite answer (already started, not found…)
+ * is rethrown for the caller to interpret; anything else means Temporal could not durably take
+ * the request in time, which is a 503 so that the sender retries. Never an ack.
+ */
+export async function temporalCall<T>(
+  temporal: TemporalClientHandle,
+  operation: string,
+  timeoutMs: number,
+  fn: () => Promise<T>,
+  metrics?: Metrics,
+): Promise<T> {
+  try {
+    return await temporal.connection.withDeadline(Date.now() + timeoutMs, fn);
+  } catch (error) {
+    if (isDefiniteAnswer(error)) throw error;
+    metrics?.temporalErrors.inc({ operation, kind: (error as Error)?.name ?? 'unknown' });
+    throw errors.unavailable('temporal', error);
+  }
+}
+
+/** Temporal's own answer to "is it there?", bounded, for /ready. */
+export async function pingTemporal(temporal: TemporalClientHandle, timeoutMs = 2000): Promise<void> {
+  await temporal.connection.withDeadline(Date.now() + timeoutMs, () =>
+    temporal.connection.workflowService.getSystemInfo({}),
+  );
+}

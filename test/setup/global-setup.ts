@@ -1,0 +1,67 @@
+/**
+ * Starts the real engines once per `npm test` run, on free ports and a private data dir so the
+ * suite passes while `npm start` is running: a Temporal dev server (found the way the service
+ * finds it) or TEMPORAL_ADDRESS, and an embedded Postgres or DATABASE_URL. Bundles the
+ * workflows once. Test files read the results through the ordinary config variables.
+ */
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { loadConfig } from '../../src/config';
+import { startEmbeddedPostgres } from '../../src/embedded/postgres';
+import { createLogger } from '../../src/log';
+import { openDatabase } from '../../src/store/db';
+import { migrateToLatest } from '../../src/store/migrate';
+import { findTemporalCli, startDevServer } from '../../src/temporal/dev-server';
+import { bundleWorkflows } from '../../src/worker';
+import { freePort } from '../helpers/ports';
+
+export default async function globalSetup(): Promise<void> {
+  const config = loadConfig();
+  const log = createLogger({ level: 'warn', name: 'test-setup' });
+  const dataDir = await fs.mkdtemp(path.join(os.tmpdir(), 'den-test-'));
+  const stops: (() => Promise<void>)[] = [];
+
+  let databaseUrl = config.database.url;
+  if (!databaseUrl) {
+    const pg = await startEmbeddedPostgres({ dataDir, port: await freePort(), log, logFile: path.join(dataDir, 'postgres.log') });
+    stops.push(pg.stop);
+    databaseUrl = pg.url;
+  }
+  let temporalAddress = config.temporal.address;
+  if (!temporalAddress) {
+    const cli = await findTemporalCli(config.temporal.cliPath, log);
+    const server = await startDevServer({
+      cli,
+      port: await freePort(),
+      uiPort: 0,
+      headless: true,
+      namespace: config.temporal.namespace,
+      logFile: path.join(dataDir, 'temporal.log'),
+      log,
+    });
+    stops.push(server.stop);
+    temporalAddress = server.address;
+  }
+
+  const database = openDatabase(databaseUrl);
+  await migrateToLatest(database.db);
+  await database.close();
+
+  const bundlePath = path.join(dataDir, 'workflow-bundle.js');
+  await fs.writeFile(bundlePath, await bundleWorkflows());
+
+  Object.assign(process.env, {
+    DATA_DIR: dataDir,
+    DATABASE_URL: databaseUrl,
+    TEMPORAL_ADDRESS: temporalAddress,
+    WORKFLOW_BUNDLE_PATH: bundlePath,
+    SECRET_KEY: randomBytes(32).toString('hex'),
+    // Quiet by default; LOG_LEVEL=debug npm test shows the service's logs.
+    LOG_LEVEL: config.logLevel === 'info' ? 'silent' : config.logLevel,
+    NODE_ENV: 'test',
+  });
+  (globalThis as { __denTestStops?: typeof stops; __denTestDataDir?: string }).__denTestStops = stops;
+  (globalThis as { __denTestDataDir?: string }).__denTestDataDir = dataDir;
+}
