@@ -1,0 +1,53 @@
+/**
+ * What every `den` command gets: the config and a database, started for the duration of the
+ * command when the embedded Postgres isn't already running (and stopped afterwards).
+ */
+import { loadConfig, type Config } from '../config';
+import { startEmbeddedPostgres } from '../embedded/postgres';
+import { createLogger } from '../log';
+import { openDatabase, type Db } from '../store/db';
+import { migrateToLatest } from '../store/migrate';
+import { loadSecretKey } from '../secrets';
+import path from 'node:path';
+
+export interface CliContext {
+  config: Config;
+  db: Db;
+  secretKey: () => Promise<Buffer>;
+}
+
+/** Prints JSON on stdout; errors go to stderr with a non-zero exit (see den.ts). */
+export function print(value: unknown): void {
+  process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
+}
+
+export class CliError extends Error {}
+
+export async function withCliContext<T>(fn: (ctx: CliContext) => Promise<T>): Promise<T> {
+  const config = loadConfig();
+  const log = createLogger({ level: 'warn', name: 'den-cli', destination: process.stderr });
+  let stopPostgres: (() => Promise<void>) | undefined;
+  let url = config.database.url;
+  if (!url) {
+    const pg = await startEmbeddedPostgres({
+      dataDir: config.dataDir,
+      port: config.database.embeddedPort,
+      log,
+      logFile: path.join(config.dataDir, 'logs', 'postgres.log'),
+    });
+    url = pg.url;
+    if (!pg.adopted) stopPostgres = pg.stop;
+  }
+  const database = openDatabase(url, { max: 2 });
+  try {
+    await migrateToLatest(database.db);
+    return await fn({
+      config,
+      db: database.db,
+      secretKey: () => loadSecretKey({ configured: config.secretKey, dataDir: config.dataDir, embedded: !config.database.url || config.embeddedAllowed }),
+    });
+  } finally {
+    await database.close().catch(() => undefined);
+    await stopPostgres?.();
+  }
+}

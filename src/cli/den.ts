@@ -1,0 +1,38 @@
+/**
+ * `den`: the operator CLI. JSON on stdout; a clear message on stderr and a non-zero exit on
+ * error. Works whether or not `npm start` is running (see context.ts).
+ */
+import { Command, CommanderError } from 'commander';
+import { ConfigError } from '../config';
+import { IdentityError } from '../identity/store';
+import { CliError } from './context';
+import { registerGithubCommands } from './commands/github';
+import { registerIdentityCommands } from './commands/identity';
+import { registerSlackCommands } from './commands/slack';
+
+export function buildProgram(): Command {
+  const program = new Command('den')
+    .description('Operate the den control plane: organizations, members, API keys, sessions and integrations.')
+    .showHelpAfterError()
+    .exitOverride();
+  registerIdentityCommands(program);
+  registerSlackCommands(program);
+  registerGithubCommands(program);
+  return program;
+}
+
+async function run(argv: string[]): Promise<number> {
+  try {
+    await buildProgram().parseAsync(argv);
+    return 0;
+  } catch (error) {
+    if (error instanceof CommanderError) return error.exitCode;
+    const expected = error instanceof CliError || error instanceof IdentityError || error instanceof ConfigError;
+    process.stderr.write(`den: ${expected ? (error as Error).message : String((error as Error)?.stack ?? error)}\n`);
+    return 1;
+  }
+}
+
+if (require.main === module || require.main?.filename.endsWith('bin/den.js')) {
+  void run(process.argv).then((code) => process.exit(code));
+}
