@@ -1,7 +1,7 @@
 import { z } from '../http/zod';
 import { errors } from '../errors';
 import { defineRoute, type RouteDefinition } from '../http/route';
-import { switchActiveOrganization } from './store';
+import { listMembers, switchActiveOrganization } from './store';
 
 const Forbidden = z.object({ error: z.literal('forbidden'), reason: z.string(), message: z.string() });
 const Unauthorized = z.object({ error: z.literal('unauthorized') });
@@ -65,4 +65,27 @@ const switchOrganization = defineRoute({
   },
 });
 
-export const identityRoutes: RouteDefinition[] = [whoami, switchOrganization] as unknown as RouteDefinition[];
+const members = defineRoute({
+  method: 'get',
+  path: '/v1/organization/members',
+  summary: "The caller's organization's live members (admins only)",
+  tags: ['Members'],
+  auth: 'admin',
+  responses: {
+    200: {
+      description: 'Members, oldest first.',
+      schema: z.object({
+        members: z.array(
+          z.object({ memberId: z.string(), userId: z.string(), email: z.string(), role: z.enum(['owner', 'admin', 'member']), createdAt: z.string() }),
+        ),
+      }),
+    },
+    ...authResponses,
+  },
+  handler: async ({ principal }, ctx) => {
+    const rows = await listMembers(ctx.state.services.database.db, principal.organizationId);
+    return { status: 200, body: { members: rows.map((row) => ({ ...row, createdAt: row.createdAt.toISOString() })) } };
+  },
+});
+
+export const identityRoutes: RouteDefinition[] = [whoami, switchOrganization, members] as unknown as RouteDefinition[];

@@ -157,3 +157,14 @@ export async function switchActiveOrganization(db: Db, input: { tokenHash: strin
   return { organizationId: input.organizationId, memberId: member.id, role: member.role };
 }
 
+
+export async function listMembers(db: Db, organizationId: string) {
+  return db
+    .selectFrom('members as m')
+    .innerJoin('users as u', 'u.id', 'm.user_id')
+    .select(['m.id as memberId', 'u.id as userId', 'u.email as email', 'm.role as role', 'm.created_at as createdAt'])
+    .where('m.organization_id', '=', organizationId)
+    .where('m.removed_at', 'is', null)
+    .orderBy('m.created_at')
+    .execute();
+}

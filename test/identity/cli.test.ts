@@ -1,0 +1,94 @@
+/** The real `den` binary against the real database. */
+import { execFile } from 'node:child_process';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { startTestStack, type TestStack } from '../helpers/stack';
+
+const exec = promisify(execFile);
+const DEN = path.resolve(__dirname, '../../bin/den.js');
+
+async function den(stack: TestStack, ...args: string[]) {
+  try {
+    const { stdout, stderr } = await exec(DEN, args, {
+      env: { ...process.env, DATABASE_URL: stack.config.database.url },
+      timeout: 30_000,
+    });
+    return { code: 0, stdout, stderr, json: parseJson(stdout) };
+  } catch (error) {
+    const e = error as { code: number; stdout: string; stderr: string };
+    return { code: e.code, stdout: e.stdout, stderr: e.stderr, json: undefined };
+  }
+}
+
+function parseJson(text: string) {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
+describe('den CLI', () => {
+  let stack: TestStack;
+  beforeAll(async () => {
+    stack = await startTestStack();
+  });
+  afterAll(() => stack.stop());
+
+  it('bootstrap prints an owner and a key that works against an authenticated route', async () => {
+    const out = await den(stack, 'bootstrap', '--org-name', 'Acme', '--email', `founder-${Date.now()}@acme.test`);
+    expect(out.code).toBe(0);
+    expect(out.json).toEqual({
+      organizationId: expect.stringMatching(/^org_/),
+      userId: expect.stringMatching(/^usr_/),
+      memberId: expect.stringMatching(/^mem_/),
+      role: 'owner',
+      apiKey: expect.stringMatching(/^den_[A-Za-z0-9_-]{43}$/),
+    });
+    const me = await stack.request('GET', '/v1/me', { headers: { 'x-api-key': out.json.apiKey } });
+    expect(me.status).toBe(200);
+    expect(me.json).toMatchObject({ organizationId: out.json.organizationId, memberId: out.json.memberId, role: 'owner' });
+  }, 60_000);
+
+  it('members create/remove, api-keys create/revoke and sessions create work end to end', async () => {
+    const boot = await den(stack, 'bootstrap', '--org-name', 'Beta', '--email', `b-${Date.now()}@beta.test`);
+    const member = await den(stack, 'members', 'create', '--org', boot.json.organizationId, '--email', `m-${Date.now()}@beta.test`, '--role', 'member');
+    expect(member.code).toBe(0);
+    expect(member.json).toEqual({ userId: expect.stringMatching(/^usr_/), memberId: expect.stringMatching(/^mem_/), role: 'member' });
+
+    const key = await den(stack, 'api-keys', 'create', '--member', member.json.memberId, '--name', 'ci', '--expires-in-days', '7');
+    expect(key.code).toBe(0);
+    expect(key.json).toEqual({ id: expect.stringMatching(/^key_/), apiKey: expect.stringMatching(/^den_/), expiresAt: expect.any(String) });
+    const days = (Date.parse(key.json.expiresAt) - Date.now()) / 86_400_000;
+    expect(days).toBeGreaterThan(6.9);
+    expect(days).toBeLessThan(7.1);
+
+    const session = await den(stack, 'sessions', 'create', '--member', member.json.memberId, '--expires-in-hours', '2');
+    expect(session.code).toBe(0);
+    const viaSession = await stack.request('GET', '/v1/me', { headers: { authorization: `Bearer ${session.json.token}` } });
+    expect(viaSession.json).toMatchObject({ memberId: member.json.memberId, via: 'session' });
+
+    const revoked = await den(stack, 'api-keys', 'revoke', key.json.id);
+    expect(revoked.code).toBe(0);
+    expect((await stack.request('GET', '/v1/me', { headers: { 'x-api-key': key.json.apiKey } })).status).toBe(401);
+
+    const removed = await den(stack, 'members', 'remove', member.json.memberId);
+    expect(removed.code).toBe(0);
+    expect((await stack.request('GET', '/v1/me', { headers: { authorization: `Bearer ${session.json.token}` } })).status).toBe(401);
+  }, 90_000);
+
+  it('errors are a clear message on stderr and a non-zero exit', async () => {
+    const bad = await den(stack, 'members', 'create', '--org', 'org_nope', '--email', 'x@y.test', '--role', 'admin');
+    expect(bad.code).not.toBe(0);
+    expect(bad.stderr).toContain('organization org_nope not found');
+    expect(bad.stdout).toBe('');
+
+    const role = await den(stack, 'members', 'create', '--org', 'org_nope', '--email', 'x@y.test', '--role', 'king');
+    expect(role.code).not.toBe(0);
+    expect(role.stderr).toMatch(/must be one of owner, admin, member/);
+
+    const help = await den(stack, 'api-keys', 'create', '--help');
+    expect(help.code).toBe(0);
+    expect(help.stdout).toContain('--expires-in-days');
+  }, 60_000);
+});
