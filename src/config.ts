@@ -82,6 +82,8 @@ export const envSchema = z.object({
   PORT: port(8080),
   APP_BASE_URL: optionalString,
   SHUTDOWN_GRACE: duration('10s'),
+  // How long /ready answers 503 before the listener closes, so load balancers stop routing first.
+  SHUTDOWN_READY_DELAY: duration('0s'),
 
   // Temporal. Unset TEMPORAL_ADDRESS means: start the embedded dev server.
   TEMPORAL_ADDRESS: optionalString,
@@ -143,7 +145,7 @@ export interface Config {
   logLevel: Parsed['LOG_LEVEL'];
   dataDir: string;
   embeddedAllowed: boolean;
-  http: { host: string; port: number; publicBaseUrl: string | undefined; shutdownGraceMs: number };
+  http: { host: string; port: number; publicBaseUrl: string | undefined; shutdownGraceMs: number; shutdownReadyDelayMs: number };
   temporal: {
     address: string | undefined;
     namespace: string;
@@ -207,7 +209,13 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     logLevel: e.LOG_LEVEL,
     dataDir: path.resolve(e.DATA_DIR),
     embeddedAllowed: e.EMBEDDED,
-    http: { host: e.HOST, port: e.PORT, publicBaseUrl: e.APP_BASE_URL, shutdownGraceMs: e.SHUTDOWN_GRACE },
+    http: {
+      host: e.HOST,
+      port: e.PORT,
+      publicBaseUrl: e.APP_BASE_URL,
+      shutdownGraceMs: e.SHUTDOWN_GRACE,
+      shutdownReadyDelayMs: e.SHUTDOWN_READY_DELAY,
+    },
     temporal: {
       address: e.TEMPORAL_ADDRESS,
       namespace: e.TEMPORAL_NAMESPACE,

@@ -16,6 +16,7 @@ import { startEmbeddedPostgres } from './embedded/postgres';
 import { openDatabase } from './store/db';
 import { migrateToLatest } from './store/migrate';
 import { createTemporalClient } from './temporal/client';
+import { ensureSearchAttributes } from './temporal/search-attributes';
 import { devServerDbFile, findTemporalCli, startDevServer } from './temporal/dev-server';
 import { startWorker, type WorkerHandle } from './worker';
 
@@ -133,6 +134,7 @@ export async function startService(options: {
   try {
     const applied = await migrateToLatest(services.database.db);
     if (applied.length > 0) log.info({ applied }, 'applied migrations');
+    await ensureSearchAttributes(services.temporal.connection, config.temporal.namespace, log);
     if (roles.worker) {
       worker = await startWorker({
         config,
@@ -160,6 +162,9 @@ export async function startService(options: {
     stop: () =>
       (stopping ??= (async () => {
         services.lifecycle.shuttingDown = true;
+        if (http && config.http.shutdownReadyDelayMs > 0) {
+          await new Promise((resolve) => setTimeout(resolve, config.http.shutdownReadyDelayMs));
+        }
         await http?.close(config.http.shutdownGraceMs);
         await worker?.shutdown();
         await services.temporal.close().catch(() => undefined);

@@ -1,0 +1,34 @@
+# syntax=docker/dockerfile:1
+# One image for both roles: `npm run serve` (API) and `npm run worker` (Temporal worker).
+
+# --- build: install everything, type-check, prebuild the workflow bundle ---------------------
+FROM node:20-bookworm-slim AS build
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --no-audit --no-fund
+COPY tsconfig.json ./
+COPY src ./src
+COPY workflows ./workflows
+COPY activities ./activities
+COPY scripts ./scripts
+COPY bin ./bin
+RUN npm run build
+
+# --- runtime: production dependencies only, non-root ----------------------------------------
+FROM node:20-bookworm-slim AS runtime
+ENV NODE_ENV=production \
+    WORKFLOW_BUNDLE_PATH=/app/dist/workflow-bundle.js \
+    HOST=0.0.0.0 \
+    PORT=8080
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
+COPY --from=build /app/dist ./dist
+COPY tsconfig.json ./
+COPY src ./src
+COPY workflows ./workflows
+COPY activities ./activities
+COPY bin ./bin
+USER node
+EXPOSE 8080
+CMD ["npm", "run", "serve"]
