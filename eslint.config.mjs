@@ -11,7 +11,7 @@ export default tseslint.config(
     },
   },
   {
-    files: ['src/config.ts', 'test/setup/**', 'bench/**', 'scripts/**'],
+    files: ['src/config.ts', 'test/setup/**', 'test/helpers/process.ts', 'bench/**', 'scripts/**'],
     rules: { 'no-restricted-properties': 'off' },
   },
   {

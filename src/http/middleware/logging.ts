@@ -3,7 +3,7 @@ import type { AppContext } from '../context';
 
 /**
  * One JSON line per request: request id, route template, status, latency, organization when
- * known. Headers are not logged except through pino's redaction (see src/log.ts), and bodies never.
+ * known. Headers only at debug level, through pino's redaction (src/log.ts); bodies never whole.
  */
 export async function requestLogging(ctx: AppContext, next: Next): Promise<void> {
   const { services } = ctx.state;
@@ -15,15 +15,15 @@ export async function requestLogging(ctx: AppContext, next: Next): Promise<void>
     const seconds = Number(process.hrtime.bigint() - started) / 1e9;
     const route = ctx.state.routeTemplate ?? (ctx.status === 404 ? 'unmatched' : ctx.path);
     services.metrics.httpDuration.observe({ route, method: ctx.method, status: String(ctx.status) }, seconds);
-    ctx.state.log.info(
-      {
-        method: ctx.method,
-        route,
-        status: ctx.status,
-        latencyMs: Math.round(seconds * 1e6) / 1e3,
-        organizationId: ctx.state.principal?.organizationId,
-      },
-      'request',
-    );
+    const line: Record<string, unknown> = {
+      method: ctx.method,
+      route,
+      status: ctx.status,
+      latencyMs: Math.round(seconds * 1e6) / 1e3,
+      organizationId: ctx.state.principal?.organizationId,
+    };
+    // Headers only at debug; credentials in them are censored by the logger's redact paths.
+    if (ctx.state.log.isLevelEnabled('debug')) line.req = { headers: ctx.headers };
+    ctx.state.log.info(line, 'request');
   }
 }
