@@ -20,6 +20,12 @@ export async function readRawBody(ctx: AppContext, limitBytes: number): Promise<
     if (e.type === 'request.size.invalid') {
       throw errors.invalidRequest([{ message: 'Request body length does not match Content-Length.' }]);
     }
+    // The client went away (aborted upload), or the request belongs to a connection that is
+    // already closing (a pipelined request behind `Connection: close`). Nobody will read the
+    // answer, but it is the client's doing, not a server error.
+    if (e.type === 'request.aborted' || e.type === 'stream.not.readable') {
+      throw errors.invalidRequest([{ message: 'The request body could not be read: the client closed the connection.' }]);
+    }
     if (e.type === 'encoding.unsupported') {
       throw errors.invalidRequest([{ message: 'Unsupported content encoding.' }]);
     }

@@ -1,0 +1,249 @@
+/**
+ * The bad-input campaign: property-based requests against every mounted route of a real API
+ * process. Shared by the `npm test` version (a few hundred cases per route) and `npm run fuzz`.
+ *
+ * Properties: no 5xx except a 503 that names an unavailable dependency; the process never
+ * crashes (an unhandled rejection would kill it under Node's default mode); memory returns to
+ * its baseline afterwards.
+ */
+import fc from 'fast-check';
+import { ALL_ROUTES } from '../../src/http/app';
+import type { RouteDefinition } from '../../src/http/route';
+import { rawRequest, type RawResponse } from './raw-http';
+
+export interface Credentials {
+  owner: string;
+  member: string;
+  session: string;
+}
+
+export interface CampaignOptions {
+  port: number;
+  credentials: Credentials;
+  runsPerRoute: number;
+  seed?: number;
+  /** Adds one 10 MB body per route. */
+  hugeBodies: boolean;
+}
+
+export interface RouteTally {
+  route: string;
+  inputs: number;
+  statuses: Record<string, number>;
+}
+
+export interface Violation {
+  route: string;
+  status: number;
+  request: string;
+  body: string;
+}
+
+type Auth = 'none' | 'owner' | 'member' | 'session' | 'garbage';
+
+/**
+ * Routes whose valid input causes outbound work (MCP probes of arbitrary hosts) are fuzzed
+ * only with credentials that can't reach the handler: the campaign must never make this
+ * process talk to the network.
+ */
+const NO_VALID_CREDENTIALS = new Set(['/v1/mcp-connections/resolve']);
+
+const INJECTIONS = [
+  'x\r\nx-api-key: den_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA',
+  'a\r\n\r\nGET /health HTTP/1.1',
+  '\u0000',
+  '\u00ff\u00fe',
+  'Bearer ',
+  'Bearer den_x',
+  'v0=' + 'f'.repeat(64),
+  'sha256=' + '0'.repeat(64),
+  'sha256=' + 'G'.repeat(64),
+  '9'.repeat(400),
+  '-1',
+  '1e400',
+];
+
+const HEADER_NAMES = [
+  'content-type',
+  'x-api-key',
+  'authorization',
+  'x-slack-signature',
+  'x-slack-request-timestamp',
+  'x-slack-retry-num',
+  'x-slack-retry-reason',
+  'x-hub-signature-256',
+  'x-github-event',
+  'x-github-delivery',
+  'x-request-id',
+  'content-encoding',
+  'accept',
+];
+
+const CONTENT_TYPES = [
+  'application/json',
+  'application/json; charset=utf-8',
+  'application/json; charset=utf-16',
+  'application/x-www-form-urlencoded',
+  'text/plain',
+  'multipart/form-data; boundary=x',
+  'application/octet-stream',
+  '',
+  ';;;',
+];
+
+const DEEP_ARRAY = Buffer.from('['.repeat(10_000) + ']'.repeat(10_000));
+const DEEP_OBJECT = Buffer.from('{"a":'.repeat(10_000) + '1' + '}'.repeat(10_000));
+const HUGE = Buffer.alloc(10 * 1024 * 1024, 'a');
+
+const hugeNumbers = fc
+  .record({
+    attempt: fc.constantFrom('9007199254740992', '9007199254740993', '1e400', '-0', '1.5', '0', '"1"', 'null'),
+    sequence: fc.constantFrom('9007199254740991', '18446744073709551616', '1e308', '-1', 'NaN'),
+    createdAt: fc.constantFrom('-1', '9007199254740992', '0.1', '1e21'),
+  })
+  .map((n) => `{"attempt":${n.attempt},"sequence":${n.sequence},"type":"user","payload":{},"createdAt":${n.createdAt}}`);
+
+const slackish = fc
+  .record({
+    type: fc.constantFrom('url_verification', 'event_callback', 'app_rate_limited', 'x'),
+    challenge: fc.oneof(fc.string(), fc.integer(), fc.constant(null)),
+    team_id: fc.oneof(fc.string(), fc.constant('T1')),
+    api_app_id: fc.string(),
+    event_id: fc.oneof(fc.string(), fc.integer()),
+    event: fc.anything(),
+  })
+  .map((v) => JSON.stringify(v));
+
+const githubish = fc
+  .record({
+    action: fc.constantFrom('deleted', 'removed', 'renamed', 'opened', 'x'),
+    installation: fc.oneof(fc.record({ id: fc.anything() }), fc.anything()),
+    repository: fc.oneof(fc.record({ id: fc.anything(), full_name: fc.anything() }), fc.anything()),
+    ref: fc.anything(),
+    after: fc.oneof(fc.constant('0'.repeat(40)), fc.string()),
+  })
+  .map((v) => JSON.stringify(v));
+
+const bodies: fc.Arbitrary<Buffer> = fc.oneof(
+  { weight: 3, arbitrary: fc.json().map((s) => Buffer.from(s)) },
+  { weight: 2, arbitrary: fc.uint8Array({ maxLength: 2048 }).map((a) => Buffer.from(a)) },
+  { weight: 2, arbitrary: fc.string({ maxLength: 512 }).map((s) => Buffer.from(s)) },
+  { weight: 2, arbitrary: hugeNumbers.map((s) => Buffer.from(s)) },
+  { weight: 2, arbitrary: slackish.map((s) => Buffer.from(s)) },
+  { weight: 2, arbitrary: githubish.map((s) => Buffer.from(s)) },
+  { weight: 1, arbitrary: fc.dictionary(fc.string(), fc.string()).map((d) => Buffer.from(new URLSearchParams(d).toString())) },
+  { weight: 1, arbitrary: fc.constantFrom(DEEP_ARRAY, DEEP_OBJECT, Buffer.alloc(0), Buffer.from([0xc3, 0x28, 0xa0, 0xa1])) },
+);
+
+const headerValue = fc.oneof(fc.string({ maxLength: 120 }), fc.constantFrom(...INJECTIONS));
+const headers = fc.array(fc.tuple(fc.constantFrom(...HEADER_NAMES), headerValue), { maxLength: 6 });
+
+const segment = fc.oneof(
+  fc.constantFrom('emc_01h2xcejqtf2nbrexx3vqjhp41', 'emc_', 'EMC_01H2XCEJQTF2NBREXX3VQJHP41', '..', '%00', '%2e%2e%2f', 'run-1', 'a'.repeat(161)),
+  fc.string({ minLength: 1, maxLength: 200 }).map((s) => encodeURIComponent(s)),
+);
+
+function concretePath(template: string, values: string[]): string {
+  let i = 0;
+  return template.replace(/\{\w+\}/g, () => values[i++ % values.length] ?? 'x');
+}
+
+function credentialHeaders(auth: Auth, credentials: Credentials): [string, string][] {
+  switch (auth) {
+    case 'owner':
+      return [['x-api-key', credentials.owner]];
+    case 'member':
+      return [['x-api-key', credentials.member]];
+    case 'session':
+      return [['authorization', `Bearer ${credentials.session}`]];
+    case 'garbage':
+      return [['x-api-key', 'den_garbage']];
+    default:
+      return [];
+  }
+}
+
+export function isAcceptable(response: RawResponse): boolean {
+  if (response.status < 500) return true;
+  // A dependency outage is the one 5xx we allow: the sender retries.
+  return response.status === 503 && response.body.toString('utf8').includes('unavailable');
+}
+
+export function fuzzableRoutes(routes: RouteDefinition[] = ALL_ROUTES): RouteDefinition[] {
+  return routes.filter((route) => !route.path.startsWith('/docs/'));
+}
+
+export async function runCampaign(options: CampaignOptions): Promise<{ tallies: RouteTally[]; violations: Violation[] }> {
+  const tallies: RouteTally[] = [];
+  const violations: Violation[] = [];
+  for (const route of fuzzableRoutes()) {
+    const tally: RouteTally = { route: `${route.method.toUpperCase()} ${route.path}`, inputs: 0, statuses: {} };
+    tallies.push(tally);
+    const auths: Auth[] = NO_VALID_CREDENTIALS.has(route.path)
+      ? ['none', 'member', 'garbage']
+      : ['none', 'owner', 'member', 'session', 'garbage'];
+    const paths = [route.path, ...(route.aliases ?? [])];
+
+    const send = async (path: string, auth: Auth, extra: [string, string][], contentType: string, body: Buffer) => {
+      const requestHeaders: [string, string][] = [
+        ...(contentType ? ([['content-type', contentType]] as [string, string][]) : []),
+        ...credentialHeaders(auth, options.credentials),
+        ...extra,
+      ];
+      let response: RawResponse;
+      try {
+        response = await rawRequest({ port: options.port, method: route.method.toUpperCase(), path, headers: requestHeaders, body });
+      } catch (error) {
+        const reset = /EPIPE|ECONNRESET/.test(String(error));
+        if (reset && body.length > 1024 * 1024) {
+          // The server answered without reading a multi-megabyte upload and closed, as the
+          // client's `Connection: close` asked; TCP then resets and the answer can be lost.
+          // That is a transport outcome, not a 5xx: tallied, not a violation.
+          tally.inputs += 1;
+          tally.statuses.reset = (tally.statuses.reset ?? 0) + 1;
+          return true;
+        }
+        // No answer at all is a violation (the server hung up on a request).
+        response = { status: 599, headers: '', body: Buffer.from(String(error)) };
+      }
+      tally.inputs += 1;
+      tally.statuses[response.status] = (tally.statuses[response.status] ?? 0) + 1;
+      if (!isAcceptable(response)) {
+        violations.push({
+          route: tally.route,
+          status: response.status,
+          request: `${route.method.toUpperCase()} ${path} ${JSON.stringify(requestHeaders)} ${body.subarray(0, 200).toString('utf8')}`,
+          body: response.body.subarray(0, 300).toString('utf8'),
+        });
+      }
+      return isAcceptable(response);
+    };
+
+    await fc.assert(
+      fc.asyncProperty(
+        fc.constantFrom(...paths),
+        fc.array(segment, { minLength: 1, maxLength: 3 }),
+        fc.constantFrom(...auths),
+        fc.constantFrom(...CONTENT_TYPES),
+        headers,
+        bodies,
+        async (template, values, auth, contentType, extra, body) =>
+          send(concretePath(template, values), auth, extra, contentType, body),
+      ),
+      { numRuns: options.runsPerRoute, seed: options.seed, endOnFailure: true },
+    ).catch(() => undefined); // violations are collected above, with the request that caused them
+
+    if (options.hugeBodies) {
+      for (const auth of auths) await send(concretePath(route.path, ['emc_01h2xcejqtf2nbrexx3vqjhp41']), auth, [], 'application/json', HUGE);
+    }
+  }
+  return { tallies, violations };
+}
+
+/** Reads a gauge from the process's own /metrics. */
+export async function readMetric(url: string, name: string): Promise<number> {
+  const text = await (await fetch(`${url}/metrics`)).text();
+  const line = text.split('\n').find((l) => l.startsWith(`${name} `) || l.startsWith(`${name}{`));
+  if (!line) throw new Error(`metric ${name} not found`);
+  return Number(line.split(' ').pop());
+}
