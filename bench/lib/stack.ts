@@ -1,0 +1,205 @@
+/**
+ * The stack that `npm run bench`, `npm run chaos` and `npm run fuzz` drive: an embedded Postgres
+ * and Temporal dev server as children of this script (so faults can be injected into them), and
+ * the service's real entry points as separate processes — a worker, an API, and for the bench an
+ * API with the enqueue switched off. Everything listens on 127.0.0.1 only, on free ports.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs/promises';
+import net from 'node:net';
+import path from 'node:path';
+import { loadConfig } from '../../src/config';
+import { startEmbeddedPostgres, type EmbeddedPostgres } from '../../src/embedded/postgres';
+import { createLogger } from '../../src/log';
+import { openDatabase, type DbHandle } from '../../src/store/db';
+import { migrateToLatest } from '../../src/store/migrate';
+import { createTemporalClient, type TemporalClientHandle } from '../../src/temporal/client';
+import { findTemporalCli, startDevServer, type CliLocation, type DevServer } from '../../src/temporal/dev-server';
+
+const root = path.resolve(__dirname, '../..');
+const log = createLogger({ level: 'warn', name: 'bench' });
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as net.AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+export async function waitUntil(fn: () => Promise<boolean>, timeoutMs: number, intervalMs = 100): Promise<number> {
+  const started = Date.now();
+  while (Date.now() - started < timeoutMs) {
+    try {
+      if (await fn()) return Date.now() - started;
+    } catch {
+      // not yet
+    }
+    await new Promise((r) => setTimeout(r, intervalMs));
+  }
+  throw new Error(`condition not met within ${timeoutMs} ms`);
+}
+
+export class ServiceProcess {
+  child: ChildProcess | undefined;
+  output = '';
+  constructor(
+    readonly name: string,
+    readonly entry: string,
+    readonly env: Record<string, string | undefined>,
+    readonly url?: string,
+  ) {}
+
+  start(): void {
+    this.child = spawn(process.execPath, ['--require', 'tsx/cjs', path.join(root, this.entry)], {
+      cwd: root,
+      env: { PATH: process.env.PATH, HOME: process.env.HOME, ...this.env } as NodeJS.ProcessEnv,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const keep = (chunk: Buffer) => {
+      this.output = (this.output + chunk.toString('utf8')).slice(-200_000);
+    };
+    this.child.stdout!.on('data', keep);
+    this.child.stderr!.on('data', keep);
+  }
+
+  get pid(): number | undefined {
+    return this.child?.pid;
+  }
+
+  alive(): boolean {
+    return !!this.child && this.child.exitCode === null && this.child.signalCode === null;
+  }
+
+  async kill(signal: NodeJS.Signals = 'SIGTERM'): Promise<void> {
+    const child = this.child;
+    if (!child || !this.alive()) return;
+    const exited = new Promise((resolve) => child.once('exit', resolve));
+    child.kill(signal);
+    await exited;
+  }
+
+  async ready(timeoutMs = 60_000): Promise<void> {
+    if (!this.url) return;
+    await waitUntil(async () => (await fetch(`${this.url}/ready`)).status === 200, timeoutMs, 200);
+  }
+}
+
+export interface BenchStack {
+  dataDir: string;
+  env: Record<string, string | undefined>;
+  api: ServiceProcess;
+  /** The same API with BENCH_DISABLE_ENQUEUE=true: verify and ack only. */
+  apiNoEnqueue?: ServiceProcess;
+  worker: ServiceProcess;
+  database: DbHandle;
+  temporal: TemporalClientHandle;
+  postgres: EmbeddedPostgres;
+  temporalServer: DevServer;
+  secrets: { github: string };
+  /** kill -9 the Temporal dev server (its SQLite file keeps the state). */
+  killTemporal(): Promise<void>;
+  startTemporal(): Promise<void>;
+  restartPostgres(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+export async function startBenchStack(options: { withNoEnqueueApi?: boolean; apiEnv?: Record<string, string> } = {}): Promise<BenchStack> {
+  const config = loadConfig();
+  const dataDir = path.join(config.dataDir, 'bench', `${Date.now()}`);
+  await fs.mkdir(dataDir, { recursive: true });
+  const pgPort = await freePort();
+  const temporalPort = await freePort();
+
+  const postgresOptions = { dataDir, port: pgPort, log, logFile: path.join(dataDir, 'postgres.log') };
+  let postgres = await startEmbeddedPostgres(postgresOptions);
+  const cli: CliLocation = await findTemporalCli(config.temporal.cliPath, log);
+  const serverOptions = {
+    cli,
+    port: temporalPort,
+    uiPort: 0,
+    headless: true,
+    dbFile: path.join(dataDir, 'temporal.db'),
+    namespace: 'default',
+    logFile: path.join(dataDir, 'temporal.log'),
+    log,
+  };
+  let temporalServer = await startDevServer(serverOptions);
+
+  const database = openDatabase(postgres.url, { max: 20 });
+  await migrateToLatest(database.db);
+  const temporal = createTemporalClient({ address: temporalServer.address, namespace: 'default', taskQueue: 'bench' });
+
+  const secrets = { github: randomBytes(16).toString('hex') };
+  const env: Record<string, string | undefined> = {
+    NODE_ENV: 'production',
+    LOG_LEVEL: 'warn',
+    DATA_DIR: dataDir,
+    DATABASE_URL: postgres.url,
+    TEMPORAL_ADDRESS: temporalServer.address,
+    TEMPORAL_TASK_QUEUE: 'bench',
+    SECRET_KEY: randomBytes(32).toString('hex'),
+    GITHUB_WEBHOOK_SECRET: secrets.github,
+    SLACK_API_BASE_URL: 'http://127.0.0.1:9/api',
+    DATABASE_POOL_MAX: '20',
+  };
+
+  const apiPort = await freePort();
+  const api = new ServiceProcess('api', 'src/bin/serve.ts', { ...env, ...options.apiEnv, PORT: String(apiPort) }, `http://127.0.0.1:${apiPort}`);
+  const worker = new ServiceProcess('worker', 'src/bin/worker.ts', env);
+  let apiNoEnqueue: ServiceProcess | undefined;
+  if (options.withNoEnqueueApi) {
+    const port = await freePort();
+    apiNoEnqueue = new ServiceProcess('api-no-enqueue', 'src/bin/serve.ts', { ...env, ...options.apiEnv, PORT: String(port), BENCH_DISABLE_ENQUEUE: 'true' }, `http://127.0.0.1:${port}`);
+  }
+  for (const proc of [worker, api, apiNoEnqueue]) proc?.start();
+  await Promise.all([api.ready(), apiNoEnqueue?.ready()]);
+
+  const stack: BenchStack = {
+    dataDir,
+    env,
+    api,
+    apiNoEnqueue,
+    worker,
+    database,
+    temporal,
+    get postgres() {
+      return postgres;
+    },
+    get temporalServer() {
+      return temporalServer;
+    },
+    secrets,
+    async killTemporal() {
+      if (temporalServer.pid) process.kill(temporalServer.pid, 'SIGKILL');
+      await waitUntil(async () => {
+        try {
+          process.kill(temporalServer.pid!, 0);
+          return false;
+        } catch {
+          return true;
+        }
+      }, 10_000);
+    },
+    async startTemporal() {
+      temporalServer = await startDevServer(serverOptions);
+    },
+    async restartPostgres() {
+      await postgres.stop();
+      postgres = await startEmbeddedPostgres(postgresOptions);
+    },
+    async stop() {
+      for (const proc of [api, apiNoEnqueue, worker]) await proc?.kill('SIGTERM');
+      await temporal.close().catch(() => undefined);
+      await database.close().catch(() => undefined);
+      await temporalServer.stop();
+      await postgres.stop();
+      await fs.rm(dataDir, { recursive: true, force: true });
+    },
+  };
+  return stack;
+}
