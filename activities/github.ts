@@ -1,5 +1,32 @@
+import {
+  applyInstallationChange,
+  applyInstallationRepositories,
+  applyRepositoryChange,
+  recordPush,
+  type DeliveryEffects,
+} from '../src/integrations/github/targets';
+import type { GithubDeliveryInput } from '../src/temporal/messages';
 import type { ActivityDeps } from './deps';
 
-export function createGithubActivities(_deps: ActivityDeps) {
-  return {};
+type Of<E extends GithubDeliveryInput['event']> = Extract<GithubDeliveryInput, { event: E }>;
+
+/**
+ * The table effects of a GitHub delivery (issue #6). Each is one idempotent transaction, so
+ * Temporal's retries (Postgres down, a worker crash mid-commit) never record anything twice.
+ */
+export function createGithubActivities(deps: ActivityDeps) {
+  return {
+    async githubRecordPush(input: Of<'push'>): Promise<DeliveryEffects> {
+      return recordPush(deps.db, input);
+    },
+    async githubApplyRepositoryChange(input: Of<'repository'>): Promise<DeliveryEffects> {
+      return applyRepositoryChange(deps.db, input);
+    },
+    async githubApplyInstallationChange(input: Of<'installation'>): Promise<DeliveryEffects> {
+      return applyInstallationChange(deps.db, input);
+    },
+    async githubApplyInstallationRepositories(input: Of<'installation_repositories'>): Promise<DeliveryEffects> {
+      return applyInstallationRepositories(deps.db, input);
+    },
+  };
 }

@@ -1,9 +1,128 @@
-import type { Kysely } from 'kysely';
+import { type ColumnType, type Kysely, sql } from 'kysely';
 
-// Filled in by the feature that owns these tables.
-// eslint-disable-next-line @typescript-eslint/no-empty-object-type
-export interface GithubTables {}
+type Timestamp = ColumnType<Date, Date | string | undefined, Date | string>;
+/** GitHub ids are bigint columns; pg returns int8 as a string (ids stay below 2^53, see targets.ts). */
+type Int8 = ColumnType<string, number | string, number | string>;
+type NullableInt8 = ColumnType<string | null, number | string | null | undefined, number | string | null>;
 
-export async function up(_db: Kysely<unknown>): Promise<void> {}
+export type GithubTargetStatus = 'active' | 'disabled' | 'disconnected';
+export type GithubSyncStatus = 'queued' | 'running' | 'completed' | 'skipped' | 'failed';
+/** `push`: sync one head; `full_resync`: sync the whole repository (after a rename). */
+export type GithubSyncKind = 'push' | 'full_resync';
 
-export async function down(_db: Kysely<unknown>): Promise<void> {}
+export interface GithubTables {
+  /** A repository an organization connected, optionally pinned to one ref. */
+  github_connector_targets: {
+    id: string;
+    organization_id: string;
+    installation_id: Int8;
+    /** Unknown until the first delivery names it when created from a full name only. */
+    repository_id: NullableInt8;
+    repository_full_name: string;
+    /** `refs/heads/main`; null means every ref. */
+    ref: string | null;
+    status: GithubTargetStatus;
+    /** Why the status is not active (`installation_suspended`, `repository_deleted`, …). */
+    status_reason: string | null;
+    created_at: Timestamp;
+    updated_at: Timestamp;
+  };
+  /** The sync work a delivery calls for; what a sync executor picks up. */
+  github_sync_events: {
+    id: string;
+    /** The target's organization; null for a push that matched no target. */
+    organization_id: string | null;
+    delivery_id: string;
+    event: string;
+    action: string | null;
+    kind: GithubSyncKind;
+    target_id: string | null;
+    installation_id: Int8;
+    repository_id: NullableInt8;
+    repository_full_name: string | null;
+    ref: string | null;
+    head_sha: string | null;
+    status: GithubSyncStatus;
+    outcome: string | null;
+    created_at: Timestamp;
+    updated_at: Timestamp;
+  };
+  /** Repositories an installation gave the App access to (installation_repositories). */
+  github_installation_repositories: {
+    installation_id: Int8;
+    repository_id: Int8;
+    repository_full_name: string;
+    status: 'available' | 'removed';
+    delivery_id: string;
+    updated_at: Timestamp;
+  };
+}
+
+export async function up(db: Kysely<unknown>): Promise<void> {
+  await db.schema
+    .createTable('github_connector_targets')
+    .addColumn('id', 'text', (c) => c.primaryKey())
+    .addColumn('organization_id', 'text', (c) => c.notNull().references('organizations.id').onDelete('cascade'))
+    .addColumn('installation_id', 'bigint', (c) => c.notNull())
+    .addColumn('repository_id', 'bigint')
+    .addColumn('repository_full_name', 'text', (c) => c.notNull())
+    .addColumn('ref', 'text')
+    .addColumn('status', 'text', (c) => c.notNull().defaultTo('active').check(sql`status IN ('active', 'disabled', 'disconnected')`))
+    .addColumn('status_reason', 'text')
+    .addColumn('created_at', 'timestamptz', (c) => c.notNull().defaultTo(sql`now()`))
+    .addColumn('updated_at', 'timestamptz', (c) => c.notNull().defaultTo(sql`now()`))
+    .execute();
+  // The delivery workflow's lookups: by installation, then repository id or name.
+  await sql`CREATE INDEX github_targets_installation ON github_connector_targets (installation_id, repository_id)`.execute(db);
+  await sql`CREATE INDEX github_targets_repository_id ON github_connector_targets (repository_id)`.execute(db);
+  await sql`CREATE INDEX github_targets_full_name ON github_connector_targets (lower(repository_full_name))`.execute(db);
+  await sql`CREATE INDEX github_targets_organization ON github_connector_targets (organization_id, created_at)`.execute(db);
+
+  await db.schema
+    .createTable('github_sync_events')
+    .addColumn('id', 'text', (c) => c.primaryKey())
+    .addColumn('organization_id', 'text', (c) => c.references('organizations.id').onDelete('cascade'))
+    .addColumn('delivery_id', 'text', (c) => c.notNull())
+    .addColumn('event', 'text', (c) => c.notNull())
+    .addColumn('action', 'text')
+    .addColumn('kind', 'text', (c) => c.notNull().check(sql`kind IN ('push', 'full_resync')`))
+    .addColumn('target_id', 'text', (c) => c.references('github_connector_targets.id').onDelete('set null'))
+    .addColumn('installation_id', 'bigint', (c) => c.notNull())
+    .addColumn('repository_id', 'bigint')
+    .addColumn('repository_full_name', 'text')
+    .addColumn('ref', 'text')
+    .addColumn('head_sha', 'text')
+    .addColumn('status', 'text', (c) =>
+      c.notNull().check(sql`status IN ('queued', 'running', 'completed', 'skipped', 'failed')`),
+    )
+    .addColumn('outcome', 'text')
+    .addColumn('created_at', 'timestamptz', (c) => c.notNull().defaultTo(sql`now()`))
+    .addColumn('updated_at', 'timestamptz', (c) => c.notNull().defaultTo(sql`now()`))
+    .execute();
+  // A repeated push to one head is recorded once per target (issue #6).
+  await sql`CREATE UNIQUE INDEX github_sync_events_push_head ON github_sync_events (target_id, head_sha)
+    WHERE kind = 'push' AND target_id IS NOT NULL`.execute(db);
+  // One event per (delivery, target): a retried activity, or a redelivery after the workflow id
+  // left Temporal's retention, records nothing twice.
+  await sql`CREATE UNIQUE INDEX github_sync_events_delivery_target ON github_sync_events (delivery_id, (coalesce(target_id, '')))`.execute(
+    db,
+  );
+  await sql`CREATE INDEX github_sync_events_listing ON github_sync_events (organization_id, created_at DESC, id DESC)`.execute(db);
+
+  await db.schema
+    .createTable('github_installation_repositories')
+    .addColumn('installation_id', 'bigint', (c) => c.notNull())
+    .addColumn('repository_id', 'bigint', (c) => c.notNull())
+    .addColumn('repository_full_name', 'text', (c) => c.notNull())
+    .addColumn('status', 'text', (c) => c.notNull().check(sql`status IN ('available', 'removed')`))
+    .addColumn('delivery_id', 'text', (c) => c.notNull())
+    .addColumn('updated_at', 'timestamptz', (c) => c.notNull().defaultTo(sql`now()`))
+    .addPrimaryKeyConstraint('github_installation_repositories_pk', ['installation_id', 'repository_id'])
+    .execute();
+}
+
+export async function down(db: Kysely<unknown>): Promise<void> {
+  for (const table of ['github_installation_repositories', 'github_sync_events', 'github_connector_targets']) {
+    await db.schema.dropTable(table).ifExists().execute();
+  }
+}

@@ -1,0 +1,93 @@
+/** `den github targets …` through the real binary, against the suite's Postgres. */
+import { execFile } from 'node:child_process';
+import path from 'node:path';
+import { loadConfig } from '../../src/config';
+import { getTarget } from '../../src/integrations/github/targets';
+import { openDatabase, type DbHandle } from '../../src/store/db';
+import { freshId } from '../helpers/github';
+import { createTestOrg } from '../helpers/identity';
+
+const BIN = path.resolve(__dirname, '..', '..', 'bin', 'den.js');
+const config = loadConfig();
+
+interface CliRun {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs `den` as an operator would, with only the database URL of the test config. */
+function den(...args: string[]): Promise<CliRun> {
+  return new Promise((resolve) => {
+    execFile(
+      process.execPath,
+      [BIN, ...args],
+      { env: { DATABASE_URL: config.database.url, DATA_DIR: config.dataDir, LOG_LEVEL: 'silent' }, timeout: 30_000 },
+      (error, stdout, stderr) => resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr }),
+    );
+  });
+}
+
+let database: DbHandle;
+beforeAll(() => {
+  database = openDatabase(config.database.url!, { max: 2 });
+});
+afterAll(() => database.close());
+
+describe('den github targets', () => {
+  it('create prints {targetId}, is idempotent, and list shows the target', async () => {
+    const org = await createTestOrg(database.db);
+    const installationId = freshId();
+    const repositoryId = freshId();
+    const args = ['github', 'targets', 'create', '--org', org.organizationId, '--installation-id', String(installationId)];
+
+    const created = await den(...args, '--repo', 'acme/widgets', '--repository-id', String(repositoryId), '--ref', 'main');
+    expect(created.code).toBe(0);
+    const { targetId } = JSON.parse(created.stdout) as { targetId: string };
+    expect(Object.keys(JSON.parse(created.stdout))).toEqual(['targetId']);
+    expect(targetId).toMatch(/^ght_[0-9a-z]{26}$/);
+    expect(await getTarget(database.db, targetId)).toMatchObject({
+      organizationId: org.organizationId,
+      installationId,
+      repositoryId,
+      repository: 'acme/widgets',
+      ref: 'refs/heads/main',
+      status: 'active',
+    });
+
+    const [again, second] = await Promise.all([
+      den(...args, '--repo', 'acme/widgets', '--ref', 'refs/heads/main'),
+      den(...args, '--repo', 'acme/gadgets'),
+    ]);
+    expect(again.code).toBe(0);
+    expect(JSON.parse(again.stdout)).toEqual({ targetId });
+    expect(second.code).toBe(0);
+    const secondId = (JSON.parse(second.stdout) as { targetId: string }).targetId;
+    expect(secondId).not.toBe(targetId);
+
+    const listed = await den('github', 'targets', 'list', '--org', org.organizationId);
+    expect(listed.code).toBe(0);
+    const { targets } = JSON.parse(listed.stdout) as { targets: { targetId: string; repository: string; ref: string | null; status: string }[] };
+    expect(targets.map((t) => [t.targetId, t.repository, t.ref, t.status]).sort()).toEqual(
+      [
+        [targetId, 'acme/widgets', 'refs/heads/main', 'active'],
+        [secondId, 'acme/gadgets', null, 'active'],
+      ].sort(),
+    );
+  });
+
+  it('refuses an unknown organization and malformed options with a message and a non-zero exit', async () => {
+    const [unknownOrg, badRepo, badInstallation] = await Promise.all([
+      den('github', 'targets', 'create', '--org', 'org_nope', '--installation-id', '1', '--repo', 'acme/widgets'),
+      den('github', 'targets', 'create', '--org', 'org_nope', '--installation-id', '1', '--repo', 'not a repo'),
+      den('github', 'targets', 'create', '--org', 'org_nope', '--installation-id', '-3', '--repo', 'acme/widgets'),
+    ]);
+    expect(unknownOrg.code).toBe(1);
+    expect(unknownOrg.stdout).toBe('');
+    expect(unknownOrg.stderr).toBe('den: organization org_nope not found\n');
+    expect(badRepo.code).not.toBe(0);
+    expect(badRepo.stderr).toContain('must be owner/name');
+    expect(badInstallation.code).not.toBe(0);
+    expect(badInstallation.stderr).toContain('must be a positive whole number');
+  });
+});

@@ -1,0 +1,48 @@
+/** The webhook when its secret or Temporal is missing: 503, so the operator redelivers later. */
+import { randomUUID } from 'node:crypto';
+import { deliver, freshId, githubExample } from '../helpers/github';
+import { closedPort } from '../helpers/ports';
+import { startTestStack } from '../helpers/stack';
+
+const SECRET = `secret-${randomUUID()}`;
+
+function push() {
+  const payload = githubExample('push', (p) => p.ref === 'refs/heads/master' && p.installation);
+  payload.installation.id = freshId();
+  payload.repository.id = freshId();
+  return payload;
+}
+
+describe('GitHub webhook outages', () => {
+  it('GITHUB_WEBHOOK_SECRET unset → 503 webhook secret not configured', async () => {
+    const stack = await startTestStack({ env: { GITHUB_WEBHOOK_SECRET: '', GITHUB_WEBHOOK_SECRET_PREVIOUS: SECRET } });
+    try {
+      const res = await deliver(stack, { event: 'push', payload: push(), secret: SECRET });
+      expect(res.status).toBe(503);
+      expect(res.json).toEqual({ ok: false, error: 'webhook secret not configured' });
+      const alias = await deliver(stack, { path: '/v1/webhooks/connectors/codehost', event: 'ping', payload: githubExample('ping'), secret: SECRET });
+      expect(alias.status).toBe(503);
+      expect(alias.json).toEqual({ ok: false, error: 'webhook secret not configured' });
+    } finally {
+      await stack.stop();
+    }
+  });
+
+  it('Temporal unreachable → 503 for an accepted delivery, never a 202; ping still answers', async () => {
+    const stack = await startTestStack({
+      env: { GITHUB_WEBHOOK_SECRET: SECRET, TEMPORAL_ADDRESS: `127.0.0.1:${await closedPort()}`, TEMPORAL_START_TIMEOUT: '1s' },
+    });
+    try {
+      const res = await deliver(stack, { event: 'push', payload: push(), secret: SECRET });
+      expect(res.status).toBe(503);
+      expect(res.json).toMatchObject({ error: 'unavailable', dependency: 'temporal' });
+      expect(res.headers.get('retry-after')).toBe('5');
+
+      const ping = await deliver(stack, { event: 'ping', payload: githubExample('ping'), secret: SECRET });
+      expect(ping.status).toBe(200);
+      expect(ping.json).toEqual({ ok: true, accepted: false, reason: 'ping' });
+    } finally {
+      await stack.stop();
+    }
+  });
+});
