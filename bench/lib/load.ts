@@ -40,18 +40,18 @@ export async function runLoad(options: {
     timeout: 10,
     requests: [
       {
-        setupRequest: (request: Record<string, unknown>, context: Record<string, unknown>) => {
+        setupRequest: (request: autocannon.Request, context: object) => {
           const generated = options.next();
-          context.id = generated.id;
+          (context as { id?: string }).id = generated.id;
           return { ...request, method: generated.method, path: generated.path, headers: generated.headers, body: generated.body };
         },
-        onResponse: (status: number, _body: string, context: Record<string, unknown>) => {
+        onResponse: (status: number, _body: string, context: object) => {
           statuses[status] = (statuses[status] ?? 0) + 1;
-          if (status >= 200 && status < 300) acked.push(context.id as string);
+          if (status >= 200 && status < 300) acked.push((context as { id: string }).id);
         },
       },
     ],
-  } as autocannon.Options);
+  });
   return {
     requests: result.requests.total,
     rps: result.requests.total / options.durationSeconds,

@@ -55,12 +55,21 @@ export async function temporalCall<T>(
   fn: () => Promise<T>,
   metrics?: Metrics,
 ): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  // withDeadline bounds the RPC, but not the lazy connection's (re)connect that precedes it,
+  // so a hard timer bounds the whole call: Slack's 3 s ack window leaves no room to overrun.
+  // If the call still lands after we gave up, the sender's retry meets the same workflow id.
+  const hardTimeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`Temporal did not answer ${operation} within ${timeoutMs} ms`)), timeoutMs);
+  });
   try {
-    return await temporal.connection.withDeadline(Date.now() + timeoutMs, fn);
+    return await Promise.race([temporal.connection.withDeadline(Date.now() + timeoutMs, fn), hardTimeout]);
   } catch (error) {
     if (isDefiniteAnswer(error)) throw error;
     metrics?.temporalErrors.inc({ operation, kind: (error as Error)?.name ?? 'unknown' });
     throw errors.unavailable('temporal', error);
+  } finally {
+    clearTimeout(timer);
   }
 }
 

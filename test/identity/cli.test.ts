@@ -9,8 +9,9 @@ const DEN = path.resolve(__dirname, '../../bin/den.js');
 
 async function den(stack: TestStack, ...args: string[]) {
   try {
-    const { stdout, stderr } = await exec(DEN, args, {
-      env: { ...process.env, DATABASE_URL: stack.config.database.url },
+    // The binary runs under this Node; its whole environment is the test's config.
+    const { stdout, stderr } = await exec(process.execPath, [DEN, ...args], {
+      env: { DATABASE_URL: stack.config.database.url, DATA_DIR: stack.config.dataDir },
       timeout: 30_000,
     });
     return { code: 0, stdout, stderr, json: parseJson(stdout) };

@@ -88,7 +88,7 @@ describe('shutdown of the API process', () => {
     await new Promise((r) => setTimeout(r, 200));
     proc!.child.kill('SIGTERM');
     await waitFor(async () => (await fetch(`${url}/ready`)).status === 503, 1000, 50);
-    const ready = await (await fetch(`${url}/ready`)).json();
+    const ready = (await (await fetch(`${url}/ready`)).json()) as { checks: { shutdown?: string } };
     expect(ready.checks.shutdown).toBe('in progress');
 
     inFlight.finish();

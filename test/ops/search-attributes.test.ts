@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { msToTs } from '@temporalio/common/lib/time';
 import { loadConfig } from '../../src/config';
 import { createLogger } from '../../src/log';
 import { createTemporalClient } from '../../src/temporal/client';
@@ -10,7 +11,7 @@ it('registers missing custom search attributes once, idempotently (production se
   const temporal = createTemporalClient({ address: config.temporal.address!, namespace: 'default', taskQueue: 'unused' });
   const namespace = `sa-${randomUUID()}`;
   try {
-    await temporal.connection.workflowService.registerNamespace({ namespace, workflowExecutionRetentionPeriod: { seconds: 86_400 } });
+    await temporal.connection.workflowService.registerNamespace({ namespace, workflowExecutionRetentionPeriod: msToTs('1 day') });
     const log = createLogger({ level: 'silent' });
     const first = await ensureSearchAttributes(temporal.connection, namespace, log);
     expect(first.sort()).toEqual(Object.values(searchAttributes).map((k) => k.name).sort());

@@ -1,0 +1,148 @@
+/**
+ * The shapes of MCP resolve (spec 2.4, 2.5). Types only: the route, the workflow and the
+ * activity all use them, and `src/temporal/messages.ts` re-exports them as payload types.
+ * Enum values beyond the spec's examples are ours (behaviour notes, "MCP resolve").
+ */
+
+export const AUTH_TYPES = ['oauth', 'apikey', 'none'] as const;
+export type AuthType = (typeof AUTH_TYPES)[number];
+
+/** Spec 2.5 "Preset object": every field. Optional strings are left out when a preset has none. */
+export interface McpPreset {
+  presetId: string;
+  displayName: string;
+  description: string;
+  url: string;
+  authType: AuthType;
+  supportedAuthTypes: AuthType[];
+  requiresOAuthClient: boolean;
+  defaultOAuthClientId?: string;
+  authorizationServerIssuer?: string;
+  defaultOAuthScopes: string[];
+}
+
+export const RESOLUTIONS = ['preset', 'discovered', 'not_found'] as const;
+export type Resolution = (typeof RESOLUTIONS)[number];
+
+export const DISCOVERY_STATUSES = ['ready', 'manual_action_required', 'unreachable', 'unsupported'] as const;
+export type DiscoveryStatus = (typeof DISCOVERY_STATUSES)[number];
+
+export const INITIALIZE_OUTCOMES = ['succeeded', 'authentication_required', 'failed'] as const;
+export type InitializeOutcome = (typeof INITIALIZE_OUTCOMES)[number];
+
+export const AUTHENTICATION_KINDS = ['none', 'oauth', 'manual_bearer', 'unknown'] as const;
+export type AuthenticationKind = (typeof AUTHENTICATION_KINDS)[number];
+
+export const REFRESH_SUPPORT = ['supported', 'not_advertised', 'unknown'] as const;
+export type RefreshSupport = (typeof REFRESH_SUPPORT)[number];
+
+export const REGISTRATION_METHODS = ['client_metadata', 'pre_registered', 'dynamic'] as const;
+export type RegistrationMethod = (typeof REGISTRATION_METHODS)[number];
+
+export const TOOL_VISIBILITIES = ['available_without_auth', 'requires_auth', 'unavailable'] as const;
+export type ToolVisibility = (typeof TOOL_VISIBILITIES)[number];
+
+export const MANUAL_REQUIREMENT_CODES = [
+  'provider_access',
+  'network_trust',
+  'authorization_server_selection',
+  'oauth_client_registration',
+] as const;
+export type ManualRequirementCode = (typeof MANUAL_REQUIREMENT_CODES)[number];
+
+export interface McpAuthorizationServer {
+  issuer: string;
+  clientIdMetadataDocumentSupported: boolean;
+  authorizationEndpoint: string;
+  tokenEndpoint: string;
+  registrationEndpoint?: string;
+  scopesSupported: string[];
+  grantTypesSupported: string[];
+  codeChallengeMethodsSupported: string[];
+  tokenEndpointAuthMethodsSupported: string[];
+}
+
+export interface McpToolItem {
+  name: string;
+  readOnlyHint: boolean;
+  destructiveHint: boolean;
+  openWorldHint: boolean;
+}
+
+export interface McpManualRequirement {
+  code: ManualRequirementCode;
+  label: string;
+  reason: string;
+  required: boolean;
+}
+
+/** `mcp_http_<status>`, `mcp_unreachable`, `legacy_sse_transport`, `oauth_*` (behaviour notes). */
+export interface McpWarning {
+  code: string;
+  message: string;
+}
+
+/** Spec 2.5 "Discovery object". Complete even when the probe failed: `status` says why. */
+export interface McpDiscovery {
+  status: DiscoveryStatus;
+  server: { url: string; initialize: InitializeOutcome; protocolVersion?: string };
+  authentication: {
+    kind: AuthenticationKind;
+    authorizationServers: McpAuthorizationServer[];
+    requiredScopes: string[];
+    recommendedScopes: string[];
+    refreshSupport: RefreshSupport;
+    availableRegistrationMethods: RegistrationMethod[];
+    recommendedRegistrationMethod: RegistrationMethod;
+    resource?: string;
+    protectedResourceMetadataUrl?: string;
+  };
+  tools: { visibility: ToolVisibility; count: number; items: McpToolItem[] };
+  manualRequirements: McpManualRequirement[];
+  warnings: McpWarning[];
+}
+
+export interface McpMatch {
+  url: string;
+  suggestedName: string;
+  discovery: McpDiscovery;
+}
+
+/** Spec 2.5 top level. `preset` only for `resolution: preset`; `match` only when a probe qualified. */
+export interface McpResolveResponse {
+  resolution: Resolution;
+  attempted: string[];
+  reason?: string;
+  preset?: McpPreset;
+  match?: McpMatch;
+}
+
+/** Where a candidate came from. Name-guessed candidates never qualify on `manual_bearer` alone. */
+export type CandidateSource = 'preset' | 'url' | 'domain' | 'name';
+
+export interface McpCandidate {
+  url: string;
+  source: CandidateSource;
+  /** Computed up front (pure URL work) so the workflow needs no URL parsing. */
+  suggestedName: string;
+}
+
+/** The probe workflow's input: everything decided up front by the route (pure work). */
+export interface McpResolveInput {
+  query: string;
+  candidates: McpCandidate[];
+  preset?: McpPreset;
+  /** Start-to-close of each probe activity (MCP_PROBE_TIMEOUT). */
+  probeTimeoutMs: number;
+}
+
+/** One probe activity: one candidate URL. */
+export interface McpProbeInput {
+  url: string;
+  source: CandidateSource;
+}
+
+export interface McpProbeResult {
+  url: string;
+  discovery: McpDiscovery;
+}
