@@ -2,6 +2,7 @@ import type { Config } from '../src/config';
 import type { Logger } from '../src/log';
 import type { Db } from '../src/store/db';
 import type { TemporalClientHandle } from '../src/temporal/client';
+import type { McpNetworkOverrides } from './mcp';
 
 /** What activities may use. Built once per worker process. */
 export interface ActivityDeps {
@@ -12,4 +13,9 @@ export interface ActivityDeps {
   temporal: TemporalClientHandle;
   /** Key for secrets at rest (AES-256-GCM) and signed tokens. */
   secretKey: Buffer;
+  /**
+   * MCP probes' network, overridable. Production leaves it unset (system DNS); tests inject a
+   * resolver that answers without DNS, so no test sends a packet beyond loopback.
+   */
+  mcpNetwork?: McpNetworkOverrides;
 }

@@ -1,5 +1,61 @@
+/**
+ * MCP resolve's one activity: probe one candidate URL. It runs in the worker, so the SSRF
+ * guard's settings (MCP_ALLOW_PRIVATE_NETWORK, MCP_PRIVATE_ALLOWLIST) are read here, from the
+ * worker's config. No database access and no writes anywhere: resolve has no side effects.
+ */
+import { ApplicationFailure, Context } from '@temporalio/activity';
+import { discoverMcpServer } from '../src/mcp/discovery';
+import type { HostResolver } from '../src/mcp/ssrf/guarded-fetch';
+import { MCP_CONNECTION_RESET, type McpProbeInput, type McpProbeResult } from '../src/temporal/messages';
 import type { ActivityDeps } from './deps';
 
-export function createMcpActivities(_deps: ActivityDeps) {
-  return {};
+/**
+ * Network overrides for the probe. Not configuration: tests inject a resolver that answers
+ * without DNS, so no test ever sends a query or a packet beyond loopback.
+ */
+export interface McpNetworkOverrides {
+  resolve?: HostResolver;
+  /** Guard step timeouts (ms), shortened by tests. */
+  guard?: { dnsTimeoutMs?: number; connectTimeoutMs?: number; responseTimeoutMs?: number; bodyIdleTimeoutMs?: number };
+}
+
+/** Time kept back from the activity's own timeouts, so the probe answers before Temporal gives up. */
+const SAFETY_MARGIN_MS = 400;
+
+export function createMcpActivities(deps: ActivityDeps) {
+  return {
+    async probeMcpCandidate(input: McpProbeInput): Promise<McpProbeResult> {
+      const info = Context.current().info;
+      const startedAt = Date.now();
+      const bounds = [startedAt + deps.config.mcp.probeTimeoutMs];
+      if (info.startToCloseTimeoutMs > 0) bounds.push(startedAt + info.startToCloseTimeoutMs);
+      if (info.scheduleToCloseTimeoutMs > 0) bounds.push(info.scheduledTimestampMs + info.scheduleToCloseTimeoutMs);
+      const deadline = Math.max(startedAt + 100, Math.min(...bounds) - SAFETY_MARGIN_MS);
+      let outcome;
+      try {
+        outcome = await discoverMcpServer({
+          url: input.url,
+          deadline,
+          allowPrivateNetwork: deps.config.mcp.allowPrivateNetwork,
+          privateAllowlist: deps.config.mcp.privateAllowlist,
+          preregisteredClients: deps.config.mcp.preregisteredClients,
+          resolve: deps.mcpNetwork?.resolve,
+          guard: deps.mcpNetwork?.guard,
+        });
+      } catch (error) {
+        // A bug, not an answer about the server: retrying would not change it.
+        throw ApplicationFailure.nonRetryable(`probe of ${input.url} failed: ${(error as Error)?.message ?? String(error)}`, 'McpProbeError');
+      }
+      deps.log.debug(
+        { url: input.url, status: outcome.discovery.status, requests: outcome.records.map((r) => ({ hops: r.hops, status: r.status, failure: r.failure?.code })) },
+        'mcp probe finished',
+      );
+      // A reset connection is the one transient failure worth a second try (the workflow's
+      // retry policy allows exactly one). Everything else is a definite answer.
+      if (outcome.connectionReset && info.attempt < 2) {
+        throw ApplicationFailure.retryable(`connection to ${input.url} was reset`, MCP_CONNECTION_RESET);
+      }
+      return { url: input.url, discovery: outcome.discovery };
+    },
+  };
 }

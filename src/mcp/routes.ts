@@ -1,4 +1,65 @@
-import type { RouteDefinition } from '../http/route';
+/**
+ * POST /v1/mcp-connections/resolve (spec 4.2). Thin: validate, plan (pure), run the probe
+ * workflow and wait for its answer. No database write, no registration, no credential: the
+ * probes run in the worker behind the SSRF guard.
+ */
+import { randomUUID } from 'node:crypto';
+import { defineRoute, type RouteDefinition } from '../http/route';
+import { authResponses } from '../identity/routes';
+import { temporalCall } from '../temporal/client';
+import { MCP_RESOLVE_WORKFLOW, mcpResolveWorkflowId, type McpResolveInput, type McpResolveResult } from '../temporal/messages';
+import { planResolve } from './candidates';
+import { INVALID_QUERY_REASON } from './classify';
+import { InvalidRequestBody, ResolveRequest, ResolveResponse, UnavailableBody } from './schemas';
 
-// Filled in by the feature.
-export const mcpRoutes: RouteDefinition[] = [];
+/** Waiting beyond the probes' own bound (timeout + retry room) means Temporal or the worker is not there. */
+const WAIT_SLACK_MS = 4_000;
+
+const resolve = defineRoute({
+  method: 'post',
+  path: '/v1/mcp-connections/resolve',
+  summary: 'Resolve a URL, host or product name to an MCP server and what connecting to it requires',
+  description:
+    'Admins only. Curated presets are matched first; otherwise at most five well-known endpoint candidates are probed ' +
+    'concurrently through an SSRF-guarded fetch (8 s each). No side effects: nothing is registered, stored or created.',
+  tags: ['Connectors'],
+  auth: 'admin',
+  body: { kind: 'json', schema: ResolveRequest, limitBytes: 16 * 1024 },
+  responses: {
+    200: { description: '`preset`, `discovered` or `not_found` (with a reason).', schema: ResolveResponse },
+    400: { description: 'InvalidRequestError: the body is not `{query}` with 1 to 200 characters.', schema: InvalidRequestBody },
+    ...authResponses,
+    503: { description: 'Temporal or the worker is unavailable; retry later.', schema: UnavailableBody },
+  },
+  handler: async ({ body }, ctx) => {
+    const { config, temporal, metrics } = ctx.state.services;
+    const plan = planResolve(body.query, config.mcp.preregisteredClients);
+    if (plan.kind === 'invalid') {
+      return { status: 200, body: { resolution: 'not_found', attempted: [], reason: INVALID_QUERY_REASON } satisfies McpResolveResult };
+    }
+    const input: McpResolveInput = {
+      query: body.query,
+      candidates: plan.candidates,
+      ...(plan.preset ? { preset: plan.preset } : {}),
+      probeTimeoutMs: config.mcp.probeTimeoutMs,
+    };
+    const waitMs = config.mcp.probeTimeoutMs + WAIT_SLACK_MS;
+    const result = await temporalCall(
+      temporal,
+      'mcp.resolve',
+      waitMs,
+      () =>
+        temporal.client.workflow.execute(MCP_RESOLVE_WORKFLOW, {
+          taskQueue: temporal.taskQueue,
+          workflowId: mcpResolveWorkflowId(randomUUID()),
+          args: [input],
+          // Nobody waits longer than this for the answer; don't leave the run behind.
+          workflowExecutionTimeout: waitMs + 5_000,
+        }) as Promise<McpResolveResult>,
+      metrics,
+    );
+    return { status: 200, body: result };
+  },
+});
+
+export const mcpRoutes: RouteDefinition[] = [resolve as unknown as RouteDefinition];

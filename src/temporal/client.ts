@@ -8,6 +8,8 @@ export interface TemporalClientHandle {
   client: Client;
   taskQueue: string;
   namespace: string;
+  /** Calls that `temporalCall` gave up on but gRPC may still be retrying (see close()). */
+  inFlight: Set<Promise<unknown>>;
   close(): Promise<void>;
 }
 
@@ -18,12 +20,20 @@ export interface TemporalClientHandle {
 export function createTemporalClient(options: { address: string; namespace: string; taskQueue: string }): TemporalClientHandle {
   const connection = Connection.lazy({ address: options.address, connectTimeout: 2000 });
   const client = new Client({ connection, namespace: options.namespace });
+  const inFlight = new Set<Promise<unknown>>();
   return {
     connection,
     client,
     taskQueue: options.taskQueue,
     namespace: options.namespace,
-    close: () => connection.close(),
+    inFlight,
+    // A call abandoned by temporalCall's timer may still have a gRPC retry scheduled; closing the
+    // channel under it makes that retry throw from a timer. Each call is deadline-bounded, so
+    // waiting for them is bounded too.
+    close: async () => {
+      await Promise.allSettled([...inFlight]);
+      await connection.close();
+    },
   };
 }
 
@@ -62,8 +72,14 @@ export async function temporalCall<T>(
   const hardTimeout = new Promise<never>((_, reject) => {
     timer = setTimeout(() => reject(new Error(`Temporal did not answer ${operation} within ${timeoutMs} ms`)), timeoutMs);
   });
+  const call = temporal.connection.withDeadline(Date.now() + timeoutMs, fn);
+  temporal.inFlight.add(call);
+  void call.then(
+    () => temporal.inFlight.delete(call),
+    () => temporal.inFlight.delete(call),
+  );
   try {
-    return await Promise.race([temporal.connection.withDeadline(Date.now() + timeoutMs, fn), hardTimeout]);
+    return await Promise.race([call, hardTimeout]);
   } catch (error) {
     if (isDefiniteAnswer(error)) throw error;
     metrics?.temporalErrors.inc({ operation, kind: (error as Error)?.name ?? 'unknown' });

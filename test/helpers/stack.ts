@@ -11,6 +11,8 @@ import type { Services } from '../../src/http/services';
 import { createLogger } from '../../src/log';
 import { createServices } from '../../src/runtime';
 import { startWorker, type WorkerHandle } from '../../src/worker';
+import type { McpNetworkOverrides } from '../../activities/mcp';
+import { testResolver } from './no-dns';
 
 export interface TestStack {
   config: Config;
@@ -33,7 +35,9 @@ export interface TestResponse {
   json: any; // eslint-disable-line @typescript-eslint/no-explicit-any
 }
 
-export async function startTestStack(options: { env?: Record<string, string>; worker?: boolean; now?: () => number } = {}): Promise<TestStack> {
+export async function startTestStack(
+  options: { env?: Record<string, string>; worker?: boolean; now?: () => number; mcpNetwork?: McpNetworkOverrides } = {},
+): Promise<TestStack> {
   const taskQueue = `test-${randomUUID()}`;
   const config = loadConfigWith({ TEMPORAL_TASK_QUEUE: taskQueue, PORT: '0', HOST: '127.0.0.1', ...options.env });
   const logs: Record<string, unknown>[] = [];
@@ -63,7 +67,15 @@ export async function startTestStack(options: { env?: Record<string, string>; wo
       config,
       address: config.temporal.address!,
       log,
-      deps: { config, db: services.database.db, log, temporal: services.temporal, secretKey: services.secretKey },
+      deps: {
+        config,
+        db: services.database.db,
+        log,
+        temporal: services.temporal,
+        secretKey: services.secretKey,
+        // No test worker ever asks the system's DNS: MCP probes only reach names a test maps.
+        mcpNetwork: options.mcpNetwork ?? { resolve: testResolver() },
+      },
     });
   }
   const http = await listen(createApp(services), '127.0.0.1', 0);

@@ -1,0 +1,108 @@
+/**
+ * Spec 2.4 and 2.5 as zod: the request schema validates the body; the response schemas
+ * document the answer in the OpenAPI document (they mirror src/mcp/types.ts).
+ */
+import { z } from '../http/zod';
+import {
+  AUTH_TYPES,
+  AUTHENTICATION_KINDS,
+  DISCOVERY_STATUSES,
+  INITIALIZE_OUTCOMES,
+  MANUAL_REQUIREMENT_CODES,
+  REFRESH_SUPPORT,
+  REGISTRATION_METHODS,
+  RESOLUTIONS,
+  TOOL_VISIBILITIES,
+} from './types';
+
+export const QUERY_MAX_LENGTH = 200;
+
+export const ResolveRequest = z
+  .object({
+    query: z
+      .string()
+      .min(1)
+      .max(QUERY_MAX_LENGTH)
+      .openapi({ description: 'A URL, a bare host or a product name.', example: 'notion' }),
+  })
+  .openapi('McpResolveRequest');
+
+const AuthType = z.enum(AUTH_TYPES);
+
+export const PresetSchema = z
+  .object({
+    presetId: z.string(),
+    displayName: z.string(),
+    description: z.string(),
+    url: z.string(),
+    authType: AuthType,
+    supportedAuthTypes: z.array(AuthType),
+    requiresOAuthClient: z.boolean(),
+    defaultOAuthClientId: z.string().optional(),
+    authorizationServerIssuer: z.string().optional(),
+    defaultOAuthScopes: z.array(z.string()),
+  })
+  .openapi('McpPreset');
+
+const AuthorizationServer = z.object({
+  issuer: z.string(),
+  clientIdMetadataDocumentSupported: z.boolean(),
+  authorizationEndpoint: z.string(),
+  tokenEndpoint: z.string(),
+  registrationEndpoint: z.string().optional(),
+  scopesSupported: z.array(z.string()),
+  grantTypesSupported: z.array(z.string()),
+  codeChallengeMethodsSupported: z.array(z.string()),
+  tokenEndpointAuthMethodsSupported: z.array(z.string()),
+});
+
+export const DiscoverySchema = z
+  .object({
+    status: z.enum(DISCOVERY_STATUSES),
+    server: z.object({ url: z.string(), initialize: z.enum(INITIALIZE_OUTCOMES), protocolVersion: z.string().optional() }),
+    authentication: z.object({
+      kind: z.enum(AUTHENTICATION_KINDS),
+      authorizationServers: z.array(AuthorizationServer),
+      requiredScopes: z.array(z.string()),
+      recommendedScopes: z.array(z.string()),
+      refreshSupport: z.enum(REFRESH_SUPPORT),
+      availableRegistrationMethods: z.array(z.enum(REGISTRATION_METHODS)),
+      recommendedRegistrationMethod: z.enum(REGISTRATION_METHODS),
+      resource: z.string().optional(),
+      protectedResourceMetadataUrl: z.string().optional(),
+    }),
+    tools: z.object({
+      visibility: z.enum(TOOL_VISIBILITIES),
+      count: z.number().int(),
+      items: z.array(z.object({ name: z.string(), readOnlyHint: z.boolean(), destructiveHint: z.boolean(), openWorldHint: z.boolean() })),
+    }),
+    manualRequirements: z.array(z.object({ code: z.enum(MANUAL_REQUIREMENT_CODES), label: z.string(), reason: z.string(), required: z.boolean() })),
+    warnings: z.array(
+      z.object({
+        code: z.string().openapi({
+          description:
+            'mcp_http_<status>, mcp_unreachable, mcp_tools_unavailable, legacy_sse_transport, oauth_resource_metadata_unavailable, oauth_server_metadata_unavailable, oauth_issuer_mismatch',
+        }),
+        message: z.string(),
+      }),
+    ),
+  })
+  .openapi('McpDiscovery');
+
+export const ResolveResponse = z
+  .object({
+    resolution: z.enum(RESOLUTIONS),
+    attempted: z.array(z.string()).openapi({ description: 'Every endpoint candidate that was probed, in order.' }),
+    reason: z.string().optional(),
+    preset: PresetSchema.optional(),
+    match: z.object({ url: z.string(), suggestedName: z.string(), discovery: DiscoverySchema }).optional(),
+  })
+  .openapi('McpResolveResponse');
+
+export const InvalidRequestBody = z.object({
+  error: z.literal('invalid_request'),
+  details: z.array(z.object({ message: z.string(), path: z.array(z.union([z.string(), z.number()])).optional() }).passthrough()),
+  capability: z.string().optional(),
+});
+
+export const UnavailableBody = z.object({ error: z.literal('unavailable'), dependency: z.string(), message: z.string() });
