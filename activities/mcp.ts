@@ -19,6 +19,11 @@ export interface McpNetworkOverrides {
   guard?: { dnsTimeoutMs?: number; connectTimeoutMs?: number; responseTimeoutMs?: number; bodyIdleTimeoutMs?: number };
 }
 
+/** MCP_DNS=off: every host name is unresolvable, as it would be on a machine without DNS. */
+const refuseDns: HostResolver = async (hostname) => {
+  throw Object.assign(new Error(`DNS is off (MCP_DNS=off): ${hostname} not resolved`), { code: 'ENOTFOUND' });
+};
+
 /** Time kept back from the activity's own timeouts, so the probe answers before Temporal gives up. */
 const SAFETY_MARGIN_MS = 400;
 
@@ -39,7 +44,7 @@ export function createMcpActivities(deps: ActivityDeps) {
           allowPrivateNetwork: deps.config.mcp.allowPrivateNetwork,
           privateAllowlist: deps.config.mcp.privateAllowlist,
           preregisteredClients: deps.config.mcp.preregisteredClients,
-          resolve: deps.mcpNetwork?.resolve,
+          resolve: deps.mcpNetwork?.resolve ?? (deps.config.mcp.dns === 'off' ? refuseDns : undefined),
           guard: deps.mcpNetwork?.guard,
         });
       } catch (error) {

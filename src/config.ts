@@ -132,6 +132,9 @@ export const envSchema = z.object({
   MCP_ALLOW_PRIVATE_NETWORK: bool(false),
   MCP_PRIVATE_ALLOWLIST: originList,
   MCP_PROBE_TIMEOUT: duration('8s'),
+  // `off`: probes resolve no host names (only IP literals and localhost), for sandboxes and
+  // benchmarks that must not send a packet beyond the machine.
+  MCP_DNS: z.enum(['system', 'off']).default('system'),
 
   // Benchmarks only: verify and ack without the durable enqueue, to measure its cost.
   BENCH_DISABLE_ENQUEUE: bool(false),
@@ -184,6 +187,7 @@ export interface Config {
     allowPrivateNetwork: boolean;
     privateAllowlist: string[];
     probeTimeoutMs: number;
+    dns: 'system' | 'off';
   };
   bench: { disableEnqueue: boolean };
 }
@@ -254,6 +258,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       allowPrivateNetwork: e.MCP_ALLOW_PRIVATE_NETWORK,
       privateAllowlist: e.MCP_PRIVATE_ALLOWLIST,
       probeTimeoutMs: e.MCP_PROBE_TIMEOUT,
+      dns: e.MCP_DNS,
     },
     bench: { disableEnqueue: e.BENCH_DISABLE_ENQUEUE },
   };
