@@ -1,0 +1,63 @@
+/**
+ * Heartbeat coalescing (issue #4): a process forwards a heartbeat of (run, attempt) to Temporal
+ * at most once per window (leaseTimeout / 4), so Temporal load grows with the number of runs,
+ * not with the number of heartbeats. Runners heartbeat about every 10 s against a 60 s lease,
+ * so one forwarded heartbeat per 15 s still moves the lease long before it expires.
+ *
+ * The others are answered at once: a heartbeat for the same (run, attempt) is already in flight
+ * or recorded. If the forwarded one fails, `release` forgets it, so the next one is forwarded.
+ * Pure and clock-injected: it knows nothing of HTTP or Temporal.
+ */
+export type Admission = { forward: true } | { forward: false; closedStatus?: string };
+
+interface Entry {
+  at: number;
+  closedStatus?: string;
+}
+
+export class HeartbeatCoalescer {
+  private readonly entries = new Map<string, Entry>();
+  private admitsSinceSweep = 0;
+
+  constructor(
+    readonly windowMs: number,
+    /** Above this many remembered keys, stale ones are swept at once (memory stays bounded). */
+    private readonly sweepAbove = 10_000,
+  ) {}
+
+  static key(organizationId: string, runId: string, attempt: number): string {
+    return JSON.stringify([organizationId, runId, attempt]);
+  }
+
+  /** Decides, synchronously (so concurrent requests see each other), whether to forward. */
+  admit(key: string, now: number): Admission {
+    this.maybeSweep(now);
+    const entry = this.entries.get(key);
+    if (entry && now - entry.at < this.windowMs) {
+      return entry.closedStatus === undefined ? { forward: false } : { forward: false, closedStatus: entry.closedStatus };
+    }
+    this.entries.set(key, { at: now });
+    return { forward: true };
+  }
+
+  /** The forward failed: let the next heartbeat try again. */
+  release(key: string, at: number): void {
+    if (this.entries.get(key)?.at === at) this.entries.delete(key);
+  }
+
+  /** The run turned out to be closed: coalesced heartbeats get the same answer for the window. */
+  markClosed(key: string, status: string, now: number): void {
+    this.entries.set(key, { at: now, closedStatus: status });
+  }
+
+  get size(): number {
+    return this.entries.size;
+  }
+
+  private maybeSweep(now: number): void {
+    this.admitsSinceSweep += 1;
+    if (this.entries.size <= this.sweepAbove && this.admitsSinceSweep < 1_000) return;
+    this.admitsSinceSweep = 0;
+    for (const [key, entry] of this.entries) if (now - entry.at >= this.windowMs) this.entries.delete(key);
+  }
+}

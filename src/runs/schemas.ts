@@ -1,0 +1,161 @@
+/**
+ * Edge validation of the automation-run routes (spec 2.6, 2.7, 4.3, 4.4, 8; behaviour notes
+ * "Automation runs"). Every problem is reported with its path; unknown fields are dropped.
+ */
+import { z } from '../http/zod';
+import { RUN_EVENT_TYPES, RUN_STATUSES, TERMINAL_EVENT_STATUSES, type RunEventType } from '../temporal/messages';
+
+/** Body limit of the event route: Temporal warns at 256 KB payloads and fails at 2 MB. */
+export const EVENT_BODY_LIMIT_BYTES = 256 * 1024;
+export const HEARTBEAT_BODY_LIMIT_BYTES = 4 * 1024;
+export const TERMINAL_ERROR_MAX_LENGTH = 4096;
+export const EVENTS_PAGE_MAX = 500;
+export const RUNS_PAGE_MAX = 500;
+
+/** z.int() is the safe-integer range, so 2^53 and above fail ("numbers above 2^53−1 are invalid"). */
+const safeInt = (min: number) => z.int().min(min);
+
+// The id becomes part of a Temporal workflow id and a Postgres text key: Postgres refuses NUL,
+// and lone surrogates do not survive UTF-8, so both would leave a run that cannot be stored.
+const wellFormedId = (id: string) =>
+  !/[\u0000-\u001f\u007f]|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/.test(id);
+
+export const RunIdParams = z.object({
+  id: z
+    .string()
+    .min(1)
+    .max(160)
+    .refine(wellFormedId, 'must not contain control characters or unpaired surrogates')
+    .openapi({ description: 'The run id, 1 to 160 characters, chosen by the runtime.' }),
+});
+
+export const RunEventTypeSchema = z.enum(RUN_EVENT_TYPES).openapi('AutomationRunEventType');
+
+const RunEventFields = z.object({
+  attempt: safeInt(1),
+  sequence: safeInt(1),
+  payload: z.record(z.string(), z.unknown()).openapi({ description: 'Free-form object.' }),
+  createdAt: safeInt(0).openapi({ description: "The runtime's timestamp (ms). Kept for the record; ordering uses `sequence`." }),
+});
+
+// The kind rules are a separate half of an intersection so that their problems are reported
+// together with the other fields' (a refinement on one object is skipped once a field fails).
+const RunEventKind = z
+  .object({
+    type: RunEventTypeSchema.optional().openapi({ description: 'The event kind. `kind` is accepted when `type` is absent.' }),
+    kind: RunEventTypeSchema.optional().openapi({ description: 'Alias of `type`.' }),
+    payload: z.unknown(),
+  })
+  .superRefine((body, ctx) => {
+    const { type, kind, payload } = body;
+    if (type === undefined && kind === undefined) {
+      ctx.addIssue({ code: 'custom', path: ['type'], message: 'Required: the event kind, as `type` (or `kind`).' });
+    }
+    if (type !== undefined && kind !== undefined && type !== kind) {
+      ctx.addIssue({ code: 'custom', path: ['kind'], message: '`type` and `kind` disagree; send one of them.' });
+    }
+    if ((type ?? kind) !== 'terminal' || !payload || typeof payload !== 'object') return;
+    const { status, error } = payload as { status?: unknown; error?: unknown };
+    if (status !== undefined && !(TERMINAL_EVENT_STATUSES as readonly unknown[]).includes(status)) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['payload', 'status'],
+        message: `A terminal event's status is one of ${TERMINAL_EVENT_STATUSES.join(', ')} (default succeeded).`,
+      });
+    }
+    if (error !== undefined && (typeof error !== 'string' || error.length > TERMINAL_ERROR_MAX_LENGTH)) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['payload', 'error'],
+        message: `A terminal event's error is a string of at most ${TERMINAL_ERROR_MAX_LENGTH} characters.`,
+      });
+    }
+  });
+
+export const RunEventBody = z
+  .intersection(RunEventFields, RunEventKind)
+  .transform((body) => ({
+    attempt: body.attempt,
+    sequence: body.sequence,
+    type: (body.type ?? body.kind) as RunEventType,
+    payload: body.payload,
+    createdAt: body.createdAt,
+  }))
+  .openapi('AutomationRunEventInput');
+
+export const RunHeartbeatBody = z.object({ attempt: safeInt(1) }).openapi('AutomationRunHeartbeatInput');
+
+/** A query-string integer: digits only (no signs, exponents or blanks), then bounds. */
+const queryInt = (min: number, max: number) =>
+  z
+    .string()
+    .regex(/^\d{1,16}$/, 'must be a non-negative integer')
+    .transform(Number)
+    .pipe(z.int().min(min).max(max));
+
+export const RunEventsQuery = z.object({
+  after: queryInt(0, Number.MAX_SAFE_INTEGER)
+    .optional()
+    .openapi({ description: 'Only events with a greater sequence (exclusive). Use with `attempt` to page.', type: 'integer' }),
+  attempt: queryInt(1, Number.MAX_SAFE_INTEGER).optional().openapi({ description: 'Only this attempt.', type: 'integer' }),
+  limit: queryInt(1, EVENTS_PAGE_MAX).default(100).openapi({ description: `1 to ${EVENTS_PAGE_MAX}, default 100.`, type: 'integer' }),
+});
+
+export const RunListQuery = z.object({
+  status: z.enum(RUN_STATUSES).optional(),
+  limit: queryInt(1, RUNS_PAGE_MAX).default(50).openapi({ description: `1 to ${RUNS_PAGE_MAX}, default 50.`, type: 'integer' }),
+});
+
+// ---- responses
+
+export const OkBody = z.object({ ok: z.literal(true) }).openapi('OkResponse');
+
+export const InvalidRequestBody = z
+  .object({
+    error: z.literal('invalid_request'),
+    details: z.array(z.object({ message: z.string(), path: z.array(z.union([z.string(), z.number()])).optional() })),
+  })
+  .openapi('InvalidRequestError');
+
+export const RunClosedBody = z
+  .object({ error: z.literal('run_closed'), status: z.string().openapi({ example: 'succeeded' }) })
+  .openapi('AutomationRunClosed');
+
+export const UnavailableBody = z
+  .object({ error: z.literal('unavailable'), dependency: z.string(), message: z.string() })
+  .openapi('Unavailable');
+
+const ms = () => z.number().int().nullable();
+
+export const RunSummaryBody = z
+  .object({
+    id: z.string(),
+    status: z.enum(RUN_STATUSES),
+    attempt: z.number().int(),
+    createdAt: z.number().int(),
+    startedAt: ms(),
+    endedAt: ms(),
+    lastHeartbeatAt: ms(),
+    leaseExpiresAt: ms(),
+    eventCount: z.number().int(),
+    countsByType: z.record(z.string(), z.number().int()),
+    usage: z.record(z.string(), z.number()),
+    error: z.string().nullable(),
+    memberId: z.string().nullable(),
+    ignoredEvents: z.record(z.string(), z.number().int()),
+  })
+  .openapi('AutomationRun', { description: 'Timestamps are milliseconds since the epoch.' });
+
+export const RunEventRecord = z
+  .object({
+    attempt: z.number().int(),
+    sequence: z.number().int(),
+    type: RunEventTypeSchema,
+    payload: z.record(z.string(), z.unknown()),
+    createdAt: z.number().int(),
+    receivedAt: z.number().int(),
+  })
+  .openapi('AutomationRunEvent');
+
+export const RunEventsBody = z.object({ events: z.array(RunEventRecord) }).openapi('AutomationRunEvents');
+export const RunListBody = z.object({ runs: z.array(RunSummaryBody) }).openapi('AutomationRuns');

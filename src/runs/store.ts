@@ -1,0 +1,154 @@
+/**
+ * Postgres access for automation runs: the run projection (`automation_runs`) and the event log
+ * (`automation_run_events`). See src/store/migrations/0002_runs.ts for why the table exists.
+ */
+import { sql } from 'kysely';
+import type { Db } from '../store/db';
+import type { RunEventReport, RunEventType, RunStatus, RunSummary } from '../temporal/messages';
+
+export interface PersistRunInput {
+  organizationId: string;
+  runId: string;
+  /** Monotonic per run; an older version never overwrites a newer row. */
+  version: number;
+  summary: RunSummary;
+  /** Applied events, in order. Already-persisted ones are skipped (idempotent). */
+  events: RunEventReport[];
+}
+
+/** One transaction: the events, then the run's row. Safe to repeat (activity retries). */
+export async function persistRun(db: Db, input: PersistRunInput): Promise<{ inserted: number }> {
+  const { organizationId, runId, summary } = input;
+  return db.transaction().execute(async (trx) => {
+    let inserted = 0;
+    if (input.events.length > 0) {
+      const result = await trx
+        .insertInto('automation_run_events')
+        .values(
+          input.events.map((event) => ({
+            organization_id: organizationId,
+            run_id: runId,
+            attempt: event.attempt,
+            sequence: event.sequence,
+            type: event.type,
+            payload: JSON.stringify(event.payload),
+            created_at_ms: event.createdAt,
+            received_at_ms: event.receivedAt,
+          })),
+        )
+        .onConflict((oc) => oc.columns(['organization_id', 'run_id', 'attempt', 'sequence']).doNothing())
+        .executeTakeFirst();
+      inserted = Number(result.numInsertedOrUpdatedRows ?? 0);
+    }
+    const row = {
+      organization_id: organizationId,
+      run_id: runId,
+      status: summary.status,
+      attempt: summary.attempt,
+      member_id: summary.memberId ?? null,
+      created_at: new Date(summary.createdAt),
+      updated_at: new Date(),
+      ended_at: summary.endedAt === null ? null : new Date(summary.endedAt),
+      version: input.version,
+      summary: JSON.stringify(summary),
+    };
+    await trx
+      .insertInto('automation_runs')
+      .values(row)
+      .onConflict((oc) =>
+        oc
+          .columns(['organization_id', 'run_id'])
+          .doUpdateSet({
+            status: (eb) => eb.ref('excluded.status'),
+            attempt: (eb) => eb.ref('excluded.attempt'),
+            member_id: (eb) => eb.ref('excluded.member_id'),
+            updated_at: (eb) => eb.ref('excluded.updated_at'),
+            ended_at: (eb) => eb.ref('excluded.ended_at'),
+            version: (eb) => eb.ref('excluded.version'),
+            summary: (eb) => eb.ref('excluded.summary'),
+          })
+          .where('automation_runs.version', '<', (eb) => eb.ref('excluded.version')),
+      )
+      .execute();
+    return { inserted };
+  });
+}
+
+export interface RunRow {
+  status: RunStatus;
+  summary: RunSummary;
+}
+
+export async function findRun(db: Db, organizationId: string, runId: string): Promise<RunRow | undefined> {
+  const row = await db
+    .selectFrom('automation_runs')
+    .select(['status', 'summary'])
+    .where('organization_id', '=', organizationId)
+    .where('run_id', '=', runId)
+    .executeTakeFirst();
+  return row ? { status: row.status as RunStatus, summary: row.summary as RunSummary } : undefined;
+}
+
+/** The caller's organization's runs, newest first. */
+export async function listRuns(
+  db: Db,
+  options: { organizationId: string; status?: RunStatus; limit: number },
+): Promise<RunSummary[]> {
+  let query = db
+    .selectFrom('automation_runs')
+    .select(['summary'])
+    .where('organization_id', '=', options.organizationId)
+    .orderBy('created_at', 'desc')
+    .orderBy('run_id', 'desc')
+    .limit(options.limit);
+  if (options.status) query = query.where('status', '=', options.status);
+  const rows = await query.execute();
+  return rows.map((row) => row.summary as RunSummary);
+}
+
+export interface StoredRunEvent {
+  attempt: number;
+  sequence: number;
+  type: RunEventType;
+  payload: Record<string, unknown>;
+  createdAt: number;
+  receivedAt: number;
+}
+
+/** Events in apply order: attempt, then sequence. `after` is a sequence (exclusive). */
+export async function listRunEvents(
+  db: Db,
+  options: { organizationId: string; runId: string; attempt?: number; after?: number; limit: number },
+): Promise<StoredRunEvent[]> {
+  let query = db
+    .selectFrom('automation_run_events')
+    .select(['attempt', 'sequence', 'type', 'payload', 'created_at_ms', 'received_at_ms'])
+    .where('organization_id', '=', options.organizationId)
+    .where('run_id', '=', options.runId)
+    .orderBy('attempt', 'asc')
+    .orderBy('sequence', 'asc')
+    .limit(options.limit);
+  if (options.attempt !== undefined) query = query.where('attempt', '=', String(options.attempt));
+  if (options.after !== undefined) query = query.where('sequence', '>', String(options.after));
+  const rows = await query.execute();
+  return rows.map((row) => ({
+    attempt: Number(row.attempt),
+    sequence: Number(row.sequence),
+    type: row.type as RunEventType,
+    payload: row.payload as Record<string, unknown>,
+    createdAt: Number(row.created_at_ms),
+    receivedAt: Number(row.received_at_ms),
+  }));
+}
+
+/** Whether any event of the run is stored (a run the table does not know yet may have some). */
+export async function hasRunEvents(db: Db, organizationId: string, runId: string): Promise<boolean> {
+  const row = await db
+    .selectFrom('automation_run_events')
+    .select(sql<number>`1`.as('one'))
+    .where('organization_id', '=', organizationId)
+    .where('run_id', '=', runId)
+    .limit(1)
+    .executeTakeFirst();
+  return row !== undefined;
+}

@@ -1,0 +1,337 @@
+/** Pure unit tests of the run actor's rules (workflows/automation-run-state.ts) and the heartbeat coalescer. */
+import fc from 'fast-check';
+import { HeartbeatCoalescer } from '../../src/runs/heartbeat-coalescer';
+import type { RunEventReport, RunEventType, RunSettings } from '../../src/temporal/messages';
+import {
+  BUFFER_MAX_BYTES,
+  CARRY_MAX_EVENTS,
+  USAGE_MAX_KEYS,
+  addUsage,
+  applyEvent,
+  applyHeartbeat,
+  canCarry,
+  commitOutbox,
+  compactState,
+  initialState,
+  nextDeadline,
+  outboxBatch,
+  summarize,
+  tick,
+  type RunState,
+} from '../../workflows/automation-run-state';
+
+const settings: RunSettings = {
+  leaseTimeoutMs: 60_000,
+  maxAttempts: 2,
+  retryWindowMs: 300_000,
+  maxDurationMs: 3_600_000,
+  claimDeadlineMs: 600_000,
+  continueAsNewEvents: 2000,
+  eventBufferMax: 5,
+};
+const T0 = 1_000_000;
+
+const ev = (attempt: number, sequence: number, type: RunEventType = 'user', payload: Record<string, unknown> = {}): RunEventReport => ({
+  attempt,
+  sequence,
+  type,
+  payload,
+  createdAt: 0,
+  receivedAt: 0,
+});
+
+const running = (now = T0) => initialState({ organizationId: 'org', runId: 'r', initialStatus: 'running', createdAt: now }, now, settings);
+const queued = (now = T0) =>
+  initialState({ organizationId: 'org', runId: 'r', initialStatus: 'queued', createdAt: now, memberId: 'm', input: { text: 'hi' } }, now, settings);
+const applyAll = (state: RunState, events: RunEventReport[], now = T0) => events.reduce((s, e) => applyEvent(s, e, now, settings), state);
+const sequences = (state: RunState) => state.outbox.map((e) => [e.attempt, e.sequence]);
+
+describe('run state: start and claim', () => {
+  it('a running run starts with a lease; a queued one waits for a claim', () => {
+    const r = running();
+    expect(r).toMatchObject({ status: 'running', attempt: 0, startedAt: T0, leaseExpiresAt: T0 + 60_000 });
+    expect(nextDeadline(r, settings)).toBe(T0 + 60_000);
+    const q = queued();
+    expect(q).toMatchObject({ status: 'queued', attempt: 0, startedAt: null, leaseExpiresAt: null, memberId: 'm' });
+    expect(nextDeadline(q, settings)).toBe(T0 + 600_000);
+  });
+
+  it('the first heartbeat or event claims a queued run', () => {
+    const byHeartbeat = applyHeartbeat(queued(), { attempt: 1, receivedAt: 0 }, T0 + 5, settings);
+    expect(byHeartbeat).toMatchObject({ status: 'running', attempt: 1, startedAt: T0 + 5, lastHeartbeatAt: T0 + 5, leaseExpiresAt: T0 + 5 + 60_000 });
+    expect(byHeartbeat.transitions).toBe(1);
+    const byEvent = applyEvent(queued(), ev(1, 1), T0 + 7, settings);
+    expect(byEvent).toMatchObject({ status: 'running', attempt: 1, eventCount: 1, nextSequence: 2 });
+  });
+
+  it('an unclaimed queued run is skipped at its claim deadline (runner_unavailable)', () => {
+    const q = queued();
+    expect(tick(q, T0 + 599_999, settings).status).toBe('queued');
+    expect(tick(q, T0 + 600_000, settings)).toMatchObject({ status: 'skipped', error: 'runner_unavailable', endedAt: T0 + 600_000 });
+    expect(nextDeadline(tick(q, T0 + 600_000, settings), settings)).toBeNull();
+  });
+});
+
+describe('run state: ordering and dedupe', () => {
+  it('applies in sequence order, buffering until a gap fills', () => {
+    let s = applyAll(running(), [ev(1, 1), ev(1, 3), ev(1, 4)]);
+    expect(sequences(s)).toEqual([[1, 1]]);
+    expect(s.buffer.map((b) => b.event.sequence)).toEqual([3, 4]);
+    s = applyEvent(s, ev(1, 2), T0, settings);
+    expect(sequences(s)).toEqual([
+      [1, 1],
+      [1, 2],
+      [1, 3],
+      [1, 4],
+    ]);
+    expect(s.buffer).toEqual([]);
+    expect(s.bufferBytes).toBe(0);
+    expect(s.nextSequence).toBe(5);
+  });
+
+  it('ignores duplicates, applied or buffered', () => {
+    const s = applyAll(running(), [ev(1, 1), ev(1, 1), ev(1, 3), ev(1, 3)]);
+    expect(s.eventCount).toBe(1);
+    expect(s.buffer).toHaveLength(1);
+    expect(s.ignored.duplicate).toBe(2);
+  });
+
+  it('property: any arrival order with duplicates applies exactly 1..n once, in order', () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 1, max: 40 }).chain((n) =>
+          fc.tuple(fc.constant(n), fc.array(fc.integer({ min: 1, max: n }), { maxLength: 20 })).chain(([size, dupes]) =>
+            fc.tuple(
+              fc.constant(size),
+              fc.shuffledSubarray([...Array.from({ length: size }, (_, i) => i + 1), ...dupes], { minLength: size + dupes.length }),
+            ),
+          ),
+        ),
+        ([n, order]) => {
+          const s = applyAll(running(), order.map((sequence) => ev(1, sequence)), T0);
+          const wide = { ...settings, eventBufferMax: 1000 };
+          const t = order.reduce((acc, sequence) => applyEvent(acc, ev(1, sequence), T0, wide), running());
+          expect(t.outbox.map((e) => e.sequence)).toEqual(Array.from({ length: n }, (_, i) => i + 1));
+          expect(t.ignored.duplicate).toBe(order.length - n);
+          expect(t.buffer).toEqual([]);
+          // With a small buffer nothing is applied twice or out of order, whatever is dropped.
+          const applied = s.outbox.map((e) => e.sequence);
+          expect(applied).toEqual(Array.from({ length: applied.length }, (_, i) => i + 1));
+        },
+      ),
+      { seed: 4, numRuns: 200 },
+    );
+  });
+
+  it('bounds the buffer by count: the furthest-ahead events are dropped and counted', () => {
+    const s = applyAll(running(), [ev(1, 1), ev(1, 10), ev(1, 9), ev(1, 8), ev(1, 7), ev(1, 6), ev(1, 5), ev(1, 4)]);
+    expect(s.buffer.map((b) => b.event.sequence)).toEqual([4, 5, 6, 7, 8]);
+    expect(s.ignored.overflow).toBe(2);
+  });
+
+  it('bounds the buffer by bytes', () => {
+    const big = 'x'.repeat(BUFFER_MAX_BYTES / 2);
+    const s = applyAll(running(), [ev(1, 1), ev(1, 3, 'user', { big }), ev(1, 4, 'user', { big })]);
+    expect(s.buffer.map((b) => b.event.sequence)).toEqual([3]);
+    expect(s.bufferBytes).toBeLessThanOrEqual(BUFFER_MAX_BYTES);
+    expect(s.ignored.overflow).toBe(1);
+  });
+
+  it('ignores older attempts; a newer attempt restarts at sequence 1 and drops the old buffer', () => {
+    let s = applyAll(running(), [ev(1, 1), ev(1, 3)]);
+    s = applyEvent(s, ev(2, 1), T0 + 10, settings);
+    expect(s).toMatchObject({ attempt: 2, nextSequence: 2, buffer: [], status: 'running' });
+    s = applyAll(s, [ev(1, 2), ev(1, 4)]);
+    expect(s.ignored.stale).toBe(2);
+    expect(sequences(s)).toEqual([
+      [1, 1],
+      [2, 1],
+    ]);
+    expect(applyHeartbeat(s, { attempt: 1, receivedAt: 0 }, T0, settings).ignored.stale).toBe(3);
+  });
+
+  it('rejects attempts above maxAttempts', () => {
+    const s = applyAll(running(), [ev(1, 1), ev(3, 1)]);
+    expect(s).toMatchObject({ attempt: 1, eventCount: 1 });
+    expect(s.ignored.rejected).toBe(1);
+  });
+
+  it('sums the numeric fields of usage payloads, safely', () => {
+    const s = applyAll(running(), [
+      ev(1, 1, 'usage', { inputTokens: 10, cost: 0.5, model: 'm', nested: { a: 1 }, nan: Number.NaN }),
+      ev(1, 2, 'usage', { inputTokens: 5, constructor: 2 }),
+    ]);
+    expect(s.usage).toEqual({ inputTokens: 15, cost: 0.5, constructor: 2 });
+    const polluted = addUsage({}, JSON.parse('{"__proto__": 5, "ok": 1}') as Record<string, unknown>);
+    expect(polluted).toEqual({ ok: 1 });
+    expect(Object.getPrototypeOf(polluted)).toBe(Object.prototype);
+    const many = Object.fromEntries(Array.from({ length: USAGE_MAX_KEYS + 10 }, (_, i) => [`k${i}`, 1]));
+    expect(Object.keys(addUsage({}, many))).toHaveLength(USAGE_MAX_KEYS);
+  });
+
+  it('remembers the text of the last assistant event', () => {
+    const s = applyAll(running(), [ev(1, 1, 'assistant', { text: 'one' }), ev(1, 2, 'assistant', { text: 'two' }), ev(1, 3, 'assistant', { tool: 'x' })]);
+    expect(s.lastAssistantText).toBe('two');
+    expect(s.countsByType).toEqual({ assistant: 3 });
+  });
+});
+
+describe('run state: terminal', () => {
+  it('ends the run only once every earlier sequence is applied', () => {
+    let s = applyAll(running(), [ev(1, 1), ev(1, 3, 'terminal', { status: 'failed', error: 'boom' })]);
+    expect(s.status).toBe('running');
+    s = applyEvent(s, ev(1, 2), T0 + 50, settings);
+    expect(s).toMatchObject({ status: 'failed', error: 'boom', endedAt: T0 + 50, leaseExpiresAt: null, eventCount: 3 });
+    expect(nextDeadline(s, settings)).toBeNull();
+    const after = applyAll(s, [ev(1, 4), ev(2, 1)]);
+    expect(after.eventCount).toBe(3);
+    expect(after.ignored.afterClose).toBe(2);
+  });
+
+  it.each([
+    [{}, 'succeeded', null],
+    [{ status: 'succeeded' }, 'succeeded', null],
+    [{ status: 'cancelled' }, 'cancelled', null],
+    [{ status: 'failed' }, 'failed', null],
+    [{ status: 'weird' }, 'failed', 'invalid_terminal_status'],
+  ])('terminal payload %j → %s', (payload, status, error) => {
+    expect(applyEvent(running(), ev(1, 1, 'terminal', payload), T0, settings)).toMatchObject({ status, error });
+  });
+
+  it('drops buffered events beyond the terminal', () => {
+    const s = applyAll(running(), [ev(1, 3), ev(1, 1, 'terminal')]);
+    expect(s).toMatchObject({ status: 'succeeded', buffer: [], bufferBytes: 0 });
+  });
+});
+
+describe('run state: liveness', () => {
+  it('heartbeats and events move the lease, never backwards', () => {
+    let s = applyHeartbeat(running(), { attempt: 1, receivedAt: 0 }, T0 + 1000, settings);
+    expect(s.leaseExpiresAt).toBe(T0 + 61_000);
+    s = applyEvent(s, ev(1, 1), T0 + 2000, settings);
+    expect(s.leaseExpiresAt).toBe(T0 + 62_000);
+    s = applyHeartbeat(s, { attempt: 1, receivedAt: 0 }, T0 + 1500, settings);
+    expect(s.leaseExpiresAt).toBe(T0 + 62_000);
+    expect(s.lastHeartbeatAt).toBe(T0 + 1500);
+  });
+
+  it('lease lost with attempts left → awaiting_retry → failed/lease_lost after the retry window', () => {
+    const s = applyAll(running(), [ev(1, 1), ev(1, 3)]);
+    const lost = tick(s, T0 + 60_000, settings);
+    expect(lost).toMatchObject({ status: 'awaiting_retry', retryDeadline: T0 + 360_000, leaseExpiresAt: null, buffer: [] });
+    expect(nextDeadline(lost, settings)).toBe(T0 + 360_000);
+    // The lost attempt cannot come back.
+    const late = applyAll(lost, [ev(1, 2)]);
+    expect(late).toMatchObject({ status: 'awaiting_retry', eventCount: 1 });
+    expect(applyHeartbeat(lost, { attempt: 1, receivedAt: 0 }, T0 + 61_000, settings).status).toBe('awaiting_retry');
+    expect(tick(lost, T0 + 359_999, settings).status).toBe('awaiting_retry');
+    expect(tick(lost, T0 + 360_000, settings)).toMatchObject({ status: 'failed', error: 'lease_lost' });
+  });
+
+  it('a newer attempt resumes a run awaiting retry', () => {
+    const lost = tick(applyAll(running(), [ev(1, 1)]), T0 + 60_000, settings);
+    const resumed = applyHeartbeat(lost, { attempt: 2, receivedAt: 0 }, T0 + 70_000, settings);
+    expect(resumed).toMatchObject({ status: 'running', attempt: 2, nextSequence: 1, retryDeadline: null, leaseExpiresAt: T0 + 130_000 });
+  });
+
+  it('lease lost on the last attempt → failed/lease_lost at once', () => {
+    const s = applyEvent(running(), ev(2, 1), T0, settings);
+    expect(tick(s, T0 + 60_000, settings)).toMatchObject({ status: 'failed', error: 'lease_lost' });
+  });
+
+  it('a run longer than maxDuration is timed_out, whatever its lease', () => {
+    let s = running();
+    for (let t = T0; t < T0 + settings.maxDurationMs; t += 30_000) s = applyHeartbeat(s, { attempt: 1, receivedAt: 0 }, t, settings);
+    expect(nextDeadline(s, settings)).toBe(T0 + settings.maxDurationMs);
+    expect(tick(s, T0 + settings.maxDurationMs, settings)).toMatchObject({ status: 'timed_out', error: 'max_duration_exceeded' });
+  });
+});
+
+describe('run state: persistence and continue-as-new', () => {
+  it('batches the outbox in order within count and byte bounds, and commits a prefix', () => {
+    const s = applyAll(running(), Array.from({ length: 10 }, (_, i) => ev(1, i + 1)));
+    expect(outboxBatch(s, 4).map((e) => e.sequence)).toEqual([1, 2, 3, 4]);
+    const big = applyAll(running(), [ev(1, 1, 'user', { x: 'y'.repeat(100) }), ev(1, 2, 'user', { x: 'y'.repeat(100) })]);
+    expect(outboxBatch(big, 200, 150)).toHaveLength(1);
+    expect(commitOutbox(s, 4).outbox.map((e) => e.sequence)).toEqual([5, 6, 7, 8, 9, 10]);
+  });
+
+  it('carries the compact state through continue-as-new, without persisted bodies', () => {
+    const s = applyAll(running(), [ev(1, 1), ev(1, 2), ev(1, 4, 'user', { waiting: true })]);
+    const backlog = applyAll(running(), Array.from({ length: CARRY_MAX_EVENTS + 1 }, (_, i) => ev(1, i + 1)));
+    expect(canCarry(backlog)).toBe(false);
+    expect(() => compactState(backlog)).toThrow(/outbox/);
+    expect(canCarry(commitOutbox(backlog, 1))).toBe(true);
+    const carried = compactState(commitOutbox(s, 2));
+    expect(carried.outbox).toEqual([]);
+    const resumed = initialState({ organizationId: 'org', runId: 'r', initialStatus: 'running', createdAt: 0, carried }, T0 + 999, settings);
+    expect(resumed).toMatchObject({ eventCount: 2, nextSequence: 3, signalsThisExecution: 0, startedAt: T0 });
+    expect(resumed.buffer.map((b) => b.event.sequence)).toEqual([4]);
+    expect(applyEvent(resumed, ev(1, 3), T0, settings).outbox.map((e) => e.sequence)).toEqual([3, 4]);
+  });
+
+  it('summarizes for the query, the row and the workflow result', () => {
+    const s = applyAll(queued(), [ev(1, 1, 'assistant', { text: 'hello' }), ev(1, 1)]);
+    expect(summarize(s)).toEqual({
+      id: 'r',
+      organizationId: 'org',
+      status: 'running',
+      attempt: 1,
+      createdAt: T0,
+      startedAt: T0,
+      endedAt: null,
+      lastHeartbeatAt: null,
+      leaseExpiresAt: T0 + 60_000,
+      eventCount: 1,
+      countsByType: { assistant: 1 },
+      usage: {},
+      error: null,
+      lastAssistantText: 'hello',
+      ignoredEvents: { duplicate: 1, stale: 0, rejected: 0, overflow: 0, afterClose: 0 },
+      memberId: 'm',
+      input: { text: 'hi' },
+    });
+  });
+});
+
+describe('heartbeat coalescer', () => {
+  it('forwards once per window per key', () => {
+    const c = new HeartbeatCoalescer(15_000);
+    const key = HeartbeatCoalescer.key('org', 'run', 1);
+    expect(c.admit(key, 0)).toEqual({ forward: true });
+    for (let t = 1; t < 15_000; t += 1000) expect(c.admit(key, t)).toEqual({ forward: false });
+    expect(c.admit(key, 15_000)).toEqual({ forward: true });
+    expect(c.admit(HeartbeatCoalescer.key('org', 'run', 2), 15_001)).toEqual({ forward: true });
+    expect(c.admit(HeartbeatCoalescer.key('other', 'run', 1), 15_001)).toEqual({ forward: true });
+  });
+
+  it('keys cannot collide through separators in ids', () => {
+    expect(HeartbeatCoalescer.key('a/b', 'c', 1)).not.toBe(HeartbeatCoalescer.key('a', 'b/c', 1));
+  });
+
+  it('a failed forward is released so the next heartbeat is forwarded', () => {
+    const c = new HeartbeatCoalescer(15_000);
+    expect(c.admit('k', 100).forward).toBe(true);
+    c.release('k', 100);
+    expect(c.admit('k', 101).forward).toBe(true);
+    // A release for an older admission does not undo a newer one.
+    c.release('k', 100);
+    expect(c.admit('k', 102).forward).toBe(false);
+  });
+
+  it('remembers a closed run for the window', () => {
+    const c = new HeartbeatCoalescer(1000);
+    c.admit('k', 0);
+    c.markClosed('k', 'succeeded', 10);
+    expect(c.admit('k', 500)).toEqual({ forward: false, closedStatus: 'succeeded' });
+    expect(c.admit('k', 1010)).toEqual({ forward: true });
+  });
+
+  it('sweeps stale keys so memory stays bounded', () => {
+    const c = new HeartbeatCoalescer(1000, 100);
+    for (let i = 0; i < 500; i++) c.admit(`k${i}`, i);
+    expect(c.size).toBe(500); // none stale yet
+    c.admit('late', 10_000);
+    expect(c.size).toBe(1);
+  });
+});
