@@ -1,5 +1,119 @@
+/**
+ * Activities of the slack-event workflow (issue #5): Postgres records of links and limits, and
+ * the Slack Web API calls. Every one is idempotent or harmless to repeat, since Temporal retries.
+ */
+import { ApplicationFailure } from '@temporalio/common';
+import { publicBaseUrl } from '../src/config';
+import { disableSlackConnection, findSlackConnection } from '../src/integrations/slack/connections';
+import { createLinkToken } from '../src/integrations/slack/link-token';
+import { clearPendingInvocation, linkOrWait, type AccountLink } from '../src/integrations/slack/links';
+import { releaseMemberInvocation, reserveMemberInvocation, type MemberLimits, type ReservationOutcome } from '../src/integrations/slack/limits';
+import { connectLinkUrl, heldInvocationText } from '../src/integrations/slack/texts';
+import { callSlackApi } from '../src/integrations/slack/web-api';
 import type { ActivityDeps } from './deps';
 
-export function createSlackActivities(_deps: ActivityDeps) {
-  return {};
+export interface SlackPostResult {
+  posted: boolean;
+  /** Why nothing was posted: the connection has no bot token, or is disabled. */
+  skipped?: 'no_bot_token' | 'connection_disabled' | 'no_connection';
+}
+
+export function createSlackActivities(deps: ActivityDeps) {
+  /**
+   * One Web API call with the connection's bot token. A 429 becomes a retryable failure whose
+   * next retry waits exactly `Retry-After`; a final Slack error (channel_not_found…) is not retried.
+   */
+  async function post(
+    connectionId: string,
+    method: 'chat.postMessage' | 'chat.postEphemeral',
+    body: (connection: { teamId: string }) => Promise<Record<string, unknown>> | Record<string, unknown>,
+  ): Promise<SlackPostResult> {
+    const connection = await findSlackConnection(deps.db, deps.secretKey, connectionId);
+    if (!connection) return { posted: false, skipped: 'no_connection' };
+    if (!connection.enabled) return { posted: false, skipped: 'connection_disabled' };
+    if (!connection.botToken) return { posted: false, skipped: 'no_bot_token' };
+    const result = await callSlackApi({ baseUrl: deps.config.slack.apiBaseUrl, token: connection.botToken }, method, await body(connection));
+    if (result.ok) return { posted: true };
+    const message = `Slack ${method} failed: ${result.error}`;
+    if (!result.retryable) throw ApplicationFailure.nonRetryable(message, 'SlackApiError');
+    throw ApplicationFailure.create({ message, type: 'SlackApiError', nextRetryDelay: result.retryAfterMs });
+  }
+
+  return {
+    async slackDisableConnection(input: { connectionId: string; reason: string }): Promise<{ disabled: boolean }> {
+      const disabled = await disableSlackConnection(deps.db, input.connectionId, input.reason);
+      deps.log.info({ connectionId: input.connectionId, reason: input.reason, disabled }, 'slack connection disabled by lifecycle event');
+      return { disabled };
+    },
+
+    async slackLinkOrWait(input: {
+      connectionId: string;
+      slackUserId: string;
+      eventId: string;
+      workflowId: string;
+      waitMs: number;
+    }): Promise<AccountLink | null> {
+      const link = await linkOrWait(deps.db, { ...input, expiresAt: new Date(Date.now() + input.waitMs) });
+      return link ?? null;
+    },
+
+    async slackClearPending(input: { connectionId: string; eventId: string }): Promise<void> {
+      await clearPendingInvocation(deps.db, input.connectionId, input.eventId);
+    },
+
+    async slackReserveInvocation(input: {
+      connectionId: string;
+      eventId: string;
+      organizationId: string;
+      memberId: string;
+      runId: string;
+      limits: MemberLimits;
+    }): Promise<ReservationOutcome> {
+      return reserveMemberInvocation(deps.db, { ...input, now: new Date() });
+    },
+
+    async slackReleaseInvocation(input: { connectionId: string; eventId: string }): Promise<void> {
+      await releaseMemberInvocation(deps.db, input.connectionId, input.eventId, new Date());
+    },
+
+    /** The ephemeral "connect your account" message, with a fresh one-time link token. */
+    async slackPostConnectPrompt(input: {
+      connectionId: string;
+      channel: string;
+      user: string;
+      threadTs: string | null;
+      waitMs: number;
+    }): Promise<SlackPostResult> {
+      return post(input.connectionId, 'chat.postEphemeral', (connection) => {
+        const ttlMs = deps.config.slack.linkTokenTtlMs;
+        const { token } = createLinkToken(deps.secretKey, {
+          connectionId: input.connectionId,
+          teamId: connection.teamId,
+          slackUserId: input.user,
+          now: Date.now(),
+          ttlMs,
+        });
+        const url = connectLinkUrl(publicBaseUrl(deps.config), token);
+        return {
+          channel: input.channel,
+          user: input.user,
+          text: heldInvocationText(url, ttlMs, input.waitMs),
+          ...(input.threadTs ? { thread_ts: input.threadTs } : {}),
+        };
+      });
+    },
+
+    async slackPostEphemeral(input: { connectionId: string; channel: string; user: string; threadTs: string | null; text: string }) {
+      return post(input.connectionId, 'chat.postEphemeral', () => ({
+        channel: input.channel,
+        user: input.user,
+        text: input.text,
+        ...(input.threadTs ? { thread_ts: input.threadTs } : {}),
+      }));
+    },
+
+    async slackPostMessage(input: { connectionId: string; channel: string; threadTs: string; text: string }) {
+      return post(input.connectionId, 'chat.postMessage', () => ({ channel: input.channel, thread_ts: input.threadTs, text: input.text }));
+    },
+  };
 }

@@ -1,0 +1,85 @@
+/**
+ * Slack request signing (https://api.slack.com/authentication/verifying-requests-from-slack),
+ * as a pure function: raw bytes, headers, secrets and a clock in; a verdict out. Knows nothing
+ * of Koa, so the published test vector and every tamper case are plain unit tests.
+ */
+import { createHmac, timingSafeEqual } from 'node:crypto';
+
+/** Slack's replay window. Ours applies it in both directions (behaviour notes, Slack events §4). */
+export const SLACK_TIMESTAMP_TOLERANCE_SECONDS = 300;
+
+export interface SlackSigningSecrets {
+  current: string;
+  /** The secret before a rotation, accepted until `expiresAt` (ms since epoch). */
+  previous?: { secret: string; expiresAt: number };
+}
+
+export type SignatureFailure =
+  | 'missing_headers'
+  | 'malformed_timestamp'
+  | 'malformed_signature'
+  | 'stale_timestamp'
+  | 'future_timestamp'
+  | 'mismatch';
+
+export type SignatureVerdict = { ok: true; secret: 'current' | 'previous' } | { ok: false; reason: SignatureFailure };
+
+export type HeaderBag = Record<string, string | string[] | undefined>;
+
+const SIGNATURE_SHAPE = /^v0=[0-9a-f]{64}$/;
+const TIMESTAMP_SHAPE = /^[0-9]{1,15}$/;
+
+/** `v0=` + hex HMAC-SHA256 of `v0:{timestamp}:{raw body}`. */
+export function signSlackRequest(secret: string, timestamp: number | string, rawBody: Buffer | string): string {
+  const hmac = createHmac('sha256', secret);
+  hmac.update(`v0:${timestamp}:`, 'utf8');
+  hmac.update(typeof rawBody === 'string' ? Buffer.from(rawBody, 'utf8') : rawBody);
+  return `v0=${hmac.digest('hex')}`;
+}
+
+/** A header by (lowercase) name. A repeated header is treated as malformed, never "pick one". */
+function header(headers: HeaderBag, name: string): string | undefined | null {
+  const value = headers[name] ?? headers[Object.keys(headers).find((k) => k.toLowerCase() === name) ?? ''];
+  if (value === undefined) return undefined;
+  if (Array.isArray(value)) return value.length === 1 ? value[0]! : null;
+  return value;
+}
+
+function matches(secret: string, timestamp: string, rawBody: Buffer | string, expected: Buffer): boolean {
+  const computed = Buffer.from(signSlackRequest(secret, timestamp, rawBody).slice(3), 'hex');
+  return computed.length === expected.length && timingSafeEqual(computed, expected);
+}
+
+export function verifySlackSignature(input: {
+  rawBody: Buffer | string;
+  headers: HeaderBag;
+  secrets: SlackSigningSecrets;
+  now: () => number;
+  toleranceSeconds?: number;
+}): SignatureVerdict {
+  const signature = header(input.headers, 'x-slack-signature');
+  const timestamp = header(input.headers, 'x-slack-request-timestamp');
+  if (signature === undefined || timestamp === undefined || signature === '' || timestamp === '') {
+    return { ok: false, reason: 'missing_headers' };
+  }
+  // Shape checks before any crypto: cheap, and they keep junk away from the HMAC.
+  if (timestamp === null || !TIMESTAMP_SHAPE.test(timestamp.trim())) return { ok: false, reason: 'malformed_timestamp' };
+  if (signature === null || !SIGNATURE_SHAPE.test(signature.trim().toLowerCase())) {
+    return { ok: false, reason: 'malformed_signature' };
+  }
+  const ts = timestamp.trim();
+  const tolerance = input.toleranceSeconds ?? SLACK_TIMESTAMP_TOLERANCE_SECONDS;
+  const skew = Number(ts) - input.now() / 1000;
+  // Past: a replayed request. Future: Slack's bolt does not check it; we do, since a future
+  // timestamp would otherwise stretch the replay window.
+  if (skew < -tolerance) return { ok: false, reason: 'stale_timestamp' };
+  if (skew > tolerance) return { ok: false, reason: 'future_timestamp' };
+
+  const expected = Buffer.from(signature.trim().toLowerCase().slice(3), 'hex');
+  if (matches(input.secrets.current, ts, input.rawBody, expected)) return { ok: true, secret: 'current' };
+  const previous = input.secrets.previous;
+  if (previous && input.now() < previous.expiresAt && matches(previous.secret, ts, input.rawBody, expected)) {
+    return { ok: true, secret: 'previous' };
+  }
+  return { ok: false, reason: 'mismatch' };
+}

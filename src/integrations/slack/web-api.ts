@@ -1,0 +1,50 @@
+/**
+ * A minimal Slack Web API client (https://api.slack.com/web): POST JSON with the bot token,
+ * and a verdict that tells the caller whether and when to retry. Rate limits come back as HTTP
+ * 429 with `Retry-After` in seconds (https://api.slack.com/apis/rate-limits); the activity
+ * turns that into Temporal's next retry delay.
+ */
+export type SlackApiResult =
+  | { ok: true; body: Record<string, unknown> }
+  | { ok: false; retryable: boolean; error: string; retryAfterMs?: number };
+
+/** Slack errors worth another try; everything else (channel_not_found, invalid_auth…) is final. */
+const RETRYABLE_ERRORS = new Set(['ratelimited', 'internal_error', 'fatal_error', 'service_unavailable', 'request_timeout']);
+
+const MAX_RETRY_AFTER_MS = 5 * 60_000;
+
+export function parseRetryAfter(value: string | null): number | undefined {
+  if (!value || !/^\s*\d{1,6}\s*$/.test(value)) return undefined;
+  return Math.min(Number(value) * 1000, MAX_RETRY_AFTER_MS);
+}
+
+export async function callSlackApi(
+  options: { baseUrl: string; token: string; timeoutMs?: number },
+  method: 'chat.postMessage' | 'chat.postEphemeral',
+  body: Record<string, unknown>,
+): Promise<SlackApiResult> {
+  let response: Response;
+  try {
+    response = await fetch(`${options.baseUrl}/${method}`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${options.token}`, 'content-type': 'application/json; charset=utf-8' },
+      body: JSON.stringify(body),
+      signal: AbortSignal.timeout(options.timeoutMs ?? 10_000),
+    });
+  } catch (error) {
+    return { ok: false, retryable: true, error: `network: ${(error as Error)?.message ?? 'unknown'}` };
+  }
+  const retryAfterMs = parseRetryAfter(response.headers.get('retry-after'));
+  if (response.status === 429) return { ok: false, retryable: true, error: 'ratelimited', retryAfterMs: retryAfterMs ?? 1000 };
+  if (response.status >= 500) return { ok: false, retryable: true, error: `http_${response.status}`, retryAfterMs };
+  let parsed: unknown;
+  try {
+    parsed = await response.json();
+  } catch {
+    return { ok: false, retryable: response.status >= 500, error: `http_${response.status}_not_json` };
+  }
+  const result = (parsed ?? {}) as Record<string, unknown>;
+  if (response.ok && result.ok === true) return { ok: true, body: result };
+  const error = typeof result.error === 'string' ? result.error : `http_${response.status}`;
+  return { ok: false, retryable: RETRYABLE_ERRORS.has(error), error, retryAfterMs };
+}

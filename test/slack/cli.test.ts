@@ -1,0 +1,148 @@
+/**
+ * `den slack connections …` through the real bin/den.js, against the suite's Postgres, and the
+ * signing-secret rotation it performs, checked on the events route.
+ */
+import { execFile } from 'node:child_process';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { createTestOrg } from '../helpers/identity';
+import { slackSignatureHeaders } from '../helpers/slack';
+import { startTestStack, type TestStack } from '../helpers/stack';
+
+const run = promisify(execFile);
+const BIN = path.resolve(__dirname, '../../bin/den.js');
+
+async function den(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  try {
+    // Only what the CLI needs: the suite's Postgres and the same SECRET_KEY as the app under test.
+    const env = {
+      DATABASE_URL: stack.config.database.url,
+      SECRET_KEY: stack.config.secretKey,
+      DATA_DIR: stack.config.dataDir,
+      NODE_ENV: 'test',
+    };
+    const { stdout, stderr } = await run(process.execPath, [BIN, ...args], { env, timeout: 30_000 });
+    return { code: 0, stdout, stderr };
+  } catch (error) {
+    const e = error as { code?: number; stdout?: string; stderr?: string };
+    return { code: typeof e.code === 'number' ? e.code : -1, stdout: e.stdout ?? '', stderr: e.stderr ?? '' };
+  }
+}
+
+let stack: TestStack;
+let organizationId: string;
+
+beforeAll(async () => {
+  stack = await startTestStack();
+  organizationId = (await createTestOrg(stack.services.database.db)).organizationId;
+});
+afterAll(() => stack.stop());
+
+async function challenge(connectionId: string, secret: string) {
+  const raw = JSON.stringify({ type: 'url_verification', challenge: 'cli' });
+  return stack.request('POST', `/v1/integrations/slack/${connectionId}/events`, {
+    raw,
+    headers: { 'content-type': 'application/json', ...slackSignatureHeaders(secret, raw) },
+  });
+}
+
+describe('den slack connections', () => {
+  let connectionId: string;
+
+  it('create prints {connectionId} and stores secrets encrypted', async () => {
+    const result = await den(
+      'slack', 'connections', 'create',
+      '--org', organizationId,
+      '--team-id', 'TCLI0001', '--app-id', 'ACLI0001',
+      '--signing-secret', 'first-signing-secret',
+      '--bot-token', 'xoxb-cli-bot-token', '--bot-user-id', 'UCLIBOT',
+      '--channels', 'C0001,C0002',
+    );
+    expect(result.stderr).not.toMatch(/den:/);
+    expect(result.code).toBe(0);
+    const printed = JSON.parse(result.stdout) as { connectionId: string };
+    expect(Object.keys(printed)).toEqual(['connectionId']);
+    expect(printed.connectionId).toMatch(/^emc_[0-7][0-9a-hjkmnp-tv-z]{25}$/);
+    connectionId = printed.connectionId;
+
+    const row = await stack.services.database.db.selectFrom('slack_connections').selectAll().where('id', '=', connectionId).executeTakeFirstOrThrow();
+    expect(row).toMatchObject({ organization_id: organizationId, team_id: 'TCLI0001', api_app_id: 'ACLI0001', bot_user_id: 'UCLIBOT', channels: ['C0001', 'C0002'], enabled: true });
+    expect(row.signing_secret).toMatch(/^v1\./);
+    expect(row.signing_secret).not.toContain('first-signing-secret');
+    expect(row.bot_token).not.toContain('xoxb-cli-bot-token');
+    expect((await challenge(connectionId, 'first-signing-secret')).json).toEqual({ challenge: 'cli' });
+  });
+
+  it('list shows the organization\'s connections without secrets', async () => {
+    const result = await den('slack', 'connections', 'list', '--org', organizationId);
+    expect(result.code).toBe(0);
+    expect(result.stdout).not.toContain('first-signing-secret');
+    expect(result.stdout).not.toContain('xoxb-cli-bot-token');
+    const list = JSON.parse(result.stdout) as Record<string, unknown>[];
+    expect(list).toEqual([
+      expect.objectContaining({
+        connectionId,
+        organizationId,
+        teamId: 'TCLI0001',
+        appId: 'ACLI0001',
+        botUserId: 'UCLIBOT',
+        hasBotToken: true,
+        channels: ['C0001', 'C0002'],
+        enabled: true,
+        previousSecretExpiresAt: null,
+      }),
+    ]);
+  });
+
+  it('update rotates the signing secret, keeping the previous one for the given hours', async () => {
+    const result = await den('slack', 'connections', 'update', connectionId, '--signing-secret', 'second-signing-secret', '--previous-secret-valid-hours', '2');
+    expect(result.code).toBe(0);
+    const view = JSON.parse(result.stdout) as { previousSecretExpiresAt: string };
+    const expires = Date.parse(view.previousSecretExpiresAt);
+    expect(expires).toBeGreaterThan(Date.now() + 2 * 3_600_000 - 60_000);
+    expect(expires).toBeLessThanOrEqual(Date.now() + 2 * 3_600_000);
+    expect((await challenge(connectionId, 'second-signing-secret')).status).toBe(200);
+    expect((await challenge(connectionId, 'first-signing-secret')).status).toBe(200);
+
+    // Without the flag, a rotated secret stops at once.
+    expect((await den('slack', 'connections', 'update', connectionId, '--signing-secret', 'third-signing-secret')).code).toBe(0);
+    expect((await challenge(connectionId, 'third-signing-secret')).status).toBe(200);
+    const old = await challenge(connectionId, 'second-signing-secret');
+    expect(old.status).toBe(401);
+    expect(old.json).toEqual({ ok: false });
+  });
+
+  it('update --enabled and --channels', async () => {
+    const disabled = await den('slack', 'connections', 'update', connectionId, '--enabled', 'false', '--channels', '');
+    expect(disabled.code).toBe(0);
+    expect(JSON.parse(disabled.stdout)).toMatchObject({ enabled: false, disabledReason: 'operator', channels: null });
+    const enabled = await den('slack', 'connections', 'update', connectionId, '--enabled', 'true', '--channels', 'C0009');
+    expect(JSON.parse(enabled.stdout)).toMatchObject({ enabled: true, disabledReason: null, channels: ['C0009'] });
+  });
+
+  it('create --disabled', async () => {
+    const result = await den('slack', 'connections', 'create', '--org', organizationId, '--team-id', 'TCLI0002', '--app-id', 'ACLI0002', '--signing-secret', 's', '--disabled');
+    expect(result.code).toBe(0);
+    const { connectionId: id } = JSON.parse(result.stdout) as { connectionId: string };
+    const row = await stack.services.database.db.selectFrom('slack_connections').select(['enabled', 'bot_token']).where('id', '=', id).executeTakeFirstOrThrow();
+    expect(row).toEqual({ enabled: false, bot_token: null });
+  });
+
+  it('fails clearly on bad input', async () => {
+    const unknownOrg = await den('slack', 'connections', 'create', '--org', 'org_nope', '--team-id', 'T1', '--app-id', 'A1', '--signing-secret', 's');
+    expect(unknownOrg.code).toBe(1);
+    expect(unknownOrg.stderr).toContain('den: organization org_nope not found');
+    const badTeam = await den('slack', 'connections', 'create', '--org', organizationId, '--team-id', 'not a team', '--app-id', 'A1', '--signing-secret', 's');
+    expect(badTeam.code).not.toBe(0);
+    expect(badTeam.stderr).toContain('must be a Slack team id');
+    const unknownId = await den('slack', 'connections', 'update', 'emc_01h2xcejqtf2nbrexx3vqjhp41', '--enabled', 'true');
+    expect(unknownId.code).toBe(1);
+    expect(unknownId.stderr).toContain('den: Slack connection emc_01h2xcejqtf2nbrexx3vqjhp41 not found');
+    const hoursAlone = await den('slack', 'connections', 'update', connectionId, '--previous-secret-valid-hours', '1');
+    expect(hoursAlone.code).toBe(1);
+    expect(hoursAlone.stderr).toContain('only applies together with --signing-secret');
+    const badEnabled = await den('slack', 'connections', 'update', connectionId, '--enabled', 'maybe');
+    expect(badEnabled.code).not.toBe(0);
+    expect(badEnabled.stderr).toContain('must be true or false');
+  });
+});

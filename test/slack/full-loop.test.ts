@@ -1,0 +1,112 @@
+/**
+ * The whole loop, as a member and their runtime see it: slash command → link → app_mention →
+ * a queued run → the runtime (this test) claims it with a heartbeat and reports events →
+ * the answer is posted to the Slack thread.
+ */
+import { slackEventStateQuery, slackEventWorkflowId } from '../../src/temporal/messages';
+import { createTestOrg, type TestMember } from '../helpers/identity';
+import {
+  appMention,
+  createTestSlackConnection,
+  eventEnvelope,
+  linkTokenFrom,
+  newSlackUserId,
+  postSlackEvent,
+  postSlashCommand,
+  startFakeSlack,
+  waitFor,
+  type FakeSlack,
+  type TestSlackConnection,
+} from '../helpers/slack';
+import { startTestStack, type TestStack } from '../helpers/stack';
+
+let stack: TestStack;
+let slack: FakeSlack;
+let org: Awaited<ReturnType<typeof createTestOrg>>;
+let connection: TestSlackConnection;
+
+beforeAll(async () => {
+  slack = await startFakeSlack();
+  stack = await startTestStack({ worker: true, env: { SLACK_API_BASE_URL: slack.url } });
+  org = await createTestOrg(stack.services.database.db);
+  connection = await createTestSlackConnection(stack.services.database.db, stack.services.secretKey, org.organizationId);
+});
+afterAll(async () => {
+  await stack.stop();
+  await slack.close();
+});
+
+/** Steps 1–4: link through a real slash command, mention the bot, find the queued run. */
+async function mentionAsLinkedMember(member: TestMember, text: string) {
+  const slackUserId = newSlackUserId();
+  const command = await postSlashCommand(stack, connection, { user_id: slackUserId });
+  expect(command.status).toBe(200);
+  const linked = await stack.request('POST', `/v1/integrations/slack/${connection.connectionId}/account-links`, {
+    headers: member.headers,
+    body: { token: linkTokenFrom(command.json.text) },
+  });
+  expect(linked.status).toBe(201);
+  expect(linked.json).toEqual({ slackUserId, memberId: member.memberId });
+
+  const mention = appMention(slackUserId, text);
+  const envelope = eventEnvelope(connection, mention);
+  const res = await postSlackEvent(stack, connection, envelope);
+  expect(res.status).toBe(200);
+  expect(res.json).toEqual({ ok: true });
+
+  const handle = stack.services.temporal.client.workflow.getHandle(slackEventWorkflowId(connection.connectionId, envelope.event_id));
+  const state = await waitFor(async () => {
+    const s = await handle.query(slackEventStateQuery);
+    return s.status === 'run_created' ? s : undefined;
+  }, 15_000, 'run_created');
+  const runId = state.runId!;
+  const queued = await waitFor(async () => {
+    const list = await stack.request('GET', '/v1/automation-runs?status=queued', { headers: member.headers });
+    expect(list.status).toBe(200);
+    return (list.json.runs as { id: string; status: string; memberId: string | null }[]).find((r) => r.id === runId);
+  }, 15_000, 'the run in GET /v1/automation-runs?status=queued');
+  expect(queued).toMatchObject({ id: runId, status: 'queued', memberId: member.memberId });
+  return { mention, handle, runId };
+}
+
+describe('Slack → run → Slack', () => {
+  it('posts the last assistant text to the thread when the run succeeds', async () => {
+    const member = await org.addMember('member');
+    const { mention, handle, runId } = await mentionAsLinkedMember(member, 'what is six times seven?');
+    const runtime = (path: string, body: unknown) =>
+      stack.request('POST', `/v1/automation-runs/${encodeURIComponent(runId)}/${path}`, { headers: member.headers, body });
+
+    // Step 5: the runtime claims the run and reports, terminal last.
+    expect((await runtime('heartbeat', { attempt: 1 })).json).toEqual({ ok: true });
+    const events = [
+      { type: 'user', payload: { text: 'what is six times seven?' } },
+      { type: 'assistant', payload: { text: 'Thinking…' } },
+      { type: 'assistant', payload: { text: 'Six times seven is *42*.' } },
+      { type: 'terminal', payload: { status: 'succeeded' } },
+    ];
+    for (const [index, event] of events.entries()) {
+      const res = await runtime('events', { attempt: 1, sequence: index + 1, createdAt: Date.now(), ...event });
+      expect(res.status).toBe(200);
+    }
+
+    // Step 6: the answer lands in the mention's thread.
+    const post = await slack.waitForCall('chat.postMessage', (c) => c.body.thread_ts === mention.ts);
+    expect(post.body).toEqual({ channel: mention.channel, thread_ts: mention.ts, text: 'Six times seven is *42*.' });
+    expect(post.authorization).toMatch(/^Bearer xoxb-test-/);
+    const final = await handle.result();
+    expect(final).toMatchObject({ status: 'replied', runStatus: 'succeeded', memberId: member.memberId, runId });
+  });
+
+  it('posts a failure message when the run fails', async () => {
+    const member = await org.addMember('member');
+    const { mention, handle, runId } = await mentionAsLinkedMember(member, 'break please');
+    const res = await stack.request('POST', `/v1/automation-runs/${encodeURIComponent(runId)}/events`, {
+      headers: member.headers,
+      body: { attempt: 1, sequence: 1, type: 'terminal', payload: { status: 'failed', error: 'tool_crashed' }, createdAt: Date.now() },
+    });
+    expect(res.status).toBe(200);
+    const post = await slack.waitForCall('chat.postMessage', (c) => c.body.thread_ts === mention.ts);
+    expect(post.body.text).toBe('The run failed (tool_crashed).');
+    expect(await handle.result()).toMatchObject({ status: 'replied', runStatus: 'failed' });
+  });
+});

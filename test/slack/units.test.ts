@@ -1,0 +1,91 @@
+import { randomBytes } from 'node:crypto';
+import { createLinkToken, verifyLinkToken } from '../../src/integrations/slack/link-token';
+import { SlidingWindowQuota } from '../../src/integrations/slack/quota';
+import { connectAccountText, connectLinkUrl, escapeMrkdwn, runReplyText } from '../../src/integrations/slack/texts';
+import { parseRetryAfter } from '../../src/integrations/slack/web-api';
+
+describe('link tokens', () => {
+  const key = randomBytes(32);
+  const base = { connectionId: 'emc_01h2xcejqtf2nbrexx3vqjhp41', teamId: 'T1', slackUserId: 'U1', now: 1_000_000, ttlMs: 600_000 };
+
+  it('round-trips its claims until it expires', () => {
+    const { token, claims } = createLinkToken(key, base);
+    expect(token).toMatch(/^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]{43}$/);
+    expect(verifyLinkToken(key, token, base.now)).toEqual({ ok: true, claims });
+    expect(verifyLinkToken(key, token, base.now + 599_999)).toEqual({ ok: true, claims });
+    expect(verifyLinkToken(key, token, base.now + 600_000)).toEqual({ ok: false, reason: 'expired', claims });
+    expect(claims).toMatchObject({ connectionId: base.connectionId, teamId: 'T1', slackUserId: 'U1', expiresAt: 1_600_000 });
+  });
+
+  it('gives every token its own nonce', () => {
+    expect(createLinkToken(key, base).claims.nonce).not.toBe(createLinkToken(key, base).claims.nonce);
+  });
+
+  it('rejects forged, tampered, foreign-key and malformed tokens as invalid', () => {
+    const { token } = createLinkToken(key, base);
+    const [claims, mac] = token.split('.') as [string, string];
+    const otherUser = createLinkToken(key, { ...base, slackUserId: 'U2' }).token.split('.')[0]!;
+    expect(verifyLinkToken(key, `${otherUser}.${mac}`, base.now)).toEqual({ ok: false, reason: 'invalid' });
+    expect(verifyLinkToken(key, `${claims}.${mac.startsWith('A') ? 'B' : 'A'}${mac.slice(1)}`, base.now)).toEqual({ ok: false, reason: 'invalid' });
+    expect(verifyLinkToken(randomBytes(32), token, base.now)).toEqual({ ok: false, reason: 'invalid' });
+    for (const junk of ['', 'abc', `${claims}.`, `.${mac}`, `${token}.x`, 'a'.repeat(5000)]) {
+      expect(verifyLinkToken(key, junk, base.now)).toEqual({ ok: false, reason: 'invalid' });
+    }
+    // An expired forgery is invalid, not expired: expiry is only read from authentic claims.
+    expect(verifyLinkToken(randomBytes(32), token, base.now + 10 * 600_000)).toEqual({ ok: false, reason: 'invalid' });
+  });
+});
+
+describe('SlidingWindowQuota', () => {
+  const checks = (user: string) => [
+    { key: 'workspace:T1', limit: 3 },
+    { key: `user:T1:${user}`, limit: 2 },
+  ];
+
+  it('enforces the user and workspace limits within a minute and frees them after', () => {
+    const quota = new SlidingWindowQuota(60_000);
+    expect(quota.tryTake(checks('U1'), 0).ok).toBe(true);
+    expect(quota.tryTake(checks('U1'), 1).ok).toBe(true);
+    expect(quota.tryTake(checks('U1'), 2)).toEqual({ ok: false, key: 'user:T1:U1' });
+    expect(quota.tryTake(checks('U2'), 3).ok).toBe(true);
+    expect(quota.tryTake(checks('U3'), 4)).toEqual({ ok: false, key: 'workspace:T1' });
+    // The refused attempts took nothing.
+    expect(quota.used('workspace:T1', 4)).toBe(3);
+    expect(quota.tryTake(checks('U3'), 60_001).ok).toBe(true);
+  });
+
+  it('gives units back on release, once', () => {
+    const quota = new SlidingWindowQuota(60_000);
+    const first = quota.tryTake(checks('U1'), 10);
+    quota.tryTake(checks('U1'), 11);
+    if (!first.ok) throw new Error('expected ok');
+    first.release();
+    first.release();
+    expect(quota.used('user:T1:U1', 12)).toBe(1);
+    expect(quota.used('workspace:T1', 12)).toBe(1);
+  });
+});
+
+describe('Slack texts', () => {
+  it('builds the connect link as Slack mrkdwn', () => {
+    const url = connectLinkUrl('https://den.example/', 'abc.def');
+    expect(url).toBe('https://den.example/connect/slack?token=abc.def');
+    expect(connectAccountText(url, 600_000)).toContain('<https://den.example/connect/slack?token=abc.def|Connect your account>');
+    expect(connectAccountText(url, 600_000)).toContain('10 minutes');
+  });
+
+  it('replies with the assistant text, or says why there is none', () => {
+    expect(runReplyText({ status: 'succeeded', error: null, lastAssistantText: 'Done: 42' })).toBe('Done: 42');
+    expect(runReplyText({ status: 'succeeded', error: null, lastAssistantText: null })).toBe('The run finished without a reply.');
+    expect(runReplyText({ status: 'failed', error: 'lease_lost', lastAssistantText: null })).toBe('The run failed (lease_lost).');
+    expect(runReplyText({ status: 'skipped', error: 'runner_unavailable', lastAssistantText: null })).toContain('No runtime picked up');
+    expect(escapeMrkdwn('a<b>&c')).toBe('a&lt;b&gt;&amp;c');
+  });
+
+  it('reads Retry-After in seconds, bounded', () => {
+    expect(parseRetryAfter('3')).toBe(3000);
+    expect(parseRetryAfter('100000')).toBe(300_000);
+    expect(parseRetryAfter('soon')).toBeUndefined();
+    expect(parseRetryAfter(null)).toBeUndefined();
+  });
+});
