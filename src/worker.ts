@@ -57,12 +57,24 @@ export function installWorkerRuntime(config: Config, log: Logger): void {
 }
 
 export interface WorkerHandle {
-  worker: Worker;
-  /** Resolves when the worker has stopped (after `shutdown()` or a fatal error). */
+  /** The worker currently running (replaced when the supervisor restarts it). */
+  readonly worker: Worker;
+  /** Resolves once the worker has stopped for good, after `shutdown()`. */
   running: Promise<void>;
+  /** How many times the supervisor rebuilt the worker after it stopped on its own. */
+  readonly restarts: number;
   shutdown(): Promise<void>;
 }
 
+const RESTART_BACKOFF_MS = { initial: 500, max: 30_000 };
+
+/**
+ * Starts the worker under a supervisor. The SDK worker stops fatally when Temporal stays
+ * unreachable for a while; the supervisor then rebuilds the connection and the worker with
+ * backoff until Temporal is back, so an outage never needs a process restart (and, in the
+ * all-in-one process, never takes the API down with it). The first start fails fast instead,
+ * so a misconfiguration is reported at once.
+ */
 export async function startWorker(options: {
   config: Config;
   address: string;
@@ -73,31 +85,85 @@ export async function startWorker(options: {
 }): Promise<WorkerHandle> {
   const { config, log } = options;
   installWorkerRuntime(config, log);
-  const connection = await NativeConnection.connect({ address: options.address });
+  const taskQueue = options.taskQueue ?? config.temporal.taskQueue;
   const bundlePath = config.temporal.workflowBundlePath;
-  const worker = await Worker.create({
-    connection,
-    namespace: config.temporal.namespace,
-    taskQueue: options.taskQueue ?? config.temporal.taskQueue,
-    ...(bundlePath ? { workflowBundle: { codePath: bundlePath } } : { workflowsPath: WORKFLOWS_ENTRY }),
-    activities: createActivities(options.deps),
-    // Let in-flight activities finish on shutdown before the worker gives up on them.
-    shutdownGraceTime: '10s',
-  });
-  const running = worker
-    .run()
-    .catch((error: unknown) => {
-      log.error({ err: error }, 'worker stopped with an error');
+  // Bundled once: a restart must not pay for webpack again.
+  const workflowBundle = bundlePath ? { codePath: bundlePath } : { code: await bundleWorkflows() };
+  const activities = createActivities(options.deps);
+
+  const create = async () => {
+    const connection = await NativeConnection.connect({ address: options.address });
+    try {
+      const worker = await Worker.create({
+        connection,
+        namespace: config.temporal.namespace,
+        taskQueue,
+        workflowBundle,
+        activities,
+        // Let in-flight activities finish on shutdown before the worker gives up on them.
+        shutdownGraceTime: '10s',
+      });
+      return { worker, connection };
+    } catch (error) {
+      await connection.close().catch(() => undefined);
       throw error;
-    })
-    .finally(() => connection.close().catch(() => undefined));
-  log.info({ taskQueue: options.taskQueue ?? config.temporal.taskQueue, bundle: bundlePath ?? 'built at start' }, 'worker started');
+    }
+  };
+
+  let current = await create();
+  let stopping = false;
+  let restarts = 0;
+  let wake: () => void = () => undefined;
+  const pause = (ms: number) =>
+    new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, ms);
+      wake = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+    });
+
+  const running = (async () => {
+    for (;;) {
+      try {
+        await current.worker.run();
+      } catch (error) {
+        if (!stopping) log.error({ err: error }, 'worker stopped with an error');
+      } finally {
+        await current.connection.close().catch(() => undefined);
+      }
+      if (stopping) return;
+      for (let attempt = 0; ; attempt++) {
+        const delayMs = Math.min(RESTART_BACKOFF_MS.max, RESTART_BACKOFF_MS.initial * 2 ** attempt);
+        log.warn({ delayMs, attempt: attempt + 1 }, 'restarting the worker');
+        await pause(delayMs);
+        if (stopping) return;
+        try {
+          current = await create();
+          restarts += 1;
+          log.info({ taskQueue, restarts }, 'worker restarted');
+          break;
+        } catch (error) {
+          log.warn({ err: error }, 'worker restart failed; will retry');
+        }
+      }
+    }
+  })();
+
+  log.info({ taskQueue, bundle: bundlePath ?? 'built at start' }, 'worker started');
   return {
-    worker,
+    get worker() {
+      return current.worker;
+    },
+    get restarts() {
+      return restarts;
+    },
     running,
     shutdown: async () => {
-      if (worker.getState() === 'RUNNING') worker.shutdown();
-      await running.catch(() => undefined);
+      stopping = true;
+      wake();
+      if (current.worker.getState() === 'RUNNING') current.worker.shutdown();
+      await running;
     },
   };
 }

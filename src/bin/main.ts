@@ -74,8 +74,4 @@ export async function main(options: {
   };
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
-  // A worker that dies on its own takes the process with it, so a supervisor restarts it.
-  service.worker?.running.catch(() => {
-    if (signals === 0) process.exit(1);
-  });
 }
