@@ -108,7 +108,9 @@ export interface BenchStack {
   stop(): Promise<void>;
 }
 
-export async function startBenchStack(options: { withNoEnqueueApi?: boolean; apiEnv?: Record<string, string> } = {}): Promise<BenchStack> {
+export async function startBenchStack(
+  options: { withNoEnqueueApi?: boolean; apiEnv?: Record<string, string>; workerEnv?: Record<string, string> } = {},
+): Promise<BenchStack> {
   const config = loadConfig();
   const dataDir = path.join(config.dataDir, 'bench', `${Date.now()}`);
   await fs.mkdir(dataDir, { recursive: true });
@@ -150,7 +152,7 @@ export async function startBenchStack(options: { withNoEnqueueApi?: boolean; api
 
   const apiPort = await freePort();
   const api = new ServiceProcess('api', 'src/bin/serve.ts', { ...env, ...options.apiEnv, PORT: String(apiPort) }, `http://127.0.0.1:${apiPort}`);
-  const worker = new ServiceProcess('worker', 'src/bin/worker.ts', env);
+  const worker = new ServiceProcess('worker', 'src/bin/worker.ts', { ...env, ...options.workerEnv });
   let apiNoEnqueue: ServiceProcess | undefined;
   if (options.withNoEnqueueApi) {
     const port = await freePort();

@@ -111,6 +111,11 @@ const webhook = defineRoute({
     // Started before answering: a 202 means Temporal holds the delivery. REJECT_DUPLICATE makes
     // the delivery id the dedupe key even after the first workflow closed (GitHub redeliveries
     // keep the id); concurrent starts of one id get AlreadyStarted from the server.
+    if (config.bench.disableEnqueue) {
+      // Benchmarks only (issue #9): the cost of durability is measured against this.
+      count('acknowledged', 'bench_no_enqueue');
+      return { status: 202, body: { ok: true, accepted: true, event: delivery.event, deliveryId: delivery.deliveryId, queued: true } };
+    }
     let outcome: IngressOutcome = 'enqueued';
     try {
       await temporalCall(

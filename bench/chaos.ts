@@ -1,0 +1,221 @@
+/**
+ * `npm run chaos`: fault injection under steady signed load, bounded in time (~2 minutes).
+ *
+ *   1. kill -9 the Temporal dev server for 10 s, then restart it;
+ *   2. kill -9 the worker, then restart it;
+ *   3. restart Postgres.
+ *
+ * Asserts: while a dependency is down, requests that need it get 503 (never 2xx) and /ready is
+ * 503; the API recovers without being restarted; every acked request is durable afterwards;
+ * runs in flight survive and their liveness timers still fire. Exits non-zero otherwise.
+ */
+import { randomUUID } from 'node:crypto';
+import { signGithubPayload } from '../src/integrations/github/signature';
+import { createSlackConnection } from '../src/integrations/slack/connections';
+import { signSlackRequest } from '../src/integrations/slack/signature';
+import { githubDeliveryWorkflowId, runWorkflowId, slackEventWorkflowId } from '../src/temporal/messages';
+import { createTestOrg } from '../test/helpers/identity';
+import { findMissing } from './lib/load';
+import { startBenchStack, waitUntil } from './lib/stack';
+
+type Kind = 'slack' | 'github' | 'run';
+interface Sent {
+  kind: Kind;
+  id: string;
+  sentAt: number;
+  status: number;
+}
+
+const RUN_ENV = { RUN_LEASE_TIMEOUT: '15s', RUN_RETRY_WINDOW: '5s', RUN_MAX_ATTEMPTS: '2' };
+
+async function main(): Promise<number> {
+  const stack = await startBenchStack({ apiEnv: RUN_ENV, workerEnv: RUN_ENV });
+  const problems: string[] = [];
+  const rows: string[] = [];
+  try {
+    const org = await createTestOrg(stack.database.db, 'chaos');
+    const slackSecret = randomUUID();
+    const { connectionId } = await createSlackConnection(stack.database.db, Buffer.from(stack.env.SECRET_KEY!, 'hex'), {
+      organizationId: org.organizationId,
+      teamId: 'TCHAOS0001',
+      apiAppId: 'ACHAOS0001',
+      signingSecret: slackSecret,
+    });
+    const apiPid = stack.api.pid;
+    const api = stack.api.url!;
+
+    const send = async (kind: Kind): Promise<Sent> => {
+      const sentAt = Date.now();
+      const id = kind === 'github' ? randomUUID() : kind === 'slack' ? `Ev${randomUUID().replace(/-/g, '')}` : `chaos-${randomUUID()}`;
+      let request: { path: string; headers: Record<string, string>; body: string };
+      if (kind === 'slack') {
+        const body = JSON.stringify({
+          type: 'event_callback',
+          team_id: 'TCHAOS0001',
+          api_app_id: 'ACHAOS0001',
+          event_id: id,
+          event: { type: 'app_mention', user: `U${sentAt}`, channel: 'CCHAOS', ts: `${sentAt / 1000}`, text: 'hi' },
+        });
+        const ts = Math.floor(sentAt / 1000);
+        request = {
+          path: `/v1/integrations/slack/${connectionId}/events`,
+          headers: { 'x-slack-request-timestamp': String(ts), 'x-slack-signature': signSlackRequest(slackSecret, ts, body) },
+          body,
+        };
+      } else if (kind === 'github') {
+        const body = JSON.stringify({ ref: 'refs/heads/main', after: 'a'.repeat(40), installation: { id: 1 }, repository: { id: 1, full_name: 'chaos/repo' } });
+        request = {
+          path: '/v1/webhooks/connectors/github',
+          headers: { 'x-github-event': 'push', 'x-github-delivery': id, 'x-hub-signature-256': signGithubPayload(stack.secrets.github, body) },
+          body,
+        };
+      } else {
+        request = {
+          path: `/v1/automation-runs/${id}/events`,
+          headers: { 'x-api-key': org.owner.apiKey },
+          body: JSON.stringify({ attempt: 1, sequence: 1, type: 'user', payload: {}, createdAt: sentAt }),
+        };
+      }
+      const res = await fetch(`${api}${request.path}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...request.headers },
+        body: request.body,
+        signal: AbortSignal.timeout(10_000),
+      }).catch(() => undefined);
+      return { kind, id, sentAt, status: res?.status ?? 0 };
+    };
+
+    // Steady load: three loops, one per kind, until stopped.
+    const sent: Sent[] = [];
+    let loading = true;
+    const loops = (['slack', 'github', 'run'] as Kind[]).map(async (kind) => {
+      while (loading) {
+        sent.push(await send(kind));
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    });
+
+    // Runs in flight before the faults: they heartbeat once and then go silent, so their lease
+    // timers must fire after the faults (awaiting_retry, then failed/lease_lost).
+    const inFlightRuns = Array.from({ length: 3 }, () => `chaos-live-${randomUUID()}`);
+    for (const id of inFlightRuns) {
+      await fetch(`${api}/v1/automation-runs/${id}/heartbeat`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-api-key': org.owner.apiKey },
+        body: JSON.stringify({ attempt: 1 }),
+      });
+    }
+    await new Promise((r) => setTimeout(r, 3000));
+
+    const readyStatus = async () => (await fetch(`${api}/ready`).catch(() => undefined))?.status ?? 0;
+    const window = (from: number, to: number, kinds: Kind[]) => sent.filter((s) => s.sentAt >= from && s.sentAt < to && kinds.includes(s.kind));
+    const counts = (list: Sent[]) => Object.entries(list.reduce<Record<string, number>>((m, s) => ((m[s.status] = (m[s.status] ?? 0) + 1), m), {})).map(([k, v]) => `${k}×${v}`).join(' ');
+    /** From `from` until the first request sent after it was acked. */
+    const recoveryMs = async (from: number, kinds: Kind[]) => {
+      const firstOk = () => sent.find((s) => s.sentAt >= from && kinds.includes(s.kind) && s.status >= 200 && s.status < 300);
+      await waitUntil(async () => firstOk() !== undefined, 60_000, 100);
+      return firstOk()!.sentAt - from;
+    };
+
+    // 1. Temporal: kill -9 for 10 s.
+    {
+      await stack.killTemporal();
+      const downAt = Date.now();
+      await new Promise((r) => setTimeout(r, 1500));
+      const ready = await readyStatus();
+      await new Promise((r) => setTimeout(r, 8500));
+      const restartAt = Date.now();
+      await stack.startTemporal();
+      const recoverMs = await recoveryMs(restartAt, ['slack', 'github', 'run']);
+      const during = window(downAt, restartAt, ['slack', 'github', 'run']);
+      const acked = during.filter((s) => s.status >= 200 && s.status < 300);
+      if (acked.length > 0) problems.push(`temporal down: ${acked.length} requests answered 2xx`);
+      if (ready !== 503) problems.push(`temporal down: /ready answered ${ready}`);
+      if (during.length === 0) problems.push('temporal down: no requests were sent during the fault');
+      rows.push(`| kill -9 Temporal 10 s | ${during.length} | ${counts(during)} | /ready ${ready} | ${(recoverMs / 1000).toFixed(1)} s from restart to the first ack |`);
+    }
+
+    // 2. Worker: kill -9, restart. Temporal holds the work, so acks continue; the restarted
+    //    worker must pick up what queued meanwhile.
+    {
+      await stack.worker.kill('SIGKILL');
+      const downAt = Date.now();
+      await new Promise((r) => setTimeout(r, 5000));
+      const restartAt = Date.now();
+      stack.worker.start();
+      const during = window(downAt, restartAt, ['slack', 'github', 'run']);
+      const probe = `chaos-probe-${randomUUID()}`;
+      const recoverMs = await waitUntil(async () => {
+        await stack.temporal.client.workflow.execute('ping', { taskQueue: 'bench', workflowId: `ping/${probe}-${Date.now()}`, args: ['x'], workflowExecutionTimeout: '2s' });
+        return true;
+      }, 60_000, 200);
+      rows.push(`| kill -9 worker | ${during.length} | ${counts(during)} | acks continue (Temporal holds the work) | ${(recoverMs / 1000).toFixed(1)} s until the restarted worker completes a workflow |`);
+    }
+
+    // 3. Postgres restart: routes that need it (API-key auth, Slack installation lookup) → 503.
+    {
+      const downAt = Date.now();
+      const restarting = stack.restartPostgres();
+      await new Promise((r) => setTimeout(r, 200));
+      const ready = await readyStatus();
+      await restarting;
+      const upAt = Date.now();
+      const recoverMs = await recoveryMs(upAt, ['slack', 'run']);
+      const during = window(downAt, upAt, ['slack', 'run']);
+      const acked = during.filter((s) => s.status >= 200 && s.status < 300 && s.sentAt > downAt + 300);
+      if (acked.length > 0) problems.push(`postgres down: ${acked.length} requests that need it answered 2xx`);
+      rows.push(`| restart Postgres | ${during.length} | ${counts(during)} | /ready ${ready} | ${(recoverMs / 1000).toFixed(1)} s from restart to the first ack |`);
+    }
+
+    loading = false;
+    await Promise.all(loops);
+
+    if (stack.api.pid !== apiPid || !stack.api.alive()) problems.push('the API process was restarted or died');
+
+    // Every acked request is durable.
+    const acked = sent.filter((s) => s.status >= 200 && s.status < 300);
+    const workflowOf = (s: Sent) =>
+      s.kind === 'slack' ? slackEventWorkflowId(connectionId, s.id) : s.kind === 'github' ? githubDeliveryWorkflowId(s.id) : runWorkflowId(org.organizationId, s.id);
+    const byId = new Map(acked.map((s) => [workflowOf(s), s]));
+    const missing = await findMissing([...byId.keys()], async (id) => {
+      await stack.temporal.client.workflow.getHandle(id).describe();
+      return true;
+    });
+    if (missing.length > 0) problems.push(`${missing.length} acked requests are not in Temporal`);
+
+    // In-flight runs: their lease timers still fire after the faults.
+    const leaseFired = await waitUntil(async () => {
+      for (const id of inFlightRuns) {
+        const res = await fetch(`${api}/v1/automation-runs/${id}`, { headers: { 'x-api-key': org.owner.apiKey } });
+        const summary = (await res.json()) as { status?: string };
+        if (!['awaiting_retry', 'failed'].includes(summary.status ?? '')) return false;
+      }
+      return true;
+    }, 90_000, 1000).then(
+      () => true,
+      () => false,
+    );
+    if (!leaseFired) problems.push('runs in flight did not reach awaiting_retry/failed after the faults');
+
+    console.log('\n| fault | requests during | statuses | readiness | recovery |\n|---|---|---|---|---|');
+    for (const row of rows) console.log(row);
+    console.log(`\nrequests sent: ${sent.length}, acked: ${acked.length}, acked-but-lost: ${missing.length}`);
+    console.log(`API restarted: ${stack.api.pid !== apiPid ? 'yes' : 'no'}; in-flight runs' lease timers fired: ${leaseFired ? 'yes' : 'no'}`);
+    for (const problem of problems) console.log(`FAIL: ${problem}`);
+    return problems.length === 0 ? 0 : 1;
+  } catch (error) {
+    console.error(`worker output (tail):\n${stack.worker.output.slice(-3000)}`);
+    throw error;
+  } finally {
+    await stack.stop().catch(() => undefined);
+  }
+}
+
+main().then(
+  (code) => process.exit(code),
+  (error: unknown) => {
+    console.error(error);
+    process.exit(1);
+  },
+);
+

@@ -1,0 +1,367 @@
+/**
+ * `npm run bench [-- --duration 30 --connections 16 --only slack-events,github-push]`
+ * `npm run bench -- heartbeats --runs N --interval S --duration T [--lease L]`
+ *
+ * Drives the real API process (a separate `serve`, with a separate `worker`) with signed,
+ * unique requests, side by side with (a) the ceiling — the same number of workflow starts
+ * straight through the Temporal client — and (b) the same route with the enqueue switched off.
+ * After each scenario every acked request is checked for durability: acked-but-missing must be 0.
+ * Results go to bench/results/<date>.json and .md. Exits non-zero if anything acked was lost.
+ */
+import { randomUUID } from 'node:crypto';
+import fs from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { sql } from 'kysely';
+import { signGithubPayload } from '../src/integrations/github/signature';
+import { createSlackConnection } from '../src/integrations/slack/connections';
+import { signSlackRequest } from '../src/integrations/slack/signature';
+import { githubDeliveryWorkflowId, runWorkflowId, slackEventWorkflowId } from '../src/temporal/messages';
+import { createTestOrg } from '../test/helpers/identity';
+import { findMissing, runClosedLoop, runLoad, type GeneratedRequest, type LoadResult } from './lib/load';
+import { startBenchStack, waitUntil, type BenchStack } from './lib/stack';
+
+interface ScenarioResult {
+  scenario: string;
+  rps: number;
+  latencyMs: { p50: number; p99: number; max: number };
+  requests: number;
+  non2xx: number;
+  statuses: Record<string, number>;
+  apiRssMiB: number;
+  acked: number;
+  ackedButMissing: number;
+  ceilingRps: number;
+  noEnqueueRps?: number;
+  ratioToCeiling: number;
+  ratioToNoEnqueue?: number;
+}
+
+interface Fixtures {
+  apiKey: string;
+  organizationId: string;
+  slack: { connectionId: string; secret: string; teamId: string; appId: string };
+  pushTemplate: Record<string, unknown>;
+}
+
+interface Scenario {
+  name: string;
+  /** Generates the next request; `context` lives per connection. */
+  next: (fixtures: Fixtures) => () => GeneratedRequest;
+  /** Whether the no-enqueue comparison applies (routes whose ack is an enqueue). */
+  compareNoEnqueue: boolean;
+  durable?: (stack: BenchStack, fixtures: Fixtures, acked: string[]) => Promise<string[]>;
+}
+
+const exists = (stack: BenchStack) => async (workflowId: string) => {
+  await stack.temporal.client.workflow.getHandle(workflowId).describe();
+  return true;
+};
+
+const SCENARIOS: Scenario[] = [
+  {
+    name: 'slack-events',
+    compareNoEnqueue: true,
+    next: (f) => () => {
+      const eventId = `Ev${randomUUID().replace(/-/g, '')}`;
+      const body = JSON.stringify({
+        type: 'event_callback',
+        token: 'unused',
+        team_id: f.slack.teamId,
+        api_app_id: f.slack.appId,
+        event_id: eventId,
+        event_time: Math.floor(Date.now() / 1000),
+        event: { type: 'app_mention', user: 'UBENCH0001', channel: 'CBENCH0001', ts: `${Date.now() / 1000}`, text: '<@UBOT> hello' },
+      });
+      const timestamp = Math.floor(Date.now() / 1000);
+      return {
+        id: eventId,
+        method: 'POST',
+        path: `/v1/integrations/slack/${f.slack.connectionId}/events`,
+        headers: {
+          'content-type': 'application/json',
+          'x-slack-request-timestamp': String(timestamp),
+          'x-slack-signature': signSlackRequest(f.slack.secret, timestamp, body),
+        },
+        body,
+      };
+    },
+    durable: (stack, f, acked) => findMissing(acked, (id) => exists(stack)(slackEventWorkflowId(f.slack.connectionId, id))),
+  },
+  {
+    name: 'github-push',
+    compareNoEnqueue: true,
+    next: (f) => () => {
+      const deliveryId = randomUUID();
+      const body = JSON.stringify({ ...f.pushTemplate, after: randomUUID().replace(/-/g, '').padEnd(40, '0') });
+      return {
+        id: deliveryId,
+        method: 'POST',
+        path: '/v1/webhooks/connectors/github',
+        headers: {
+          'content-type': 'application/json',
+          'x-github-event': 'push',
+          'x-github-delivery': deliveryId,
+          'x-hub-signature-256': signGithubPayload(benchSecrets.github, body),
+        },
+        body,
+      };
+    },
+    durable: (stack, _f, acked) => findMissing(acked, (id) => exists(stack)(githubDeliveryWorkflowId(id))),
+  },
+  {
+    name: 'run-events',
+    compareNoEnqueue: true,
+    // One new run per request keeps every request a workflow start, like the ceiling.
+    next: (f) => () => {
+      const runId = `bench-${randomUUID()}`;
+      return {
+        id: runId,
+        method: 'POST',
+        path: `/v1/automation-runs/${runId}/events`,
+        headers: { 'content-type': 'application/json', 'x-api-key': f.apiKey },
+        body: JSON.stringify({ attempt: 1, sequence: 1, type: 'assistant', payload: { text: 'hi' }, createdAt: Date.now() }),
+      };
+    },
+    durable: async (stack, f, acked) => {
+      // Durable means Temporal holds the run; the worker then persists the event to Postgres.
+      const missingRuns = await findMissing(acked, (id) => exists(stack)(runWorkflowId(f.organizationId, id)));
+      await waitUntil(async () => {
+        const row = await sql<{ n: string }>`SELECT count(*) AS n FROM automation_run_events WHERE organization_id = ${f.organizationId} AND run_id LIKE 'bench-%'`.execute(stack.database.db);
+        return Number(row.rows[0]?.n ?? 0) >= acked.length - missingRuns.length;
+      }, 120_000, 1000).catch(() => undefined);
+      return missingRuns;
+    },
+  },
+  {
+    name: 'run-heartbeats',
+    compareNoEnqueue: true,
+    // A fixed pool of runs, heartbeated over and over: most heartbeats coalesce in the API.
+    next: (f) => {
+      const runs = Array.from({ length: 64 }, () => `bench-hb-${randomUUID()}`);
+      let i = 0;
+      return () => {
+        const runId = runs[i++ % runs.length]!;
+        return {
+          id: runId,
+          method: 'POST',
+          path: `/v1/automation-runs/${runId}/heartbeat`,
+          headers: { 'content-type': 'application/json', 'x-api-key': f.apiKey },
+          body: JSON.stringify({ attempt: 1 }),
+        };
+      };
+    },
+    durable: (stack, f, acked) => findMissing([...new Set(acked)], (id) => exists(stack)(runWorkflowId(f.organizationId, id))),
+  },
+  {
+    name: 'resolve-preset',
+    compareNoEnqueue: false,
+    // A preset query probes only the preset's URL; MCP_DNS=off keeps that probe on this machine.
+    next: (f) => () => ({
+      id: randomUUID(),
+      method: 'POST',
+      path: '/v1/mcp-connections/resolve',
+      headers: { 'content-type': 'application/json', 'x-api-key': f.apiKey },
+      body: JSON.stringify({ query: 'notion' }),
+    }),
+  },
+];
+
+const benchSecrets = { github: '' };
+
+async function ceiling(stack: BenchStack, connections: number, durationSeconds: number) {
+  // Workflow starts on a queue no worker polls: the cost of making work durable, nothing else.
+  return runClosedLoop({
+    concurrency: connections,
+    durationSeconds,
+    fn: async () => {
+      await stack.temporal.client.workflow.start('ping', { taskQueue: 'bench-ceiling', workflowId: `ceiling/${randomUUID()}`, args: ['x'] });
+    },
+  });
+}
+
+async function rssMiB(url: string): Promise<number> {
+  const text = await (await fetch(`${url}/metrics`)).text();
+  const line = text.split('\n').find((l) => l.startsWith('process_resident_memory_bytes '));
+  return Math.round(Number(line?.split(' ')[1] ?? 0) / 2 ** 20);
+}
+
+async function fixtures(stack: BenchStack): Promise<Fixtures> {
+  const org = await createTestOrg(stack.database.db, 'bench');
+  const secret = randomUUID();
+  const key = Buffer.from(stack.env.SECRET_KEY!, 'hex');
+  const connection = await createSlackConnection(stack.database.db, key, {
+    organizationId: org.organizationId,
+    teamId: 'TBENCH0001',
+    apiAppId: 'ABENCH0001',
+    signingSecret: secret,
+  });
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const examples = require('@octokit/webhooks-examples/api.github.com/index.json') as { name: string; examples: Record<string, unknown>[] }[];
+  const push = examples.find((e) => e.name === 'push')!.examples.find((p) => (p as { installation?: unknown }).installation)!;
+  return {
+    apiKey: org.owner.apiKey,
+    organizationId: org.organizationId,
+    slack: { connectionId: connection.connectionId, secret, teamId: 'TBENCH0001', appId: 'ABENCH0001' },
+    pushTemplate: push,
+  };
+}
+
+function table(results: ScenarioResult[]): string {
+  const rows = results.map((r) =>
+    [
+      r.scenario,
+      r.rps.toFixed(0),
+      `${r.latencyMs.p50} / ${r.latencyMs.p99} / ${r.latencyMs.max}`,
+      String(r.non2xx),
+      String(r.apiRssMiB),
+      r.ceilingRps.toFixed(0),
+      r.ratioToCeiling.toFixed(2),
+      r.noEnqueueRps === undefined ? '—' : r.noEnqueueRps.toFixed(0),
+      r.ratioToNoEnqueue === undefined ? '—' : r.ratioToNoEnqueue.toFixed(2),
+      `${r.acked} / ${r.ackedButMissing}`,
+    ].join(' | '),
+  );
+  return [
+    '| scenario | req/s | p50 / p99 / max ms | non-2xx | API RSS MiB | ceiling (a) req/s | route ÷ (a) | no-enqueue (b) req/s | route ÷ (b) | acked / acked-but-missing |',
+    '|---|---|---|---|---|---|---|---|---|---|',
+    ...rows.map((r) => `| ${r} |`),
+  ].join('\n');
+}
+
+async function loadScenarios(argv: string[]): Promise<number> {
+  const { values } = parseArgs({
+    args: argv,
+    options: { duration: { type: 'string', default: '30' }, connections: { type: 'string', default: '16' }, only: { type: 'string' } },
+  });
+  const duration = Number(values.duration);
+  const connections = Number(values.connections);
+  const only = values.only?.split(',');
+  const chosen = SCENARIOS.filter((s) => !only || only.includes(s.name));
+  const apiEnv = {
+    // The bench measures the front door, not the product's quotas.
+    SLACK_WORKSPACE_QUOTA_PER_MINUTE: '100000000',
+    SLACK_USER_QUOTA_PER_MINUTE: '100000000',
+    MCP_DNS: 'off',
+  };
+  const stack = await startBenchStack({ withNoEnqueueApi: true, apiEnv, workerEnv: apiEnv });
+  benchSecrets.github = stack.secrets.github;
+  const results: ScenarioResult[] = [];
+  try {
+    const f = await fixtures(stack);
+    for (const scenario of chosen) {
+      process.stderr.write(`${scenario.name}: ${connections} connections × ${duration} s\n`);
+      const route: LoadResult = await runLoad({ url: stack.api.url!, connections, durationSeconds: duration, next: scenario.next(f) });
+      const rss = await rssMiB(stack.api.url!);
+      const a = await ceiling(stack, connections, duration);
+      const b = scenario.compareNoEnqueue
+        ? await runLoad({ url: stack.apiNoEnqueue!.url!, connections, durationSeconds: duration, next: scenario.next(f) })
+        : undefined;
+      const missing = scenario.durable ? await scenario.durable(stack, f, route.acked) : [];
+      results.push({
+        scenario: scenario.name,
+        rps: route.rps,
+        latencyMs: route.latency,
+        requests: route.requests,
+        non2xx: route.non2xx,
+        statuses: route.statuses,
+        apiRssMiB: rss,
+        acked: route.acked.length,
+        ackedButMissing: missing.length,
+        ceilingRps: a.rps,
+        noEnqueueRps: b?.rps,
+        ratioToCeiling: route.rps / a.rps,
+        ratioToNoEnqueue: b ? route.rps / b.rps : undefined,
+      });
+      process.stderr.write(`  ${route.rps.toFixed(0)} req/s, acked ${route.acked.length}, acked-but-missing ${missing.length}\n`);
+    }
+  } finally {
+    await stack.stop();
+  }
+
+  const machine = `${os.cpus().length} × ${os.cpus()[0]?.model ?? 'cpu'}, ${Math.round(os.totalmem() / 2 ** 30)} GiB, Node ${process.version}, embedded Temporal dev server (SQLite) and Postgres`;
+  const markdown = `Machine: ${machine}. ${connections} connections, ${duration} s per run.\n\n${table(results)}\n`;
+  console.log(`\n${markdown}`);
+  await writeResults({ kind: 'load', machine, connections, duration, results }, markdown);
+  return results.every((r) => r.ackedButMissing === 0) ? 0 : 1;
+}
+
+async function writeResults(json: object, markdown: string): Promise<void> {
+  const dir = path.join(__dirname, 'results');
+  await fs.mkdir(dir, { recursive: true });
+  const stamp = new Date().toISOString().replace(/[:.]/g, '-');
+  await fs.writeFile(path.join(dir, `${stamp}.json`), `${JSON.stringify(json, null, 2)}\n`);
+  await fs.writeFile(path.join(dir, `${stamp}.md`), markdown);
+}
+
+/** N live runs heartbeating every S seconds for T seconds: coalescing ratio and false losses. */
+async function heartbeats(argv: string[]): Promise<number> {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      runs: { type: 'string', default: '200' },
+      interval: { type: 'string', default: '10' },
+      duration: { type: 'string', default: '60' },
+      lease: { type: 'string', default: '60' },
+    },
+  });
+  const runs = Number(values.runs);
+  const intervalMs = Number(values.interval) * 1000;
+  const durationMs = Number(values.duration) * 1000;
+  const leaseEnv = { RUN_LEASE_TIMEOUT: `${values.lease}s` };
+  const stack = await startBenchStack({ apiEnv: leaseEnv, workerEnv: leaseEnv });
+  try {
+    const org = await createTestOrg(stack.database.db, 'bench-heartbeats');
+    const ids = Array.from({ length: runs }, () => `hb-${randomUUID()}`);
+    let sent = 0;
+    let failed = 0;
+    const deadline = Date.now() + durationMs;
+    await Promise.all(
+      ids.map(async (id, index) => {
+        // Spread the runs over the interval, as independent runtimes would be.
+        await new Promise((r) => setTimeout(r, (index / runs) * intervalMs));
+        while (Date.now() < deadline) {
+          const res = await fetch(`${stack.api.url}/v1/automation-runs/${id}/heartbeat`, {
+            method: 'POST',
+            headers: { 'content-type': 'application/json', 'x-api-key': org.owner.apiKey },
+            body: JSON.stringify({ attempt: 1 }),
+          }).catch(() => undefined);
+          sent += 1;
+          if (!res || res.status !== 200) failed += 1;
+          await new Promise((r) => setTimeout(r, intervalMs));
+        }
+      }),
+    );
+    const metrics = await (await fetch(`${stack.api.url}/metrics`)).text();
+    const count = (result: string) => Number(new RegExp(`den_run_heartbeats_total\\{result="${result}"\\} (\\d+)`).exec(metrics)?.[1] ?? 0);
+    const forwarded = count('forwarded');
+    const coalesced = count('coalesced');
+    let lost = 0;
+    for (const id of ids) {
+      const res = await fetch(`${stack.api.url}/v1/automation-runs/${id}`, { headers: { 'x-api-key': org.owner.apiKey } });
+      const summary = (await res.json()) as { status?: string };
+      if (summary.status !== 'running') lost += 1;
+    }
+    const markdown = [
+      `| runs | interval s | duration s | lease s | heartbeats sent | non-200 | forwarded | coalesced | forwarded ÷ received | wrongly lost |`,
+      '|---|---|---|---|---|---|---|---|---|---|',
+      `| ${runs} | ${values.interval} | ${values.duration} | ${values.lease} | ${sent} | ${failed} | ${forwarded} | ${coalesced} | ${(forwarded / Math.max(1, forwarded + coalesced)).toFixed(3)} | ${lost} |`,
+    ].join('\n');
+    console.log(`\n${markdown}\n`);
+    await writeResults({ kind: 'heartbeats', runs, interval: values.interval, duration: values.duration, lease: values.lease, sent, failed, forwarded, coalesced, lost }, `${markdown}\n`);
+    return lost === 0 && failed === 0 ? 0 : 1;
+  } finally {
+    await stack.stop();
+  }
+}
+
+const [first, ...rest] = process.argv.slice(2);
+const run = first === 'heartbeats' ? heartbeats(rest) : loadScenarios(first ? [first, ...rest] : rest);
+run.then(
+  (code) => process.exit(code),
+  (error: unknown) => {
+    console.error(error);
+    process.exit(1);
+  },
+);
