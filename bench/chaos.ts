@@ -3,7 +3,7 @@
  *
  *   1. kill -9 the Temporal dev server for 10 s, then restart it;
  *   2. kill -9 the worker, then restart it;
- *   3. restart Postgres.
+ *   3. stop Postgres for 5 s, then start it.
  *
  * Asserts: while a dependency is down, requests that need it get 503 (never 2xx) and /ready is
  * 503; the API recovers without being restarted; every acked request is durable afterwards;
@@ -91,7 +91,8 @@ async function main(): Promise<number> {
     const loops = (['slack', 'github', 'run'] as Kind[]).map(async (kind) => {
       while (loading) {
         sent.push(await send(kind));
-        await new Promise((r) => setTimeout(r, 50));
+        // Steady, not saturating: chaos checks correctness; throughput is the bench's job.
+        await new Promise((r) => setTimeout(r, 150));
       }
     });
 
@@ -144,27 +145,37 @@ async function main(): Promise<number> {
       const restartAt = Date.now();
       stack.worker.start();
       const during = window(downAt, restartAt, ['slack', 'github', 'run']);
-      const probe = `chaos-probe-${randomUUID()}`;
-      const recoverMs = await waitUntil(async () => {
-        await stack.temporal.client.workflow.execute('ping', { taskQueue: 'bench', workflowId: `ping/${probe}-${Date.now()}`, args: ['x'], workflowExecutionTimeout: '2s' });
-        return true;
-      }, 60_000, 200);
-      rows.push(`| kill -9 worker | ${during.length} | ${counts(during)} | acks continue (Temporal holds the work) | ${(recoverMs / 1000).toFixed(1)} s until the restarted worker completes a workflow |`);
+      // One probe workflow, queued behind whatever piled up while no worker ran.
+      await stack.temporal.client.workflow.execute('ping', {
+        taskQueue: 'bench',
+        workflowId: `ping/chaos-probe-${randomUUID()}`,
+        args: ['x'],
+        workflowExecutionTimeout: '90s',
+      });
+      const recoverMs = Date.now() - restartAt;
+      const failedDuring = during.filter((s) => s.status < 200 || s.status >= 300);
+      if (failedDuring.length > 0) problems.push(`worker down: ${failedDuring.length} requests were not acked (Temporal was up)`);
+      rows.push(`| kill -9 worker, restart after 5 s | ${during.length} | ${counts(during)} | acks continue (Temporal holds the work) | ${(recoverMs / 1000).toFixed(1)} s from restart until a new workflow completes |`);
     }
 
-    // 3. Postgres restart: routes that need it (API-key auth, Slack installation lookup) → 503.
+    // 3. Postgres down for 5 s: routes that need it (API-key auth, the Slack installation
+    //    lookup) answer 503; the GitHub hot path needs no database and keeps acking.
     {
+      await stack.stopPostgres();
       const downAt = Date.now();
-      const restarting = stack.restartPostgres();
-      await new Promise((r) => setTimeout(r, 200));
+      await new Promise((r) => setTimeout(r, 1000));
       const ready = await readyStatus();
-      await restarting;
-      const upAt = Date.now();
-      const recoverMs = await recoveryMs(upAt, ['slack', 'run']);
-      const during = window(downAt, upAt, ['slack', 'run']);
-      const acked = during.filter((s) => s.status >= 200 && s.status < 300 && s.sentAt > downAt + 300);
+      await new Promise((r) => setTimeout(r, 4000));
+      const restartAt = Date.now();
+      await stack.startPostgres();
+      const recoverMs = await recoveryMs(restartAt, ['slack', 'run']);
+      const during = window(downAt, restartAt, ['slack', 'run']);
+      const acked = during.filter((s) => s.status >= 200 && s.status < 300);
       if (acked.length > 0) problems.push(`postgres down: ${acked.length} requests that need it answered 2xx`);
-      rows.push(`| restart Postgres | ${during.length} | ${counts(during)} | /ready ${ready} | ${(recoverMs / 1000).toFixed(1)} s from restart to the first ack |`);
+      if (ready !== 503) problems.push(`postgres down: /ready answered ${ready}`);
+      if (during.length === 0) problems.push('postgres down: no requests were sent during the fault');
+      const github = window(downAt, restartAt, ['github']);
+      rows.push(`| stop Postgres 5 s | ${during.length} (+${github.length} GitHub) | ${counts(during)} (GitHub: ${counts(github)}) | /ready ${ready} | ${(recoverMs / 1000).toFixed(1)} s from restart to the first ack |`);
     }
 
     loading = false;

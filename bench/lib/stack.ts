@@ -33,15 +33,16 @@ export async function freePort(): Promise<number> {
 
 export async function waitUntil(fn: () => Promise<boolean>, timeoutMs: number, intervalMs = 100): Promise<number> {
   const started = Date.now();
+  let last: unknown;
   while (Date.now() - started < timeoutMs) {
     try {
       if (await fn()) return Date.now() - started;
-    } catch {
-      // not yet
+    } catch (error) {
+      last = error; // not yet
     }
     await new Promise((r) => setTimeout(r, intervalMs));
   }
-  throw new Error(`condition not met within ${timeoutMs} ms`);
+  throw new Error(`condition not met within ${timeoutMs} ms${last ? `; last error: ${(last as Error).message ?? String(last)}` : ''}`);
 }
 
 export class ServiceProcess {
@@ -104,7 +105,8 @@ export interface BenchStack {
   /** kill -9 the Temporal dev server (its SQLite file keeps the state). */
   killTemporal(): Promise<void>;
   startTemporal(): Promise<void>;
-  restartPostgres(): Promise<void>;
+  stopPostgres(): Promise<void>;
+  startPostgres(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -160,6 +162,16 @@ export async function startBenchStack(
   }
   for (const proc of [worker, api, apiNoEnqueue]) proc?.start();
   await Promise.all([api.ready(), apiNoEnqueue?.ready()]);
+  // The worker is ready when it has completed a workflow (it bundles the workflows first).
+  await waitUntil(async () => {
+    await temporal.client.workflow.execute('ping', {
+      taskQueue: 'bench',
+      workflowId: `ping/bench-ready-${randomBytes(6).toString('hex')}`,
+      args: ['ready'],
+      workflowExecutionTimeout: '5s',
+    });
+    return true;
+  }, 120_000, 500);
 
   const stack: BenchStack = {
     dataDir,
@@ -190,8 +202,10 @@ export async function startBenchStack(
     async startTemporal() {
       temporalServer = await startDevServer(serverOptions);
     },
-    async restartPostgres() {
+    async stopPostgres() {
       await postgres.stop();
+    },
+    async startPostgres() {
       postgres = await startEmbeddedPostgres(postgresOptions);
     },
     async stop() {
