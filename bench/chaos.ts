@@ -16,7 +16,8 @@ import { signSlackRequest } from '../src/integrations/slack/signature';
 import { githubDeliveryWorkflowId, runWorkflowId, slackEventWorkflowId } from '../src/temporal/messages';
 import { createTestOrg } from '../test/helpers/identity';
 import { findMissing } from './lib/load';
-import { startBenchStack, waitUntil } from './lib/stack';
+import { waitFor } from '../test/helpers/wait';
+import { startBenchStack } from './lib/stack';
 
 type Kind = 'slack' | 'github' | 'run';
 interface Sent {
@@ -114,7 +115,7 @@ async function main(): Promise<number> {
     /** From `from` until the first request sent after it was acked. */
     const recoveryMs = async (from: number, kinds: Kind[]) => {
       const firstOk = () => sent.find((s) => s.sentAt >= from && kinds.includes(s.kind) && s.status >= 200 && s.status < 300);
-      await waitUntil(async () => firstOk() !== undefined, 60_000, 100);
+      await waitFor(async () => firstOk() !== undefined, 60_000, { intervalMs: 100 });
       return firstOk()!.sentAt - from;
     };
 
@@ -195,14 +196,14 @@ async function main(): Promise<number> {
     if (missing.length > 0) problems.push(`${missing.length} acked requests are not in Temporal`);
 
     // In-flight runs: their lease timers still fire after the faults.
-    const leaseFired = await waitUntil(async () => {
+    const leaseFired = await waitFor(async () => {
       for (const id of inFlightRuns) {
         const res = await fetch(`${api}/v1/automation-runs/${id}`, { headers: { 'x-api-key': org.owner.apiKey } });
         const summary = (await res.json()) as { status?: string };
         if (!['awaiting_retry', 'failed'].includes(summary.status ?? '')) return false;
       }
       return true;
-    }, 90_000, 1000).then(
+    }, 90_000, { intervalMs: 1000 }).then(
       () => true,
       () => false,
     );

@@ -6,7 +6,8 @@
 import { parseArgs } from 'node:util';
 import { createTestOrg } from '../test/helpers/identity';
 import { readMetric, runCampaign } from '../test/fuzz/campaign';
-import { startBenchStack, waitUntil } from './lib/stack';
+import { waitFor } from '../test/helpers/wait';
+import { startBenchStack } from './lib/stack';
 
 async function main(): Promise<number> {
   const { values } = parseArgs({ options: { runs: { type: 'string', default: '2000' }, seed: { type: 'string' } } });
@@ -24,11 +25,11 @@ async function main(): Promise<number> {
 
     let heapAfter = Infinity;
     const limit = heapBefore * 1.5 + 32 * 1024 * 1024;
-    await waitUntil(async () => {
+    await waitFor(async () => {
       for (let i = 0; i < 20; i++) await fetch(`${stack.api.url}/health`);
       heapAfter = await readMetric(stack.api.url!, 'nodejs_heap_size_used_bytes');
       return heapAfter <= limit;
-    }, 30_000, 500).catch(() => undefined);
+    }, 30_000, { intervalMs: 500 }).catch(() => undefined);
 
     const total = tallies.reduce((n, t) => n + t.inputs, 0);
     console.log(`\n| route | inputs | statuses |\n|---|---|---|`);

@@ -20,7 +20,8 @@ import { signSlackRequest } from '../src/integrations/slack/signature';
 import { githubDeliveryWorkflowId, runWorkflowId, slackEventWorkflowId } from '../src/temporal/messages';
 import { createTestOrg } from '../test/helpers/identity';
 import { findMissing, runClosedLoop, runLoad, type GeneratedRequest, type LoadResult } from './lib/load';
-import { startBenchStack, waitUntil, type BenchStack } from './lib/stack';
+import { waitFor } from '../test/helpers/wait';
+import { startBenchStack, type BenchStack } from './lib/stack';
 
 interface ScenarioResult {
   scenario: string;
@@ -127,10 +128,10 @@ const SCENARIOS: Scenario[] = [
     durable: async (stack, f, acked) => {
       // Durable means Temporal holds the run; the worker then persists the event to Postgres.
       const missingRuns = await findMissing(acked, (id) => exists(stack)(runWorkflowId(f.organizationId, id)));
-      await waitUntil(async () => {
+      await waitFor(async () => {
         const row = await sql<{ n: string }>`SELECT count(*) AS n FROM automation_run_events WHERE organization_id = ${f.organizationId} AND run_id LIKE 'bench-%'`.execute(stack.database.db);
         return Number(row.rows[0]?.n ?? 0) >= acked.length - missingRuns.length;
-      }, 120_000, 1000).catch(() => undefined);
+      }, 120_000, { intervalMs: 1000 }).catch(() => undefined);
       return missingRuns;
     },
   },

@@ -17,7 +17,8 @@ import { WorkflowIdReusePolicy } from '@temporalio/client';
 import { sql } from 'kysely';
 import { runEventSignal } from '../src/temporal/messages';
 import { createTestOrg } from '../test/helpers/identity';
-import { startBenchStack, waitUntil } from './lib/stack';
+import { waitFor } from '../test/helpers/wait';
+import { startBenchStack } from './lib/stack';
 
 interface Timing {
   completed: number;
@@ -95,7 +96,7 @@ async function main(): Promise<void> {
       return Number(row.rows[0]!.n);
     };
     let persisted = 0;
-    await waitUntil(async () => (persisted = await persistedCount()) >= expected, Math.max(5_000, deadline - Date.now()), 100).catch(() => undefined);
+    await waitFor(async () => (persisted = await persistedCount()) >= expected, Math.max(5_000, deadline - Date.now()), { intervalMs: 100 }).catch(() => undefined);
     const endToEnd = (Date.now() - started) / 1000;
 
     // 2. Heartbeats: many per (run, attempt), as runtimes send them; the API coalesces them.

@@ -8,7 +8,7 @@
 import path from 'node:path';
 import { z } from 'zod';
 import { parseDuration } from './util/duration';
-import { DEFAULT_TASK_QUEUE } from './temporal/messages';
+import { DEFAULT_TASK_QUEUE, type RunSettings } from './temporal/messages';
 
 const bool = (fallback: boolean) =>
   z
@@ -163,15 +163,8 @@ export interface Config {
   };
   database: { url: string | undefined; embeddedPort: number; poolMax: number };
   secretKey: string | undefined;
-  runs: {
-    leaseTimeoutMs: number;
-    maxAttempts: number;
-    retryWindowMs: number;
-    maxDurationMs: number;
-    claimDeadlineMs: number;
-    continueAsNewEvents: number;
-    eventBufferMax: number;
-  };
+  /** Defaults for new runs; each run carries its own copy (see RunSettings). */
+  runs: RunSettings;
   slack: {
     apiBaseUrl: string;
     workspaceQuotaPerMinute: number;

@@ -7,7 +7,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs/promises';
-import net from 'node:net';
 import path from 'node:path';
 import { loadConfig } from '../../src/config';
 import { startEmbeddedPostgres, type EmbeddedPostgres } from '../../src/embedded/postgres';
@@ -16,34 +15,11 @@ import { openDatabase, type DbHandle } from '../../src/store/db';
 import { migrateToLatest } from '../../src/store/migrate';
 import { createTemporalClient, type TemporalClientHandle } from '../../src/temporal/client';
 import { findTemporalCli, startDevServer, type CliLocation, type DevServer } from '../../src/temporal/dev-server';
+import { freePort } from '../../test/helpers/ports';
+import { waitFor } from '../../test/helpers/wait';
 
 const root = path.resolve(__dirname, '../..');
 const log = createLogger({ level: 'warn', name: 'bench' });
-
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
-}
-
-export async function waitUntil(fn: () => Promise<boolean>, timeoutMs: number, intervalMs = 100): Promise<number> {
-  const started = Date.now();
-  let last: unknown;
-  while (Date.now() - started < timeoutMs) {
-    try {
-      if (await fn()) return Date.now() - started;
-    } catch (error) {
-      last = error; // not yet
-    }
-    await new Promise((r) => setTimeout(r, intervalMs));
-  }
-  throw new Error(`condition not met within ${timeoutMs} ms${last ? `; last error: ${(last as Error).message ?? String(last)}` : ''}`);
-}
 
 export class ServiceProcess {
   child: ChildProcess | undefined;
@@ -86,7 +62,7 @@ export class ServiceProcess {
 
   async ready(timeoutMs = 60_000): Promise<void> {
     if (!this.url) return;
-    await waitUntil(async () => (await fetch(`${this.url}/ready`)).status === 200, timeoutMs, 200);
+    await waitFor(async () => (await fetch(`${this.url}/ready`)).status === 200, timeoutMs, { intervalMs: 200 });
   }
 }
 
@@ -163,7 +139,7 @@ export async function startBenchStack(
   for (const proc of [worker, api, apiNoEnqueue]) proc?.start();
   await Promise.all([api.ready(), apiNoEnqueue?.ready()]);
   // The worker is ready when it has completed a workflow (it bundles the workflows first).
-  await waitUntil(async () => {
+  await waitFor(async () => {
     await temporal.client.workflow.execute('ping', {
       taskQueue: 'bench',
       workflowId: `ping/bench-ready-${randomBytes(6).toString('hex')}`,
@@ -171,7 +147,7 @@ export async function startBenchStack(
       workflowExecutionTimeout: '5s',
     });
     return true;
-  }, 120_000, 500);
+  }, 120_000, { intervalMs: 500 });
 
   const stack: BenchStack = {
     dataDir,
@@ -190,7 +166,7 @@ export async function startBenchStack(
     secrets,
     async killTemporal() {
       if (temporalServer.pid) process.kill(temporalServer.pid, 'SIGKILL');
-      await waitUntil(async () => {
+      await waitFor(async () => {
         try {
           process.kill(temporalServer.pid!, 0);
           return false;

@@ -1,10 +1,9 @@
 import { z } from '../http/zod';
 import { errors } from '../errors';
 import { defineRoute, type RouteDefinition } from '../http/route';
+import { authResponses } from '../http/schemas';
 import { listMembers, switchActiveOrganization } from './store';
 
-const Forbidden = z.object({ error: z.literal('forbidden'), reason: z.string(), message: z.string() });
-const Unauthorized = z.object({ error: z.literal('unauthorized') });
 
 export const PrincipalBody = z
   .object({
@@ -16,10 +15,6 @@ export const PrincipalBody = z
   })
   .openapi('Principal');
 
-export const authResponses = {
-  401: { description: 'No or invalid credentials.', schema: Unauthorized },
-  403: { description: 'Authenticated, but not allowed.', schema: Forbidden },
-};
 
 const whoami = defineRoute({
   method: 'get',

@@ -5,12 +5,13 @@
  */
 import { randomUUID } from 'node:crypto';
 import { defineRoute, type RouteDefinition } from '../http/route';
-import { authResponses } from '../identity/routes';
+import { authResponses } from '../http/schemas';
 import { temporalCall } from '../temporal/client';
 import { MCP_RESOLVE_WORKFLOW, mcpResolveWorkflowId, type McpResolveInput, type McpResolveResult } from '../temporal/messages';
 import { planResolve } from './candidates';
 import { INVALID_QUERY_REASON } from './classify';
-import { InvalidRequestBody, ResolveRequest, ResolveResponse, UnavailableBody } from './schemas';
+import { InvalidRequestError, Unavailable } from '../http/schemas';
+import { ResolveRequest, ResolveResponse } from './schemas';
 
 /** Waiting beyond the probes' own bound (timeout + retry room) means Temporal or the worker is not there. */
 const WAIT_SLACK_MS = 4_000;
@@ -27,9 +28,9 @@ const resolve = defineRoute({
   body: { kind: 'json', schema: ResolveRequest, limitBytes: 16 * 1024 },
   responses: {
     200: { description: '`preset`, `discovered` or `not_found` (with a reason).', schema: ResolveResponse },
-    400: { description: 'InvalidRequestError: the body is not `{query}` with 1 to 200 characters.', schema: InvalidRequestBody },
+    400: { description: 'InvalidRequestError: the body is not `{query}` with 1 to 200 characters.', schema: InvalidRequestError },
     ...authResponses,
-    503: { description: 'Temporal or the worker is unavailable; retry later.', schema: UnavailableBody },
+    503: { description: 'Temporal or the worker is unavailable; retry later.', schema: Unavailable },
   },
   handler: async ({ body }, ctx) => {
     const { config, temporal, metrics } = ctx.state.services;

@@ -98,11 +98,3 @@ export const ResolveResponse = z
     match: z.object({ url: z.string(), suggestedName: z.string(), discovery: DiscoverySchema }).optional(),
   })
   .openapi('McpResolveResponse');
-
-export const InvalidRequestBody = z.object({
-  error: z.literal('invalid_request'),
-  details: z.array(z.object({ message: z.string(), path: z.array(z.union([z.string(), z.number()])).optional() }).passthrough()),
-  capability: z.string().optional(),
-});
-
-export const UnavailableBody = z.object({ error: z.literal('unavailable'), dependency: z.string(), message: z.string() });

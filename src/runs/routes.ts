@@ -6,7 +6,7 @@ import { WorkflowNotFoundError } from '@temporalio/client';
 import { errors } from '../errors';
 import { defineRoute, type RouteDefinition } from '../http/route';
 import type { Services } from '../http/services';
-import { authResponses } from '../identity/routes';
+import { InvalidRequestError, OkResponse, Unavailable, authResponses } from '../http/schemas';
 import { temporalCall } from '../temporal/client';
 import { isClosedRunStatus, runSummaryQuery, runWorkflowId, type RunSummary } from '../temporal/messages';
 import { HeartbeatCoalescer } from './heartbeat-coalescer';
@@ -14,8 +14,6 @@ import { deliverReport, isSameCompletion, type RunReport } from './report';
 import {
   EVENT_BODY_LIMIT_BYTES,
   HEARTBEAT_BODY_LIMIT_BYTES,
-  InvalidRequestBody,
-  OkBody,
   RunClosedBody,
   RunEventBody,
   RunEventsBody,
@@ -25,19 +23,18 @@ import {
   RunListBody,
   RunListQuery,
   RunSummaryBody,
-  UnavailableBody,
 } from './schemas';
 import { findRun, hasRunEvents, listRunEvents, listRuns } from './store';
 
 const TAGS = ['Automation Runs'];
 
 const reportResponses = {
-  200: { description: 'Durably accepted by the run (or coalesced into a heartbeat already in flight).', schema: OkBody },
-  400: { description: 'Invalid path parameter or body; one detail per problem, each with its path.', schema: InvalidRequestBody },
+  200: { description: 'Durably accepted by the run (or coalesced into a heartbeat already in flight).', schema: OkResponse },
+  400: { description: 'Invalid path parameter or body; one detail per problem, each with its path.', schema: InvalidRequestError },
   401: authResponses[401],
   409: { description: 'The run has ended; it is never started again.', schema: RunClosedBody },
   413: { description: 'Body larger than the route limit (plain text).' },
-  503: { description: 'Temporal or Postgres unreachable: nothing was recorded; retry.', schema: UnavailableBody },
+  503: { description: 'Temporal or Postgres unreachable: nothing was recorded; retry.', schema: Unavailable },
 };
 
 /** One coalescer per app instance (per process in production; tests run several apps in one process). */
@@ -160,10 +157,10 @@ const getRun = defineRoute({
   params: RunIdParams,
   responses: {
     200: { description: 'The summary.', schema: RunSummaryBody },
-    400: { description: 'Invalid id.', schema: InvalidRequestBody },
+    400: { description: 'Invalid id.', schema: InvalidRequestError },
     401: authResponses[401],
     404: { description: 'No such run in your organization.' },
-    503: { description: 'Temporal unreachable and no stored summary.', schema: UnavailableBody },
+    503: { description: 'Temporal unreachable and no stored summary.', schema: Unavailable },
   },
   handler: async ({ params, principal }, ctx) => {
     const { services } = ctx.state;
@@ -198,7 +195,7 @@ const getEvents = defineRoute({
   query: RunEventsQuery,
   responses: {
     200: { description: 'The events.', schema: RunEventsBody },
-    400: { description: 'Invalid id or query.', schema: InvalidRequestBody },
+    400: { description: 'Invalid id or query.', schema: InvalidRequestError },
     401: authResponses[401],
     404: { description: 'No such run in your organization.' },
   },
@@ -242,7 +239,7 @@ const listRunsRoute = defineRoute({
   query: RunListQuery,
   responses: {
     200: { description: 'The runs.', schema: RunListBody },
-    400: { description: 'Invalid query.', schema: InvalidRequestBody },
+    400: { description: 'Invalid query.', schema: InvalidRequestError },
     401: authResponses[401],
   },
   handler: async ({ query, principal }, ctx) => {

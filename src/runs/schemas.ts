@@ -108,22 +108,9 @@ export const RunListQuery = z.object({
 
 // ---- responses
 
-export const OkBody = z.object({ ok: z.literal(true) }).openapi('OkResponse');
-
-export const InvalidRequestBody = z
-  .object({
-    error: z.literal('invalid_request'),
-    details: z.array(z.object({ message: z.string(), path: z.array(z.union([z.string(), z.number()])).optional() })),
-  })
-  .openapi('InvalidRequestError');
-
 export const RunClosedBody = z
   .object({ error: z.literal('run_closed'), status: z.string().openapi({ example: 'succeeded' }) })
   .openapi('AutomationRunClosed');
-
-export const UnavailableBody = z
-  .object({ error: z.literal('unavailable'), dependency: z.string(), message: z.string() })
-  .openapi('Unavailable');
 
 const ms = () => z.number().int().nullable();
 

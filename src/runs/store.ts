@@ -106,14 +106,8 @@ export async function listRuns(
   return rows.map((row) => row.summary as RunSummary);
 }
 
-export interface StoredRunEvent {
-  attempt: number;
-  sequence: number;
-  type: RunEventType;
-  payload: Record<string, unknown>;
-  createdAt: number;
-  receivedAt: number;
-}
+/** A persisted event reads back exactly as it was reported. */
+export type StoredRunEvent = RunEventReport;
 
 /** Events in apply order: attempt, then sequence. `after` is a sequence (exclusive). */
 export async function listRunEvents(

@@ -6,8 +6,9 @@ import { loadConfig } from '../../src/config';
 import { openDatabase } from '../../src/store/db';
 import { createTestOrg } from '../helpers/identity';
 import { freePort } from '../helpers/ports';
-import { spawnEntry, waitFor, type Spawned } from '../helpers/process';
+import { spawnEntry, type Spawned } from '../helpers/process';
 import { readMetric, runCampaign, type Credentials } from './campaign';
+import { waitFor } from '../helpers/wait';
 
 const base = loadConfig();
 let proc: Spawned;
@@ -29,7 +30,7 @@ beforeAll(async () => {
     PORT: String(port),
   });
   url = `http://127.0.0.1:${port}`;
-  await waitFor(async () => (await fetch(`${url}/ready`)).status === 200, 30_000, 200);
+  await waitFor(async () => (await fetch(`${url}/ready`)).status === 200, 30_000, { intervalMs: 200 });
   const database = openDatabase(base.database.url!);
   try {
     const org = await createTestOrg(database.db);
@@ -66,7 +67,7 @@ it('no input makes any route answer 5xx, crash the process, or keep memory', asy
     for (let i = 0; i < 20; i++) await fetch(`${url}/health`);
     const heap = await readMetric(url, 'nodejs_heap_size_used_bytes');
     return heap <= limit ? heap : undefined;
-  }, 20_000, 250);
+  }, 20_000, { intervalMs: 250 });
   expect(settled).toBeLessThanOrEqual(limit);
 
   const total = tallies.reduce((n, t) => n + t.inputs, 0);

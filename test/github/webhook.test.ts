@@ -13,11 +13,12 @@ import {
   deliveryResult,
   freshId,
   githubExample,
-  waitFor,
+  
   type Payload,
 } from '../helpers/github';
 import { createTestOrg } from '../helpers/identity';
 import { startTestStack, type TestStack } from '../helpers/stack';
+import { waitFor } from '../helpers/wait';
 
 const SECRET = `current-${randomUUID()}`;
 const PREVIOUS = `previous-${randomUUID()}`;

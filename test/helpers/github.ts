@@ -81,13 +81,3 @@ export function deliveryResult(stack: TestStack, deliveryId: string, ms = 15_000
   return withTimeout(handle.result() as Promise<GithubDeliverySummary>, ms, `github-delivery/${deliveryId}`);
 }
 
-/** Polls `fn` until it returns something other than undefined/false (bounded). */
-export async function waitFor<T>(fn: () => Promise<T | undefined | false>, ms = 10_000, intervalMs = 100): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const value = await fn();
-    if (value !== undefined && value !== false) return value;
-    if (Date.now() > deadline) throw new Error(`condition not met within ${ms} ms`);
-    await new Promise((resolve) => setTimeout(resolve, intervalMs));
-  }
-}

@@ -87,15 +87,6 @@ export async function startMcpStack(options: { env?: Record<string, string>; net
   return Object.assign(stack, { mcpWorker: stack.worker! });
 }
 
-export async function waitFor<T>(fn: () => Promise<T | undefined> | T | undefined, timeoutMs = 5_000, intervalMs = 50): Promise<T> {
-  const until = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await fn();
-    if (value !== undefined && value !== false) return value;
-    if (Date.now() > until) throw new Error(`waitFor: nothing after ${timeoutMs} ms`);
-    await new Promise((r) => setTimeout(r, intervalMs));
-  }
-}
 
 /** Records the text of every SQL statement this process sends to Postgres. Restore in afterAll. */
 export function recordSql(): { statements: string[]; restore(): void } {

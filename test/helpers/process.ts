@@ -26,17 +26,3 @@ export function spawnEntry(entry: string, env: Record<string, string | undefined
   return { child, output: () => output, exited };
 }
 
-export async function waitFor<T>(fn: () => Promise<T | undefined | false>, timeoutMs: number, intervalMs = 100): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  while (Date.now() < deadline) {
-    try {
-      const value = await fn();
-      if (value !== undefined && value !== false) return value as T;
-    } catch (error) {
-      last = error;
-    }
-    await new Promise((r) => setTimeout(r, intervalMs));
-  }
-  throw new Error(`timed out after ${timeoutMs} ms${last ? `: ${String(last)}` : ''}`);
-}

@@ -2,6 +2,7 @@
 import { randomUUID } from 'node:crypto';
 import { runWorkflowId, type RunEventType, type RunSummary } from '../../src/temporal/messages';
 import type { TestResponse, TestStack } from './stack';
+import { waitFor } from './wait';
 
 export interface EventInput {
   attempt: number;
@@ -20,26 +21,6 @@ export const event = (
 
 export const newRunId = () => `run-${randomUUID()}`;
 
-/** Polls `fn` until it returns something other than undefined/false, within `timeoutMs`. */
-export async function waitFor<T>(
-  fn: () => Promise<T | undefined | false>,
-  timeoutMs = 10_000,
-  intervalMs = 50,
-  what = 'condition',
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const value = await fn();
-      if (value !== undefined && value !== false) return value;
-    } catch (error) {
-      last = error;
-    }
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? `: ${String(last)}` : ''}`);
-    await new Promise((resolve) => setTimeout(resolve, intervalMs));
-  }
-}
 
 export function runsClient(stack: TestStack, headers: Record<string, string>) {
   const path = (id: string) => `/v1/automation-runs/${encodeURIComponent(id)}`;
@@ -58,8 +39,7 @@ export function runsClient(stack: TestStack, headers: Record<string, string>) {
           return res.status === 200 && statuses.includes(res.json.status) ? res.json : undefined;
         },
         timeoutMs,
-        50,
-        `run ${id} to be ${statuses.join('|')}`,
+        { what: `run ${id} to be ${statuses.join('|')}` },
       );
     },
   };

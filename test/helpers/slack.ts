@@ -10,6 +10,7 @@ import { createSlackConnection } from '../../src/integrations/slack/connections'
 import { signSlackRequest } from '../../src/integrations/slack/signature';
 import type { Db } from '../../src/store/db';
 import type { TestResponse, TestStack } from './stack';
+import { waitFor } from './wait';
 
 export interface SlackApiCall {
   method: string;
@@ -63,7 +64,7 @@ export async function startFakeSlack(): Promise<FakeSlack> {
       scripted.set(method, [...(scripted.get(method) ?? []), ...replies]);
     },
     async waitForCall(method, match = () => true, timeoutMs = 20_000) {
-      return waitFor(() => calls.find((c) => c.method === method && match(c)), timeoutMs, `Slack ${method}`);
+      return waitFor(() => calls.find((c) => c.method === method && match(c)), timeoutMs, { what: `Slack ${method}`, intervalMs: 100 });
     },
     close: () =>
       new Promise<void>((resolve) => {
@@ -73,16 +74,6 @@ export async function startFakeSlack(): Promise<FakeSlack> {
   };
 }
 
-/** Polls `fn` until it returns something other than undefined/false, or fails after `timeoutMs`. */
-export async function waitFor<T>(fn: () => T | undefined | false | Promise<T | undefined | false>, timeoutMs = 20_000, what = 'condition'): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await fn();
-    if (value !== undefined && value !== false) return value;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-}
 
 export interface TestSlackConnection {
   connectionId: string;

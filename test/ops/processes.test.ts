@@ -3,8 +3,9 @@ import http from 'node:http';
 import { loadConfig } from '../../src/config';
 import { createTestOrg } from '../helpers/identity';
 import { freePort } from '../helpers/ports';
-import { spawnEntry, waitFor, type Spawned } from '../helpers/process';
+import { spawnEntry, type Spawned } from '../helpers/process';
 import { openDatabase } from '../../src/store/db';
+import { waitFor } from '../helpers/wait';
 
 const base = loadConfig();
 const baseEnv = (): Record<string, string | undefined> => ({
@@ -49,7 +50,7 @@ describe('shutdown of the API process', () => {
     const port = await freePort();
     proc = spawnEntry('src/bin/serve.ts', { ...baseEnv(), PORT: String(port), ...extra });
     const url = `http://127.0.0.1:${port}`;
-    await waitFor(async () => (await fetch(`${url}/ready`)).status === 200, 30_000, 200);
+    await waitFor(async () => (await fetch(`${url}/ready`)).status === 200, 30_000, { intervalMs: 200 });
     return url;
   }
 
@@ -87,7 +88,7 @@ describe('shutdown of the API process', () => {
     const inFlight = slowRequest(url, await sessionToken());
     await new Promise((r) => setTimeout(r, 200));
     proc!.child.kill('SIGTERM');
-    await waitFor(async () => (await fetch(`${url}/ready`)).status === 503, 1000, 50);
+    await waitFor(async () => (await fetch(`${url}/ready`)).status === 503, 1000, { intervalMs: 50 });
     const ready = (await (await fetch(`${url}/ready`)).json()) as { checks: { shutdown?: string } };
     expect(ready.checks.shutdown).toBe('in progress');
 

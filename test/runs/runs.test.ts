@@ -12,8 +12,9 @@ import {
   type RunWorkflowInput,
 } from '../../src/temporal/messages';
 import { createTestOrg } from '../helpers/identity';
-import { countSignals, event, newRunId, runResult, runsClient, waitFor, type EventInput } from '../helpers/runs';
+import { countSignals, event, newRunId, runResult, runsClient, type EventInput } from '../helpers/runs';
 import { startTestStack, type TestStack } from '../helpers/stack';
+import { waitFor } from '../helpers/wait';
 
 describe('automation runs over HTTP', () => {
   let stack: TestStack;

@@ -15,11 +15,12 @@ import {
   postSlackEvent,
   slackSignatureHeaders,
   startFakeSlack,
-  waitFor,
+  
   type FakeSlack,
   type TestSlackConnection,
 } from '../helpers/slack';
 import { startTestStack, type TestStack } from '../helpers/stack';
+import { waitFor } from '../helpers/wait';
 
 let stack: TestStack;
 let slack: FakeSlack;
@@ -262,7 +263,7 @@ describe('retries and dedupe', () => {
     const runs = await waitFor(async () => {
       const ids = await list();
       return ids.length > 0 ? ids : undefined;
-    }, 10_000, 'visibility');
+    }, 10_000, { what: 'visibility' });
     expect(runs).toHaveLength(1);
     const after = await metricsText();
     expect(count(after, 'enqueued') - count(before, 'enqueued')).toBe(1);
@@ -324,7 +325,7 @@ describe('the workflow records who asked', () => {
     expect(description.typedSearchAttributes.get(searchAttributes.ConnectionId)).toBe(connection.connectionId);
     expect(description.typedSearchAttributes.get(searchAttributes.SlackUserId)).toBe(user);
     // No link for this user: the invocation waits for one.
-    await waitFor(async () => (await handle.query(slackEventStateQuery)).status === 'awaiting_link', 10_000, 'awaiting_link');
+    await waitFor(async () => (await handle.query(slackEventStateQuery)).status === 'awaiting_link', 10_000, { what: 'awaiting_link' });
     await handle.terminate('test done');
   });
 });

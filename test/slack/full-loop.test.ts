@@ -14,11 +14,12 @@ import {
   postSlackEvent,
   postSlashCommand,
   startFakeSlack,
-  waitFor,
+  
   type FakeSlack,
   type TestSlackConnection,
 } from '../helpers/slack';
 import { startTestStack, type TestStack } from '../helpers/stack';
+import { waitFor } from '../helpers/wait';
 
 let stack: TestStack;
 let slack: FakeSlack;
@@ -58,13 +59,13 @@ async function mentionAsLinkedMember(member: TestMember, text: string) {
   const state = await waitFor(async () => {
     const s = await handle.query(slackEventStateQuery);
     return s.status === 'run_created' ? s : undefined;
-  }, 15_000, 'run_created');
+  }, 15_000, { what: 'run_created' });
   const runId = state.runId!;
   const queued = await waitFor(async () => {
     const list = await stack.request('GET', '/v1/automation-runs?status=queued', { headers: member.headers });
     expect(list.status).toBe(200);
     return (list.json.runs as { id: string; status: string; memberId: string | null }[]).find((r) => r.id === runId);
-  }, 15_000, 'the run in GET /v1/automation-runs?status=queued');
+  }, 15_000, { what: 'the run in GET /v1/automation-runs?status=queued' });
   expect(queued).toMatchObject({ id: runId, status: 'queued', memberId: member.memberId });
   return { mention, handle, runId };
 }

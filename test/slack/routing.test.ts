@@ -15,11 +15,12 @@ import {
   postSlackEvent,
   postSlashCommand,
   startFakeSlack,
-  waitFor,
+  
   type FakeSlack,
   type TestSlackConnection,
 } from '../helpers/slack';
 import { startTestStack, type TestStack } from '../helpers/stack';
+import { waitFor } from '../helpers/wait';
 
 const LINK_WAIT_MS = 8000;
 let stack: TestStack;
@@ -58,7 +59,7 @@ async function waitForStatus(eventId: string, status: SlackEventState['status'],
   return waitFor(async () => {
     const state = await stateOf(eventId, via);
     return state.status === status ? state : undefined;
-  }, timeoutMs, `slack event ${eventId} to reach ${status}`);
+  }, timeoutMs, { what: `slack event ${eventId} to reach ${status}` });
 }
 
 async function send(event: Record<string, unknown>, via = connection): Promise<string> {
@@ -149,7 +150,7 @@ describe('an unlinked Slack user', () => {
     const second = await waitFor(() => {
       const calls = slack.calls.filter((c) => c.method === 'chat.postEphemeral' && c.body.user === user);
       return calls.length >= 2 ? calls : undefined;
-    }, 15_000, 'a retried chat.postEphemeral');
+    }, 15_000, { what: 'a retried chat.postEphemeral' });
     expect(second[1]!.at - second[0]!.at).toBeGreaterThanOrEqual(1900);
     await handleOf(eventId).terminate('test done');
   });

@@ -5,8 +5,8 @@ import { errors } from '../../errors';
 import { pingDatabase } from '../../store/db';
 import { pingTemporal } from '../../temporal/client';
 import { defineRoute, type Reply, type RouteDefinition } from '../route';
+import { OkResponse } from '../schemas';
 
-const Health = z.object({ ok: z.literal(true) });
 const Readiness = z
   .object({
     ok: z.boolean(),
@@ -29,7 +29,7 @@ const health = defineRoute({
   summary: 'Liveness: the process answers. Touches no dependency.',
   tags: ['System'],
   auth: 'public',
-  responses: { 200: { description: 'Alive.', schema: Health } },
+  responses: { 200: { description: 'Alive.', schema: OkResponse } },
   handler: async () => ({ status: 200, body: { ok: true } }),
 });
 

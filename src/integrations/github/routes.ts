@@ -12,7 +12,7 @@ import { WorkflowIdReusePolicy } from '@temporalio/common';
 import { errors } from '../../errors';
 import { defineRoute, type RouteDefinition } from '../../http/route';
 import { z } from '../../http/zod';
-import { authResponses } from '../../identity/routes';
+import { InvalidRequestError, authResponses } from '../../http/schemas';
 import type { IngressOutcome } from '../../metrics';
 import { temporalCall } from '../../temporal/client';
 import { githubDeliveryWorkflowId } from '../../temporal/messages';
@@ -39,10 +39,6 @@ const Accepted = z
   })
   .openapi('GithubWebhookAccepted');
 const Rejected = z.object({ ok: z.literal(false), error: z.string().openapi({ example: 'invalid signature' }) }).openapi('GithubWebhookRejected');
-const InvalidRequest = z.object({
-  error: z.literal('invalid_request'),
-  details: z.array(z.object({ message: z.string(), path: z.array(z.union([z.string(), z.number()])).optional() }).passthrough()),
-});
 
 const webhook = defineRoute({
   method: 'post',
@@ -65,7 +61,7 @@ const webhook = defineRoute({
   responses: {
     200: { description: 'Verified but not accepted (ping, irrelevant event, incomplete push…).', schema: NotAccepted },
     202: { description: 'Accepted: the delivery workflow is durably started (or already was).', schema: Accepted },
-    400: { description: 'Signature matched but the body is not a JSON object.', schema: InvalidRequest },
+    400: { description: 'Signature matched but the body is not a JSON object.', schema: InvalidRequestError },
     401: { description: 'Missing or wrong signature.', schema: Rejected },
     413: { description: 'Body over 25 MB.', schema: z.string(), contentType: 'text/plain' },
     503: { description: 'Webhook secret not configured, or Temporal unavailable: retry later.', schema: z.object({ ok: z.boolean().optional(), error: z.string() }).passthrough() },
@@ -181,7 +177,7 @@ const syncEvents = defineRoute({
   }),
   responses: {
     200: { description: 'Sync events, newest first.', schema: z.object({ events: z.array(SyncEvent) }) },
-    400: { description: 'Invalid query.', schema: InvalidRequest },
+    400: { description: 'Invalid query.', schema: InvalidRequestError },
     ...authResponses,
   },
   handler: async ({ principal, query }, ctx) => {

@@ -11,6 +11,7 @@ import { WorkflowNotFoundError } from '@temporalio/client';
 import { publicBaseUrl } from '../../config';
 import { AppError, errors } from '../../errors';
 import { defineRoute, type RouteDefinition } from '../../http/route';
+import { InvalidRequestError, OkFalse, OkResponse, PlainText } from '../../http/schemas';
 import { z } from '../../http/zod';
 import { temporalCall } from '../../temporal/client';
 import { slackAccountLinkedSignal, type SlackEventInput } from '../../temporal/messages';
@@ -34,18 +35,10 @@ const ConnectionParams = z.object({
     .openapi({ description: 'Slack connection id (spec 2.1).', example: 'emc_01h2xcejqtf2nbrexx3vqjhp41' }),
 });
 
-const OkResponse = z.object({ ok: z.literal(true) });
-const OkFalse = z.object({ ok: z.literal(false) });
 const Challenge = z.object({ challenge: z.string() }).openapi('SlackUrlVerificationChallenge');
-const InvalidRequest = z.object({
-  error: z.literal('invalid_request'),
-  details: z.array(z.object({ message: z.string(), path: z.array(z.union([z.string(), z.number()])).optional() }).passthrough()),
-  capability: z.string().optional(),
-});
 const SlashCommandResponse = z
   .object({ response_type: z.literal('ephemeral'), text: z.string() })
   .openapi('SlackSlashCommandResponse');
-const PlainText = z.string();
 
 const ok = () => ({ status: 200, body: { ok: true } });
 
@@ -64,7 +57,7 @@ const events = defineRoute({
   body: { kind: 'raw', limitBytes: EVENTS_BODY_LIMIT, contentType: 'application/json', description: 'The Events API envelope.' },
   responses: {
     200: { description: '`OkResponse`, or `{challenge}` for url_verification.', schema: z.union([OkResponse, Challenge]) },
-    400: { description: 'Invalid connection id or payload.', schema: z.union([InvalidRequest, OkFalse]) },
+    400: { description: 'Invalid connection id or payload.', schema: z.union([InvalidRequestError, OkFalse]) },
     401: { description: 'No such installation, or the signature is invalid.', schema: OkFalse },
     403: { description: 'team_id or api_app_id differs from the installation.', schema: OkFalse },
     413: { description: 'Body over 1,000,000 bytes.', schema: PlainText, contentType: 'text/plain' },
@@ -170,7 +163,7 @@ const commands = defineRoute({
   },
   responses: {
     200: { description: 'Ephemeral reply with the connect link (spec 2.9).', schema: SlashCommandResponse },
-    400: { description: 'Invalid connection id or form.', schema: InvalidRequest },
+    400: { description: 'Invalid connection id or form.', schema: InvalidRequestError },
     401: { description: 'No such installation, or the signature is invalid.', schema: OkFalse },
     403: { description: 'team_id or api_app_id differs from the installation.', schema: OkFalse },
     413: { description: 'Body over 100,000 bytes.', schema: PlainText, contentType: 'text/plain' },
