@@ -182,6 +182,28 @@ async function ceiling(stack: BenchStack, connections: number, durationSeconds: 
   });
 }
 
+/**
+ * Waits until the worker has drained what the previous phase queued (a probe workflow round
+ * trip is quick again), so every phase is measured on the same, idle machine. Without it the
+ * dev server's single SQLite connection is still busy with the last phase's workflows.
+ */
+async function settle(stack: BenchStack): Promise<void> {
+  await waitFor(
+    async () => {
+      const started = Date.now();
+      await stack.temporal.client.workflow.execute('ping', {
+        taskQueue: 'bench',
+        workflowId: `ping/settle-${randomUUID()}`,
+        args: ['settle'],
+        workflowExecutionTimeout: '30s',
+      });
+      return Date.now() - started < 250;
+    },
+    180_000,
+    { what: 'the worker to drain its backlog', intervalMs: 1000 },
+  ).catch(() => process.stderr.write('  (worker still busy after 3 min; measuring anyway)\n'));
+}
+
 async function rssMiB(url: string): Promise<number> {
   const text = await (await fetch(`${url}/metrics`)).text();
   const line = text.split('\n').find((l) => l.startsWith('process_resident_memory_bytes '));
@@ -253,9 +275,12 @@ async function loadScenarios(argv: string[]): Promise<number> {
     const f = await fixtures(stack);
     for (const scenario of chosen) {
       process.stderr.write(`${scenario.name}: ${connections} connections × ${duration} s\n`);
+      await settle(stack);
       const route: LoadResult = await runLoad({ url: stack.api.url!, connections, durationSeconds: duration, next: scenario.next(f) });
       const rss = await rssMiB(stack.api.url!);
+      await settle(stack);
       const a = await ceiling(stack, connections, duration);
+      await settle(stack);
       const b = scenario.compareNoEnqueue
         ? await runLoad({ url: stack.apiNoEnqueue!.url!, connections, durationSeconds: duration, next: scenario.next(f) })
         : undefined;

@@ -1,6 +1,7 @@
 /**
  * Prometheus metrics of the front door, all in one registry created per app instance (tests
- * run several instances in one process). Names and labels are documented in the README.
+ * run several instances in one process). Names and labels are documented in the README. Run
+ * status transitions happen in workflows, so the worker exports them (workflows/automation-run.ts).
  */
 import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
@@ -41,12 +42,6 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}) {
       name: 'den_temporal_client_errors_total',
       help: 'Temporal client calls that failed, by operation and kind.',
       labelNames: ['operation', 'kind'] as const,
-      registers: [registry],
-    }),
-    runTransitions: new Counter({
-      name: 'den_run_status_transitions_total',
-      help: 'Automation-run status transitions, including automatic lease-lost handling.',
-      labelNames: ['from', 'to', 'cause'] as const,
       registers: [registry],
     }),
   };

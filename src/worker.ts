@@ -42,17 +42,17 @@ export function installWorkerRuntime(config: Config, log: Logger): void {
       log: (level: LogLevel, message: string, meta?: LogMetadata) => sdkLog[PINO_LEVEL[level]](meta ?? {}, message),
       trace: (message: string, meta?: LogMetadata) => sdkLog.trace(meta ?? {}, message),
       debug: (message: string, meta?: LogMetadata) => sdkLog.debug(meta ?? {}, message),
-      info: (message: string, meta?: LogMetadata) => sdkLog.debug(meta ?? {}, message),
+      info: (message: string, meta?: LogMetadata) => sdkLog.info(meta ?? {}, message),
       warn: (message: string, meta?: LogMetadata) => sdkLog.warn(meta ?? {}, message),
       error: (message: string, meta?: LogMetadata) => sdkLog.error(meta ?? {}, message),
     },
-    ...(config.temporal.workerMetricsPort > 0
-      ? {
-          telemetryOptions: {
-            metrics: { prometheus: { bindAddress: `${config.http.host}:${config.temporal.workerMetricsPort}` } },
-          },
-        }
-      : {}),
+    telemetryOptions: {
+      // The SDK core's own (Rust) logs go through the same logger instead of raw stderr.
+      logging: { filter: { core: 'WARN', other: 'ERROR' }, forward: {} },
+      ...(config.temporal.workerMetricsPort > 0
+        ? { metrics: { prometheus: { bindAddress: `${config.http.host}:${config.temporal.workerMetricsPort}` } } }
+        : {}),
+    },
   });
 }
 

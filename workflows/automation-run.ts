@@ -20,6 +20,7 @@ import {
   setHandler,
   upsertSearchAttributes,
   workflowInfo,
+  metricMeter,
 } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import {
@@ -69,6 +70,9 @@ export async function automationRun(input: RunWorkflowInput): Promise<RunSummary
 
   let syncedTransitions = -1;
   let upserted = '';
+  let reportedStatus: string | undefined = input.carried ? state.status : undefined;
+  // Exported by the worker's SDK runtime (WORKER_METRICS_PORT); the SDK skips it on replay.
+  const transitionsCounter = metricMeter.createCounter('den_run_status_transitions_total', 'transitions', 'Run status transitions.');
   const needsSync = () => state.outbox.length > 0 || state.transitions !== syncedTransitions;
 
   const syncOnce = async () => {
@@ -83,6 +87,10 @@ export async function automationRun(input: RunWorkflowInput): Promise<RunSummary
         { key: searchAttributes.RunAttempt, value: state.attempt },
       ]);
       upserted = marker;
+      if (state.status !== reportedStatus) {
+        transitionsCounter.add(1, { from: reportedStatus ?? 'none', to: state.status, cause: state.error ?? 'reported' });
+        reportedStatus = state.status;
+      }
       log.info('run status', { runId: state.runId, status: state.status, attempt: state.attempt, error: state.error });
     }
     // The row does not need the last assistant text (it can be large and would be written on

@@ -1,0 +1,115 @@
+/**
+ * /metrics carries what operators need, driven by real requests: the request histogram, ingress
+ * outcomes, signature failures, heartbeats forwarded vs coalesced, Temporal client errors; and
+ * the worker's SDK endpoint carries run status transitions, including automatic lease loss.
+ */
+import { randomUUID } from 'node:crypto';
+import { loadConfig } from '../../src/config';
+import { createTestOrg } from '../helpers/identity';
+import { closedPort, freePort } from '../helpers/ports';
+import { spawnEntry, type Spawned } from '../helpers/process';
+import { startTestStack, type TestStack } from '../helpers/stack';
+import { waitFor } from '../helpers/wait';
+
+const metricValue = (text: string, name: string, labels: Record<string, string>) => {
+  const line = text
+    .split('\n')
+    .find((l) => l.startsWith(`${name}{`) && Object.entries(labels).every(([k, v]) => l.includes(`${k}="${v}"`)));
+  return line ? Number(line.split(' ').pop()) : undefined;
+};
+
+describe('API metrics', () => {
+  let stack: TestStack;
+  beforeAll(async () => {
+    stack = await startTestStack({ env: { GITHUB_WEBHOOK_SECRET: 'metrics-secret' } });
+  });
+  afterAll(() => stack.stop());
+
+  it('count signature failures, rejections, heartbeats and request latency by route', async () => {
+    const bad = await stack.request('POST', '/v1/webhooks/connectors/github', {
+      headers: { 'x-github-event': 'push', 'x-github-delivery': randomUUID(), 'x-hub-signature-256': `sha256=${'0'.repeat(64)}` },
+      raw: '{}',
+    });
+    expect(bad.status).toBe(401);
+
+    const org = await createTestOrg(stack.services.database.db);
+    const runId = `metrics-${randomUUID()}`;
+    for (let i = 0; i < 5; i++) {
+      const res = await stack.request('POST', `/v1/automation-runs/${runId}/heartbeat`, { headers: org.owner.headers, body: { attempt: 1 } });
+      expect(res.status).toBe(200);
+    }
+
+    const text = (await stack.request('GET', '/metrics')).text;
+    expect(metricValue(text, 'den_signature_failures_total', { route: '/v1/webhooks/connectors/github', reason: 'mismatch' })).toBe(1);
+    expect(metricValue(text, 'den_ingress_outcomes_total', { route: '/v1/webhooks/connectors/github', outcome: 'rejected', reason: 'invalid_signature' })).toBe(1);
+    expect(metricValue(text, 'den_run_heartbeats_total', { result: 'forwarded' })).toBe(1);
+    expect(metricValue(text, 'den_run_heartbeats_total', { result: 'coalesced' })).toBe(4);
+    expect(metricValue(text, 'den_http_request_duration_seconds_count', { route: '/v1/automation-runs/{id}/heartbeat', method: 'POST', status: '200' })).toBe(5);
+    expect(text).toContain('process_resident_memory_bytes');
+  });
+
+  it('count Temporal client errors (each one a 503)', async () => {
+    const down = await startTestStack({ env: { TEMPORAL_ADDRESS: `127.0.0.1:${await closedPort()}`, TEMPORAL_START_TIMEOUT: '500ms' } });
+    try {
+      const org = await createTestOrg(down.services.database.db);
+      const res = await down.request('POST', `/v1/automation-runs/down-${randomUUID()}/heartbeat`, { headers: org.owner.headers, body: { attempt: 1 } });
+      expect(res.status).toBe(503);
+      const text = (await down.request('GET', '/metrics')).text;
+      expect(metricValue(text, 'den_temporal_client_errors_total', { operation: 'signalWithStart' })).toBeGreaterThanOrEqual(1);
+    } finally {
+      await down.stop();
+    }
+  });
+});
+
+describe('worker metrics (SDK Prometheus endpoint)', () => {
+  let worker: Spawned;
+  let stack: TestStack;
+  let metricsUrl: string;
+  const taskQueue = `metrics-${randomUUID()}`;
+  const runEnv = { RUN_LEASE_TIMEOUT: '1s', RUN_MAX_ATTEMPTS: '1', TEMPORAL_TASK_QUEUE: taskQueue };
+
+  beforeAll(async () => {
+    const base = loadConfig();
+    const port = await freePort();
+    metricsUrl = `http://127.0.0.1:${port}/metrics`;
+    worker = spawnEntry('src/bin/worker.ts', {
+      DATABASE_URL: base.database.url,
+      TEMPORAL_ADDRESS: base.temporal.address,
+      WORKFLOW_BUNDLE_PATH: base.temporal.workflowBundlePath,
+      SECRET_KEY: base.secretKey,
+      DATA_DIR: base.dataDir,
+      WORKER_METRICS_PORT: String(port),
+      LOG_LEVEL: 'warn',
+      ...runEnv,
+    });
+    stack = await startTestStack({ env: runEnv });
+    await waitFor(async () => (await fetch(metricsUrl)).ok, 30_000, { what: 'the worker metrics endpoint', intervalMs: 200 });
+  }, 60_000);
+  afterAll(async () => {
+    await stack.stop();
+    worker.child.kill('SIGTERM');
+    await worker.exited;
+  });
+
+  it('exports run status transitions, including automatic lease loss', async () => {
+    const org = await createTestOrg(stack.services.database.db);
+    const runId = `lease-${randomUUID()}`;
+    const res = await stack.request('POST', `/v1/automation-runs/${runId}/heartbeat`, { headers: org.owner.headers, body: { attempt: 1 } });
+    expect(res.status).toBe(200);
+    // No more heartbeats: the 1 s lease expires and, with no attempts left, the run fails.
+    const text = await waitFor(
+      async () => {
+        const body = await (await fetch(metricsUrl)).text();
+        return /^den_run_status_transitions_total\{[^}]*to="failed"/m.test(body) ? body : undefined;
+      },
+      30_000,
+      { what: 'a failed transition in the worker metrics', intervalMs: 250 },
+    );
+    const line = text.split('\n').find((l) => l.startsWith('den_run_status_transitions_total{') && l.includes('to="failed"'))!;
+    expect(line).toContain('cause="lease_lost"');
+    expect(line).toContain('from="running"');
+    // The SDK's own worker metrics are on the same endpoint.
+    expect(text).toMatch(/temporal_\w+/);
+  }, 60_000);
+});
