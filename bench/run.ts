@@ -267,6 +267,9 @@ async function loadScenarios(argv: string[]): Promise<number> {
     SLACK_WORKSPACE_QUOTA_PER_MINUTE: '100000000',
     SLACK_USER_QUOTA_PER_MINUTE: '100000000',
     MCP_DNS: 'off',
+    // Runs created by the load must not hit their lease during later phases of the bench.
+    RUN_LEASE_TIMEOUT: '1h',
+    RUN_MAX_DURATION: '2h',
   };
   const stack = await startBenchStack({ withNoEnqueueApi: true, apiEnv, workerEnv: apiEnv });
   benchSecrets.github = stack.secrets.github;
