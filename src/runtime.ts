@@ -12,7 +12,7 @@ import type { Services } from './http/services';
 import type { Logger } from './log';
 import { createMetrics } from './metrics';
 import { loadSecretKey } from './secrets';
-import { startEmbeddedPostgres } from './embedded/postgres';
+import { embeddedPostgresOptions, startEmbeddedPostgres } from './embedded/postgres';
 import { openDatabase } from './store/db';
 import { migrateToLatest } from './store/migrate';
 import { createTemporalClient } from './temporal/client';
@@ -43,12 +43,7 @@ export async function ensureDependencies(config: Config, log: Logger, allowEmbed
   try {
     let databaseUrl = config.database.url;
     if (!databaseUrl) {
-      const pg = await startEmbeddedPostgres({
-        dataDir: config.dataDir,
-        port: config.database.embeddedPort,
-        log,
-        logFile: path.join(config.dataDir, 'logs', 'postgres.log'),
-      });
+      const pg = await startEmbeddedPostgres(embeddedPostgresOptions(config, log));
       stops.push(pg.stop);
       databaseUrl = pg.url;
     }

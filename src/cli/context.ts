@@ -3,12 +3,11 @@
  * command when the embedded Postgres isn't already running (and stopped afterwards).
  */
 import { loadConfig, type Config } from '../config';
-import { startEmbeddedPostgres } from '../embedded/postgres';
+import { embeddedPostgresOptions, startEmbeddedPostgres } from '../embedded/postgres';
 import { createLogger } from '../log';
 import { openDatabase, type Db } from '../store/db';
 import { migrateToLatest } from '../store/migrate';
 import { loadSecretKey } from '../secrets';
-import path from 'node:path';
 
 export interface CliContext {
   config: Config;
@@ -29,12 +28,7 @@ export async function withCliContext<T>(fn: (ctx: CliContext) => Promise<T>): Pr
   let stopPostgres: (() => Promise<void>) | undefined;
   let url = config.database.url;
   if (!url) {
-    const pg = await startEmbeddedPostgres({
-      dataDir: config.dataDir,
-      port: config.database.embeddedPort,
-      log,
-      logFile: path.join(config.dataDir, 'logs', 'postgres.log'),
-    });
+    const pg = await startEmbeddedPostgres(embeddedPostgresOptions(config, log));
     url = pg.url;
     if (!pg.adopted) stopPostgres = pg.stop;
   }

@@ -12,6 +12,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { Client } from 'pg';
+import type { Config } from '../config';
 import type { Logger } from '../log';
 
 const exec = promisify(execFile);
@@ -87,6 +88,16 @@ export interface EmbeddedPostgresOptions {
   log: Logger;
   /** Server output goes here, not to the console. */
   logFile: string;
+}
+
+/** The embedded Postgres of a configuration: data and server log under DATA_DIR. */
+export function embeddedPostgresOptions(config: Config, log: Logger): EmbeddedPostgresOptions {
+  return {
+    dataDir: config.dataDir,
+    port: config.database.embeddedPort,
+    log,
+    logFile: path.join(config.dataDir, 'logs', 'postgres.log'),
+  };
 }
 
 /** Starts Postgres on 127.0.0.1:port with data under dataDir, or reuses one already running there. */

@@ -5,6 +5,7 @@ import {
   listSlackConnections,
   SlackConnectionError,
   updateSlackConnection,
+  type UpdateSlackConnectionInput,
 } from '../../integrations/slack/connections';
 import { CliError, print, withCliContext } from '../context';
 
@@ -112,14 +113,7 @@ export function registerSlackCommands(program: Command): void {
     .action(
       (
         id: string,
-        opts: {
-          enabled?: boolean;
-          signingSecret?: string;
-          previousSecretValidHours?: number;
-          channels?: string[];
-          botToken?: string;
-          botUserId?: string;
-        },
+        opts: UpdateSlackConnectionInput,
       ) =>
         withCliContext(async ({ db, secretKey }) => {
           connectionId(id);

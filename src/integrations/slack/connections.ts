@@ -3,9 +3,11 @@
  * sealed with AES-256-GCM (src/secrets.ts) before they reach Postgres; only this module opens
  * them, and the public view never carries them.
  */
+import type { Selectable } from 'kysely';
 import { typeid } from 'typeid-js';
 import { decryptSecret, encryptSecret } from '../../secrets';
 import type { Db } from '../../store/db';
+import type { SlackTables } from '../../store/migrations/0003_slack';
 import type { SlackSigningSecrets } from './signature';
 
 /** Spec 2.1: `emc_` + 26 base32 characters; the first one is 0-7 because the suffix is 128 bits. */
@@ -50,22 +52,8 @@ export interface SlackConnectionView {
   updatedAt: string;
 }
 
-type Row = {
-  id: string;
-  organization_id: string;
-  team_id: string;
-  api_app_id: string;
-  signing_secret: string;
-  previous_signing_secret: string | null;
-  previous_secret_expires_at: Date | null;
-  bot_token: string | null;
-  bot_user_id: string | null;
-  channels: string[] | null;
-  enabled: boolean;
-  disabled_reason: string | null;
-  created_at: Date;
-  updated_at: Date;
-};
+/** A row as stored (secrets still sealed). */
+type Row = Selectable<SlackTables['slack_connections']>;
 
 function view(row: Row): SlackConnectionView {
   return {
