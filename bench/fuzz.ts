@@ -5,6 +5,7 @@
  */
 import { parseArgs } from 'node:util';
 import { createTestOrg } from '../test/helpers/identity';
+import { createSlackConnection } from '../src/integrations/slack/connections';
 import { readMetric, runCampaign } from '../test/fuzz/campaign';
 import { waitFor } from '../test/helpers/wait';
 import { startBenchStack } from './lib/stack';
@@ -17,10 +18,19 @@ async function main(): Promise<number> {
     const org = await createTestOrg(stack.database.db);
     const member = await org.addMember('member');
     const credentials = { owner: org.owner.apiKey, member: member.apiKey, session: (await org.session(org.owner.memberId)).token };
+    // A real installation, so half the Slack and GitHub inputs get past the signature checks.
+    const slack = { teamId: 'T0FUZZ', apiAppId: 'A0FUZZ', secret: 'fuzz-slack-secret' };
+    const { connectionId } = await createSlackConnection(stack.database.db, Buffer.from(stack.env.SECRET_KEY!, 'hex'), {
+      organizationId: org.organizationId,
+      teamId: slack.teamId,
+      apiAppId: slack.apiAppId,
+      signingSecret: slack.secret,
+    });
+    const signers = { slack: { ...slack, connectionId }, github: { secret: stack.secrets.github } };
     const port = Number(new URL(stack.api.url!).port);
     const heapBefore = await readMetric(stack.api.url!, 'nodejs_heap_size_used_bytes');
     const started = Date.now();
-    const { tallies, violations } = await runCampaign({ port, credentials, runsPerRoute, seed: values.seed ? Number(values.seed) : undefined, hugeBodies: true });
+    const { tallies, violations } = await runCampaign({ port, credentials, signers, runsPerRoute, seed: values.seed ? Number(values.seed) : undefined, hugeBodies: true });
     const seconds = (Date.now() - started) / 1000;
 
     let heapAfter = Infinity;

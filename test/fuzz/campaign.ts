@@ -6,9 +6,12 @@
  * crashes (an unhandled rejection would kill it under Node's default mode); memory returns to
  * its baseline afterwards.
  */
+import { randomUUID } from 'node:crypto';
 import fc from 'fast-check';
 import { ALL_ROUTES } from '../../src/http/app';
 import type { RouteDefinition } from '../../src/http/route';
+import { signGithubPayload } from '../../src/integrations/github/signature';
+import { signSlackRequest } from '../../src/integrations/slack/signature';
 import { rawRequest, type RawResponse } from './raw-http';
 
 export interface Credentials {
@@ -17,9 +20,16 @@ export interface Credentials {
   session: string;
 }
 
+/** Real secrets, so a share of the inputs pass the signature checks and reach the parsers. */
+export interface Signers {
+  slack: { connectionId: string; secret: string; teamId: string; apiAppId: string };
+  github: { secret: string };
+}
+
 export interface CampaignOptions {
   port: number;
   credentials: Credentials;
+  signers?: Signers;
   runsPerRoute: number;
   seed?: number;
   /** Adds one 10 MB body per route. */
@@ -103,16 +113,31 @@ const hugeNumbers = fc
   })
   .map((n) => `{"attempt":${n.attempt},"sequence":${n.sequence},"type":"user","payload":{},"createdAt":${n.createdAt}}`);
 
-const slackish = fc
-  .record({
-    type: fc.constantFrom('url_verification', 'event_callback', 'app_rate_limited', 'x'),
-    challenge: fc.oneof(fc.string(), fc.integer(), fc.constant(null)),
-    team_id: fc.oneof(fc.string(), fc.constant('T1')),
-    api_app_id: fc.string(),
-    event_id: fc.oneof(fc.string(), fc.integer()),
-    event: fc.anything(),
-  })
-  .map((v) => JSON.stringify(v));
+const slackEvent = fc.oneof(
+  fc.anything(),
+  fc.record({
+    type: fc.constantFrom('app_mention', 'message', 'app_uninstalled', 'tokens_revoked', 'app_home_opened', 'reaction_added'),
+    user: fc.oneof(fc.constantFrom('U0FUZZ01', 'UBOT'), fc.string()),
+    channel: fc.oneof(fc.constantFrom('C0FUZZ01', 'D0FUZZ01'), fc.string()),
+    channel_type: fc.constantFrom('im', 'channel', 'mpim', undefined),
+    ts: fc.oneof(fc.constant('1700000000.000100'), fc.string()),
+    text: fc.oneof(fc.string(), fc.constant('   '), fc.integer()),
+    subtype: fc.constantFrom(undefined, 'bot_message', 'message_changed'),
+    bot_id: fc.constantFrom(undefined, 'B1'),
+  }),
+);
+
+const slackish = (team: string, app: string) =>
+  fc
+    .record({
+      type: fc.constantFrom('url_verification', 'event_callback', 'app_rate_limited', 'x'),
+      challenge: fc.oneof(fc.string(), fc.integer(), fc.constant(null)),
+      team_id: fc.oneof(fc.string(), fc.constant(team)),
+      api_app_id: fc.oneof(fc.string(), fc.constant(app)),
+      event_id: fc.oneof(fc.string(), fc.integer(), fc.uuid()),
+      event: slackEvent,
+    })
+    .map((v) => JSON.stringify(v));
 
 const githubish = fc
   .record({
@@ -124,12 +149,23 @@ const githubish = fc
   })
   .map((v) => JSON.stringify(v));
 
-const bodies: fc.Arbitrary<Buffer> = fc.oneof(
+/** Bodies for a route: provider-shaped ones weigh more on that provider's route. */
+const bodiesFor = (template: string, team = 'T1', app = 'A1'): fc.Arbitrary<Buffer> => {
+  const provider = template.startsWith('/v1/integrations/slack/')
+    ? slackish(team, app)
+    : template === '/v1/webhooks/connectors/github'
+      ? githubish
+      : undefined;
+  const anyBody = genericBodies(team, app);
+  return provider ? fc.oneof({ weight: 1, arbitrary: anyBody }, { weight: 2, arbitrary: provider.map((b) => Buffer.from(b)) }) : anyBody;
+};
+
+const genericBodies = (team: string, app: string): fc.Arbitrary<Buffer> => fc.oneof(
   { weight: 3, arbitrary: fc.json().map((s) => Buffer.from(s)) },
   { weight: 2, arbitrary: fc.uint8Array({ maxLength: 2048 }).map((a) => Buffer.from(a)) },
   { weight: 2, arbitrary: fc.string({ maxLength: 512 }).map((s) => Buffer.from(s)) },
   { weight: 2, arbitrary: hugeNumbers.map((s) => Buffer.from(s)) },
-  { weight: 2, arbitrary: slackish.map((s) => Buffer.from(s)) },
+  { weight: 2, arbitrary: slackish(team, app).map((s) => Buffer.from(s)) },
   { weight: 2, arbitrary: githubish.map((s) => Buffer.from(s)) },
   { weight: 1, arbitrary: fc.dictionary(fc.string(), fc.string()).map((d) => Buffer.from(new URLSearchParams(d).toString())) },
   { weight: 1, arbitrary: fc.constantFrom(DEEP_ARRAY, DEEP_OBJECT, Buffer.alloc(0), Buffer.from([0xc3, 0x28, 0xa0, 0xa1])) },
@@ -163,6 +199,26 @@ function credentialHeaders(auth: Auth, credentials: Credentials): [string, strin
   }
 }
 
+/** Valid provider signature headers for `body` on a Slack or GitHub route; none elsewhere. */
+function signatureHeaders(template: string, body: Buffer, signers: Signers | undefined): [string, string][] {
+  if (!signers) return [];
+  if (template.startsWith('/v1/integrations/slack/') && !template.endsWith('/account-links')) {
+    const timestamp = Math.floor(Date.now() / 1000);
+    return [
+      ['x-slack-request-timestamp', String(timestamp)],
+      ['x-slack-signature', signSlackRequest(signers.slack.secret, timestamp, body)],
+    ];
+  }
+  if (template === '/v1/webhooks/connectors/github') {
+    return [
+      ['x-hub-signature-256', signGithubPayload(signers.github.secret, body)],
+      ['x-github-event', 'push'],
+      ['x-github-delivery', randomUUID()],
+    ];
+  }
+  return [];
+}
+
 export function isAcceptable(response: RawResponse): boolean {
   if (response.status < 500) return true;
   // A dependency outage is the one 5xx we allow: the sender retries.
@@ -184,7 +240,8 @@ export async function runCampaign(options: CampaignOptions): Promise<{ tallies: 
       : ['none', 'owner', 'member', 'session', 'garbage'];
     const paths = [route.path, ...(route.aliases ?? [])];
 
-    const send = async (path: string, auth: Auth, extra: [string, string][], contentType: string, body: Buffer) => {
+    const send = async (path: string, auth: Auth, extra: [string, string][], contentType: string, body: Buffer, sign = false) => {
+      if (sign) extra = [...extra, ...signatureHeaders(route.path, body, options.signers)];
       const requestHeaders: [string, string][] = [
         ...(contentType ? ([['content-type', contentType]] as [string, string][]) : []),
         ...credentialHeaders(auth, options.credentials),
@@ -219,6 +276,8 @@ export async function runCampaign(options: CampaignOptions): Promise<{ tallies: 
       return isAcceptable(response);
     };
 
+    const signable = options.signers !== undefined && signatureHeaders(route.path, Buffer.alloc(0), options.signers).length > 0;
+    const realConnection = options.signers?.slack.connectionId ?? 'emc_01h2xcejqtf2nbrexx3vqjhp41';
     await fc.assert(
       fc.asyncProperty(
         fc.constantFrom(...paths),
@@ -226,9 +285,11 @@ export async function runCampaign(options: CampaignOptions): Promise<{ tallies: 
         fc.constantFrom(...auths),
         fc.constantFrom(...CONTENT_TYPES),
         headers,
-        bodies,
-        async (template, values, auth, contentType, extra, body) =>
-          send(concretePath(template, values), auth, extra, contentType, body),
+        bodiesFor(route.path, options.signers?.slack.teamId, options.signers?.slack.apiAppId),
+        // Half of a signable route's inputs carry a valid signature for a real installation.
+        signable ? fc.boolean() : fc.constant(false),
+        async (template, values, auth, contentType, extra, body, sign) =>
+          send(concretePath(template, sign ? [realConnection] : values), auth, extra, contentType, body, sign),
       ),
       { numRuns: options.runsPerRoute, seed: options.seed, endOnFailure: true },
     ).catch(() => undefined); // violations are collected above, with the request that caused them

@@ -7,7 +7,8 @@ import { openDatabase } from '../../src/store/db';
 import { createTestOrg } from '../helpers/identity';
 import { freePort } from '../helpers/ports';
 import { spawnEntry, type Spawned } from '../helpers/process';
-import { readMetric, runCampaign, type Credentials } from './campaign';
+import { createSlackConnection } from '../../src/integrations/slack/connections';
+import { readMetric, runCampaign, type Credentials, type Signers } from './campaign';
 import { waitFor } from '../helpers/wait';
 
 const base = loadConfig();
@@ -15,6 +16,7 @@ let proc: Spawned;
 let url: string;
 let port: number;
 let credentials: Credentials;
+let signers: Signers;
 
 beforeAll(async () => {
   port = await freePort();
@@ -36,6 +38,15 @@ beforeAll(async () => {
     const org = await createTestOrg(database.db);
     const member = await org.addMember('member');
     credentials = { owner: org.owner.apiKey, member: member.apiKey, session: (await org.session(org.owner.memberId)).token };
+    // A real installation, so signed inputs get past the signature and reach the parsers.
+    const slack = { teamId: 'T0FUZZ', apiAppId: 'A0FUZZ', secret: 'fuzz-slack-secret' };
+    const { connectionId } = await createSlackConnection(database.db, Buffer.from(base.secretKey!, 'hex'), {
+      organizationId: org.organizationId,
+      teamId: slack.teamId,
+      apiAppId: slack.apiAppId,
+      signingSecret: slack.secret,
+    });
+    signers = { slack: { ...slack, connectionId }, github: { secret: 'fuzz-secret' } };
   } finally {
     await database.close();
   }
@@ -50,7 +61,7 @@ afterAll(async () => {
 
 it('no input makes any route answer 5xx, crash the process, or keep memory', async () => {
   const heapBefore = await readMetric(url, 'nodejs_heap_size_used_bytes');
-  const { tallies, violations } = await runCampaign({ port, credentials, runsPerRoute: 120, seed: 20261122, hugeBodies: true });
+  const { tallies, violations } = await runCampaign({ port, credentials, signers, runsPerRoute: 120, seed: 20261122, hugeBodies: true });
 
   expect(violations).toEqual([]);
   expect(proc.child.exitCode).toBeNull();
@@ -60,6 +71,11 @@ it('no input makes any route answer 5xx, crash the process, or keep memory', asy
   // Something reached the validators and handlers, not just the auth wall.
   const statuses = new Set(tallies.flatMap((t) => Object.keys(t.statuses)));
   expect([...statuses]).toEqual(expect.arrayContaining(['400', '401', '413']));
+  // Signed inputs got past the signatures: Slack acked or refused on team/app, GitHub accepted some.
+  const slackEvents = tallies.find((t) => t.route === 'POST /v1/integrations/slack/{connectionId}/events')!;
+  expect((slackEvents.statuses['200'] ?? 0) + (slackEvents.statuses['403'] ?? 0)).toBeGreaterThan(0);
+  const github = tallies.find((t) => t.route === 'POST /v1/webhooks/connectors/github')!;
+  expect((github.statuses['200'] ?? 0) + (github.statuses['202'] ?? 0)).toBeGreaterThan(0);
 
   // Memory returns to its baseline once the garbage is collected (light traffic lets V8 run GC).
   const limit = heapBefore * 1.5 + 32 * 1024 * 1024;
