@@ -71,13 +71,13 @@ const postEvent = defineRoute({
     const outcome = await deliverReport(services, principal, params.id, runReport);
     if (outcome.result === 'closed') {
       if (isSameCompletion(runReport, outcome.status)) {
-        services.metrics.ingress.inc({ route: 'automation-run-events', outcome: 'duplicate', reason: 'same_completion' });
+        services.metrics.ingress.inc({ route: ctx.state.routeTemplate!, outcome: 'duplicate', reason: 'same_completion' });
         return { status: 200, body: { ok: true } };
       }
-      services.metrics.ingress.inc({ route: 'automation-run-events', outcome: 'rejected', reason: 'run_closed' });
+      services.metrics.ingress.inc({ route: ctx.state.routeTemplate!, outcome: 'rejected', reason: 'run_closed' });
       throw runClosed(outcome.status);
     }
-    services.metrics.ingress.inc({ route: 'automation-run-events', outcome: 'enqueued', reason: event.type });
+    services.metrics.ingress.inc({ route: ctx.state.routeTemplate!, outcome: 'enqueued', reason: event.type });
     return { status: 200, body: { ok: true } };
   },
 });
@@ -118,7 +118,7 @@ const postHeartbeat = defineRoute({
     }
     if (outcome.result === 'closed') {
       coalescer.markClosed(key, outcome.status, now);
-      services.metrics.ingress.inc({ route: 'automation-run-heartbeats', outcome: 'rejected', reason: 'run_closed' });
+      services.metrics.ingress.inc({ route: ctx.state.routeTemplate!, outcome: 'rejected', reason: 'run_closed' });
       throw runClosed(outcome.status);
     }
     services.metrics.heartbeats.inc({ result: 'forwarded' });
