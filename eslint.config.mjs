@@ -7,11 +7,11 @@ export default tseslint.config(
     rules: {
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
       // The config module is the only reader of the environment.
-      'no-restricted-properties': ['error', { object: 'process', property: 'env', message: 'Read configuration through src/config.ts.' }],
+      'no-restricted-properties': ['error', { object: 'process', property: 'env', message: 'Read configuration through src/app/config.ts.' }],
     },
   },
   {
-    files: ['src/config.ts', 'test/setup/**', 'test/helpers/process.ts', 'bench/**', 'scripts/**'],
+    files: ['src/app/config.ts', 'test/setup/**', 'test/harness/process.ts', 'bench/**', 'scripts/**'],
     rules: { 'no-restricted-properties': 'off' },
   },
   {

@@ -1,7 +1,7 @@
-import type { Config } from '../src/config';
-import type { Logger } from '../src/log';
-import type { Db } from '../src/store/db';
-import type { TemporalClientHandle } from '../src/temporal/client';
+import type { Config } from '../src/app/config';
+import type { Logger } from '../src/app/log';
+import type { Db } from '../src/app/store/db';
+import type { TemporalClientHandle } from '../src/app/temporal/client';
 import type { McpNetworkOverrides } from './mcp';
 
 /** What activities may use. Built once per worker process. */

@@ -4,8 +4,8 @@ import {
   applyRepositoryChange,
   recordPush,
   type DeliveryEffects,
-} from '../src/integrations/github/targets';
-import type { GithubDeliveryInput } from '../src/temporal/messages';
+} from '../src/github/targets';
+import type { GithubDeliveryInput } from '../src/github/contract';
 import type { ActivityDeps } from './deps';
 
 type Of<E extends GithubDeliveryInput['event']> = Extract<GithubDeliveryInput, { event: E }>;

@@ -6,7 +6,7 @@
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import { discoverMcpServer } from '../src/mcp/discovery';
 import type { HostResolver } from '../src/mcp/ssrf/guarded-fetch';
-import { MCP_CONNECTION_RESET, type McpProbeInput, type McpProbeResult } from '../src/temporal/messages';
+import { MCP_CONNECTION_RESET, type McpProbeInput, type McpProbeResult } from '../src/mcp/contract';
 import type { ActivityDeps } from './deps';
 
 /**

@@ -3,13 +3,13 @@
  * the Slack Web API calls. Every one is idempotent or harmless to repeat, since Temporal retries.
  */
 import { ApplicationFailure } from '@temporalio/common';
-import { publicBaseUrl } from '../src/config';
-import { disableSlackConnection, findSlackConnection } from '../src/integrations/slack/connections';
-import { createLinkToken } from '../src/integrations/slack/link-token';
-import { clearPendingInvocation, linkOrWait, type AccountLink } from '../src/integrations/slack/links';
-import { releaseMemberInvocation, reserveMemberInvocation, type MemberLimits, type ReservationOutcome } from '../src/integrations/slack/limits';
-import { connectLinkUrl, heldInvocationText } from '../src/integrations/slack/texts';
-import { callSlackApi } from '../src/integrations/slack/web-api';
+import { publicBaseUrl } from '../src/app/config';
+import { disableSlackConnection, findSlackConnection } from '../src/slack/connections';
+import { createLinkToken } from '../src/slack/link-token';
+import { clearPendingInvocation, linkOrWait, type AccountLink } from '../src/slack/links';
+import { releaseMemberInvocation, reserveMemberInvocation, type MemberLimits, type ReservationOutcome } from '../src/slack/limits';
+import { connectLinkUrl, heldInvocationText } from '../src/slack/texts';
+import { callSlackApi } from '../src/slack/web-api';
 import type { ActivityDeps } from './deps';
 
 export interface SlackPostResult {

@@ -9,14 +9,17 @@
  * 503; the API recovers without being restarted; every acked request is durable afterwards;
  * runs in flight survive and their liveness timers still fire. Exits non-zero otherwise.
  */
+import { ping } from '../workflows/ping';
 import { randomUUID } from 'node:crypto';
-import { signGithubPayload } from '../src/integrations/github/signature';
-import { createSlackConnection } from '../src/integrations/slack/connections';
-import { signSlackRequest } from '../src/integrations/slack/signature';
-import { githubDeliveryWorkflowId, runWorkflowId, slackEventWorkflowId } from '../src/temporal/messages';
-import { createTestOrg } from '../test/helpers/identity';
+import { signGithubPayload } from '../src/github/signature';
+import { createSlackConnection } from '../src/slack/connections';
+import { signSlackRequest } from '../src/slack/signature';
+import { githubDeliveryWorkflowId } from '../src/github/contract';
+import { runWorkflowId } from '../src/runs/contract';
+import { slackEventWorkflowId } from '../src/slack/contract';
+import { createTestOrg } from '../test/harness/identity';
 import { findMissing } from './lib/load';
-import { waitFor } from '../test/helpers/wait';
+import { waitFor } from '../test/harness/wait';
 import { startBenchStack } from './lib/stack';
 
 type Kind = 'slack' | 'github' | 'run';
@@ -147,7 +150,7 @@ async function main(): Promise<number> {
       stack.worker.start();
       const during = window(downAt, restartAt, ['slack', 'github', 'run']);
       // One probe workflow, queued behind whatever piled up while no worker ran.
-      await stack.temporal.client.workflow.execute('ping', {
+      await stack.temporal.client.workflow.execute(ping, {
         taskQueue: 'bench',
         workflowId: `ping/chaos-probe-${randomUUID()}`,
         args: ['x'],

@@ -4,10 +4,10 @@
  * leaves its memory above baseline.
  */
 import { parseArgs } from 'node:util';
-import { createTestOrg } from '../test/helpers/identity';
-import { createSlackConnection } from '../src/integrations/slack/connections';
+import { createTestOrg } from '../test/harness/identity';
+import { createSlackConnection } from '../src/slack/connections';
 import { readMetric, runCampaign } from '../test/fuzz/campaign';
-import { waitFor } from '../test/helpers/wait';
+import { waitFor } from '../test/harness/wait';
 import { startBenchStack } from './lib/stack';
 
 async function main(): Promise<number> {

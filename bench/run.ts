@@ -8,19 +8,22 @@
  * After each scenario every acked request is checked for durability: acked-but-missing must be 0.
  * Results go to bench/results/<date>.json and .md. Exits non-zero if anything acked was lost.
  */
+import { ping } from '../workflows/ping';
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { sql } from 'kysely';
-import { signGithubPayload } from '../src/integrations/github/signature';
-import { createSlackConnection } from '../src/integrations/slack/connections';
-import { signSlackRequest } from '../src/integrations/slack/signature';
-import { githubDeliveryWorkflowId, runWorkflowId, slackEventWorkflowId } from '../src/temporal/messages';
-import { createTestOrg } from '../test/helpers/identity';
+import { signGithubPayload } from '../src/github/signature';
+import { createSlackConnection } from '../src/slack/connections';
+import { signSlackRequest } from '../src/slack/signature';
+import { githubDeliveryWorkflowId } from '../src/github/contract';
+import { runWorkflowId } from '../src/runs/contract';
+import { slackEventWorkflowId } from '../src/slack/contract';
+import { createTestOrg } from '../test/harness/identity';
 import { findMissing, runClosedLoop, runLoad, type GeneratedRequest, type LoadResult } from './lib/load';
-import { waitFor } from '../test/helpers/wait';
+import { waitFor } from '../test/harness/wait';
 import { startBenchStack, type BenchStack } from './lib/stack';
 
 interface ScenarioResult {
@@ -177,7 +180,7 @@ async function ceiling(stack: BenchStack, connections: number, durationSeconds: 
     concurrency: connections,
     durationSeconds,
     fn: async () => {
-      await stack.temporal.client.workflow.start('ping', { taskQueue: 'bench-ceiling', workflowId: `ceiling/${randomUUID()}`, args: ['x'] });
+      await stack.temporal.client.workflow.start(ping, { taskQueue: 'bench-ceiling', workflowId: `ceiling/${randomUUID()}`, args: ['x'] });
     },
   });
 }
@@ -191,7 +194,7 @@ async function settle(stack: BenchStack): Promise<void> {
   await waitFor(
     async () => {
       const started = Date.now();
-      await stack.temporal.client.workflow.execute('ping', {
+      await stack.temporal.client.workflow.execute(ping, {
         taskQueue: 'bench',
         workflowId: `ping/settle-${randomUUID()}`,
         args: ['settle'],

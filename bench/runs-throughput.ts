@@ -11,13 +11,14 @@
  *   to a task queue no worker polls (no API, no auth, no workflow work): the ceiling here.
  * Bounded by count (runs × events) and by time (--seconds).
  */
+import { automationRun } from '../workflows/runs';
 import { randomUUID } from 'node:crypto';
 import { parseArgs } from 'node:util';
 import { WorkflowIdReusePolicy } from '@temporalio/client';
 import { sql } from 'kysely';
-import { runEventSignal } from '../src/temporal/messages';
-import { createTestOrg } from '../test/helpers/identity';
-import { waitFor } from '../test/helpers/wait';
+import { runEventSignal, type RunWorkflowInput } from '../src/runs/contract';
+import { createTestOrg } from '../test/harness/identity';
+import { waitFor } from '../test/harness/wait';
 import { startBenchStack } from './lib/stack';
 
 interface Timing {
@@ -117,10 +118,11 @@ async function main(): Promise<void> {
       if (b >= baselineLimit) return undefined;
       const i = b++;
       return async () => {
-        await stack.temporal.client.workflow.signalWithStart('automationRun', {
+        await stack.temporal.client.workflow.signalWithStart(automationRun, {
           workflowId: baseRuns[i % runs]!,
           taskQueue: 'bench-baseline-nobody-polls',
-          args: [{}],
+          // Nobody polls this queue: only the start + signal cost is measured, so the input is never read.
+          args: [{} as RunWorkflowInput],
           workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
           signal: runEventSignal,
           signalArgs: [{ attempt: 1, sequence: i + 1, type: 'assistant', payload: { text: `message ${i}` }, createdAt: Date.now(), receivedAt: Date.now() }],

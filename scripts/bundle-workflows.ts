@@ -4,7 +4,7 @@
  */
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import { bundleWorkflows } from '../src/worker';
+import { bundleWorkflows } from '../src/app/temporal/worker';
 
 async function main(): Promise<void> {
   const out = process.argv[2];

@@ -4,19 +4,21 @@
  * the service's real entry points as separate processes — a worker, an API, and for the bench an
  * API with the enqueue switched off. Everything listens on 127.0.0.1 only, on free ports.
  */
+import { ping } from '../../workflows/ping';
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import { loadConfig } from '../../src/config';
-import { startEmbeddedPostgres, type EmbeddedPostgres } from '../../src/embedded/postgres';
-import { createLogger } from '../../src/log';
-import { openDatabase, type DbHandle } from '../../src/store/db';
-import { migrateToLatest } from '../../src/store/migrate';
-import { createTemporalClient, type TemporalClientHandle } from '../../src/temporal/client';
-import { findTemporalCli, startDevServer, type CliLocation, type DevServer } from '../../src/temporal/dev-server';
-import { freePort } from '../../test/helpers/ports';
-import { waitFor } from '../../test/helpers/wait';
+import { SEARCH_ATTRIBUTES } from '../../src/app/compose';
+import { loadConfig } from '../../src/app/config';
+import { startEmbeddedPostgres, type EmbeddedPostgres } from '../../src/app/store/embedded-postgres';
+import { createLogger } from '../../src/app/log';
+import { openDatabase, type DbHandle } from '../../src/app/store/db';
+import { migrateToLatest } from '../../src/app/store/migrate';
+import { createTemporalClient, type TemporalClientHandle } from '../../src/app/temporal/client';
+import { findTemporalCli, startDevServer, type CliLocation, type DevServer } from '../../src/app/temporal/dev-server';
+import { freePort } from '../../test/harness/ports';
+import { waitFor } from '../../test/harness/wait';
 
 const root = path.resolve(__dirname, '../..');
 const log = createLogger({ level: 'warn', name: 'bench' });
@@ -105,6 +107,7 @@ export async function startBenchStack(
     headless: true,
     dbFile: path.join(dataDir, 'temporal.db'),
     namespace: 'default',
+    searchAttributes: SEARCH_ATTRIBUTES,
     logFile: path.join(dataDir, 'temporal.log'),
     log,
   };
@@ -140,7 +143,7 @@ export async function startBenchStack(
   await Promise.all([api.ready(), apiNoEnqueue?.ready()]);
   // The worker is ready when it has completed a workflow (it bundles the workflows first).
   await waitFor(async () => {
-    await temporal.client.workflow.execute('ping', {
+    await temporal.client.workflow.execute(ping, {
       taskQueue: 'bench',
       workflowId: `ping/bench-ready-${randomBytes(6).toString('hex')}`,
       args: ['ready'],

@@ -1,6 +1,6 @@
-import { ConfigError, loadConfig, type Config } from '../config';
-import { createLogger, type Logger } from '../log';
-import { startService } from '../runtime';
+import { ConfigError, loadConfig, type Config } from '../app/config';
+import { createLogger, type Logger } from '../app/log';
+import { startService } from '../app/compose';
 
 /**
  * Shared entry for start/serve/worker: validate config (every problem at once, exit non-zero),

@@ -2,12 +2,12 @@
  * What every `den` command gets: the config and a database, started for the duration of the
  * command when the embedded Postgres isn't already running (and stopped afterwards).
  */
-import { loadConfig, type Config } from '../config';
-import { embeddedPostgresOptions, startEmbeddedPostgres } from '../embedded/postgres';
-import { createLogger } from '../log';
-import { openDatabase, type Db } from '../store/db';
-import { migrateToLatest } from '../store/migrate';
-import { loadSecretKey } from '../secrets';
+import { loadConfig, type Config } from '../app/config';
+import { embeddedPostgresOptions, startEmbeddedPostgres } from '../app/store/embedded-postgres';
+import { createLogger } from '../app/log';
+import { openDatabase, type Db } from '../app/store/db';
+import { migrateToLatest } from '../app/store/migrate';
+import { loadSecretKey } from '../app/secrets';
 
 export interface CliContext {
   config: Config;

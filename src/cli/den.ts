@@ -3,12 +3,12 @@
  * error. Works whether or not `npm start` is running (see context.ts).
  */
 import { Command, CommanderError } from 'commander';
-import { ConfigError } from '../config';
+import { ConfigError } from '../app/config';
 import { IdentityError } from '../identity/store';
 import { CliError } from './context';
-import { registerGithubCommands } from './commands/github';
-import { registerIdentityCommands } from './commands/identity';
-import { registerSlackCommands } from './commands/slack';
+import { registerGithubCommands } from '../github/cli';
+import { registerIdentityCommands } from '../identity/cli';
+import { registerSlackCommands } from '../slack/cli';
 
 export function buildProgram(): Command {
   const program = new Command('den')

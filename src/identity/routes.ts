@@ -1,7 +1,7 @@
-import { z } from '../http/zod';
-import { errors } from '../errors';
-import { defineRoute, type RouteDefinition } from '../http/route';
-import { authResponses } from '../http/schemas';
+import { z } from '../app/http/zod';
+import { errors } from '../app/errors';
+import { defineRoute, type RouteDefinition } from '../app/http/route';
+import { authResponses } from '../app/http/schemas';
 import { listMembers, switchActiveOrganization } from './store';
 
 

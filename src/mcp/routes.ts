@@ -4,13 +4,14 @@
  * probes run in the worker behind the SSRF guard.
  */
 import { randomUUID } from 'node:crypto';
-import { defineRoute, type RouteDefinition } from '../http/route';
-import { authResponses } from '../http/schemas';
-import { temporalCall } from '../temporal/client';
-import { MCP_RESOLVE_WORKFLOW, mcpResolveWorkflowId, type McpResolveInput, type McpResolveResult } from '../temporal/messages';
+import { defineRoute, type RouteDefinition } from '../app/http/route';
+import { authResponses } from '../app/http/schemas';
+import { temporalCall } from '../app/temporal/client';
+import { mcpResolveWorkflowId, type McpResolveInput, type McpResolveResult } from './contract';
+import { mcpResolve } from '../../workflows/mcp';
 import { planResolve } from './candidates';
 import { INVALID_QUERY_REASON } from './classify';
-import { InvalidRequestError, Unavailable } from '../http/schemas';
+import { InvalidRequestError, Unavailable } from '../app/http/schemas';
 import { ResolveRequest, ResolveResponse } from './schemas';
 
 /** Waiting beyond the probes' own bound (timeout + retry room) means Temporal or the worker is not there. */
@@ -50,13 +51,13 @@ const resolve = defineRoute({
       'mcp.resolve',
       waitMs,
       () =>
-        temporal.client.workflow.execute(MCP_RESOLVE_WORKFLOW, {
+        temporal.client.workflow.execute(mcpResolve, {
           taskQueue: temporal.taskQueue,
           workflowId: mcpResolveWorkflowId(randomUUID()),
           args: [input],
           // Nobody waits longer than this for the answer; don't leave the run behind.
           workflowExecutionTimeout: waitMs + 5_000,
-        }) as Promise<McpResolveResult>,
+        }),
       metrics,
     );
     return { status: 200, body: result };

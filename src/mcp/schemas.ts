@@ -2,7 +2,7 @@
  * Spec 2.4 and 2.5 as zod: the request schema validates the body; the response schemas
  * document the answer in the OpenAPI document (they mirror src/mcp/types.ts).
  */
-import { z } from '../http/zod';
+import { z } from '../app/http/zod';
 import {
   AUTH_TYPES,
   AUTHENTICATION_KINDS,

@@ -11,20 +11,11 @@
  * - Temporal unreachable or too slow → 503 (temporalCall), never an ack.
  */
 import { WorkflowExecutionAlreadyStartedError, WorkflowIdReusePolicy, WorkflowNotFoundError } from '@temporalio/client';
-import type { Services } from '../http/services';
-import type { Principal } from '../identity/middleware';
-import { temporalCall } from '../temporal/client';
-import {
-  RUN_WORKFLOW_TYPE,
-  isClosedRunStatus,
-  runEventSignal,
-  runHeartbeatSignal,
-  runWorkflowId,
-  searchAttributes,
-  type RunEventReport,
-  type RunHeartbeat,
-  type RunWorkflowInput,
-} from '../temporal/messages';
+import type { Services } from '../app/http/services';
+import type { Principal } from '../identity/auth';
+import { temporalCall } from '../app/temporal/client';
+import { isClosedRunStatus, runEventSignal, runHeartbeatSignal, runWorkflowId, runSearchAttributes, type RunEventReport, type RunHeartbeat, type RunWorkflowInput } from './contract';
+import { automationRun } from '../../workflows/runs';
 import { findRun } from './store';
 
 export type RunReport = { kind: 'event'; event: RunEventReport } | { kind: 'heartbeat'; heartbeat: RunHeartbeat };
@@ -66,12 +57,12 @@ export async function deliverReport(
       config.temporal.startTimeoutMs,
       () =>
         report.kind === 'event'
-          ? temporal.client.workflow.signalWithStart(RUN_WORKFLOW_TYPE, {
+          ? temporal.client.workflow.signalWithStart(automationRun, {
               ...options,
               signal: runEventSignal,
               signalArgs: [report.event],
             })
-          : temporal.client.workflow.signalWithStart(RUN_WORKFLOW_TYPE, {
+          : temporal.client.workflow.signalWithStart(automationRun, {
               ...options,
               signal: runHeartbeatSignal,
               signalArgs: [report.heartbeat],
@@ -93,7 +84,7 @@ async function closedStatus(services: Services, organizationId: string, runId: s
     const description = await temporalCall(services.temporal, 'describe', services.config.temporal.startTimeoutMs, () =>
       services.temporal.client.workflow.getHandle(runWorkflowId(organizationId, runId)).describe(),
     );
-    const status = description.typedSearchAttributes.get(searchAttributes.RunStatus);
+    const status = description.typedSearchAttributes.get(runSearchAttributes.RunStatus);
     if (status && isClosedRunStatus(status)) return status;
     // Ended outside its own logic (terminated by an operator, or failed).
     return description.status.name.toLowerCase();

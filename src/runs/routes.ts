@@ -3,12 +3,12 @@
  * deliver to the run's workflow (./report.ts) or read its records (./store.ts), answer.
  */
 import { WorkflowNotFoundError } from '@temporalio/client';
-import { errors } from '../errors';
-import { defineRoute, type RouteDefinition } from '../http/route';
-import type { Services } from '../http/services';
-import { InvalidRequestError, OkResponse, Unavailable, authResponses } from '../http/schemas';
-import { temporalCall } from '../temporal/client';
-import { isClosedRunStatus, runSummaryQuery, runWorkflowId, type RunSummary } from '../temporal/messages';
+import { errors } from '../app/errors';
+import { defineRoute, type RouteDefinition } from '../app/http/route';
+import type { Services } from '../app/http/services';
+import { InvalidRequestError, OkResponse, Unavailable, authResponses } from '../app/http/schemas';
+import { temporalCall } from '../app/temporal/client';
+import { isClosedRunStatus, runSummaryQuery, runWorkflowId, type RunSummary } from './contract';
 import { HeartbeatCoalescer } from './heartbeat-coalescer';
 import { deliverReport, isSameCompletion, type RunReport } from './report';
 import {

@@ -2,8 +2,8 @@
  * Edge validation of the automation-run routes (spec 2.6, 2.7, 4.3, 4.4, 8; behaviour notes
  * "Automation runs"). Every problem is reported with its path; unknown fields are dropped.
  */
-import { z } from '../http/zod';
-import { RUN_EVENT_TYPES, RUN_STATUSES, TERMINAL_EVENT_STATUSES, type RunEventType } from '../temporal/messages';
+import { z } from '../app/http/zod';
+import { RUN_EVENT_TYPES, RUN_STATUSES, TERMINAL_EVENT_STATUSES, type RunEventType } from './contract';
 
 /** Body limit of the event route: Temporal warns at 256 KB payloads and fails at 2 MB. */
 export const EVENT_BODY_LIMIT_BYTES = 256 * 1024;

@@ -3,8 +3,8 @@
  * (`automation_run_events`). See src/store/migrations/0002_runs.ts for why the table exists.
  */
 import { sql } from 'kysely';
-import type { Db } from '../store/db';
-import type { RunEventReport, RunEventType, RunStatus, RunSummary } from '../temporal/messages';
+import type { Db } from '../app/store/db';
+import type { RunEventReport, RunEventType, RunStatus, RunSummary } from './contract';
 
 export interface PersistRunInput {
   organizationId: string;

@@ -8,10 +8,10 @@
  */
 import { randomUUID } from 'node:crypto';
 import fc from 'fast-check';
-import { ALL_ROUTES } from '../../src/http/app';
-import type { RouteDefinition } from '../../src/http/route';
-import { signGithubPayload } from '../../src/integrations/github/signature';
-import { signSlackRequest } from '../../src/integrations/slack/signature';
+import { ALL_ROUTES } from '../../src/app/http/app';
+import type { RouteDefinition } from '../../src/app/http/route';
+import { signGithubPayload } from '../../src/github/signature';
+import { signSlackRequest } from '../../src/slack/signature';
 import { rawRequest, type RawResponse } from './raw-http';
 
 export interface Credentials {

@@ -2,14 +2,14 @@
  * The `npm test` size of the bad-input campaign (npm run fuzz runs the large one): a few hundred
  * property-based inputs per route against a real API process.
  */
-import { loadConfig } from '../../src/config';
-import { openDatabase } from '../../src/store/db';
-import { createTestOrg } from '../helpers/identity';
-import { freePort } from '../helpers/ports';
-import { spawnEntry, type Spawned } from '../helpers/process';
-import { createSlackConnection } from '../../src/integrations/slack/connections';
+import { loadConfig } from '../../src/app/config';
+import { openDatabase } from '../../src/app/store/db';
+import { createTestOrg } from '../harness/identity';
+import { freePort } from '../harness/ports';
+import { spawnEntry, type Spawned } from '../harness/process';
+import { createSlackConnection } from '../../src/slack/connections';
 import { readMetric, runCampaign, type Credentials, type Signers } from './campaign';
-import { waitFor } from '../helpers/wait';
+import { waitFor } from '../harness/wait';
 
 const base = loadConfig();
 let proc: Spawned;

@@ -1,11 +1,11 @@
 /** `den github targets …` through the real binary, against the suite's Postgres. */
 import { execFile } from 'node:child_process';
 import path from 'node:path';
-import { loadConfig } from '../../src/config';
-import { getTarget } from '../../src/integrations/github/targets';
-import { openDatabase, type DbHandle } from '../../src/store/db';
-import { freshId } from '../helpers/github';
-import { createTestOrg } from '../helpers/identity';
+import { loadConfig } from '../../src/app/config';
+import { getTarget } from '../../src/github/targets';
+import { openDatabase, type DbHandle } from '../../src/app/store/db';
+import { freshId } from '../harness/github';
+import { createTestOrg } from '../harness/identity';
 
 const BIN = path.resolve(__dirname, '..', '..', 'bin', 'den.js');
 const config = loadConfig();

@@ -1,8 +1,8 @@
 /** The webhook when its secret or Temporal is missing: 503, so the operator redelivers later. */
 import { randomUUID } from 'node:crypto';
-import { deliver, freshId, githubExample } from '../helpers/github';
-import { closedPort } from '../helpers/ports';
-import { startTestStack } from '../helpers/stack';
+import { deliver, freshId, githubExample } from '../harness/github';
+import { closedPort } from '../harness/ports';
+import { startTestStack } from '../harness/stack';
 
 const SECRET = `secret-${randomUUID()}`;
 

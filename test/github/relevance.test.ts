@@ -1,6 +1,6 @@
-import { deliverySearchValues } from '../../src/integrations/github/delivery';
-import { IGNORED, classifyDelivery, parseWebhookBody, readDeliveryHeaders } from '../../src/integrations/github/relevance';
-import { githubExample } from '../helpers/github';
+import { deliverySearchValues } from '../../src/github/delivery';
+import { IGNORED, classifyDelivery, parseWebhookBody, readDeliveryHeaders } from '../../src/github/relevance';
+import { githubExample } from '../harness/github';
 
 const delivery = (event: string) => ({ event, deliveryId: '72d3162e-cc78-11e3-81ab-4c9367dc0958', receivedAt: 1_700_000_000_000 });
 const HEAD = '6113728f27ae82c7b1a177c8d03f9e96e0adf246';

@@ -1,4 +1,4 @@
-import { signGithubPayload, verifyGithubSignature, verifyWithFallback } from '../../src/integrations/github/signature';
+import { signGithubPayload, verifyGithubSignature, verifyWithFallback } from '../../src/github/signature';
 
 // GitHub's documented test vector (behaviour notes, "GitHub App webhook").
 const VECTOR = {

@@ -4,9 +4,9 @@
  */
 import { randomUUID } from 'node:crypto';
 import { WorkflowNotFoundError } from '@temporalio/client';
-import { signGithubPayload } from '../../src/integrations/github/signature';
-import { createTarget, getTarget } from '../../src/integrations/github/targets';
-import { githubDeliveryWorkflowId, searchAttributes } from '../../src/temporal/messages';
+import { signGithubPayload } from '../../src/github/signature';
+import { createTarget, getTarget } from '../../src/github/targets';
+import { githubDeliveryWorkflowId, githubSearchAttributes } from '../../src/github/contract';
 import {
   CODEHOST_PATH,
   deliver,
@@ -15,10 +15,10 @@ import {
   githubExample,
   
   type Payload,
-} from '../helpers/github';
-import { createTestOrg } from '../helpers/identity';
-import { startTestStack, type TestStack } from '../helpers/stack';
-import { waitFor } from '../helpers/wait';
+} from '../harness/github';
+import { createTestOrg } from '../harness/identity';
+import { startTestStack, type TestStack } from '../harness/stack';
+import { waitFor } from '../harness/wait';
 
 const SECRET = `current-${randomUUID()}`;
 const PREVIOUS = `previous-${randomUUID()}`;
@@ -122,9 +122,9 @@ describe('push', () => {
 
     // Operators can find the delivery by its search attributes.
     const description = await stack.services.temporal.client.workflow.getHandle(githubDeliveryWorkflowId(deliveryId)).describe();
-    expect(description.typedSearchAttributes.get(searchAttributes.GithubEvent)).toBe('push');
-    expect(description.typedSearchAttributes.get(searchAttributes.GithubDeliveryId)).toBe(deliveryId);
-    expect(description.typedSearchAttributes.get(searchAttributes.GithubRepository)).toBe(r.fullName);
+    expect(description.typedSearchAttributes.get(githubSearchAttributes.GithubEvent)).toBe('push');
+    expect(description.typedSearchAttributes.get(githubSearchAttributes.GithubDeliveryId)).toBe(deliveryId);
+    expect(description.typedSearchAttributes.get(githubSearchAttributes.GithubRepository)).toBe(r.fullName);
   });
 
   it('records a repeated push to the same head once per target', async () => {

@@ -2,8 +2,8 @@
  * Spec §5 over real HTTP: every credential shape the issue lists, with status AND body.
  */
 import { createApiKey, createSession, removeMember, revokeApiKey } from '../../src/identity/store';
-import { createTestOrg } from '../helpers/identity';
-import { startTestStack, type TestStack } from '../helpers/stack';
+import { createTestOrg } from '../harness/identity';
+import { startTestStack, type TestStack } from '../harness/stack';
 
 const UNAUTHORIZED = { error: 'unauthorized' };
 

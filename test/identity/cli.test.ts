@@ -2,7 +2,7 @@
 import { execFile } from 'node:child_process';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { startTestStack, type TestStack } from '../helpers/stack';
+import { startTestStack, type TestStack } from '../harness/stack';
 
 const exec = promisify(execFile);
 const DEN = path.resolve(__dirname, '../../bin/den.js');

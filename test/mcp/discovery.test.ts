@@ -5,7 +5,7 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { discoverMcpServer, protectedResourceMetadataUrls, type DiscoveryOptions } from '../../src/mcp/discovery';
-import { closedPort } from '../helpers/ports';
+import { closedPort } from '../harness/ports';
 import {
   installLoopbackTripwire,
   startEverythingServer,
@@ -15,7 +15,7 @@ import {
   startResettingServer,
   startTestMcpServer,
   testResolver,
-} from '../helpers/mcp';
+} from '../harness/mcp';
 
 let tripwire: ReturnType<typeof installLoopbackTripwire>;
 let everything: Awaited<ReturnType<typeof startEverythingServer>>;

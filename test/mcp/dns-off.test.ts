@@ -2,9 +2,9 @@
 import dns from 'node:dns';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { createMcpActivities } from '../../activities/mcp';
-import { loadConfigWith } from '../../src/config';
-import { createLogger } from '../../src/log';
-import { installLoopbackTripwire } from '../helpers/mcp';
+import { loadConfigWith } from '../../src/app/config';
+import { createLogger } from '../../src/app/log';
+import { installLoopbackTripwire } from '../harness/mcp';
 
 it('refuses to resolve host names and reports the probe unreachable', async () => {
   const tripwire = installLoopbackTripwire();

@@ -5,7 +5,7 @@
  */
 import { Headers } from 'undici';
 import { createGuardedFetch, GuardedFetchError, nextHop, type GuardedFetchOptions } from '../../src/mcp/ssrf/guarded-fetch';
-import { installLoopbackTripwire, startCountingServer, startUtilityServer, testResolver } from '../helpers/mcp';
+import { installLoopbackTripwire, startCountingServer, startUtilityServer, testResolver } from '../harness/mcp';
 
 type Counting = Awaited<ReturnType<typeof startCountingServer>>;
 type Utility = Awaited<ReturnType<typeof startUtilityServer>>;

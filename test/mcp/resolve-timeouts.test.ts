@@ -2,10 +2,10 @@
  * MCP resolve's time bounds: the whole call answers within about 10 s even when every
  * candidate hangs, and never waits forever for Temporal or a worker (503 instead).
  */
-import { createTestOrg, type TestMember } from '../helpers/identity';
-import { closedPort } from '../helpers/ports';
-import { startTestStack, type TestStack } from '../helpers/stack';
-import { installLoopbackTripwire, startHangingServer, startMcpStack, type McpStack } from '../helpers/mcp';
+import { createTestOrg, type TestMember } from '../harness/identity';
+import { closedPort } from '../harness/ports';
+import { startTestStack, type TestStack } from '../harness/stack';
+import { installLoopbackTripwire, startHangingServer, startMcpStack, type McpStack } from '../harness/mcp';
 
 const PATH = '/v1/mcp-connections/resolve';
 

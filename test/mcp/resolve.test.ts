@@ -7,8 +7,8 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { MCP_PRESETS } from '../../src/mcp/presets';
-import { createTestOrg, type TestMember } from '../helpers/identity';
-import { closedPort } from '../helpers/ports';
+import { createTestOrg, type TestMember } from '../harness/identity';
+import { closedPort } from '../harness/ports';
 import {
   installLoopbackTripwire,
   isWrite,
@@ -22,7 +22,7 @@ import {
   startUtilityServer,
   testResolver,
   type McpStack,
-} from '../helpers/mcp';
+} from '../harness/mcp';
 
 const PATH = '/v1/mcp-connections/resolve';
 

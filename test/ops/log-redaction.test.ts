@@ -3,9 +3,9 @@
  * logged. Every route that takes a body is sent credential-shaped fields too.
  */
 import { randomBytes } from 'node:crypto';
-import { ALL_ROUTES } from '../../src/http/app';
-import { createTestOrg } from '../helpers/identity';
-import { startTestStack, type TestStack } from '../helpers/stack';
+import { ALL_ROUTES } from '../../src/app/http/app';
+import { createTestOrg } from '../harness/identity';
+import { startTestStack, type TestStack } from '../harness/stack';
 
 const secret = (label: string) => `${label}-${randomBytes(16).toString('hex')}`;
 

@@ -4,12 +4,12 @@
  * the worker's SDK endpoint carries run status transitions, including automatic lease loss.
  */
 import { randomUUID } from 'node:crypto';
-import { loadConfig } from '../../src/config';
-import { createTestOrg } from '../helpers/identity';
-import { closedPort, freePort } from '../helpers/ports';
-import { spawnEntry, type Spawned } from '../helpers/process';
-import { startTestStack, type TestStack } from '../helpers/stack';
-import { waitFor } from '../helpers/wait';
+import { loadConfig } from '../../src/app/config';
+import { createTestOrg } from '../harness/identity';
+import { closedPort, freePort } from '../harness/ports';
+import { spawnEntry, type Spawned } from '../harness/process';
+import { startTestStack, type TestStack } from '../harness/stack';
+import { waitFor } from '../harness/wait';
 
 const metricValue = (text: string, name: string, labels: Record<string, string>) => {
   const line = text

@@ -1,11 +1,11 @@
 /** The real entry points as real processes: config validation, embedded refusal, shutdown order. */
 import http from 'node:http';
-import { loadConfig } from '../../src/config';
-import { createTestOrg } from '../helpers/identity';
-import { freePort } from '../helpers/ports';
-import { spawnEntry, type Spawned } from '../helpers/process';
-import { openDatabase } from '../../src/store/db';
-import { waitFor } from '../helpers/wait';
+import { loadConfig } from '../../src/app/config';
+import { createTestOrg } from '../harness/identity';
+import { freePort } from '../harness/ports';
+import { spawnEntry, type Spawned } from '../harness/process';
+import { openDatabase } from '../../src/app/store/db';
+import { waitFor } from '../harness/wait';
 
 const base = loadConfig();
 const baseEnv = (): Record<string, string | undefined> => ({

@@ -1,10 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { msToTs } from '@temporalio/common/lib/time';
-import { loadConfig } from '../../src/config';
-import { createLogger } from '../../src/log';
-import { createTemporalClient } from '../../src/temporal/client';
-import { searchAttributes } from '../../src/temporal/messages';
-import { ensureSearchAttributes } from '../../src/temporal/search-attributes';
+import { loadConfig } from '../../src/app/config';
+import { createLogger } from '../../src/app/log';
+import { createTemporalClient } from '../../src/app/temporal/client';
+import { SEARCH_ATTRIBUTES } from '../../src/app/compose';
+import { ensureSearchAttributes } from '../../src/app/temporal/search-attributes';
 
 it('registers missing custom search attributes once, idempotently (production servers take no flags)', async () => {
   const config = loadConfig();
@@ -13,11 +13,11 @@ it('registers missing custom search attributes once, idempotently (production se
   try {
     await temporal.connection.workflowService.registerNamespace({ namespace, workflowExecutionRetentionPeriod: msToTs('1 day') });
     const log = createLogger({ level: 'silent' });
-    const first = await ensureSearchAttributes(temporal.connection, namespace, log);
-    expect(first.sort()).toEqual(Object.values(searchAttributes).map((k) => k.name).sort());
+    const first = await ensureSearchAttributes(temporal.connection, namespace, SEARCH_ATTRIBUTES, log);
+    expect(first.sort()).toEqual(SEARCH_ATTRIBUTES.map((k) => k.name).sort());
     const listed = await temporal.connection.operatorService.listSearchAttributes({ namespace });
-    for (const key of Object.values(searchAttributes)) expect(listed.customAttributes).toHaveProperty(key.name);
-    expect(await ensureSearchAttributes(temporal.connection, namespace, log)).toEqual([]);
+    for (const key of SEARCH_ATTRIBUTES) expect(listed.customAttributes).toHaveProperty(key.name);
+    expect(await ensureSearchAttributes(temporal.connection, namespace, SEARCH_ATTRIBUTES, log)).toEqual([]);
   } finally {
     await temporal.close();
   }

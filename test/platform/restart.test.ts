@@ -2,18 +2,19 @@
  * The embedded defaults keep their data: a Postgres row and a Temporal workflow survive a stop
  * and start of the embedded servers (the same code path `npm start` uses).
  */
+import { ping } from '../../workflows/ping';
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { loadConfigWith } from '../../src/config';
-import { createLogger } from '../../src/log';
-import { ensureDependencies } from '../../src/runtime';
-import { openDatabase } from '../../src/store/db';
-import { migrateToLatest } from '../../src/store/migrate';
-import { createTemporalClient } from '../../src/temporal/client';
-import { pingWorkflowId } from '../../src/temporal/messages';
-import { freePort } from '../helpers/ports';
+import { loadConfigWith } from '../../src/app/config';
+import { createLogger } from '../../src/app/log';
+import { ensureDependencies } from '../../src/app/compose';
+import { openDatabase } from '../../src/app/store/db';
+import { migrateToLatest } from '../../src/app/store/migrate';
+import { createTemporalClient } from '../../src/app/temporal/client';
+import { pingWorkflowId } from '../../src/app/temporal/contract';
+import { freePort } from '../harness/ports';
 
 it('a workflow and a Postgres row survive a restart of the embedded servers', async () => {
   const dataDir = await fs.mkdtemp(path.join(os.tmpdir(), 'den-restart-'));
@@ -48,7 +49,7 @@ it('a workflow and a Postgres row survive a restart of the embedded servers', as
       await migrateToLatest(db.db);
       await db.db.insertInto('organizations').values({ id: orgId, name: 'Survivor' }).execute();
       // No worker listens on this queue, so the workflow stays open across the restart.
-      await temporal.client.workflow.start('ping', { taskQueue: 'restart-test', workflowId, args: ['x'] });
+      await temporal.client.workflow.start(ping, { taskQueue: 'restart-test', workflowId, args: ['x'] });
     });
 
     await withStack(async ({ db, temporal }) => {

@@ -1,7 +1,8 @@
+import { ping } from '../../workflows/ping';
 import { randomUUID } from 'node:crypto';
-import { pingWorkflowId } from '../../src/temporal/messages';
-import { closedPort } from '../helpers/ports';
-import { startTestStack, type TestStack } from '../helpers/stack';
+import { pingWorkflowId } from '../../src/app/temporal/contract';
+import { closedPort } from '../harness/ports';
+import { startTestStack, type TestStack } from '../harness/stack';
 
 describe('system routes on a real server', () => {
   let stack: TestStack;
@@ -67,7 +68,7 @@ describe('system routes on a real server', () => {
 
   it('a workflow round-trips through the worker', async () => {
     const id = pingWorkflowId(randomUUID());
-    const result = await stack.services.temporal.client.workflow.execute('ping', {
+    const result = await stack.services.temporal.client.workflow.execute(ping, {
       taskQueue: stack.services.temporal.taskQueue,
       workflowId: id,
       args: ['hello'],

@@ -3,10 +3,10 @@
  * by four concurrent senders (so they also arrive out of order and the buffer is carried across executions)
  * lose nothing, and the run really went through many executions.
  */
-import { runWorkflowId } from '../../src/temporal/messages';
-import { createTestOrg } from '../helpers/identity';
-import { event, newRunId, runResult, runsClient } from '../helpers/runs';
-import { startTestStack, type TestStack } from '../helpers/stack';
+import { runWorkflowId } from '../../src/runs/contract';
+import { createTestOrg } from '../harness/identity';
+import { event, newRunId, runResult, runsClient } from '../harness/runs';
+import { startTestStack, type TestStack } from '../harness/stack';
 
 describe('automation run continue-as-new', () => {
   let stack: TestStack;

@@ -3,11 +3,12 @@
  * lease loss → awaiting_retry → failed/lease_lost; a second attempt resuming; heartbeats that
  * keep a run alive; max duration; an unclaimed queued run.
  */
+import { automationRun } from '../../workflows/runs';
 import { WorkflowIdReusePolicy } from '@temporalio/client';
-import { RUN_WORKFLOW_TYPE, runWorkflowId, type RunWorkflowInput } from '../../src/temporal/messages';
-import { createTestOrg } from '../helpers/identity';
-import { event, newRunId, runResult, runsClient } from '../helpers/runs';
-import { startTestStack, type TestStack } from '../helpers/stack';
+import { runWorkflowId, type RunWorkflowInput } from '../../src/runs/contract';
+import { createTestOrg } from '../harness/identity';
+import { event, newRunId, runResult, runsClient } from '../harness/runs';
+import { startTestStack, type TestStack } from '../harness/stack';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -100,7 +101,7 @@ describe('run deadlines: max duration and unclaimed queued runs', () => {
       createdAt: Date.now(),
       settings: { ...stack.config.runs },
     };
-    const queued = await stack.services.temporal.client.workflow.start(RUN_WORKFLOW_TYPE, {
+    const queued = await stack.services.temporal.client.workflow.start(automationRun, {
       workflowId: runWorkflowId(org.organizationId, queuedId),
       taskQueue: stack.services.temporal.taskQueue,
       args: [input],

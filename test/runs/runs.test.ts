@@ -3,18 +3,14 @@
  * → real Postgres. Ordering, dedupe, terminal, closed runs, read routes, coalescing, Slack-style
  * queued runs.
  */
+import { automationRun } from '../../workflows/runs';
 import fc from 'fast-check';
 import { WorkflowIdReusePolicy } from '@temporalio/client';
-import {
-  RUN_WORKFLOW_TYPE,
-  runWorkflowId,
-  type RunSummary,
-  type RunWorkflowInput,
-} from '../../src/temporal/messages';
-import { createTestOrg } from '../helpers/identity';
-import { countSignals, event, newRunId, runResult, runsClient, type EventInput } from '../helpers/runs';
-import { startTestStack, type TestStack } from '../helpers/stack';
-import { waitFor } from '../helpers/wait';
+import { runWorkflowId, type RunSummary, type RunWorkflowInput } from '../../src/runs/contract';
+import { createTestOrg } from '../harness/identity';
+import { countSignals, event, newRunId, runResult, runsClient, type EventInput } from '../harness/runs';
+import { startTestStack, type TestStack } from '../harness/stack';
+import { waitFor } from '../harness/wait';
 
 describe('automation runs over HTTP', () => {
   let stack: TestStack;
@@ -197,7 +193,7 @@ describe('automation runs over HTTP', () => {
       memberId: org.owner.memberId,
       input: { text: 'summarize my inbox' },
     };
-    const handle = await stack.services.temporal.client.workflow.start(RUN_WORKFLOW_TYPE, {
+    const handle = await stack.services.temporal.client.workflow.start(automationRun, {
       workflowId: runWorkflowId(org.organizationId, runId),
       taskQueue: stack.services.temporal.taskQueue,
       args: [input],

@@ -1,7 +1,7 @@
 /** Pure unit tests of the run actor's rules (workflows/automation-run-state.ts) and the heartbeat coalescer. */
 import fc from 'fast-check';
 import { HeartbeatCoalescer } from '../../src/runs/heartbeat-coalescer';
-import type { RunEventReport, RunEventType, RunSettings } from '../../src/temporal/messages';
+import type { RunEventReport, RunEventType, RunSettings } from '../../src/runs/contract';
 import {
   BUFFER_MAX_BYTES,
   CARRY_MAX_EVENTS,
@@ -18,7 +18,7 @@ import {
   summarize,
   tick,
   type RunState,
-} from '../../workflows/automation-run-state';
+} from '../../src/runs/state';
 
 const settings: RunSettings = {
   leaseTimeoutMs: 60_000,

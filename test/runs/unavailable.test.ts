@@ -2,10 +2,10 @@
  * Temporal unreachable (TEMPORAL_ADDRESS is a closed port; Postgres is fine): reports are 503,
  * never 200, and a heartbeat that could not be forwarded is not coalesced away.
  */
-import { closedPort } from '../helpers/ports';
-import { createTestOrg } from '../helpers/identity';
-import { event, newRunId, runsClient } from '../helpers/runs';
-import { startTestStack, type TestStack } from '../helpers/stack';
+import { closedPort } from '../harness/ports';
+import { createTestOrg } from '../harness/identity';
+import { event, newRunId, runsClient } from '../harness/runs';
+import { startTestStack, type TestStack } from '../harness/stack';
 
 describe('automation runs while Temporal is unreachable', () => {
   let stack: TestStack;

@@ -3,9 +3,9 @@
  * over real HTTP: each invalid input is a 400 InvalidRequestError whose details name exactly the
  * offending paths; each valid edge is a 200 that reached the run.
  */
-import { createTestOrg } from '../helpers/identity';
-import { event, newRunId, runResult, runsClient } from '../helpers/runs';
-import { startTestStack, type TestStack } from '../helpers/stack';
+import { createTestOrg } from '../harness/identity';
+import { event, newRunId, runResult, runsClient } from '../harness/runs';
+import { startTestStack, type TestStack } from '../harness/stack';
 
 const MAX = Number.MAX_SAFE_INTEGER; // 9007199254740991
 const base = () => ({ attempt: 1, sequence: 1, type: 'user', payload: { text: 'x' }, createdAt: 0 });

@@ -8,14 +8,15 @@ import { randomBytes } from 'node:crypto';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { loadConfig } from '../../src/config';
-import { startEmbeddedPostgres } from '../../src/embedded/postgres';
-import { createLogger } from '../../src/log';
-import { openDatabase } from '../../src/store/db';
-import { migrateToLatest } from '../../src/store/migrate';
-import { findTemporalCli, startDevServer } from '../../src/temporal/dev-server';
-import { bundleWorkflows } from '../../src/worker';
-import { freePort } from '../helpers/ports';
+import { SEARCH_ATTRIBUTES } from '../../src/app/compose';
+import { loadConfig } from '../../src/app/config';
+import { startEmbeddedPostgres } from '../../src/app/store/embedded-postgres';
+import { createLogger } from '../../src/app/log';
+import { openDatabase } from '../../src/app/store/db';
+import { migrateToLatest } from '../../src/app/store/migrate';
+import { findTemporalCli, startDevServer } from '../../src/app/temporal/dev-server';
+import { bundleWorkflows } from '../../src/app/temporal/worker';
+import { freePort } from '../harness/ports';
 
 export default async function globalSetup(): Promise<void> {
   const config = loadConfig();
@@ -38,6 +39,7 @@ export default async function globalSetup(): Promise<void> {
       uiPort: 0,
       headless: true,
       namespace: config.temporal.namespace,
+      searchAttributes: SEARCH_ATTRIBUTES,
       logFile: path.join(dataDir, 'temporal.log'),
       log,
     });

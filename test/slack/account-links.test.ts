@@ -1,9 +1,9 @@
 /** POST /v1/integrations/slack/{connectionId}/account-links: every outcome of the table. */
 import { randomBytes } from 'node:crypto';
-import { createLinkToken } from '../../src/integrations/slack/link-token';
-import { createTestOrg, type TestMember } from '../helpers/identity';
-import { createTestSlackConnection, linkTokenFrom, newSlackUserId, postSlashCommand, type TestSlackConnection } from '../helpers/slack';
-import { startTestStack, type TestStack } from '../helpers/stack';
+import { createLinkToken } from '../../src/slack/link-token';
+import { createTestOrg, type TestMember } from '../harness/identity';
+import { createTestSlackConnection, linkTokenFrom, newSlackUserId, postSlashCommand, type TestSlackConnection } from '../harness/slack';
+import { startTestStack, type TestStack } from '../harness/stack';
 
 let stack: TestStack;
 let org: Awaited<ReturnType<typeof createTestOrg>>;

@@ -5,9 +5,9 @@
 import { execFile } from 'node:child_process';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { createTestOrg } from '../helpers/identity';
-import { slackSignatureHeaders } from '../helpers/slack';
-import { startTestStack, type TestStack } from '../helpers/stack';
+import { createTestOrg } from '../harness/identity';
+import { slackSignatureHeaders } from '../harness/slack';
+import { startTestStack, type TestStack } from '../harness/stack';
 
 const run = promisify(execFile);
 const BIN = path.resolve(__dirname, '../../bin/den.js');

@@ -1,6 +1,6 @@
 /** Spec 4.6 over real HTTP, on the Slack path and the `chatplatform` alias. */
-import { verifyLinkToken } from '../../src/integrations/slack/link-token';
-import { createTestOrg } from '../helpers/identity';
+import { verifyLinkToken } from '../../src/slack/link-token';
+import { createTestOrg } from '../harness/identity';
 import {
   createTestSlackConnection,
   linkTokenFrom,
@@ -8,8 +8,8 @@ import {
   postSlashCommand,
   slackSignatureHeaders,
   type TestSlackConnection,
-} from '../helpers/slack';
-import { startTestStack, type TestStack } from '../helpers/stack';
+} from '../harness/slack';
+import { startTestStack, type TestStack } from '../harness/stack';
 
 const APP_BASE_URL = 'https://den.example.test';
 let stack: TestStack;

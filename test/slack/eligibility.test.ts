@@ -1,5 +1,5 @@
-import { classifyEvent, type EligibilityContext } from '../../src/integrations/slack/eligibility';
-import { parseEnvelope, parseSlashCommand } from '../../src/integrations/slack/envelope';
+import { classifyEvent, type EligibilityContext } from '../../src/slack/eligibility';
+import { parseEnvelope, parseSlashCommand } from '../../src/slack/envelope';
 
 const on: EligibilityContext = { enabled: true, botUserId: 'UBOT', channels: null };
 const mention = { type: 'app_mention', user: 'U1', channel: 'C1', ts: '1.000001', text: '<@UBOT> hi' };

@@ -4,9 +4,9 @@
  */
 import { randomUUID } from 'node:crypto';
 import { WorkflowNotFoundError } from '@temporalio/client';
-import { disableSlackConnection } from '../../src/integrations/slack/connections';
-import { searchAttributes, slackEventStateQuery, slackEventWorkflowId } from '../../src/temporal/messages';
-import { createTestOrg } from '../helpers/identity';
+import { disableSlackConnection } from '../../src/slack/connections';
+import { slackSearchAttributes, slackEventStateQuery, slackEventWorkflowId } from '../../src/slack/contract';
+import { createTestOrg } from '../harness/identity';
 import {
   appMention,
   createTestSlackConnection,
@@ -18,9 +18,9 @@ import {
   
   type FakeSlack,
   type TestSlackConnection,
-} from '../helpers/slack';
-import { startTestStack, type TestStack } from '../helpers/stack';
-import { waitFor } from '../helpers/wait';
+} from '../harness/slack';
+import { startTestStack, type TestStack } from '../harness/stack';
+import { waitFor } from '../harness/wait';
 
 let stack: TestStack;
 let slack: FakeSlack;
@@ -297,7 +297,7 @@ describe('lifecycle events', () => {
     const row = await stack.services.database.db.selectFrom('slack_connections').select(['enabled', 'disabled_reason']).where('id', '=', connection.connectionId).executeTakeFirstOrThrow();
     expect(row).toEqual({ enabled: false, disabled_reason: type });
     const description = await handle.describe();
-    expect(description.typedSearchAttributes.get(searchAttributes.SlackEventStatus)).toBe('connection_disabled');
+    expect(description.typedSearchAttributes.get(slackSearchAttributes.SlackEventStatus)).toBe('connection_disabled');
 
     // From now on invocations are acknowledged and not routed.
     const mention = eventEnvelope(connection, appMention(newSlackUserId()));
@@ -322,8 +322,8 @@ describe('the workflow records who asked', () => {
     await postSlackEvent(stack, connection, envelope);
     const handle = stack.services.temporal.client.workflow.getHandle(slackEventWorkflowId(connection.connectionId, envelope.event_id));
     const description = await handle.describe();
-    expect(description.typedSearchAttributes.get(searchAttributes.ConnectionId)).toBe(connection.connectionId);
-    expect(description.typedSearchAttributes.get(searchAttributes.SlackUserId)).toBe(user);
+    expect(description.typedSearchAttributes.get(slackSearchAttributes.ConnectionId)).toBe(connection.connectionId);
+    expect(description.typedSearchAttributes.get(slackSearchAttributes.SlackUserId)).toBe(user);
     // No link for this user: the invocation waits for one.
     await waitFor(async () => (await handle.query(slackEventStateQuery)).status === 'awaiting_link', 10_000, { what: 'awaiting_link' });
     await handle.terminate('test done');

@@ -3,8 +3,8 @@
  * a queued run → the runtime (this test) claims it with a heartbeat and reports events →
  * the answer is posted to the Slack thread.
  */
-import { slackEventStateQuery, slackEventWorkflowId } from '../../src/temporal/messages';
-import { createTestOrg, type TestMember } from '../helpers/identity';
+import { slackEventStateQuery, slackEventWorkflowId } from '../../src/slack/contract';
+import { createTestOrg, type TestMember } from '../harness/identity';
 import {
   appMention,
   createTestSlackConnection,
@@ -17,9 +17,9 @@ import {
   
   type FakeSlack,
   type TestSlackConnection,
-} from '../helpers/slack';
-import { startTestStack, type TestStack } from '../helpers/stack';
-import { waitFor } from '../helpers/wait';
+} from '../harness/slack';
+import { startTestStack, type TestStack } from '../harness/stack';
+import { waitFor } from '../harness/wait';
 
 let stack: TestStack;
 let slack: FakeSlack;

@@ -1,8 +1,8 @@
 /** An ack means durable: with Temporal unreachable, supported events get 503, never 200. */
-import { createTestOrg } from '../helpers/identity';
-import { closedPort } from '../helpers/ports';
-import { appMention, createTestSlackConnection, eventEnvelope, newSlackUserId, postSlackEvent, postSlashCommand } from '../helpers/slack';
-import { startTestStack, type TestStack } from '../helpers/stack';
+import { createTestOrg } from '../harness/identity';
+import { closedPort } from '../harness/ports';
+import { appMention, createTestSlackConnection, eventEnvelope, newSlackUserId, postSlackEvent, postSlashCommand } from '../harness/slack';
+import { startTestStack, type TestStack } from '../harness/stack';
 
 describe('Slack ingress with Temporal unreachable', () => {
   let stack: TestStack;

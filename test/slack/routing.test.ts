@@ -3,8 +3,9 @@
  * connect prompt and are resumed by the link, per-member limits, and Retry-After.
  */
 import { randomUUID } from 'node:crypto';
-import { runWorkflowId, slackEventStateQuery, slackEventWorkflowId, type SlackEventState } from '../../src/temporal/messages';
-import { createTestOrg, type TestMember } from '../helpers/identity';
+import { runWorkflowId } from '../../src/runs/contract';
+import { slackEventStateQuery, slackEventWorkflowId, type SlackEventState } from '../../src/slack/contract';
+import { createTestOrg, type TestMember } from '../harness/identity';
 import {
   appMention,
   createTestSlackConnection,
@@ -18,9 +19,9 @@ import {
   
   type FakeSlack,
   type TestSlackConnection,
-} from '../helpers/slack';
-import { startTestStack, type TestStack } from '../helpers/stack';
-import { waitFor } from '../helpers/wait';
+} from '../harness/slack';
+import { startTestStack, type TestStack } from '../harness/stack';
+import { waitFor } from '../harness/wait';
 
 const LINK_WAIT_MS = 8000;
 let stack: TestStack;

@@ -1,4 +1,4 @@
-import { signSlackRequest, verifySlackSignature, type HeaderBag } from '../../src/integrations/slack/signature';
+import { signSlackRequest, verifySlackSignature, type HeaderBag } from '../../src/slack/signature';
 
 // Slack's published example (behaviour notes, "Slack signature test vector").
 const SECRET = '8f742231b10e8888abcd99yyyzzz85a5';

@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
-import { createLinkToken, verifyLinkToken } from '../../src/integrations/slack/link-token';
-import { SlidingWindowQuota } from '../../src/integrations/slack/quota';
-import { connectAccountText, connectLinkUrl, escapeMrkdwn, runReplyText } from '../../src/integrations/slack/texts';
-import { parseRetryAfter } from '../../src/integrations/slack/web-api';
+import { createLinkToken, verifyLinkToken } from '../../src/slack/link-token';
+import { SlidingWindowQuota } from '../../src/slack/quota';
+import { connectAccountText, connectLinkUrl, escapeMrkdwn, runReplyText } from '../../src/slack/texts';
+import { parseRetryAfter } from '../../src/slack/web-api';
 
 describe('link tokens', () => {
   const key = randomBytes(32);

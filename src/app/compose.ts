@@ -1,0 +1,181 @@
+/**
+ * How the processes are put together. `npm start` runs everything in one process (embedded
+ * Temporal and Postgres when their addresses are unset); `npm run serve` and `npm run worker`
+ * are the production split and refuse embedded servers unless EMBEDDED=true.
+ */
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import type { Config } from './config';
+import { createApp } from './http/app';
+import { listen, type HttpServer } from './http/server';
+import type { Services } from './http/services';
+import type { Logger } from './log';
+import { createMetrics } from './metrics';
+import { loadSecretKey } from './secrets';
+import { embeddedPostgresOptions, startEmbeddedPostgres } from './store/embedded-postgres';
+import { openDatabase } from './store/db';
+import { migrateToLatest } from './store/migrate';
+import { createTemporalClient } from './temporal/client';
+import { ensureSearchAttributes } from './temporal/search-attributes';
+import { devServerDbFile, findTemporalCli, startDevServer } from './temporal/dev-server';
+import { startWorker, type WorkerHandle } from './temporal/worker';
+import { githubSearchAttributes } from '../github/contract';
+import { runSearchAttributes } from '../runs/contract';
+import { slackSearchAttributes } from '../slack/contract';
+
+/** Every feature's custom search attributes, registered on the dev server and at start-up. */
+export const SEARCH_ATTRIBUTES = [
+  ...Object.values(runSearchAttributes),
+  ...Object.values(slackSearchAttributes),
+  ...Object.values(githubSearchAttributes),
+];
+
+export interface Dependencies {
+  databaseUrl: string;
+  temporalAddress: string;
+  temporalUiUrl: string | undefined;
+  embedded: { postgres: boolean; temporal: boolean };
+  stop(): Promise<void>;
+}
+
+/** Connects to the configured servers, or starts the embedded ones where an address is unset. */
+export async function ensureDependencies(config: Config, log: Logger, allowEmbedded: boolean): Promise<Dependencies> {
+  const needsEmbedded = !config.database.url || !config.temporal.address;
+  if (needsEmbedded && !allowEmbedded) {
+    const missing = [!config.database.url && 'DATABASE_URL', !config.temporal.address && 'TEMPORAL_ADDRESS'].filter(Boolean);
+    throw new Error(
+      `${missing.join(' and ')} unset. This process does not start embedded servers unless EMBEDDED=true ` +
+        '(production must never start a dev server by accident). Use `npm start` for the all-in-one development stack.',
+    );
+  }
+  await fs.mkdir(config.dataDir, { recursive: true });
+  const stops: (() => Promise<void>)[] = [];
+  try {
+    let databaseUrl = config.database.url;
+    if (!databaseUrl) {
+      const pg = await startEmbeddedPostgres(embeddedPostgresOptions(config, log));
+      stops.push(pg.stop);
+      databaseUrl = pg.url;
+    }
+    let temporalAddress = config.temporal.address;
+    let temporalUiUrl: string | undefined;
+    if (!temporalAddress) {
+      const cli = await findTemporalCli(config.temporal.cliPath, log);
+      log.info({ source: cli.source, path: cli.path }, 'using Temporal CLI');
+      const server = await startDevServer({
+        cli,
+        port: config.temporal.devPort,
+        uiPort: config.temporal.uiPort,
+        headless: config.temporal.devHeadless,
+        dbFile: devServerDbFile(config.dataDir),
+        namespace: config.temporal.namespace,
+        searchAttributes: SEARCH_ATTRIBUTES,
+        logFile: path.join(config.dataDir, 'logs', 'temporal.log'),
+        log,
+      });
+      stops.push(server.stop);
+      temporalAddress = server.address;
+      temporalUiUrl = server.uiUrl;
+    }
+    return {
+      databaseUrl,
+      temporalAddress,
+      temporalUiUrl,
+      embedded: { postgres: !config.database.url, temporal: !config.temporal.address },
+      // Children stop in reverse order of start.
+      stop: async () => {
+        for (const stop of stops.reverse()) await stop().catch((error: unknown) => log.warn({ err: error }, 'stop failed'));
+      },
+    };
+  } catch (error) {
+    for (const stop of stops.reverse()) await stop().catch(() => undefined);
+    throw error;
+  }
+}
+
+export async function createServices(
+  config: Config,
+  log: Logger,
+  deps: { databaseUrl: string; temporalAddress: string; embedded: boolean },
+): Promise<Services> {
+  const database = openDatabase(deps.databaseUrl, { max: config.database.poolMax });
+  const temporal = createTemporalClient({
+    address: deps.temporalAddress,
+    namespace: config.temporal.namespace,
+    taskQueue: config.temporal.taskQueue,
+  });
+  const secretKey = await loadSecretKey({ configured: config.secretKey, dataDir: config.dataDir, embedded: deps.embedded });
+  return {
+    config,
+    log,
+    metrics: createMetrics({ defaultMetrics: true }),
+    database,
+    temporal,
+    secretKey,
+    now: () => Date.now(),
+    lifecycle: { shuttingDown: false },
+  };
+}
+
+export interface RunningService {
+  http?: HttpServer;
+  worker?: WorkerHandle;
+  dependencies: Dependencies;
+  services: Services;
+  stop(): Promise<void>;
+}
+
+export async function startService(options: {
+  config: Config;
+  log: Logger;
+  roles: { api: boolean; worker: boolean };
+  allowEmbedded: boolean;
+}): Promise<RunningService> {
+  const { config, log, roles } = options;
+  const dependencies = await ensureDependencies(config, log, options.allowEmbedded);
+  const embedded = dependencies.embedded.postgres || dependencies.embedded.temporal || config.embeddedAllowed;
+  const services = await createServices(config, log, { ...dependencies, embedded });
+  let worker: WorkerHandle | undefined;
+  let http: HttpServer | undefined;
+  try {
+    const applied = await migrateToLatest(services.database.db);
+    if (applied.length > 0) log.info({ applied }, 'applied migrations');
+    await ensureSearchAttributes(services.temporal.connection, config.temporal.namespace, SEARCH_ATTRIBUTES, log);
+    if (roles.worker) {
+      worker = await startWorker({
+        config,
+        address: dependencies.temporalAddress,
+        log,
+        deps: { config, db: services.database.db, log, temporal: services.temporal, secretKey: services.secretKey },
+      });
+    }
+    if (roles.api) http = await listen(createApp(services), config.http.host, config.http.port);
+  } catch (error) {
+    await worker?.shutdown();
+    await services.database.close().catch(() => undefined);
+    await dependencies.stop();
+    throw error;
+  }
+
+  let stopping: Promise<void> | undefined;
+  return {
+    http,
+    worker,
+    dependencies,
+    services,
+    // Shutdown order: /ready turns 503 → stop accepting and drain requests → drain the worker
+    // → close clients → stop embedded children.
+    stop: () =>
+      (stopping ??= (async () => {
+        services.lifecycle.shuttingDown = true;
+        if (http && config.http.shutdownReadyDelayMs > 0) {
+          await new Promise((resolve) => setTimeout(resolve, config.http.shutdownReadyDelayMs));
+        }
+        await http?.close(config.http.shutdownGraceMs);
+        await worker?.shutdown();
+        await services.temporal.close().catch(() => undefined);
+        await services.database.close().catch(() => undefined);
+        await dependencies.stop();
+      })()),
+  };
+}

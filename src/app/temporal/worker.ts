@@ -1,0 +1,169 @@
+/**
+ * The Temporal worker: runs every workflow of `workflows/` and every activity of `activities/`
+ * on one task queue. Scale it out by running more `npm run worker` processes.
+ */
+import path from 'node:path';
+import { type LogLevel, type LogMetadata, NativeConnection, Runtime, Worker, bundleWorkflowCode } from '@temporalio/worker';
+import { createActivities, type ActivityDeps } from '../../../activities';
+import type { Config } from '../config';
+import type { Logger } from '../log';
+
+export const WORKFLOWS_ENTRY = path.resolve(__dirname, '..', '..', '..', 'workflows', 'index.ts');
+
+/** Bundles the workflow code once (tests do it in the global setup; production at build time). */
+export async function bundleWorkflows(): Promise<string> {
+  const { code } = await bundleWorkflowCode({ workflowsPath: WORKFLOWS_ENTRY, logger: quietBundlerLogger });
+  return code;
+}
+
+const noop = () => undefined;
+const quietBundlerLogger = { trace: noop, debug: noop, info: noop, warn: noop, error: noop, log: noop };
+
+let runtimeInstalled = false;
+
+const PINO_LEVEL: Record<LogLevel, 'trace' | 'debug' | 'info' | 'warn' | 'error'> = {
+  TRACE: 'trace',
+  DEBUG: 'debug',
+  INFO: 'info',
+  WARN: 'warn',
+  ERROR: 'error',
+};
+
+/**
+ * The SDK runtime is process-wide: install it once, logging through pino (the SDK's default
+ * writes to the console) and with Prometheus metrics when WORKER_METRICS_PORT is set.
+ */
+export function installWorkerRuntime(config: Config, log: Logger): void {
+  if (runtimeInstalled) return;
+  runtimeInstalled = true;
+  const sdkLog = log.child({ component: 'temporal-sdk' });
+  Runtime.install({
+    logger: {
+      log: (level: LogLevel, message: string, meta?: LogMetadata) => sdkLog[PINO_LEVEL[level]](meta ?? {}, message),
+      trace: (message: string, meta?: LogMetadata) => sdkLog.trace(meta ?? {}, message),
+      debug: (message: string, meta?: LogMetadata) => sdkLog.debug(meta ?? {}, message),
+      info: (message: string, meta?: LogMetadata) => sdkLog.info(meta ?? {}, message),
+      warn: (message: string, meta?: LogMetadata) => sdkLog.warn(meta ?? {}, message),
+      error: (message: string, meta?: LogMetadata) => sdkLog.error(meta ?? {}, message),
+    },
+    telemetryOptions: {
+      // The SDK core's own (Rust) logs go through the same logger instead of raw stderr.
+      logging: { filter: { core: 'WARN', other: 'ERROR' }, forward: {} },
+      ...(config.temporal.workerMetricsPort > 0
+        ? { metrics: { prometheus: { bindAddress: `${config.http.host}:${config.temporal.workerMetricsPort}` } } }
+        : {}),
+    },
+  });
+}
+
+export interface WorkerHandle {
+  /** The worker currently running (replaced when the supervisor restarts it). */
+  readonly worker: Worker;
+  /** Resolves once the worker has stopped for good, after `shutdown()`. */
+  running: Promise<void>;
+  /** How many times the supervisor rebuilt the worker after it stopped on its own. */
+  readonly restarts: number;
+  shutdown(): Promise<void>;
+}
+
+const RESTART_BACKOFF_MS = { initial: 500, max: 30_000 };
+
+/**
+ * Starts the worker under a supervisor. The SDK worker stops fatally when Temporal stays
+ * unreachable for a while; the supervisor then rebuilds the connection and the worker with
+ * backoff until Temporal is back, so an outage never needs a process restart (and, in the
+ * all-in-one process, never takes the API down with it). The first start fails fast instead,
+ * so a misconfiguration is reported at once.
+ */
+export async function startWorker(options: {
+  config: Config;
+  address: string;
+  log: Logger;
+  deps: ActivityDeps;
+  /** Overrides config.temporal.taskQueue (tests isolate workers per file). */
+  taskQueue?: string;
+}): Promise<WorkerHandle> {
+  const { config, log } = options;
+  installWorkerRuntime(config, log);
+  const taskQueue = options.taskQueue ?? config.temporal.taskQueue;
+  const bundlePath = config.temporal.workflowBundlePath;
+  // Bundled once: a restart must not pay for webpack again.
+  const workflowBundle = bundlePath ? { codePath: bundlePath } : { code: await bundleWorkflows() };
+  const activities = createActivities(options.deps);
+
+  const create = async () => {
+    const connection = await NativeConnection.connect({ address: options.address });
+    try {
+      const worker = await Worker.create({
+        connection,
+        namespace: config.temporal.namespace,
+        taskQueue,
+        workflowBundle,
+        activities,
+        // Let in-flight activities finish on shutdown before the worker gives up on them.
+        shutdownGraceTime: '10s',
+      });
+      return { worker, connection };
+    } catch (error) {
+      await connection.close().catch(() => undefined);
+      throw error;
+    }
+  };
+
+  let current = await create();
+  let stopping = false;
+  let restarts = 0;
+  let wake: () => void = () => undefined;
+  const pause = (ms: number) =>
+    new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, ms);
+      wake = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+    });
+
+  const running = (async () => {
+    for (;;) {
+      try {
+        await current.worker.run();
+      } catch (error) {
+        if (!stopping) log.error({ err: error }, 'worker stopped with an error');
+      } finally {
+        await current.connection.close().catch(() => undefined);
+      }
+      if (stopping) return;
+      for (let attempt = 0; ; attempt++) {
+        const delayMs = Math.min(RESTART_BACKOFF_MS.max, RESTART_BACKOFF_MS.initial * 2 ** attempt);
+        log.warn({ delayMs, attempt: attempt + 1 }, 'restarting the worker');
+        await pause(delayMs);
+        if (stopping) return;
+        try {
+          current = await create();
+          restarts += 1;
+          log.info({ taskQueue, restarts }, 'worker restarted');
+          break;
+        } catch (error) {
+          log.warn({ err: error }, 'worker restart failed; will retry');
+        }
+      }
+    }
+  })();
+
+  log.info({ taskQueue, bundle: bundlePath ?? 'built at start' }, 'worker started');
+  return {
+    get worker() {
+      return current.worker;
+    },
+    get restarts() {
+      return restarts;
+    },
+    running,
+    shutdown: async () => {
+      stopping = true;
+      wake();
+      if (current.worker.getState() === 'RUNNING') current.worker.shutdown();
+      await running;
+    },
+  };
+}

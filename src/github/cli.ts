@@ -1,0 +1,45 @@
+import { Command, InvalidArgumentError } from 'commander';
+import { REPOSITORY_FULL_NAME, createTarget, listTargets } from './targets';
+import { CliError, print, withCliContext } from '../cli/context';
+import { positiveInt } from '../identity/cli';
+
+function repository(value: string): string {
+  if (!REPOSITORY_FULL_NAME.test(value)) throw new InvalidArgumentError('must be owner/name');
+  return value;
+}
+
+function ref(value: string): string {
+  if (value.trim() === '' || /\s/.test(value.trim())) throw new InvalidArgumentError('must be a ref such as refs/heads/main or main');
+  return value;
+}
+
+export function registerGithubCommands(program: Command): void {
+  const github = program.command('github').description('GitHub App integration.');
+  const targets = github.command('targets').description('Connector targets: repositories whose pushes become sync work.');
+  targets
+    .command('create')
+    .description('Connect a repository of a GitHub App installation to an organization (idempotent).')
+    .requiredOption('--org <organizationId>', 'organization id')
+    .requiredOption('--installation-id <n>', 'GitHub App installation id', positiveInt)
+    .requiredOption('--repo <owner/name>', 'repository full name', repository)
+    .option('--repository-id <n>', "GitHub's repository id (learnt from the first push when omitted)", positiveInt)
+    .option('--ref <ref>', 'only this ref, e.g. refs/heads/main (a bare name means a branch)', ref)
+    .action((opts: { org: string; installationId: number; repo: string; repositoryId?: number; ref?: string }) =>
+      withCliContext(async ({ db }) => {
+        const created = await createTarget(db, {
+          organizationId: opts.org,
+          installationId: opts.installationId,
+          repositoryFullName: opts.repo,
+          repositoryId: opts.repositoryId,
+          ref: opts.ref,
+        });
+        if (!created) throw new CliError(`organization ${opts.org} not found`);
+        print({ targetId: created.targetId });
+      }),
+    );
+  targets
+    .command('list')
+    .description("An organization's connector targets, oldest first.")
+    .requiredOption('--org <organizationId>', 'organization id')
+    .action((opts: { org: string }) => withCliContext(async ({ db }) => print({ targets: await listTargets(db, opts.org) })));
+}

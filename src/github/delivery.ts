@@ -1,0 +1,40 @@
+/**
+ * Deterministic helpers of the delivery workflow (workflows/github-delivery.ts), kept here so
+ * they are unit-testable without a worker. No I/O: workflow code imports this module.
+ */
+import type { GithubDeliveryInput, GithubDeliverySummary } from './contract';
+
+/** The repository an operator would search a delivery by, when it names exactly one. */
+export function deliveryRepository(input: GithubDeliveryInput): string | undefined {
+  if (input.event === 'push' || input.event === 'repository') return input.repository.fullName;
+  if (input.event === 'installation_repositories' && input.repositories.length === 1) return input.repositories[0]!.fullName;
+  return undefined;
+}
+
+/** Values of the GithubEvent / GithubDeliveryId / GithubRepository search attributes. */
+export function deliverySearchValues(input: GithubDeliveryInput): {
+  GithubEvent: string;
+  GithubDeliveryId: string;
+  GithubRepository?: string;
+} {
+  const repository = deliveryRepository(input);
+  return {
+    GithubEvent: input.event,
+    GithubDeliveryId: input.deliveryId,
+    ...(repository === undefined ? {} : { GithubRepository: repository }),
+  };
+}
+
+export function summarize(
+  input: GithubDeliveryInput,
+  effects: Pick<GithubDeliverySummary, 'syncEvents' | 'targetChanges' | 'repositoriesRecorded'>,
+): GithubDeliverySummary {
+  return {
+    deliveryId: input.deliveryId,
+    event: input.event,
+    action: input.action,
+    syncEvents: effects.syncEvents,
+    targetChanges: effects.targetChanges,
+    repositoriesRecorded: effects.repositoriesRecorded,
+  };
+}

@@ -1,0 +1,194 @@
+/**
+ * Which GitHub deliveries become sync work (issue #6; behaviour notes "GitHub App webhook").
+ *
+ * Decided from the headers and the payload alone: no database on the hot path, because GitHub
+ * gives a delivery 10 s and never retries by itself. Whether a push matches a connected
+ * target is the workflow's question, not the front door's.
+ *
+ * The result is a compact `GithubDeliveryInput`, never the payload itself (pushes can be
+ * 25 MB; Temporal payloads fail at 2 MB).
+ */
+import type { GithubDeliveryInput, GithubRepositoryRef } from './contract';
+
+/** The stable `reason`s of the not-accepted answer (spec 2.8). Documented in the README. */
+export const IGNORED = {
+  missingEventHeader: 'missing X-GitHub-Event header',
+  missingDeliveryHeader: 'missing X-GitHub-Delivery header',
+  invalidDeliveryHeader: 'invalid X-GitHub-Delivery header',
+  ping: 'ping',
+  eventIgnored: 'event ignored',
+  actionIgnored: 'action ignored',
+  refDeleted: 'ref deleted',
+  missingInstallation: 'missing installation id',
+  missingRepository: 'missing repository',
+  missingRef: 'missing ref',
+  missingHeadSha: 'missing head sha',
+  missingRepositories: 'missing repositories',
+} as const;
+
+export type IgnoredReason = (typeof IGNORED)[keyof typeof IGNORED];
+
+export type DeliveryHeaders = { ok: true; event: string; deliveryId: string } | { ok: false; reason: IgnoredReason };
+
+export type Classification =
+  | { accepted: false; reason: IgnoredReason }
+  | { accepted: true; event: GithubDeliveryInput['event']; deliveryId: string; input: GithubDeliveryInput };
+
+const RELEVANT_ACTIONS = {
+  installation: ['deleted', 'suspend', 'unsuspend'],
+  installation_repositories: ['added', 'removed'],
+  repository: ['renamed', 'deleted', 'transferred'],
+} as const;
+
+/**
+ * GitHub's delivery ids are GUIDs. The id becomes part of a workflow id, so anything outside a
+ * conservative alphabet is refused rather than passed on.
+ */
+const DELIVERY_ID_SHAPE = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
+/** A branch or tag deletion pushes `after` = the null object id (SHA-1 or SHA-256 repositories). */
+const NULL_SHA = /^0+$/;
+const SHA_SHAPE = /^(?:[0-9a-f]{40}|[0-9a-f]{64})$/i;
+const FULL_NAME_SHAPE = /^[A-Za-z0-9_.-]{1,100}\/[A-Za-z0-9_.-]{1,100}$/;
+
+function single(value: string | string[] | undefined): string | undefined {
+  if (Array.isArray(value)) return value.length === 1 ? value[0] : undefined;
+  return value;
+}
+
+/** Step one, before the body is parsed: the two headers every delivery carries. */
+export function readDeliveryHeaders(headers: Record<string, string | string[] | undefined>): DeliveryHeaders {
+  const event = single(headers['x-github-event'])?.trim();
+  if (!event) return { ok: false, reason: IGNORED.missingEventHeader };
+  const deliveryId = single(headers['x-github-delivery'])?.trim();
+  if (!deliveryId) return { ok: false, reason: IGNORED.missingDeliveryHeader };
+  if (!DELIVERY_ID_SHAPE.test(deliveryId)) return { ok: false, reason: IGNORED.invalidDeliveryHeader };
+  return { ok: true, event, deliveryId };
+}
+
+const isObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
+
+function positiveId(value: unknown): number | undefined {
+  return typeof value === 'number' && Number.isSafeInteger(value) && value > 0 ? value : undefined;
+}
+
+function installationId(payload: Record<string, unknown>): number | undefined {
+  return isObject(payload.installation) ? positiveId(payload.installation.id) : undefined;
+}
+
+function repositoryRef(value: unknown): GithubRepositoryRef | undefined {
+  if (!isObject(value)) return undefined;
+  const id = positiveId(value.id);
+  const fullName = value.full_name;
+  if (id === undefined || typeof fullName !== 'string' || !FULL_NAME_SHAPE.test(fullName)) return undefined;
+  return { id, fullName };
+}
+
+function stringAt(value: unknown, ...path: string[]): string | undefined {
+  let current = value;
+  for (const key of path) {
+    if (!isObject(current)) return undefined;
+    current = current[key];
+  }
+  return typeof current === 'string' && current !== '' ? current : undefined;
+}
+
+/** The names a renamed or transferred repository was known by, for targets stored without an id. */
+function previousFullNames(action: string, payload: Record<string, unknown>, repository: GithubRepositoryRef): string[] {
+  const [owner, name] = repository.fullName.split('/') as [string, string];
+  const names: string[] = [];
+  if (action === 'renamed') {
+    const from = stringAt(payload, 'changes', 'repository', 'name', 'from');
+    if (from) names.push(`${owner}/${from}`);
+  }
+  if (action === 'transferred') {
+    const from = stringAt(payload, 'changes', 'owner', 'from', 'user', 'login') ?? stringAt(payload, 'changes', 'owner', 'from', 'organization', 'login');
+    if (from) names.push(`${from}/${name}`);
+  }
+  return names.filter((n) => FULL_NAME_SHAPE.test(n) && n !== repository.fullName);
+}
+
+/** Step two, once the signature matched and the body parsed as a JSON object. */
+export function classifyDelivery(
+  delivery: { event: string; deliveryId: string; receivedAt: number },
+  payload: Record<string, unknown>,
+): Classification {
+  const { event, deliveryId, receivedAt } = delivery;
+  const base = { deliveryId, receivedAt };
+  const ignore = (reason: IgnoredReason): Classification => ({ accepted: false, reason });
+  const accept = (input: GithubDeliveryInput): Classification => ({ accepted: true, event: input.event, deliveryId, input });
+
+  if (event === 'ping') return ignore(IGNORED.ping);
+
+  if (event === 'push') {
+    const after = payload.after;
+    if (typeof after === 'string' && NULL_SHA.test(after)) return ignore(IGNORED.refDeleted);
+    const installation = installationId(payload);
+    if (installation === undefined) return ignore(IGNORED.missingInstallation);
+    const repository = repositoryRef(payload.repository);
+    if (!repository) return ignore(IGNORED.missingRepository);
+    const ref = payload.ref;
+    if (typeof ref !== 'string' || !ref.startsWith('refs/') || ref.length > 1024) return ignore(IGNORED.missingRef);
+    if (typeof after !== 'string' || !SHA_SHAPE.test(after)) return ignore(IGNORED.missingHeadSha);
+    return accept({ ...base, event, action: null, installationId: installation, repository, ref, headSha: after.toLowerCase() });
+  }
+
+  if (event !== 'installation' && event !== 'installation_repositories' && event !== 'repository') {
+    return ignore(IGNORED.eventIgnored);
+  }
+  const action = payload.action;
+  if (typeof action !== 'string' || !(RELEVANT_ACTIONS[event] as readonly string[]).includes(action)) {
+    return ignore(IGNORED.actionIgnored);
+  }
+
+  if (event === 'installation') {
+    const installation = installationId(payload);
+    if (installation === undefined) return ignore(IGNORED.missingInstallation);
+    return accept({ ...base, event, action: action as 'deleted' | 'suspend' | 'unsuspend', installationId: installation });
+  }
+
+  if (event === 'installation_repositories') {
+    const installation = installationId(payload);
+    if (installation === undefined) return ignore(IGNORED.missingInstallation);
+    const list = action === 'added' ? payload.repositories_added : payload.repositories_removed;
+    if (!Array.isArray(list)) return ignore(IGNORED.missingRepositories);
+    const repositories = list.map(repositoryRef).filter((r): r is GithubRepositoryRef => r !== undefined);
+    return accept({ ...base, event, action: action as 'added' | 'removed', installationId: installation, repositories });
+  }
+
+  const repository = repositoryRef(payload.repository);
+  if (!repository) return ignore(IGNORED.missingRepository);
+  return accept({
+    ...base,
+    event,
+    action: action as 'renamed' | 'deleted' | 'transferred',
+    installationId: installationId(payload) ?? null,
+    repository,
+    previousFullNames: previousFullNames(action, payload, repository),
+  });
+}
+
+/**
+ * The body as a JSON object. GitHub sends `application/json`, or, when the hook was created
+ * with content type `application/x-www-form-urlencoded`, the same JSON in a `payload` field.
+ * The signature covers the bytes as sent, so this runs only after it matched.
+ */
+export function parseWebhookBody(
+  raw: Buffer,
+  contentType: string,
+): { ok: true; payload: Record<string, unknown> } | { ok: false; message: string; path: string[] } {
+  let text = raw.toString('utf8');
+  if (contentType.toLowerCase() === 'application/x-www-form-urlencoded') {
+    const field = new URLSearchParams(text).get('payload');
+    if (field === null) return { ok: false, message: 'Form body has no payload field.', path: ['payload'] };
+    text = field;
+  }
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    return { ok: false, message: 'Body is not valid JSON.', path: [] };
+  }
+  if (!isObject(value)) return { ok: false, message: 'Body must be a JSON object.', path: [] };
+  return { ok: true, payload: value };
+}

@@ -1,0 +1,80 @@
+import { Command, InvalidArgumentError } from 'commander';
+import { addMember, createApiKey, createOrganizationWithOwner, createSession, removeMember, revokeApiKey } from './store';
+import type { Role } from '../app/store/migrations/0001_identity';
+import { print, withCliContext } from '../cli/context';
+
+const ROLES: Role[] = ['owner', 'admin', 'member'];
+
+export function positiveInt(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n <= 0) throw new InvalidArgumentError('must be a positive whole number');
+  return n;
+}
+
+function role(value: string): Role {
+  if (!ROLES.includes(value as Role)) throw new InvalidArgumentError(`must be one of ${ROLES.join(', ')}`);
+  return value as Role;
+}
+
+function email(value: string): string {
+  if (!/^[^\s@]+@[^\s@]+$/.test(value)) throw new InvalidArgumentError('must be an email address');
+  return value;
+}
+
+export function registerIdentityCommands(program: Command): void {
+  program
+    .command('bootstrap')
+    .description('Create an organization, its first user as owner, and an API key for them.')
+    .requiredOption('--org-name <name>', 'organization name')
+    .requiredOption('--email <email>', "the owner's email", email)
+    .action((opts: { orgName: string; email: string }) =>
+      withCliContext(async ({ db }) => {
+        const owner = await createOrganizationWithOwner(db, { name: opts.orgName, email: opts.email });
+        const key = await createApiKey(db, { memberId: owner.memberId, name: 'bootstrap', now: new Date() });
+        print({ ...owner, apiKey: key.apiKey });
+      }),
+    );
+
+  const members = program.command('members').description('Organization members.');
+  members
+    .command('create')
+    .description('Add a user (created if new) to an organization with a role.')
+    .requiredOption('--org <organizationId>', 'organization id')
+    .requiredOption('--email <email>', 'email', email)
+    .requiredOption('--role <role>', 'owner, admin or member', role)
+    .action((opts: { org: string; email: string; role: Role }) =>
+      withCliContext(async ({ db }) => print(await addMember(db, { organizationId: opts.org, email: opts.email, role: opts.role }))),
+    );
+  members
+    .command('remove <memberId>')
+    .description('Remove a member; their API keys and sessions stop working.')
+    .action((memberId: string) => withCliContext(async ({ db }) => print(await removeMember(db, memberId, new Date()))));
+
+  const keys = program.command('api-keys').description('Organization API keys (sent in x-api-key).');
+  keys
+    .command('create')
+    .description("Create an API key scoped to a member. The raw key is printed once; only its hash is stored.")
+    .requiredOption('--member <memberId>', 'member the key acts as')
+    .option('--name <name>', 'a label for the key')
+    .option('--expires-in-days <n>', 'lifetime in days (default 90)', positiveInt)
+    .action((opts: { member: string; name?: string; expiresInDays?: number }) =>
+      withCliContext(async ({ db }) =>
+        print(await createApiKey(db, { memberId: opts.member, name: opts.name, expiresInDays: opts.expiresInDays, now: new Date() })),
+      ),
+    );
+  keys
+    .command('revoke <id>')
+    .description('Revoke an API key.')
+    .action((id: string) => withCliContext(async ({ db }) => print(await revokeApiKey(db, id, new Date()))));
+
+  program
+    .command('sessions')
+    .description('Sign-in sessions (sent as Authorization: Bearer).')
+    .command('create')
+    .description("Create a session for a member's user, active in the member's organization.")
+    .requiredOption('--member <memberId>', 'member')
+    .option('--expires-in-hours <n>', 'lifetime in hours (default 24)', positiveInt)
+    .action((opts: { member: string; expiresInHours?: number }) =>
+      withCliContext(async ({ db }) => print(await createSession(db, { memberId: opts.member, expiresInHours: opts.expiresInHours, now: new Date() }))),
+    );
+}

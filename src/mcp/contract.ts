@@ -1,0 +1,19 @@
+/**
+ * MCP resolve (spec 4.2): a short probe workflow per request, workflows/mcp.ts, and its one
+ * activity. Deterministic.
+ */
+
+export function mcpResolveWorkflowId(requestId: string): string {
+  return `mcp-resolve/${requestId}`;
+}
+
+/** The payload types are defined with the feature (src/mcp/types.ts), once, and re-exported here. */
+export type {
+  McpResolveInput,
+  McpResolveResponse as McpResolveResult,
+  McpProbeInput,
+  McpProbeResult,
+} from './types';
+
+/** Failure type of a probe attempt that died on a connection reset: the only retried failure. */
+export const MCP_CONNECTION_RESET = 'McpConnectionReset';

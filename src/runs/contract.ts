@@ -1,0 +1,140 @@
+/**
+ * Automation runs (spec 4.3, 4.4): one actor workflow per (organization, run id), workflows/runs.ts.
+ * Every message between the front door and that workflow, defined once: its id, signals,
+ * queries, payload types and search attributes. The routes and the workflow both import this
+ * module, so it stays deterministic: no I/O, no clocks, no randomness.
+ */
+import { defineSearchAttributeKey } from '@temporalio/common';
+import { defineQuery, defineSignal } from '@temporalio/workflow';
+
+/** Filters for the Temporal Web UI (registered at start-up, see src/app/temporal/search-attributes.ts). */
+export const runSearchAttributes = {
+  RunStatus: defineSearchAttributeKey('RunStatus', 'KEYWORD'),
+  OrgId: defineSearchAttributeKey('OrgId', 'KEYWORD'),
+  RunAttempt: defineSearchAttributeKey('RunAttempt', 'INT'),
+} as const;
+
+export const RUN_EVENT_TYPES = [
+  'user',
+  'assistant',
+  'capability_search',
+  'capability_execution',
+  'usage',
+  'warning',
+  'terminal',
+] as const;
+export type RunEventType = (typeof RUN_EVENT_TYPES)[number];
+
+export const RUN_STATUSES = [
+  'queued',
+  'running',
+  'awaiting_retry',
+  'succeeded',
+  'failed',
+  'cancelled',
+  'timed_out',
+  'skipped',
+] as const;
+export type RunStatus = (typeof RUN_STATUSES)[number];
+export const CLOSED_RUN_STATUSES: readonly RunStatus[] = ['succeeded', 'failed', 'cancelled', 'timed_out', 'skipped'];
+export const isClosedRunStatus = (status: string): boolean => (CLOSED_RUN_STATUSES as readonly string[]).includes(status);
+
+/** `payload.status` values a `terminal` event may carry (default `succeeded`). */
+export const TERMINAL_EVENT_STATUSES = ['succeeded', 'failed', 'cancelled'] as const;
+export type TerminalEventStatus = (typeof TERMINAL_EVENT_STATUSES)[number];
+
+/** The organization is part of the id so two organizations can use the same run id. */
+export function runWorkflowId(organizationId: string, runId: string): string {
+  return `automation-run/${organizationId}/${runId}`;
+}
+
+export interface RunEventReport {
+  attempt: number;
+  sequence: number;
+  type: RunEventType;
+  payload: Record<string, unknown>;
+  /** The client's timestamp (ms). Kept for the record; ordering uses `sequence`. */
+  createdAt: number;
+  /** When the front door received it (ms), stamped by the server. */
+  receivedAt: number;
+}
+
+export interface RunHeartbeat {
+  attempt: number;
+  receivedAt: number;
+}
+
+/** Liveness and size settings, fixed when the run starts so a deployment change can't reshape it midway. */
+export interface RunSettings {
+  leaseTimeoutMs: number;
+  maxAttempts: number;
+  retryWindowMs: number;
+  maxDurationMs: number;
+  claimDeadlineMs: number;
+  continueAsNewEvents: number;
+  eventBufferMax: number;
+}
+
+/** Where a run came from, when something other than its runtime created it (a Slack invocation). */
+export interface RunOrigin {
+  kind: 'slack';
+  connectionId: string;
+  teamId: string;
+  channel: string;
+  threadTs: string;
+  slackUserId: string;
+}
+
+export interface RunWorkflowInput {
+  organizationId: string;
+  runId: string;
+  /** `queued` waits for a runtime to claim it (Slack routing); `running` is a runtime's own report. */
+  initialStatus: 'queued' | 'running';
+  createdAt: number;
+  settings: RunSettings;
+  memberId?: string;
+  origin?: RunOrigin;
+  input?: { text: string };
+  /** Compact state carried across continue-as-new. Opaque to callers. */
+  carried?: unknown;
+}
+
+export interface RunSummary {
+  id: string;
+  organizationId: string;
+  status: RunStatus;
+  attempt: number;
+  createdAt: number;
+  startedAt: number | null;
+  endedAt: number | null;
+  lastHeartbeatAt: number | null;
+  leaseExpiresAt: number | null;
+  eventCount: number;
+  countsByType: Partial<Record<RunEventType, number>>;
+  usage: Record<string, number>;
+  error: string | null;
+  memberId?: string;
+  origin?: RunOrigin;
+  input?: { text: string };
+  /** `payload.text` of the last applied `assistant` event, for replying to where the run came from. */
+  lastAssistantText?: string | null;
+  /** Reports the run received but did not apply, by reason (see src/runs/state.ts). */
+  ignoredEvents?: RunIgnoredCounts;
+}
+
+export interface RunIgnoredCounts {
+  /** Same (attempt, sequence) as an applied or buffered event. */
+  duplicate: number;
+  /** An older attempt, or the current attempt after its lease was lost. */
+  stale: number;
+  /** An attempt above the run's maxAttempts. */
+  rejected: number;
+  /** Dropped because the out-of-order buffer was full (the furthest-ahead event goes). */
+  overflow: number;
+  /** Arrived after the run had ended (a late signal that raced the close). */
+  afterClose: number;
+}
+
+export const runEventSignal = defineSignal<[RunEventReport]>('runEvent');
+export const runHeartbeatSignal = defineSignal<[RunHeartbeat]>('runHeartbeat');
+export const runSummaryQuery = defineQuery<RunSummary>('runSummary');

@@ -1,0 +1,381 @@
+/**
+ * The automation-run actor's logic as pure functions: (state, input, now, settings) → state.
+ * No Temporal calls, no clocks of its own, so it is deterministic for the workflow and
+ * unit-testable without a worker (test/runs/state.test.ts). workflows/automation-run.ts only
+ * wires these to signals, timers and the persistence activity.
+ *
+ * Rules (issue #4; behaviour notes "Automation runs"; spec 6.2 leaves ordering to us):
+ * - Events of the current attempt are applied strictly in `sequence` order, starting at 1.
+ *   Out-of-order events wait in a bounded buffer ("ours": the product answers gaps with 409).
+ * - A repeated (attempt, sequence) is ignored; so are older attempts, attempts above
+ *   `maxAttempts`, and the current attempt once its lease is lost (a lease, once lost, is lost).
+ * - The first event or heartbeat of a newer attempt starts it: sequence restarts at 1 and the
+ *   old attempt's buffered events are dropped.
+ * - Every heartbeat or event of the current attempt moves the lease to now + leaseTimeout.
+ * - A `terminal` event ends the run once every earlier sequence of its attempt is applied.
+ */
+import { type RunEventReport, type RunEventType, type RunHeartbeat, type RunIgnoredCounts, type RunSettings, type RunStatus, type RunSummary, type RunWorkflowInput, TERMINAL_EVENT_STATUSES, isClosedRunStatus } from './contract';
+
+/**
+ * Out-of-order events are bounded by count (settings.eventBufferMax) and by payload bytes, so
+ * the state carried through continue-as-new stays well under Temporal's 2 MB payload limit.
+ */
+export const BUFFER_MAX_BYTES = 512 * 1024;
+/** Distinct `usage` keys kept; more would let one run grow its state without bound. */
+export const USAGE_MAX_KEYS = 64;
+const USAGE_KEY_MAX_LENGTH = 100;
+
+export interface BufferedEvent {
+  event: RunEventReport;
+  bytes: number;
+}
+
+export interface RunState {
+  organizationId: string;
+  runId: string;
+  status: RunStatus;
+  /** 0 until the first report names one. */
+  attempt: number;
+  /** The next sequence of the current attempt that may be applied. */
+  nextSequence: number;
+  createdAt: number;
+  startedAt: number | null;
+  endedAt: number | null;
+  lastHeartbeatAt: number | null;
+  leaseExpiresAt: number | null;
+  /** While `awaiting_retry`: when the run gives up waiting for a newer attempt. */
+  retryDeadline: number | null;
+  eventCount: number;
+  countsByType: Partial<Record<RunEventType, number>>;
+  usage: Record<string, number>;
+  error: string | null;
+  lastAssistantText: string | null;
+  /** Out-of-order events of the current attempt, sorted by sequence, no two equal. */
+  buffer: BufferedEvent[];
+  bufferBytes: number;
+  /** Applied events not yet persisted, in order. Emptied by the persistence activity. */
+  outbox: RunEventReport[];
+  ignored: RunIgnoredCounts;
+  /** Signals received by this execution (continue-as-new threshold). Reset by continue-as-new. */
+  signalsThisExecution: number;
+  /** Bumped by every status or attempt change: the liveness loop and the table sync watch it. */
+  transitions: number;
+  /** Monotonic version of the `automation_runs` row (guards against out-of-order writes). */
+  syncVersion: number;
+  memberId?: string;
+  origin?: RunWorkflowInput['origin'];
+  input?: { text: string };
+}
+
+export type RunStateInput = Pick<
+  RunWorkflowInput,
+  'organizationId' | 'runId' | 'initialStatus' | 'createdAt' | 'memberId' | 'origin' | 'input' | 'carried'
+>;
+
+export const isClosed = (state: RunState): boolean => isClosedRunStatus(state.status);
+
+const zeroIgnored = (): RunIgnoredCounts => ({ duplicate: 0, stale: 0, rejected: 0, overflow: 0, afterClose: 0 });
+
+/** The state a run starts with, or the compact state carried through continue-as-new. */
+export function initialState(input: RunStateInput, now: number, settings: RunSettings): RunState {
+  if (isRunState(input.carried)) return { ...input.carried, signalsThisExecution: 0 };
+  const running = input.initialStatus === 'running';
+  return {
+    organizationId: input.organizationId,
+    runId: input.runId,
+    status: input.initialStatus,
+    attempt: 0,
+    nextSequence: 1,
+    createdAt: input.createdAt,
+    startedAt: running ? now : null,
+    endedAt: null,
+    lastHeartbeatAt: null,
+    leaseExpiresAt: running ? now + settings.leaseTimeoutMs : null,
+    retryDeadline: null,
+    eventCount: 0,
+    countsByType: {},
+    usage: {},
+    error: null,
+    lastAssistantText: null,
+    buffer: [],
+    bufferBytes: 0,
+    outbox: [],
+    ignored: zeroIgnored(),
+    signalsThisExecution: 0,
+    transitions: 0,
+    syncVersion: 0,
+    ...(input.memberId !== undefined ? { memberId: input.memberId } : {}),
+    ...(input.origin !== undefined ? { origin: input.origin } : {}),
+    ...(input.input !== undefined ? { input: input.input } : {}),
+  };
+}
+
+function isRunState(value: unknown): value is RunState {
+  const v = value as Partial<RunState> | undefined;
+  return !!v && typeof v === 'object' && typeof v.status === 'string' && Array.isArray(v.buffer) && Array.isArray(v.outbox);
+}
+
+/** Unpersisted events continue-as-new may carry (what arrives during about one activity round trip). */
+export const CARRY_MAX_EVENTS = 200;
+export const CARRY_MAX_BYTES = 256 * 1024;
+
+/** Whether the unpersisted remainder is small enough to travel in the continue-as-new input. */
+export function canCarry(state: RunState): boolean {
+  return state.outbox.length === 0 || outboxBatch(state, CARRY_MAX_EVENTS, CARRY_MAX_BYTES).length === state.outbox.length;
+}
+
+/**
+ * What continue-as-new carries: counters, the out-of-order buffer and the few applied events
+ * not yet persisted (bounded by canCarry); never the bodies already persisted.
+ */
+export function compactState(state: RunState): RunState {
+  if (!canCarry(state)) throw new Error('persist the outbox down to a carryable remainder before continuing as new');
+  return { ...state, signalsThisExecution: 0 };
+}
+
+const ignore = (state: RunState, reason: keyof RunIgnoredCounts): RunState => ({
+  ...state,
+  ignored: { ...state.ignored, [reason]: state.ignored[reason] + 1 },
+});
+
+/**
+ * Decides what a report of `attempt` means for the run: claim a queued run, start a newer
+ * attempt, extend the current one, or be ignored (with the reason).
+ */
+function admitAttempt(
+  state: RunState,
+  attempt: number,
+  now: number,
+  settings: RunSettings,
+): { state: RunState; admitted: true } | { state: RunState; admitted: false } {
+  if (isClosed(state)) return { state: ignore(state, 'afterClose'), admitted: false };
+  if (attempt > settings.maxAttempts) return { state: ignore(state, 'rejected'), admitted: false };
+  if (attempt < state.attempt) return { state: ignore(state, 'stale'), admitted: false };
+  const lease = now + settings.leaseTimeoutMs;
+  if (attempt > state.attempt || state.status === 'queued') {
+    // A claim of a queued run, or a newer attempt: sequences restart and the old attempt's
+    // out-of-order events can never apply.
+    return {
+      admitted: true,
+      state: {
+        ...state,
+        status: 'running',
+        attempt,
+        nextSequence: 1,
+        buffer: [],
+        bufferBytes: 0,
+        startedAt: state.startedAt ?? now,
+        leaseExpiresAt: lease,
+        retryDeadline: null,
+        transitions: state.transitions + 1,
+      },
+    };
+  }
+  // Same attempt. Once its lease is lost the run only waits for a newer attempt.
+  if (state.status === 'awaiting_retry') return { state: ignore(state, 'stale'), admitted: false };
+  return { admitted: true, state: { ...state, leaseExpiresAt: Math.max(state.leaseExpiresAt ?? 0, lease) } };
+}
+
+export function applyHeartbeat(state: RunState, heartbeat: RunHeartbeat, now: number, settings: RunSettings): RunState {
+  const counted = { ...state, signalsThisExecution: state.signalsThisExecution + 1 };
+  const admitted = admitAttempt(counted, heartbeat.attempt, now, settings);
+  if (!admitted.admitted) return admitted.state;
+  return { ...admitted.state, lastHeartbeatAt: now };
+}
+
+/** JSON size of a payload, for the buffer's byte bound (deterministic). */
+export function payloadBytes(event: RunEventReport): number {
+  return JSON.stringify(event.payload ?? {}).length;
+}
+
+export function applyEvent(state: RunState, event: RunEventReport, now: number, settings: RunSettings): RunState {
+  const counted = { ...state, signalsThisExecution: state.signalsThisExecution + 1 };
+  const admitted = admitAttempt(counted, event.attempt, now, settings);
+  if (!admitted.admitted) return admitted.state;
+  let next = admitted.state;
+  if (event.sequence < next.nextSequence) return ignore(next, 'duplicate');
+  if (event.sequence > next.nextSequence) return bufferEvent(next, event, settings);
+  next = applyInOrder(next, event, now);
+  // The gap may now be filled: apply what waited for it.
+  while (!isClosed(next) && next.buffer.length > 0 && next.buffer[0]!.event.sequence === next.nextSequence) {
+    const [head, ...rest] = next.buffer;
+    next = applyInOrder({ ...next, buffer: rest, bufferBytes: next.bufferBytes - head!.bytes }, head!.event, now);
+  }
+  return next;
+}
+
+function bufferEvent(state: RunState, event: RunEventReport, settings: RunSettings): RunState {
+  const index = lowerBound(state.buffer, event.sequence);
+  if (state.buffer[index]?.event.sequence === event.sequence) return ignore(state, 'duplicate');
+  const entry = { event, bytes: payloadBytes(event) };
+  const buffer = [...state.buffer.slice(0, index), entry, ...state.buffer.slice(index)];
+  let bytes = state.bufferBytes + entry.bytes;
+  let dropped = 0;
+  // Full: drop the furthest-ahead events, which are the last that could apply.
+  while (buffer.length > 0 && (buffer.length > settings.eventBufferMax || bytes > BUFFER_MAX_BYTES)) {
+    bytes -= buffer.pop()!.bytes;
+    dropped += 1;
+  }
+  return {
+    ...state,
+    buffer,
+    bufferBytes: bytes,
+    ignored: dropped > 0 ? { ...state.ignored, overflow: state.ignored.overflow + dropped } : state.ignored,
+  };
+}
+
+function lowerBound(buffer: BufferedEvent[], sequence: number): number {
+  let lo = 0;
+  let hi = buffer.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (buffer[mid]!.event.sequence < sequence) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+function applyInOrder(state: RunState, event: RunEventReport, now: number): RunState {
+  const next: RunState = {
+    ...state,
+    nextSequence: event.sequence + 1,
+    eventCount: state.eventCount + 1,
+    countsByType: { ...state.countsByType, [event.type]: (state.countsByType[event.type] ?? 0) + 1 },
+    outbox: [...state.outbox, event],
+  };
+  if (event.type === 'usage') next.usage = addUsage(state.usage, event.payload);
+  if (event.type === 'assistant' && typeof event.payload.text === 'string') next.lastAssistantText = event.payload.text;
+  if (event.type !== 'terminal') return next;
+  const requested = event.payload.status;
+  const status: RunStatus =
+    requested === undefined
+      ? 'succeeded'
+      : (TERMINAL_EVENT_STATUSES as readonly unknown[]).includes(requested)
+        ? (requested as RunStatus)
+        : 'failed';
+  const error =
+    typeof event.payload.error === 'string'
+      ? event.payload.error
+      : status === 'failed' && requested !== 'failed'
+        ? 'invalid_terminal_status'
+        : null;
+  return closeRun(next, status, error, now);
+}
+
+/** Sums the finite numeric top-level fields of a `usage` payload into the run's totals. */
+export function addUsage(usage: Record<string, number>, payload: Record<string, unknown>): Record<string, number> {
+  const totals = { ...usage };
+  for (const [key, value] of Object.entries(payload)) {
+    if (typeof value !== 'number' || !Number.isFinite(value)) continue;
+    // `__proto__` would reach the prototype, not a field; long or endless keys would bloat state.
+    if (key === '__proto__' || key.length > USAGE_KEY_MAX_LENGTH) continue;
+    const known = Object.prototype.hasOwnProperty.call(totals, key);
+    if (!known && Object.keys(totals).length >= USAGE_MAX_KEYS) continue;
+    totals[key] = (known ? totals[key]! : 0) + value;
+  }
+  return totals;
+}
+
+function closeRun(state: RunState, status: RunStatus, error: string | null, now: number): RunState {
+  return {
+    ...state,
+    status,
+    error,
+    endedAt: now,
+    leaseExpiresAt: null,
+    retryDeadline: null,
+    buffer: [],
+    bufferBytes: 0,
+    transitions: state.transitions + 1,
+  };
+}
+
+/** The next moment at which `tick` would change the run, or null if only a report can. */
+export function nextDeadline(state: RunState, settings: RunSettings): number | null {
+  switch (state.status) {
+    case 'queued':
+      return state.createdAt + settings.claimDeadlineMs;
+    case 'running':
+      return Math.min(state.leaseExpiresAt ?? Infinity, maxDurationDeadline(state, settings));
+    case 'awaiting_retry':
+      return Math.min(state.retryDeadline ?? Infinity, maxDurationDeadline(state, settings));
+    default:
+      return null;
+  }
+}
+
+const maxDurationDeadline = (state: RunState, settings: RunSettings) =>
+  (state.startedAt ?? state.createdAt) + settings.maxDurationMs;
+
+/** Applies every deadline that has passed at `now`: claim, max duration, lease, retry window. */
+export function tick(state: RunState, now: number, settings: RunSettings): RunState {
+  switch (state.status) {
+    case 'queued':
+      return now >= state.createdAt + settings.claimDeadlineMs ? closeRun(state, 'skipped', 'runner_unavailable', now) : state;
+    case 'running':
+    case 'awaiting_retry': {
+      if (now >= maxDurationDeadline(state, settings)) return closeRun(state, 'timed_out', 'max_duration_exceeded', now);
+      if (state.status === 'running' && state.leaseExpiresAt !== null && now >= state.leaseExpiresAt) {
+        if (state.attempt < settings.maxAttempts) {
+          return {
+            ...state,
+            status: 'awaiting_retry',
+            retryDeadline: now + settings.retryWindowMs,
+            leaseExpiresAt: null,
+            buffer: [],
+            bufferBytes: 0,
+            transitions: state.transitions + 1,
+          };
+        }
+        return closeRun(state, 'failed', 'lease_lost', now);
+      }
+      if (state.status === 'awaiting_retry' && state.retryDeadline !== null && now >= state.retryDeadline) {
+        return closeRun(state, 'failed', 'lease_lost', now);
+      }
+      return state;
+    }
+    default:
+      return state;
+  }
+}
+
+/** Removes the first `count` outbox events once the activity has persisted them. */
+export function commitOutbox(state: RunState, count: number): RunState {
+  return { ...state, outbox: state.outbox.slice(count) };
+}
+
+/** The next batch to persist: in order, bounded by count and payload bytes (activity inputs are payloads too). */
+export function outboxBatch(state: RunState, maxCount = 200, maxBytes = 512 * 1024): RunEventReport[] {
+  const batch: RunEventReport[] = [];
+  let bytes = 0;
+  for (const event of state.outbox) {
+    const size = payloadBytes(event);
+    if (batch.length > 0 && (batch.length >= maxCount || bytes + size > maxBytes)) break;
+    batch.push(event);
+    bytes += size;
+  }
+  return batch;
+}
+
+export function summarize(state: RunState): RunSummary {
+  return {
+    id: state.runId,
+    organizationId: state.organizationId,
+    status: state.status,
+    attempt: state.attempt,
+    createdAt: state.createdAt,
+    startedAt: state.startedAt,
+    endedAt: state.endedAt,
+    lastHeartbeatAt: state.lastHeartbeatAt,
+    leaseExpiresAt: state.leaseExpiresAt,
+    eventCount: state.eventCount,
+    countsByType: { ...state.countsByType },
+    usage: { ...state.usage },
+    error: state.error,
+    lastAssistantText: state.lastAssistantText,
+    ignoredEvents: { ...state.ignored },
+    ...(state.memberId !== undefined ? { memberId: state.memberId } : {}),
+    ...(state.origin !== undefined ? { origin: state.origin } : {}),
+    ...(state.input !== undefined ? { input: state.input } : {}),
+  };
+}

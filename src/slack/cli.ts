@@ -1,0 +1,133 @@
+import { Command, InvalidArgumentError } from 'commander';
+import {
+  CONNECTION_ID_PATTERN,
+  createSlackConnection,
+  listSlackConnections,
+  SlackConnectionError,
+  updateSlackConnection,
+  type UpdateSlackConnectionInput,
+} from './connections';
+import { CliError, print, withCliContext } from '../cli/context';
+
+/** Slack ids (T…, A…, U…, C…) are upper-case letters and digits. */
+function slackId(kind: string) {
+  return (value: string): string => {
+    if (!/^[A-Z0-9]{2,32}$/.test(value)) throw new InvalidArgumentError(`must be a Slack ${kind} id (upper-case letters and digits)`);
+    return value;
+  };
+}
+
+function channels(value: string): string[] {
+  const list = value.split(',').map((c) => c.trim()).filter(Boolean);
+  for (const channel of list) {
+    if (!/^[A-Z0-9]{2,32}$/.test(channel)) throw new InvalidArgumentError(`"${channel}" is not a Slack channel id`);
+  }
+  return list;
+}
+
+function boolean(value: string): boolean {
+  if (value === 'true') return true;
+  if (value === 'false') return false;
+  throw new InvalidArgumentError('must be true or false');
+}
+
+function nonEmpty(value: string): string {
+  if (value.trim() === '') throw new InvalidArgumentError('must not be empty');
+  return value;
+}
+
+function nonNegativeHours(value: string): number {
+  const n = Number(value);
+  if (!Number.isFinite(n) || n < 0 || n > 24 * 365) throw new InvalidArgumentError('must be a number of hours, 0 or more');
+  return n;
+}
+
+function connectionId(value: string): string {
+  if (!CONNECTION_ID_PATTERN.test(value)) throw new CliError(`"${value}" is not a Slack connection id (emc_…)`);
+  return value;
+}
+
+/** Store errors are the operator's input errors: printed as such, not as a stack. */
+async function operatorErrors<T>(fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (error) {
+    if (error instanceof SlackConnectionError) throw new CliError(error.message);
+    throw error;
+  }
+}
+
+export function registerSlackCommands(program: Command): void {
+  const slack = program.command('slack').description('Slack integration.');
+  const connections = slack.command('connections').description('Slack app installations (one per workspace and app).');
+
+  connections
+    .command('create')
+    .description('Register a Slack app installation. Secrets are stored encrypted. Prints {connectionId}.')
+    .requiredOption('--org <organizationId>', 'organization that owns the connection')
+    .requiredOption('--team-id <T>', 'Slack workspace (team) id', slackId('team'))
+    .requiredOption('--app-id <A>', 'Slack app id (api_app_id)', slackId('app'))
+    .requiredOption('--signing-secret <s>', "the app's signing secret", nonEmpty)
+    .option('--bot-token <t>', 'bot token (xoxb-…), needed to post replies and connect prompts')
+    .option('--bot-user-id <U>', "the bot's own user id; its messages are never routed", slackId('user'))
+    .option('--channels <C1,C2>', 'channel allowlist (DMs are always allowed)', channels)
+    .option('--disabled', 'create it disabled')
+    .action(
+      (opts: {
+        org: string;
+        teamId: string;
+        appId: string;
+        signingSecret: string;
+        botToken?: string;
+        botUserId?: string;
+        channels?: string[];
+        disabled?: boolean;
+      }) =>
+        withCliContext(async ({ db, secretKey }) =>
+          operatorErrors(async () =>
+            print(
+              await createSlackConnection(db, await secretKey(), {
+                organizationId: opts.org,
+                teamId: opts.teamId,
+                apiAppId: opts.appId,
+                signingSecret: opts.signingSecret,
+                botToken: opts.botToken,
+                botUserId: opts.botUserId,
+                channels: opts.channels,
+                enabled: !opts.disabled,
+              }),
+            ),
+          ),
+        ),
+    );
+
+  connections
+    .command('update <id>')
+    .description('Enable or disable a connection, rotate its signing secret, or change its channel allowlist.')
+    .option('--enabled <true|false>', 'enable or disable routing', boolean)
+    .option('--signing-secret <s>', 'the new signing secret', nonEmpty)
+    .option('--previous-secret-valid-hours <n>', 'with --signing-secret: keep accepting the old secret for n hours (default 0)', nonNegativeHours)
+    .option('--channels <C1,C2>', 'replace the channel allowlist ("" clears it)', channels)
+    .option('--bot-token <t>', 'replace the bot token ("" removes it)')
+    .option('--bot-user-id <U>', "replace the bot's user id")
+    .action(
+      (
+        id: string,
+        opts: UpdateSlackConnectionInput,
+      ) =>
+        withCliContext(async ({ db, secretKey }) => {
+          connectionId(id);
+          if (opts.previousSecretValidHours !== undefined && opts.signingSecret === undefined) {
+            throw new CliError('--previous-secret-valid-hours only applies together with --signing-secret');
+          }
+          if (Object.values(opts).every((v) => v === undefined)) throw new CliError('nothing to update: pass at least one option');
+          await operatorErrors(async () => print(await updateSlackConnection(db, await secretKey(), id, opts)));
+        }),
+    );
+
+  connections
+    .command('list')
+    .description("An organization's Slack connections (no secrets).")
+    .requiredOption('--org <organizationId>', 'organization id')
+    .action((opts: { org: string }) => withCliContext(async ({ db }) => print(await listSlackConnections(db, opts.org))));
+}

@@ -1,0 +1,183 @@
+/**
+ * Slack connections (one app installation in one workspace). Signing secrets and bot tokens are
+ * sealed with AES-256-GCM (src/secrets.ts) before they reach Postgres; only this module opens
+ * them, and the public view never carries them.
+ */
+import type { Selectable } from 'kysely';
+import { typeid } from 'typeid-js';
+import { decryptSecret, encryptSecret } from '../app/secrets';
+import type { Db } from '../app/store/db';
+import type { SlackTables } from '../app/store/migrations/0003_slack';
+import type { SlackSigningSecrets } from './signature';
+
+/** Spec 2.1: `emc_` + 26 base32 characters; the first one is 0-7 because the suffix is 128 bits. */
+export const CONNECTION_ID_PATTERN = /^emc_[0-7][0-9a-hjkmnp-tv-z]{25}$/;
+
+export const newConnectionId = () => typeid('emc').toString();
+
+export class SlackConnectionError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'SlackConnectionError';
+  }
+}
+
+/** What the routes and activities work with, secrets opened. Never logged. */
+export interface SlackConnection {
+  id: string;
+  organizationId: string;
+  teamId: string;
+  apiAppId: string;
+  secrets: SlackSigningSecrets;
+  botToken: string | null;
+  botUserId: string | null;
+  channels: string[] | null;
+  enabled: boolean;
+  disabledReason: string | null;
+}
+
+/** What the CLI prints: no secret, no token. */
+export interface SlackConnectionView {
+  connectionId: string;
+  organizationId: string;
+  teamId: string;
+  appId: string;
+  botUserId: string | null;
+  hasBotToken: boolean;
+  channels: string[] | null;
+  enabled: boolean;
+  disabledReason: string | null;
+  previousSecretExpiresAt: string | null;
+  createdAt: string;
+  updatedAt: string;
+}
+
+/** A row as stored (secrets still sealed). */
+type Row = Selectable<SlackTables['slack_connections']>;
+
+function view(row: Row): SlackConnectionView {
+  return {
+    connectionId: row.id,
+    organizationId: row.organization_id,
+    teamId: row.team_id,
+    appId: row.api_app_id,
+    botUserId: row.bot_user_id,
+    hasBotToken: row.bot_token !== null,
+    channels: row.channels && row.channels.length > 0 ? row.channels : null,
+    enabled: row.enabled,
+    disabledReason: row.disabled_reason,
+    previousSecretExpiresAt: row.previous_secret_expires_at ? row.previous_secret_expires_at.toISOString() : null,
+    createdAt: row.created_at.toISOString(),
+    updatedAt: row.updated_at.toISOString(),
+  };
+}
+
+export interface CreateSlackConnectionInput {
+  organizationId: string;
+  teamId: string;
+  apiAppId: string;
+  signingSecret: string;
+  botToken?: string;
+  botUserId?: string;
+  channels?: string[];
+  enabled?: boolean;
+}
+
+export async function createSlackConnection(db: Db, key: Buffer, input: CreateSlackConnectionInput, now = new Date()) {
+  const org = await db.selectFrom('organizations').select('id').where('id', '=', input.organizationId).executeTakeFirst();
+  if (!org) throw new SlackConnectionError(`organization ${input.organizationId} not found`);
+  const id = newConnectionId();
+  await db
+    .insertInto('slack_connections')
+    .values({
+      id,
+      organization_id: input.organizationId,
+      team_id: input.teamId,
+      api_app_id: input.apiAppId,
+      signing_secret: encryptSecret(key, input.signingSecret),
+      bot_token: input.botToken ? encryptSecret(key, input.botToken) : null,
+      bot_user_id: input.botUserId ?? null,
+      channels: input.channels && input.channels.length > 0 ? input.channels : null,
+      enabled: input.enabled ?? true,
+      disabled_reason: input.enabled === false ? 'operator' : null,
+      created_at: now,
+      updated_at: now,
+    })
+    .execute();
+  return { connectionId: id };
+}
+
+export interface UpdateSlackConnectionInput {
+  enabled?: boolean;
+  signingSecret?: string;
+  /** With a new signing secret: how long the old one keeps verifying. 0 or absent = not at all. */
+  previousSecretValidHours?: number;
+  /** An empty list clears the allowlist. */
+  channels?: string[];
+  botToken?: string;
+  botUserId?: string;
+}
+
+export async function updateSlackConnection(db: Db, key: Buffer, id: string, input: UpdateSlackConnectionInput, now = new Date()) {
+  return db.transaction().execute(async (trx) => {
+    const row = await trx.selectFrom('slack_connections').selectAll().where('id', '=', id).forUpdate().executeTakeFirst();
+    if (!row) throw new SlackConnectionError(`Slack connection ${id} not found`);
+    const patch: Partial<Row> = { updated_at: now };
+    if (input.enabled !== undefined) {
+      patch.enabled = input.enabled;
+      patch.disabled_reason = input.enabled ? null : 'operator';
+    }
+    if (input.signingSecret !== undefined) {
+      patch.signing_secret = encryptSecret(key, input.signingSecret);
+      const hours = input.previousSecretValidHours ?? 0;
+      // Rotation: the old secret keeps verifying for a while, so deliveries Slack signed before
+      // the switch (and their retries) still pass. Default: a rotated secret stops at once.
+      patch.previous_signing_secret = hours > 0 ? row.signing_secret : null;
+      patch.previous_secret_expires_at = hours > 0 ? new Date(now.getTime() + hours * 3_600_000) : null;
+    }
+    if (input.channels !== undefined) patch.channels = input.channels.length > 0 ? input.channels : null;
+    if (input.botToken !== undefined) patch.bot_token = input.botToken ? encryptSecret(key, input.botToken) : null;
+    if (input.botUserId !== undefined) patch.bot_user_id = input.botUserId || null;
+    const updated = await trx.updateTable('slack_connections').set(patch).where('id', '=', id).returningAll().executeTakeFirstOrThrow();
+    return view(updated);
+  });
+}
+
+export async function listSlackConnections(db: Db, organizationId: string): Promise<SlackConnectionView[]> {
+  const rows = await db.selectFrom('slack_connections').selectAll().where('organization_id', '=', organizationId).orderBy('created_at').execute();
+  return rows.map(view);
+}
+
+export async function findSlackConnection(db: Db, key: Buffer, id: string): Promise<SlackConnection | undefined> {
+  const row = await db.selectFrom('slack_connections').selectAll().where('id', '=', id).executeTakeFirst();
+  if (!row) return undefined;
+  return {
+    id: row.id,
+    organizationId: row.organization_id,
+    teamId: row.team_id,
+    apiAppId: row.api_app_id,
+    secrets: {
+      current: decryptSecret(key, row.signing_secret),
+      previous:
+        row.previous_signing_secret && row.previous_secret_expires_at
+          ? { secret: decryptSecret(key, row.previous_signing_secret), expiresAt: row.previous_secret_expires_at.getTime() }
+          : undefined,
+    },
+    botToken: row.bot_token ? decryptSecret(key, row.bot_token) : null,
+    botUserId: row.bot_user_id,
+    channels: row.channels && row.channels.length > 0 ? row.channels : null,
+    enabled: row.enabled,
+    disabledReason: row.disabled_reason,
+  };
+}
+
+/** app_uninstalled / tokens_revoked (through the workflow) and operators. Idempotent. */
+export async function disableSlackConnection(db: Db, id: string, reason: string, now = new Date()): Promise<boolean> {
+  const result = await db
+    .updateTable('slack_connections')
+    .set({ enabled: false, disabled_reason: reason, updated_at: now })
+    .where('id', '=', id)
+    .where('enabled', '=', true)
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows) > 0;
+}

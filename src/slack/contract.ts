@@ -1,0 +1,85 @@
+/**
+ * Slack (spec 4.1, 4.6): one workflow per (connection, event_id), workflows/slack.ts. Its id,
+ * signals, queries, payload types and search attributes, defined once for the routes and the
+ * workflow. Deterministic: no I/O, no clocks, no randomness.
+ */
+import { defineSearchAttributeKey } from '@temporalio/common';
+import { defineQuery, defineSignal } from '@temporalio/workflow';
+import type { RunSettings, RunStatus } from '../runs/contract';
+
+export const slackSearchAttributes = {
+  ConnectionId: defineSearchAttributeKey('ConnectionId', 'KEYWORD'),
+  SlackUserId: defineSearchAttributeKey('SlackUserId', 'KEYWORD'),
+  SlackEventStatus: defineSearchAttributeKey('SlackEventStatus', 'KEYWORD'),
+} as const;
+
+export function slackEventWorkflowId(connectionId: string, eventId: string): string {
+  return `slack-event/${connectionId}/${eventId}`;
+}
+
+/** A mention or DM that asks the member's runtime for something. Only the fields we use. */
+export interface SlackInvocation {
+  type: 'app_mention' | 'message';
+  user: string;
+  channel: string;
+  /** `im` for DMs; absent on app_mention. */
+  channelType: string | null;
+  ts: string;
+  threadTs: string | null;
+  text: string;
+}
+
+export type SlackLifecycleType = 'app_uninstalled' | 'tokens_revoked';
+
+/** Settings fixed by the front door at start (workflows cannot read config). */
+export interface SlackEventSettings {
+  linkWaitMs: number;
+  memberDailyInvocations: number;
+  memberConcurrentRuns: number;
+  run: RunSettings;
+}
+
+export interface SlackEventInput {
+  connectionId: string;
+  organizationId: string;
+  teamId: string;
+  eventId: string;
+  receivedAt: number;
+  settings: SlackEventSettings;
+  /** Exactly one of the two is set. */
+  invocation?: SlackInvocation;
+  lifecycle?: { type: SlackLifecycleType };
+}
+
+/** Values of the SlackEventStatus search attribute, in the order an invocation goes through them. */
+export const SLACK_EVENT_STATUSES = [
+  'received',
+  'awaiting_link',
+  'link_expired',
+  'limited',
+  'run_created',
+  'replied',
+  'reply_skipped',
+  'reply_failed',
+  'connection_disabled',
+] as const;
+export type SlackEventStatus = (typeof SLACK_EVENT_STATUSES)[number];
+
+export interface SlackEventState {
+  status: SlackEventStatus;
+  memberId: string | null;
+  runId: string | null;
+  runStatus: RunStatus | null;
+  /** Why a limit or a post stopped the invocation, when one did. */
+  detail: string | null;
+}
+
+/** Sent by the account-link route to invocations waiting for this Slack user's link. */
+export interface SlackAccountLinked {
+  slackUserId: string;
+  organizationId: string;
+  memberId: string;
+}
+
+export const slackAccountLinkedSignal = defineSignal<[SlackAccountLinked]>('slackAccountLinked');
+export const slackEventStateQuery = defineQuery<SlackEventState>('slackEventState');

@@ -1,0 +1,79 @@
+/**
+ * Which events are routed, and why the others are not (behaviour notes, "Slack events").
+ * Pure, so each reason is a unit test. Quota is decided afterwards, by the route, because it
+ * is process state (quota.ts).
+ */
+import type { SlackInvocation, SlackLifecycleType } from './contract';
+
+export type IneligibleReason =
+  | 'connection_disabled'
+  | 'unsupported_type'
+  | 'bot_sender'
+  | 'own_bot_user'
+  | 'unsupported_subtype'
+  | 'incomplete_event'
+  | 'channel_not_allowed'
+  | 'workspace_quota'
+  | 'user_quota';
+
+export type EventClassification =
+  | { route: 'lifecycle'; type: SlackLifecycleType }
+  | { route: 'invocation'; invocation: SlackInvocation }
+  | { route: 'ignore'; reason: IneligibleReason };
+
+export interface EligibilityContext {
+  enabled: boolean;
+  botUserId: string | null;
+  /** Null or empty: every channel. */
+  channels: string[] | null;
+}
+
+const LIFECYCLE: readonly string[] = ['app_uninstalled', 'tokens_revoked'];
+
+const str = (value: unknown): string | undefined => (typeof value === 'string' && value.length > 0 ? value : undefined);
+
+/** DM channel ids start with D; `channel_type: im` says the same on message events. */
+export const isDirectMessage = (channel: string, channelType: string | null) => channelType === 'im' || channel.startsWith('D');
+
+export function classifyEvent(event: Record<string, unknown>, connection: EligibilityContext): EventClassification {
+  const type = str(event.type);
+  // Lifecycle events count even on a disabled connection: they are what disables it.
+  if (type && LIFECYCLE.includes(type)) return { route: 'lifecycle', type: type as SlackLifecycleType };
+  if (!connection.enabled) return { route: 'ignore', reason: 'connection_disabled' };
+
+  const channelType = str(event.channel_type) ?? null;
+  const invocationType = type === 'app_mention' || (type === 'message' && channelType === 'im');
+  if (!invocationType) return { route: 'ignore', reason: 'unsupported_type' };
+
+  // A bot answering a bot would loop: anything sent by a bot or an app is never routed.
+  if (event.bot_id !== undefined || event.app_id !== undefined || event.bot_profile !== undefined) {
+    return { route: 'ignore', reason: 'bot_sender' };
+  }
+  const user = str(event.user);
+  if (user && connection.botUserId && user === connection.botUserId) return { route: 'ignore', reason: 'own_bot_user' };
+  // Edits, deletions, joins… carry a subtype; only plain new messages are invocations.
+  if (event.subtype !== undefined) return { route: 'ignore', reason: 'unsupported_subtype' };
+
+  const channel = str(event.channel);
+  const ts = str(event.ts);
+  const text = typeof event.text === 'string' ? event.text : '';
+  if (!user || !channel || !ts || text.trim() === '') return { route: 'ignore', reason: 'incomplete_event' };
+
+  const allowlist = connection.channels ?? [];
+  if (allowlist.length > 0 && !isDirectMessage(channel, channelType) && !allowlist.includes(channel)) {
+    return { route: 'ignore', reason: 'channel_not_allowed' };
+  }
+
+  return {
+    route: 'invocation',
+    invocation: {
+      type: type as 'app_mention' | 'message',
+      user,
+      channel,
+      channelType,
+      ts,
+      threadTs: str(event.thread_ts) ?? null,
+      text,
+    },
+  };
+}

@@ -1,0 +1,86 @@
+/**
+ * The Events API envelope (https://api.slack.com/apis/events-api#callback-field), parsed from
+ * the raw bytes after the signature has been verified. Pure: no Koa, no I/O.
+ */
+import type { InvalidRequestDetail } from '../app/errors';
+
+export type SlackEnvelope =
+  | { kind: 'url_verification'; challenge: string }
+  | {
+      kind: 'callback';
+      type: string;
+      teamId: string | undefined;
+      apiAppId: string | undefined;
+      /** Absent for envelopes that carry no event (then the route just acks). */
+      eventId: string | undefined;
+      event: Record<string, unknown> | undefined;
+    };
+
+export type EnvelopeResult = { ok: true; envelope: SlackEnvelope } | { ok: false; details: InvalidRequestDetail[] };
+
+const isObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
+
+const optionalString = (value: unknown): string | undefined =>
+  typeof value === 'string' && value.length > 0 ? value : undefined;
+
+export function parseEnvelope(raw: Buffer): EnvelopeResult {
+  let body: unknown;
+  try {
+    body = JSON.parse(raw.toString('utf8'));
+  } catch {
+    return { ok: false, details: [{ message: 'Body is not valid JSON.', path: [] }] };
+  }
+  if (!isObject(body)) return { ok: false, details: [{ message: 'Body must be a JSON object (an event envelope).', path: [] }] };
+  if (typeof body.type !== 'string' || body.type.length === 0) {
+    return { ok: false, details: [{ message: 'Envelope needs a string "type".', path: ['type'] }] };
+  }
+  if (body.type === 'url_verification') {
+    if (typeof body.challenge !== 'string') {
+      return { ok: false, details: [{ message: 'url_verification needs a string "challenge".', path: ['challenge'] }] };
+    }
+    return { ok: true, envelope: { kind: 'url_verification', challenge: body.challenge } };
+  }
+  return {
+    ok: true,
+    envelope: {
+      kind: 'callback',
+      type: body.type,
+      teamId: optionalString(body.team_id),
+      apiAppId: optionalString(body.api_app_id),
+      eventId: optionalString(body.event_id),
+      event: isObject(body.event) ? body.event : undefined,
+    },
+  };
+}
+
+/** Slash commands are form-encoded; these are the fields we need. */
+export interface SlashCommand {
+  teamId: string;
+  apiAppId: string | undefined;
+  userId: string;
+  command: string | undefined;
+  channelId: string | undefined;
+}
+
+export type SlashCommandResult = { ok: true; command: SlashCommand } | { ok: false; details: InvalidRequestDetail[] };
+
+export function parseSlashCommand(raw: Buffer): SlashCommandResult {
+  const form = new URLSearchParams(raw.toString('utf8'));
+  const details: InvalidRequestDetail[] = [];
+  const teamId = form.get('team_id') ?? '';
+  const userId = form.get('user_id') ?? '';
+  if (!teamId) details.push({ message: 'Required form field.', path: ['team_id'] });
+  if (!userId) details.push({ message: 'Required form field.', path: ['user_id'] });
+  if (details.length > 0) return { ok: false, details };
+  return {
+    ok: true,
+    command: {
+      teamId,
+      userId,
+      apiAppId: form.get('api_app_id') || undefined,
+      command: form.get('command') || undefined,
+      channelId: form.get('channel_id') || undefined,
+    },
+  };
+}

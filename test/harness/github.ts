@@ -1,0 +1,83 @@
+/**
+ * GitHub test helpers: real payloads from `@octokit/webhooks-examples`, signed for real, sent
+ * over real HTTP, and bounded waits for the delivery workflow.
+ */
+import { randomInt, randomUUID } from 'node:crypto';
+import { signGithubPayload } from '../../src/github/signature';
+import { githubDeliveryWorkflowId, type GithubDeliverySummary } from '../../src/github/contract';
+import type { TestStack, TestResponse } from './stack';
+
+// Payloads are mutated freely by tests (fresh ids per test), so they are typed loosely.
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type Payload = Record<string, any>;
+
+interface ExampleGroup {
+  name: string;
+  actions: string[];
+  examples: Payload[];
+}
+
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const groups = require('@octokit/webhooks-examples/api.github.com/index.json') as ExampleGroup[];
+
+/** A deep copy of the first example of `event` that satisfies `where` (e.g. an action). */
+export function githubExample(event: string, where: (payload: Payload) => boolean = () => true): Payload {
+  const group = groups.find((g) => g.name === event);
+  if (!group) throw new Error(`no examples for ${event}`);
+  const found = group.examples.find(where);
+  if (!found) throw new Error(`no ${event} example matches`);
+  return structuredClone(found);
+}
+
+/** Ids far from the examples' (1, 2, 186853002…) so tests never see each other's rows. */
+export const freshId = () => randomInt(1_000_000_000, 2 ** 47);
+
+export interface DeliveryRequest {
+  event?: string | null;
+  deliveryId?: string | null;
+  payload?: unknown;
+  /** Sent as is instead of JSON.stringify(payload). */
+  raw?: string | Buffer;
+  secret: string;
+  /** Overrides the computed header; null leaves it out. */
+  signature?: string | null;
+  path?: string;
+  contentType?: string;
+}
+
+export const GITHUB_PATH = '/v1/webhooks/connectors/github';
+export const CODEHOST_PATH = '/v1/webhooks/connectors/codehost';
+
+/** POSTs a delivery the way GitHub does: same headers, HMAC over the exact bytes sent. */
+export async function deliver(stack: TestStack, request: DeliveryRequest): Promise<TestResponse> {
+  const raw = request.raw ?? JSON.stringify(request.payload ?? {});
+  const headers: Record<string, string> = {
+    'content-type': request.contentType ?? 'application/json',
+    'user-agent': 'GitHub-Hookshot/test',
+  };
+  if (request.event !== null) headers['x-github-event'] = request.event ?? 'ping';
+  if (request.deliveryId !== null) headers['x-github-delivery'] = request.deliveryId ?? randomUUID();
+  if (request.signature !== null) headers['x-hub-signature-256'] = request.signature ?? signGithubPayload(request.secret, raw);
+  return stack.request('POST', request.path ?? GITHUB_PATH, { headers, raw });
+}
+
+export async function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([
+      promise,
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms waiting for ${what}`)), ms);
+      }),
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** The delivery workflow's summary, once it has finished (bounded). */
+export function deliveryResult(stack: TestStack, deliveryId: string, ms = 15_000): Promise<GithubDeliverySummary> {
+  const handle = stack.services.temporal.client.workflow.getHandle(githubDeliveryWorkflowId(deliveryId));
+  return withTimeout(handle.result() as Promise<GithubDeliverySummary>, ms, `github-delivery/${deliveryId}`);
+}
+

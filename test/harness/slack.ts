@@ -1,0 +1,188 @@
+/**
+ * Slack test kit: a fake Slack Web API on 127.0.0.1 that records every call, requests signed
+ * for real with a connection's signing secret, and connections made through the same store
+ * functions the CLI uses.
+ */
+import { randomUUID } from 'node:crypto';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { createSlackConnection } from '../../src/slack/connections';
+import { signSlackRequest } from '../../src/slack/signature';
+import type { Db } from '../../src/app/store/db';
+import type { TestResponse, TestStack } from './stack';
+import { waitFor } from './wait';
+
+export interface SlackApiCall {
+  method: string;
+  authorization: string | undefined;
+  body: Record<string, unknown>;
+  at: number;
+}
+
+export interface ScriptedReply {
+  status: number;
+  headers?: Record<string, string>;
+  body?: unknown;
+}
+
+export interface FakeSlack {
+  url: string;
+  calls: SlackApiCall[];
+  /** The next call(s) of `method` get these replies, in order, before the default `{ok:true}`. */
+  script(method: string, ...replies: ScriptedReply[]): void;
+  /** Waits for a call of `method` that `match` accepts. */
+  waitForCall(method: string, match?: (call: SlackApiCall) => boolean, timeoutMs?: number): Promise<SlackApiCall>;
+  close(): Promise<void>;
+}
+
+export async function startFakeSlack(): Promise<FakeSlack> {
+  const calls: SlackApiCall[] = [];
+  const scripted = new Map<string, ScriptedReply[]>();
+  const server = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => {
+      const method = (req.url ?? '').split('?')[0]!.split('/').pop() ?? '';
+      let body: Record<string, unknown> = {};
+      try {
+        body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as Record<string, unknown>;
+      } catch {
+        body = { unparsed: Buffer.concat(chunks).toString('utf8') };
+      }
+      calls.push({ method, authorization: req.headers.authorization, body, at: Date.now() });
+      const reply = scripted.get(method)?.shift() ?? { status: 200, body: { ok: true, ts: `${Date.now() / 1000}` } };
+      res.writeHead(reply.status, { 'content-type': 'application/json', ...reply.headers });
+      res.end(JSON.stringify(reply.body ?? { ok: false, error: 'ratelimited' }));
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}/api`,
+    calls,
+    script(method, ...replies) {
+      scripted.set(method, [...(scripted.get(method) ?? []), ...replies]);
+    },
+    async waitForCall(method, match = () => true, timeoutMs = 20_000) {
+      return waitFor(() => calls.find((c) => c.method === method && match(c)), timeoutMs, { what: `Slack ${method}`, intervalMs: 100 });
+    },
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+
+export interface TestSlackConnection {
+  connectionId: string;
+  teamId: string;
+  appId: string;
+  signingSecret: string;
+  botUserId: string;
+}
+
+export async function createTestSlackConnection(
+  db: Db,
+  secretKey: Buffer,
+  organizationId: string,
+  options: { botToken?: string | null; channels?: string[]; enabled?: boolean } = {},
+): Promise<TestSlackConnection> {
+  const suffix = randomUUID().replace(/-/g, '').slice(0, 10).toUpperCase();
+  const teamId = `T${suffix}`;
+  const appId = `A${suffix}`;
+  const botUserId = `UB${suffix}`;
+  const signingSecret = randomUUID().replace(/-/g, '');
+  const { connectionId } = await createSlackConnection(db, secretKey, {
+    organizationId,
+    teamId,
+    apiAppId: appId,
+    signingSecret,
+    botToken: options.botToken === null ? undefined : (options.botToken ?? `xoxb-test-${suffix}`),
+    botUserId,
+    channels: options.channels,
+    enabled: options.enabled,
+  });
+  return { connectionId, teamId, appId, signingSecret, botUserId };
+}
+
+export function slackSignatureHeaders(secret: string, body: string, timestamp = Math.floor(Date.now() / 1000)): Record<string, string> {
+  return {
+    'x-slack-request-timestamp': String(timestamp),
+    'x-slack-signature': signSlackRequest(secret, timestamp, body),
+  };
+}
+
+export function eventEnvelope(
+  connection: Pick<TestSlackConnection, 'teamId' | 'appId'>,
+  event: Record<string, unknown>,
+  eventId = `Ev${randomUUID().replace(/-/g, '').slice(0, 12).toUpperCase()}`,
+) {
+  return {
+    token: 'deprecated-verification-token',
+    team_id: connection.teamId,
+    api_app_id: connection.appId,
+    event,
+    type: 'event_callback',
+    event_id: eventId,
+    event_time: Math.floor(Date.now() / 1000),
+  };
+}
+
+export function appMention(user: string, text = 'hello', channel = 'C0TESTCHAN') {
+  const ts = `${Math.floor(Date.now() / 1000)}.${String(Math.floor(Math.random() * 1e6)).padStart(6, '0')}`;
+  return { type: 'app_mention', user, text: `<@UBOT> ${text}`, ts, channel, event_ts: ts };
+}
+
+export function directMessage(user: string, text = 'hello', channel = 'D0TESTDM') {
+  const ts = `${Math.floor(Date.now() / 1000)}.${String(Math.floor(Math.random() * 1e6)).padStart(6, '0')}`;
+  return { type: 'message', channel_type: 'im', user, text, ts, channel, event_ts: ts };
+}
+
+export const newSlackUserId = () => `U${randomUUID().replace(/-/g, '').slice(0, 10).toUpperCase()}`;
+
+/** Posts a signed JSON body to the events route (or its alias). */
+export async function postSlackEvent(
+  stack: TestStack,
+  connection: Pick<TestSlackConnection, 'connectionId' | 'signingSecret'>,
+  body: unknown,
+  options: { provider?: 'slack' | 'chatplatform'; headers?: Record<string, string>; raw?: string } = {},
+): Promise<TestResponse> {
+  const raw = options.raw ?? JSON.stringify(body);
+  return stack.request('POST', `/v1/integrations/${options.provider ?? 'slack'}/${connection.connectionId}/events`, {
+    raw,
+    headers: { 'content-type': 'application/json', ...slackSignatureHeaders(connection.signingSecret, raw), ...options.headers },
+  });
+}
+
+/** Posts a signed slash command form to the commands route (or its alias). */
+export async function postSlashCommand(
+  stack: TestStack,
+  connection: Pick<TestSlackConnection, 'connectionId' | 'signingSecret' | 'teamId' | 'appId'>,
+  fields: Record<string, string>,
+  options: { provider?: 'slack' | 'chatplatform'; headers?: Record<string, string> } = {},
+): Promise<TestResponse> {
+  const raw = new URLSearchParams({
+    token: 'deprecated',
+    team_id: connection.teamId,
+    api_app_id: connection.appId,
+    channel_id: 'C0TESTCHAN',
+    command: '/den',
+    text: '',
+    ...fields,
+  }).toString();
+  return stack.request('POST', `/v1/integrations/${options.provider ?? 'slack'}/${connection.connectionId}/commands`, {
+    raw,
+    headers: { 'content-type': 'application/x-www-form-urlencoded', ...slackSignatureHeaders(connection.signingSecret, raw), ...options.headers },
+  });
+}
+
+/** The token inside the `<url|Connect your account>` link of a slash-command reply or ephemeral text. */
+export function linkTokenFrom(text: string): string {
+  const match = /<([^|>]+)\|Connect your account>/.exec(text);
+  if (!match) throw new Error(`no connect link in: ${text}`);
+  const token = new URL(match[1]!).searchParams.get('token');
+  if (!token) throw new Error(`no token in: ${match[1]}`);
+  return token;
+}

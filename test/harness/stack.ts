@@ -1,0 +1,115 @@
+/**
+ * A real app instance for one test file: the Koa front door on a free port and, optionally, a
+ * worker on a task queue of its own, both against the suite's Temporal and Postgres.
+ */
+import { randomUUID } from 'node:crypto';
+import { Writable } from 'node:stream';
+import { loadConfigWith, type Config } from '../../src/app/config';
+import { createApp } from '../../src/app/http/app';
+import { listen, type HttpServer } from '../../src/app/http/server';
+import type { Services } from '../../src/app/http/services';
+import { createLogger } from '../../src/app/log';
+import { createServices } from '../../src/app/compose';
+import { startWorker, type WorkerHandle } from '../../src/app/temporal/worker';
+import type { McpNetworkOverrides } from '../../activities/mcp';
+import { testResolver } from './no-dns';
+
+export interface TestStack {
+  config: Config;
+  services: Services;
+  http: HttpServer;
+  worker?: WorkerHandle;
+  url: string;
+  /** Everything the app logged, as parsed JSON lines (for redaction and log assertions). */
+  logs: Record<string, unknown>[];
+  /** Sends a real HTTP request to the app. */
+  request(method: string, path: string, init?: { headers?: Record<string, string>; body?: unknown; raw?: string | Buffer }): Promise<TestResponse>;
+  stop(): Promise<void>;
+}
+
+export interface TestResponse {
+  status: number;
+  headers: Headers;
+  text: string;
+  /** The body parsed as JSON, or undefined when it isn't JSON. */
+  json: any; // eslint-disable-line @typescript-eslint/no-explicit-any
+}
+
+export async function startTestStack(
+  options: { env?: Record<string, string>; worker?: boolean; now?: () => number; mcpNetwork?: McpNetworkOverrides } = {},
+): Promise<TestStack> {
+  const taskQueue = `test-${randomUUID()}`;
+  const config = loadConfigWith({ TEMPORAL_TASK_QUEUE: taskQueue, PORT: '0', HOST: '127.0.0.1', ...options.env });
+  const logs: Record<string, unknown>[] = [];
+  const sink = new Writable({
+    write(chunk: Buffer, _enc, done) {
+      for (const line of chunk.toString('utf8').split('\n').filter(Boolean)) {
+        try {
+          logs.push(JSON.parse(line) as Record<string, unknown>);
+        } catch {
+          logs.push({ raw: line });
+        }
+      }
+      done();
+    },
+  });
+  // Capture at debug level so log assertions can see everything; nothing is printed.
+  const log = createLogger({ level: 'debug', destination: sink, name: 'test' });
+  const services = await createServices(config, log, {
+    databaseUrl: config.database.url!,
+    temporalAddress: config.temporal.address!,
+    embedded: false,
+  });
+  if (options.now) services.now = options.now;
+  let worker: WorkerHandle | undefined;
+  if (options.worker) {
+    worker = await startWorker({
+      config,
+      address: config.temporal.address!,
+      log,
+      deps: {
+        config,
+        db: services.database.db,
+        log,
+        temporal: services.temporal,
+        secretKey: services.secretKey,
+        // No test worker ever asks the system's DNS: MCP probes only reach names a test maps.
+        mcpNetwork: options.mcpNetwork ?? { resolve: testResolver() },
+      },
+    });
+  }
+  const http = await listen(createApp(services), '127.0.0.1', 0);
+
+  return {
+    config,
+    services,
+    http,
+    worker,
+    url: http.url,
+    logs,
+    async request(method, path, init = {}) {
+      const headers: Record<string, string> = { ...init.headers };
+      let body: string | Buffer | undefined = init.raw;
+      if (body === undefined && init.body !== undefined) {
+        body = JSON.stringify(init.body);
+        headers['content-type'] ??= 'application/json';
+      }
+      const response = await fetch(`${http.url}${path}`, { method, headers, body });
+      const text = await response.text();
+      let json: unknown;
+      try {
+        json = JSON.parse(text);
+      } catch {
+        json = undefined;
+      }
+      return { status: response.status, headers: response.headers, text, json };
+    },
+    async stop() {
+      services.lifecycle.shuttingDown = true;
+      await http.close(1000);
+      await worker?.shutdown();
+      await services.temporal.close().catch(() => undefined);
+      await services.database.close().catch(() => undefined);
+    },
+  };
+}

@@ -1,0 +1,145 @@
+/**
+ * One actor workflow per automation run (spec 4.3, 4.4; issue #4). The front door signals it;
+ * it owns ordering, dedupe, state and liveness. The rules live in ./automation-run-state.ts as
+ * pure functions; this file only wires them to signals, a moving deadline and persistence.
+ *
+ * Two loops run side by side, so a slow Postgres never delays a lease deadline:
+ * - the liveness loop sleeps until the next deadline with `condition(fn, remainingMs)`, waking
+ *   early only when the status or attempt changes. Heartbeats move the lease without waking it:
+ *   the deadline only ever moves later, so the loop re-reads it when its timer fires (the
+ *   "updatable timer" of temporalio/samples-typescript, with no polling);
+ * - the sync loop appends applied events to Postgres in order (then forgets their bodies) and
+ *   keeps the `automation_runs` row and the search attributes current at every transition.
+ */
+import {
+  allHandlersFinished,
+  condition,
+  continueAsNew,
+  log,
+  proxyLocalActivities,
+  setHandler,
+  upsertSearchAttributes,
+  workflowInfo,
+  metricMeter,
+} from '@temporalio/workflow';
+import type { Activities } from '../activities';
+import { runEventSignal, runHeartbeatSignal, runSummaryQuery, runSearchAttributes, type RunSummary, type RunWorkflowInput } from '../src/runs/contract';
+import {
+  applyEvent,
+  applyHeartbeat,
+  canCarry,
+  commitOutbox,
+  compactState,
+  initialState,
+  isClosed,
+  nextDeadline,
+  outboxBatch,
+  summarize,
+  tick,
+  type RunState,
+} from '../src/runs/state';
+
+// A local activity: the write is a few milliseconds of Postgres, and a local activity costs one
+// marker in the history instead of three events, an extra workflow task and a task-queue round
+// trip per batch. Retries until Postgres takes the write: an acked event must reach the log,
+// however long Postgres is down.
+const { persistRunState } = proxyLocalActivities<Activities>({
+  startToCloseTimeout: '30s',
+  retry: { initialInterval: '250ms', backoffCoefficient: 2, maximumInterval: '10s' },
+});
+
+export async function automationRun(input: RunWorkflowInput): Promise<RunSummary> {
+  const { settings } = input;
+  let state: RunState = initialState(input, Date.now(), settings);
+
+  // Handlers first, so the signal that came with signalWithStart is applied before anything else.
+  setHandler(runEventSignal, (event) => {
+    state = applyEvent(state, event, Date.now(), settings);
+  });
+  setHandler(runHeartbeatSignal, (heartbeat) => {
+    state = applyHeartbeat(state, heartbeat, Date.now(), settings);
+  });
+  setHandler(runSummaryQuery, () => summarize(state));
+
+  let syncedTransitions = -1;
+  let upserted = '';
+  let reportedStatus: string | undefined = input.carried ? state.status : undefined;
+  // Exported by the worker's SDK runtime (WORKER_METRICS_PORT); the SDK skips it on replay.
+  const transitionsCounter = metricMeter.createCounter('den_run_status_transitions_total', 'transitions', 'Run status transitions.');
+  const needsSync = () => state.outbox.length > 0 || state.transitions !== syncedTransitions;
+
+  const syncOnce = async () => {
+    const events = outboxBatch(state);
+    const transitions = state.transitions;
+    state = { ...state, syncVersion: state.syncVersion + 1 };
+    const marker = `${state.status}/${state.attempt}`;
+    if (marker !== upserted) {
+      upsertSearchAttributes([
+        { key: runSearchAttributes.OrgId, value: state.organizationId },
+        { key: runSearchAttributes.RunStatus, value: state.status },
+        { key: runSearchAttributes.RunAttempt, value: state.attempt },
+      ]);
+      upserted = marker;
+      if (state.status !== reportedStatus) {
+        transitionsCounter.add(1, { from: reportedStatus ?? 'none', to: state.status, cause: state.error ?? 'reported' });
+        reportedStatus = state.status;
+      }
+      log.info('run status', { runId: state.runId, status: state.status, attempt: state.attempt, error: state.error });
+    }
+    // The row does not need the last assistant text (it can be large and would be written on
+    // every sync); the workflow result and the query carry it.
+    const summary = { ...summarize(state), lastAssistantText: undefined };
+    await persistRunState({
+      organizationId: state.organizationId,
+      runId: state.runId,
+      version: state.syncVersion,
+      summary,
+      events,
+    });
+    // The outbox only grows at its end meanwhile, so its first `events.length` are these.
+    state = commitOutbox(state, events.length);
+    syncedTransitions = transitions;
+  };
+
+  let finishing = false;
+  const syncLoop = (async () => {
+    for (;;) {
+      await condition(() => needsSync() || finishing);
+      if (!needsSync()) return;
+      // Continuing as new under a steady stream of events: the outbox never empties (every
+      // activity round trip lets more signals in), so a small remainder travels in the carried
+      // state instead, to be persisted first by the next execution.
+      if (finishing && !isClosed(state) && canCarry(state)) return;
+      await syncOnce();
+    }
+  })();
+
+  const continueAsNewDue = () =>
+    workflowInfo().continueAsNewSuggested || state.signalsThisExecution >= settings.continueAsNewEvents;
+
+  while (!isClosed(state) && !continueAsNewDue()) {
+    state = tick(state, Date.now(), settings);
+    if (isClosed(state)) break;
+    const deadline = nextDeadline(state, settings);
+    const seen = state.transitions;
+    const changed = () => state.transitions !== seen || continueAsNewDue();
+    if (deadline === null) {
+      await condition(changed);
+      continue;
+    }
+    const woke = await condition(changed, Math.max(1, deadline - Date.now()));
+    // Timer fired: that deadline has passed (unless a heartbeat moved it, which tick sees).
+    if (!woke) state = tick(state, Math.max(Date.now(), deadline), settings);
+  }
+
+  finishing = true;
+  await syncLoop;
+  // No signal may be lost across continue-as-new or completion (engineering notes).
+  await condition(allHandlersFinished);
+  if (!isClosed(state)) {
+    return continueAsNew<typeof automationRun>({ ...input, carried: compactState(state) });
+  }
+  // Closed runs ignore further reports, so this drains: the result is final only once persisted.
+  while (needsSync()) await syncOnce();
+  return summarize(state);
+}

@@ -1,0 +1,157 @@
+/**
+ * One Slack event, `slack-event/{connectionId}/{event_id}` (issue #5). Started by the events
+ * route before it acks, so the id is also the dedupe key of Slack's retries.
+ *
+ * - Lifecycle (app_uninstalled, tokens_revoked): disable the connection.
+ * - Invocation (app_mention, DM): find the Slack user's member, or hold the invocation for
+ *   SLACK_LINK_WAIT while an ephemeral message offers a connect link; apply the member's limits;
+ *   run it as a queued automation run (a child workflow) for the member's runtime to claim;
+ *   reply in the thread with the run's last assistant text.
+ */
+import {
+  ActivityFailure,
+  ChildWorkflowFailure,
+  condition,
+  executeChild,
+  proxyActivities,
+  setHandler,
+  upsertSearchAttributes,
+  uuid4,
+  workflowInfo,
+} from '@temporalio/workflow';
+import type { Activities } from '../activities';
+import { automationRun } from './runs';
+import { limitText, runReplyText } from '../src/slack/texts';
+import { runWorkflowId, type RunSummary, type RunWorkflowInput } from '../src/runs/contract';
+import { slackSearchAttributes, slackAccountLinkedSignal, slackEventStateQuery, type SlackAccountLinked, type SlackEventInput, type SlackEventState, type SlackEventStatus } from '../src/slack/contract';
+
+/** Postgres work: retried until it succeeds (Postgres outages must not lose an invocation). */
+const records = proxyActivities<Activities>({
+  startToCloseTimeout: '30s',
+  retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '30s' },
+});
+
+/** Slack Web API: a 429's Retry-After overrides the interval (activities/slack.ts). Bounded. */
+const slackApi = proxyActivities<Activities>({
+  startToCloseTimeout: '30s',
+  retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '1m', maximumAttempts: 6 },
+});
+
+export async function slackEvent(input: SlackEventInput): Promise<SlackEventState> {
+  const state: SlackEventState = { status: 'received', memberId: null, runId: null, runStatus: null, detail: null };
+  let linked: SlackAccountLinked | undefined;
+  setHandler(slackEventStateQuery, () => state);
+  setHandler(slackAccountLinkedSignal, (link) => {
+    if (input.invocation && link.slackUserId === input.invocation.user && link.organizationId === input.organizationId) linked ??= link;
+  });
+  const setStatus = (status: SlackEventStatus, detail: string | null = null) => {
+    state.status = status;
+    state.detail = detail;
+    upsertSearchAttributes([{ key: slackSearchAttributes.SlackEventStatus, value: status }]);
+  };
+
+  if (input.lifecycle) {
+    await records.slackDisableConnection({ connectionId: input.connectionId, reason: input.lifecycle.type });
+    setStatus('connection_disabled', input.lifecycle.type);
+    return state;
+  }
+  const invocation = input.invocation;
+  if (!invocation) return state;
+  const { connectionId, eventId, settings } = input;
+  const thread = { connectionId, channel: invocation.channel, user: invocation.user, threadTs: invocation.threadTs };
+
+  // 1. Who is asking: the linked member, or wait for the link.
+  let member: { organizationId: string; memberId: string } | null = await records.slackLinkOrWait({
+    connectionId,
+    slackUserId: invocation.user,
+    eventId,
+    workflowId: workflowInfo().workflowId,
+    waitMs: settings.linkWaitMs,
+  });
+  if (!member) {
+    setStatus('awaiting_link');
+    await bestEffort(() => slackApi.slackPostConnectPrompt({ ...thread, waitMs: settings.linkWaitMs }));
+    const gotLink = await condition(() => linked !== undefined, settings.linkWaitMs);
+    await records.slackClearPending({ connectionId, eventId });
+    if (!gotLink || !linked) {
+      setStatus('link_expired');
+      return state;
+    }
+    member = { organizationId: linked.organizationId, memberId: linked.memberId };
+  }
+  state.memberId = member.memberId;
+
+  // 2. The member's limits.
+  const run = settings.run;
+  const reservation = await records.slackReserveInvocation({
+    connectionId,
+    eventId,
+    organizationId: member.organizationId,
+    memberId: member.memberId,
+    runId: uuid4(),
+    limits: {
+      dailyInvocations: settings.memberDailyInvocations,
+      concurrentRuns: settings.memberConcurrentRuns,
+      staleAfterMs: run.claimDeadlineMs + run.maxDurationMs + run.retryWindowMs * run.maxAttempts + 3_600_000,
+    },
+  });
+  if (!reservation.ok) {
+    setStatus('limited', reservation.limit);
+    await bestEffort(() => slackApi.slackPostEphemeral({ ...thread, text: limitText(reservation.limit, reservation.max) }));
+    return state;
+  }
+  state.runId = reservation.runId;
+
+  // 3. The run: queued until the member's runtime claims it with a heartbeat or an event.
+  const threadTs = invocation.threadTs ?? invocation.ts;
+  const runInput: RunWorkflowInput = {
+    organizationId: member.organizationId,
+    runId: reservation.runId,
+    initialStatus: 'queued',
+    createdAt: Date.now(),
+    settings: run,
+    memberId: member.memberId,
+    origin: {
+      kind: 'slack',
+      connectionId,
+      teamId: input.teamId,
+      channel: invocation.channel,
+      threadTs,
+      slackUserId: invocation.user,
+    },
+    input: { text: invocation.text },
+  };
+  setStatus('run_created');
+  let summary: Pick<RunSummary, 'status' | 'error' | 'lastAssistantText'>;
+  try {
+    const result = await executeChild(automationRun, {
+      workflowId: runWorkflowId(member.organizationId, reservation.runId),
+      args: [runInput],
+      // The run is the member's record; it outlives this invocation if an operator ends it.
+      parentClosePolicy: 'ABANDON',
+      workflowIdReusePolicy: 'REJECT_DUPLICATE',
+    });
+    summary = result;
+  } catch (error) {
+    if (!(error instanceof ChildWorkflowFailure)) throw error;
+    summary = { status: 'failed', error: 'run_workflow_failed', lastAssistantText: null };
+  } finally {
+    await records.slackReleaseInvocation({ connectionId, eventId });
+  }
+  state.runStatus = summary.status;
+
+  // 4. The answer, in the thread.
+  const reply = await bestEffort(() => slackApi.slackPostMessage({ connectionId, channel: invocation.channel, threadTs, text: runReplyText(summary) }));
+  setStatus(reply === 'posted' ? 'replied' : reply === 'skipped' ? 'reply_skipped' : 'reply_failed');
+  return state;
+}
+
+/** A Slack post that failed after its retries must not fail the invocation's record. */
+async function bestEffort(post: () => Promise<{ posted: boolean }>): Promise<'posted' | 'skipped' | 'failed'> {
+  try {
+    return (await post()).posted ? 'posted' : 'skipped';
+  } catch (error) {
+    if (error instanceof ActivityFailure) return 'failed';
+    throw error;
+  }
+}
