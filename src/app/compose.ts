@@ -1,14 +1,28 @@
 /**
- * How the processes are put together. `npm start` runs everything in one process (embedded
- * Temporal and Postgres when their addresses are unset); `npm run serve` and `npm run worker`
- * are the production split and refuse embedded servers unless EMBEDDED=true.
+ * The composition root: the one place that constructs things. It builds the infrastructure
+ * (config, logger, metrics, Postgres, the Temporal client, the ingress gateway), then each
+ * feature from exactly the dependencies it declares, and hands the routes to the front door and
+ * the activities to the worker.
+ *
+ * `npm start` runs everything in one process (embedded Temporal and Postgres when their
+ * addresses are unset); `npm run serve` and `npm run worker` are the production split and
+ * refuse embedded servers unless EMBEDDED=true.
  */
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import type { Config } from './config';
 import { createApp } from './http/app';
 import { listen, type HttpServer } from './http/server';
-import type { Services } from './http/services';
+import type Koa from 'koa';
+import type { AppState } from './http/context';
+import { REMOVED_ROUTES, type RemovedRoute } from './http/deprecated';
+import { createOpenApi } from './http/openapi';
+import { createSystemRoutes } from './http/system-routes';
+import { createIngressGateway, createNoEnqueueGateway } from './ingress';
+import type { Metrics } from './metrics';
+import type { DbHandle } from './store/db';
+import type { TemporalClientHandle } from './temporal/client';
+import type { McpNetworkOverrides } from '../../activities/mcp';
 import type { Logger } from './log';
 import { createMetrics } from './metrics';
 import { loadSecretKey } from './secrets';
@@ -19,9 +33,11 @@ import { createTemporalClient } from './temporal/client';
 import { ensureSearchAttributes } from './temporal/search-attributes';
 import { devServerDbFile, findTemporalCli, startDevServer } from './temporal/dev-server';
 import { startWorker, type WorkerHandle } from './temporal/worker';
-import { githubSearchAttributes } from '../github/contract';
-import { runSearchAttributes } from '../runs/contract';
-import { slackSearchAttributes } from '../slack/contract';
+import { createGithubFeature, githubSearchAttributes } from '../github';
+import { createIdentityFeature } from '../identity';
+import { createMcpFeature } from '../mcp';
+import { createRunsFeature, runSearchAttributes } from '../runs';
+import { createSlackFeature, slackSearchAttributes } from '../slack';
 
 /** Every feature's custom search attributes, registered on the dev server and at start-up. */
 export const SEARCH_ATTRIBUTES = [
@@ -93,11 +109,24 @@ export async function ensureDependencies(config: Config, log: Logger, allowEmbed
   }
 }
 
-export async function createServices(
+/** The shared infrastructure of one process; features receive the parts they declare. */
+export interface Infrastructure {
+  config: Config;
+  log: Logger;
+  metrics: Metrics;
+  database: DbHandle;
+  temporal: TemporalClientHandle;
+  /** Key for secrets at rest and signed tokens (32 bytes). */
+  secretKey: Buffer;
+  /** Set when shutdown begins: /ready answers 503 from then on. */
+  lifecycle: { shuttingDown: boolean };
+}
+
+export async function createInfrastructure(
   config: Config,
   log: Logger,
   deps: { databaseUrl: string; temporalAddress: string; embedded: boolean },
-): Promise<Services> {
+): Promise<Infrastructure> {
   const database = openDatabase(deps.databaseUrl, { max: config.database.poolMax });
   const temporal = createTemporalClient({
     address: deps.temporalAddress,
@@ -112,16 +141,50 @@ export async function createServices(
     database,
     temporal,
     secretKey,
-    now: () => Date.now(),
     lifecycle: { shuttingDown: false },
   };
+}
+
+/**
+ * The API: every feature's routes behind the front door. `now` is the clock every route uses
+ * (tests inject one); `removedRoutes` the 410 table (tests add entries of their own).
+ */
+export function createApi(
+  infra: Infrastructure,
+  options: { now?: () => number; removedRoutes?: RemovedRoute[] } = {},
+): Koa<AppState> {
+  const { config, log, metrics, database, temporal, secretKey, lifecycle } = infra;
+  const now = options.now ?? (() => Date.now());
+  const db = database.db;
+  // The benchmark gateway acks without Temporal; only this line can choose it.
+  const ingress = config.bench.disableEnqueue
+    ? createNoEnqueueGateway()
+    : createIngressGateway({ temporal, startTimeoutMs: config.temporal.startTimeoutMs, metrics });
+
+  const identity = createIdentityFeature({ db, log, now });
+  const features = [
+    identity,
+    createRunsFeature({ config, db, temporal, ingress, metrics, now }),
+    createSlackFeature({ config, db, secretKey, temporal, ingress, metrics, log, now }),
+    createGithubFeature({ config, db, ingress, metrics, now }),
+    createMcpFeature({ config, temporal, metrics }),
+  ];
+  const system = createSystemRoutes({ database, temporal, metrics, lifecycle, openapiDocument: () => openapi.document() });
+  const routes = [...system, ...features.flatMap((feature) => feature.routes)];
+  const openapi = createOpenApi(routes);
+  return createApp({ routes, authenticate: identity.authenticate, log, metrics, removedRoutes: options.removedRoutes ?? REMOVED_ROUTES });
+}
+
+/** What the worker's activities use. `mcpNetwork`: tests inject a resolver that needs no DNS. */
+export function activityDeps(infra: Infrastructure, mcpNetwork?: McpNetworkOverrides) {
+  return { config: infra.config, db: infra.database.db, log: infra.log, temporal: infra.temporal, secretKey: infra.secretKey, mcpNetwork };
 }
 
 export interface RunningService {
   http?: HttpServer;
   worker?: WorkerHandle;
   dependencies: Dependencies;
-  services: Services;
+  infra: Infrastructure;
   stop(): Promise<void>;
 }
 
@@ -134,25 +197,26 @@ export async function startService(options: {
   const { config, log, roles } = options;
   const dependencies = await ensureDependencies(config, log, options.allowEmbedded);
   const embedded = dependencies.embedded.postgres || dependencies.embedded.temporal || config.embeddedAllowed;
-  const services = await createServices(config, log, { ...dependencies, embedded });
+  const infra = await createInfrastructure(config, log, { ...dependencies, embedded });
   let worker: WorkerHandle | undefined;
   let http: HttpServer | undefined;
   try {
-    const applied = await migrateToLatest(services.database.db);
+    const applied = await migrateToLatest(infra.database.db);
     if (applied.length > 0) log.info({ applied }, 'applied migrations');
-    await ensureSearchAttributes(services.temporal.connection, config.temporal.namespace, SEARCH_ATTRIBUTES, log);
+    await ensureSearchAttributes(infra.temporal.connection, config.temporal.namespace, SEARCH_ATTRIBUTES, log);
     if (roles.worker) {
       worker = await startWorker({
         config,
         address: dependencies.temporalAddress,
         log,
-        deps: { config, db: services.database.db, log, temporal: services.temporal, secretKey: services.secretKey },
+        deps: activityDeps(infra),
       });
     }
-    if (roles.api) http = await listen(createApp(services), config.http.host, config.http.port);
+    if (roles.api) http = await listen(createApi(infra), config.http.host, config.http.port);
   } catch (error) {
     await worker?.shutdown();
-    await services.database.close().catch(() => undefined);
+    await infra.temporal.close().catch(() => undefined);
+    await infra.database.close().catch(() => undefined);
     await dependencies.stop();
     throw error;
   }
@@ -162,19 +226,19 @@ export async function startService(options: {
     http,
     worker,
     dependencies,
-    services,
+    infra,
     // Shutdown order: /ready turns 503 → stop accepting and drain requests → drain the worker
     // → close clients → stop embedded children.
     stop: () =>
       (stopping ??= (async () => {
-        services.lifecycle.shuttingDown = true;
+        infra.lifecycle.shuttingDown = true;
         if (http && config.http.shutdownReadyDelayMs > 0) {
           await new Promise((resolve) => setTimeout(resolve, config.http.shutdownReadyDelayMs));
         }
         await http?.close(config.http.shutdownGraceMs);
         await worker?.shutdown();
-        await services.temporal.close().catch(() => undefined);
-        await services.database.close().catch(() => undefined);
+        await infra.temporal.close().catch(() => undefined);
+        await infra.database.close().catch(() => undefined);
         await dependencies.stop();
       })()),
   };

@@ -18,14 +18,20 @@ export class AppError extends Error {
     readonly code: string,
     readonly status: number,
     readonly body: ErrorBody,
-    options?: { cause?: unknown; headers?: Record<string, string> },
+    options?: { cause?: unknown; headers?: Record<string, string>; dependency?: Dependency },
   ) {
     super(typeof body === 'string' ? body : code, options?.cause === undefined ? undefined : { cause: options.cause });
     this.name = 'AppError';
     this.headers = options?.headers ?? {};
+    this.dependency = options?.dependency;
   }
   readonly headers: Record<string, string>;
+  /** Set on 503s: which dependency could not take the request (named at its boundary, never guessed). */
+  readonly dependency: Dependency | undefined;
 }
+
+/** The services whose outage is a 503 (retry later) rather than a 500. */
+export type Dependency = 'temporal' | 'postgres';
 
 export function zodDetails(error: ZodError, prefix: (string | number)[] = []): InvalidRequestDetail[] {
   return error.issues.map((issue) => ({
@@ -49,49 +55,14 @@ export const errors = {
   unsupportedMediaType: (expected: string) =>
     new AppError('unsupported_media_type', 415, { error: 'unsupported_media_type', message: `Expected ${expected}.` }),
   /** A dependency is down: the sender should retry, so never a 200 for work that is not durable. */
-  unavailable: (dependency: 'temporal' | 'postgres' | string, cause?: unknown) =>
+  unavailable: (dependency: Dependency, cause?: unknown) =>
     new AppError(
       'unavailable',
       503,
       { error: 'unavailable', dependency, message: `${dependency} is unavailable; retry later.` },
-      { cause, headers: { 'retry-after': '5' } },
+      { cause, headers: { 'retry-after': '5' }, dependency },
     ),
   /** Webhook-shaped failures carry `{ok:false}` bodies (spec 4.1, 4.5, 4.6). */
   webhook: (code: string, status: number, extra: Record<string, unknown> = {}) =>
     new AppError(code, status, { ok: false, ...extra }),
 };
-
-/**
- * True for errors that mean "a dependency could not be reached", which are answered 503 so
- * that senders retry. Covers the Temporal client (gRPC UNAVAILABLE / DEADLINE_EXCEEDED, failed
- * connections) and pg (refused connections, pool timeouts, server shutting down).
- */
-export function dependencyOf(error: unknown): 'temporal' | 'postgres' | undefined {
-  const seen = new Set<unknown>();
-  let current: unknown = error;
-  while (current && typeof current === 'object' && !seen.has(current)) {
-    seen.add(current);
-    const e = current as { name?: string; code?: unknown; message?: string; cause?: unknown };
-    const message = e.message ?? '';
-    if (e.name === 'ServiceError' || e.name === 'TransportError' || /temporal|grpc/i.test(e.name ?? '')) {
-      return 'temporal';
-    }
-    // gRPC status codes: 4 DEADLINE_EXCEEDED, 14 UNAVAILABLE.
-    if ((e.code === 14 || e.code === 4) && /UNAVAILABLE|DEADLINE|connect|No connection/i.test(message)) return 'temporal';
-    if (/Failed to connect|connection.*(temporal|7233)|tcp connect error|transport error/i.test(message)) return 'temporal';
-    if (
-      e.code === 'ECONNREFUSED' ||
-      e.code === '57P01' || // admin_shutdown
-      e.code === '57P03' || // cannot_connect_now
-      e.code === '08006' ||
-      e.code === '08001' ||
-      /timeout exceeded when trying to connect|Connection terminated|the database system is (starting|shutting)/i.test(
-        message,
-      )
-    ) {
-      return 'postgres';
-    }
-    current = e.cause;
-  }
-  return undefined;
-}

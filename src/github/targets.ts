@@ -7,7 +7,7 @@ import { type Expression, type ExpressionBuilder, type SqlBool, type Transaction
 import { typeid } from 'typeid-js';
 import type { Db } from '../app/store/db';
 import type { Database } from '../app/store/schema';
-import type { GithubSyncKind, GithubSyncStatus, GithubTargetStatus } from '../app/store/migrations/0004_github';
+import type { GithubSyncKind, GithubSyncStatus, GithubTargetStatus } from './tables';
 import type { GithubDeliveryInput, GithubRepositoryRef, GithubSyncEventRecord, GithubTargetChange } from './contract';
 
 export const TARGET_STATUSES: GithubTargetStatus[] = ['active', 'disabled', 'disconnected'];

@@ -1,6 +1,6 @@
 import { Command, InvalidArgumentError } from 'commander';
 import { addMember, createApiKey, createOrganizationWithOwner, createSession, removeMember, revokeApiKey } from './store';
-import type { Role } from '../app/store/migrations/0001_identity';
+import type { Role } from '../app/http/auth';
 import { print, withCliContext } from '../cli/context';
 
 const ROLES: Role[] = ['owner', 'admin', 'member'];

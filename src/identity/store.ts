@@ -1,6 +1,6 @@
 
 import type { Db } from '../app/store/db';
-import type { Role } from '../app/store/migrations/0001_identity';
+import type { Role } from '../app/http/auth';
 import { hashSecret, newApiKey, newId, newSessionToken } from './credentials';
 
 export interface ResolvedCredential {

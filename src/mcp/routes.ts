@@ -4,9 +4,11 @@
  * probes run in the worker behind the SSRF guard.
  */
 import { randomUUID } from 'node:crypto';
-import { defineRoute, type RouteDefinition } from '../app/http/route';
+import { defineRoute, type Route } from '../app/http/route';
+import type { Config } from '../app/config';
+import type { Metrics } from '../app/metrics';
 import { authResponses } from '../app/http/schemas';
-import { temporalCall } from '../app/temporal/client';
+import { temporalCall, type TemporalClientHandle } from '../app/temporal/client';
 import { mcpResolveWorkflowId, type McpResolveInput, type McpResolveResult } from './contract';
 import { mcpResolve } from '../../workflows/mcp';
 import { planResolve } from './candidates';
@@ -17,51 +19,52 @@ import { ResolveRequest, ResolveResponse } from './schemas';
 /** Waiting beyond the probes' own bound (timeout + retry room) means Temporal or the worker is not there. */
 const WAIT_SLACK_MS = 4_000;
 
-const resolve = defineRoute({
-  method: 'post',
-  path: '/v1/mcp-connections/resolve',
-  summary: 'Resolve a URL, host or product name to an MCP server and what connecting to it requires',
-  description:
-    'Admins only. Curated presets are matched first; otherwise at most five well-known endpoint candidates are probed ' +
-    'concurrently through an SSRF-guarded fetch (8 s each). No side effects: nothing is registered, stored or created.',
-  tags: ['Connectors'],
-  auth: 'admin',
-  body: { kind: 'json', schema: ResolveRequest, limitBytes: 16 * 1024 },
-  responses: {
-    200: { description: '`preset`, `discovered` or `not_found` (with a reason).', schema: ResolveResponse },
-    400: { description: 'InvalidRequestError: the body is not `{query}` with 1 to 200 characters.', schema: InvalidRequestError },
-    ...authResponses,
-    503: { description: 'Temporal or the worker is unavailable; retry later.', schema: Unavailable },
-  },
-  handler: async ({ body }, ctx) => {
-    const { config, temporal, metrics } = ctx.state.services;
-    const plan = planResolve(body.query, config.mcp.preregisteredClients);
-    if (plan.kind === 'invalid') {
-      return { status: 200, body: { resolution: 'not_found', attempted: [], reason: INVALID_QUERY_REASON } satisfies McpResolveResult };
-    }
-    const input: McpResolveInput = {
-      query: body.query,
-      candidates: plan.candidates,
-      ...(plan.preset ? { preset: plan.preset } : {}),
-      probeTimeoutMs: config.mcp.probeTimeoutMs,
-    };
-    const waitMs = config.mcp.probeTimeoutMs + WAIT_SLACK_MS;
-    const result = await temporalCall(
-      temporal,
-      'mcp.resolve',
-      waitMs,
-      () =>
-        temporal.client.workflow.execute(mcpResolve, {
-          taskQueue: temporal.taskQueue,
-          workflowId: mcpResolveWorkflowId(randomUUID()),
-          args: [input],
-          // Nobody waits longer than this for the answer; don't leave the run behind.
-          workflowExecutionTimeout: waitMs + 5_000,
-        }),
-      metrics,
-    );
-    return { status: 200, body: result };
-  },
-});
+export function createMcpRoutes({ config, temporal, metrics }: { config: Config; temporal: TemporalClientHandle; metrics: Metrics }): Route[] {
+  const resolve = defineRoute({
+    method: 'post',
+    path: '/v1/mcp-connections/resolve',
+    summary: 'Resolve a URL, host or product name to an MCP server and what connecting to it requires',
+    description:
+      'Admins only. Curated presets are matched first; otherwise at most five well-known endpoint candidates are probed ' +
+      'concurrently through an SSRF-guarded fetch (8 s each). No side effects: nothing is registered, stored or created.',
+    tags: ['Connectors'],
+    auth: 'admin',
+    body: { kind: 'json', schema: ResolveRequest, limitBytes: 16 * 1024 },
+    responses: {
+      200: { description: '`preset`, `discovered` or `not_found` (with a reason).', schema: ResolveResponse },
+      400: { description: 'InvalidRequestError: the body is not `{query}` with 1 to 200 characters.', schema: InvalidRequestError },
+      ...authResponses,
+      503: { description: 'Temporal or the worker is unavailable; retry later.', schema: Unavailable },
+    },
+    handler: async ({ body }) => {
+      const plan = planResolve(body.query, config.mcp.preregisteredClients);
+      if (plan.kind === 'invalid') {
+        return { status: 200, body: { resolution: 'not_found', attempted: [], reason: INVALID_QUERY_REASON } satisfies McpResolveResult };
+      }
+      const input: McpResolveInput = {
+        query: body.query,
+        candidates: plan.candidates,
+        ...(plan.preset ? { preset: plan.preset } : {}),
+        probeTimeoutMs: config.mcp.probeTimeoutMs,
+      };
+      const waitMs = config.mcp.probeTimeoutMs + WAIT_SLACK_MS;
+      const result = await temporalCall(
+        temporal,
+        'mcp.resolve',
+        waitMs,
+        () =>
+          temporal.client.workflow.execute(mcpResolve, {
+            taskQueue: temporal.taskQueue,
+            workflowId: mcpResolveWorkflowId(randomUUID()),
+            args: [input],
+            // Nobody waits longer than this for the answer; don't leave the run behind.
+            workflowExecutionTimeout: waitMs + 5_000,
+          }),
+        metrics,
+      );
+      return { status: 200, body: result };
+    },
+  });
 
-export const mcpRoutes: RouteDefinition[] = [resolve as unknown as RouteDefinition];
+  return [resolve];
+  }

@@ -8,81 +8,72 @@
  * - A closed run is never started again: REJECT_DUPLICATE makes Temporal refuse while it still
  *   remembers the run (namespace retention), and the `automation_runs` row, which the workflow
  *   writes before it completes, keeps refusing after that. Either way: 409 run_closed.
- * - Temporal unreachable or too slow → 503 (temporalCall), never an ack.
+ * - Temporal unreachable or too slow → 503 (the ingress gateway), never an ack.
  */
-import { WorkflowExecutionAlreadyStartedError, WorkflowIdReusePolicy, WorkflowNotFoundError } from '@temporalio/client';
-import type { Services } from '../app/http/services';
-import type { Principal } from '../identity/auth';
-import { temporalCall } from '../app/temporal/client';
-import { isClosedRunStatus, runEventSignal, runHeartbeatSignal, runWorkflowId, runSearchAttributes, type RunEventReport, type RunHeartbeat, type RunWorkflowInput } from './contract';
+import { WorkflowNotFoundError } from '@temporalio/client';
+import type { Config } from '../app/config';
+import type { Principal } from '../app/http/auth';
+import type { IngressGateway } from '../app/ingress';
+import type { Metrics } from '../app/metrics';
+import type { Db } from '../app/store/db';
+import { temporalCall, type TemporalClientHandle } from '../app/temporal/client';
 import { automationRun } from '../../workflows/runs';
+import {
+  isClosedRunStatus,
+  runEventSignal,
+  runHeartbeatSignal,
+  runSearchAttributes,
+  runWorkflowId,
+  type RunEventReport,
+  type RunHeartbeat,
+  type RunWorkflowInput,
+} from './contract';
 import { findRun } from './store';
+
+/** What the run routes use, passed in by the composition root (src/app/compose.ts). */
+export interface RunDeps {
+  config: Config;
+  db: Db;
+  temporal: TemporalClientHandle;
+  ingress: IngressGateway;
+  metrics: Metrics;
+  now: () => number;
+}
 
 export type RunReport = { kind: 'event'; event: RunEventReport } | { kind: 'heartbeat'; heartbeat: RunHeartbeat };
 
-export type ReportOutcome = { result: 'accepted' } | { result: 'closed'; status: string };
+export type ReportOutcome = { result: 'enqueued' | 'not_enqueued' } | { result: 'closed'; status: string };
 
-export async function deliverReport(
-  services: Services,
-  principal: Principal,
-  runId: string,
-  report: RunReport,
-): Promise<ReportOutcome> {
-  const { database, temporal, config, metrics } = services;
-  const row = await findRun(database.db, principal.organizationId, runId);
+export async function deliverReport(deps: RunDeps, principal: Principal, runId: string, report: RunReport): Promise<ReportOutcome> {
+  const { db, config, ingress } = deps;
+  const row = await findRun(db, principal.organizationId, runId);
   if (row && isClosedRunStatus(row.status)) return { result: 'closed', status: row.status };
-  // Benchmarks only (issue #9): everything but the durable signal, to measure what it costs.
-  if (config.bench.disableEnqueue) return { result: 'accepted' };
 
-  const workflowId = runWorkflowId(principal.organizationId, runId);
   const input: RunWorkflowInput = {
     organizationId: principal.organizationId,
     runId,
     initialStatus: 'running',
-    createdAt: services.now(),
+    createdAt: deps.now(),
     // Fixed at start and carried in the input: a deployment change never reshapes a live run.
     settings: { ...config.runs },
     memberId: principal.memberId,
   };
-  const options = {
-    workflowId,
-    taskQueue: temporal.taskQueue,
-    args: [input] as [RunWorkflowInput],
-    workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
-  };
-  try {
-    await temporalCall(
-      temporal,
-      'signalWithStart',
-      config.temporal.startTimeoutMs,
-      () =>
-        report.kind === 'event'
-          ? temporal.client.workflow.signalWithStart(automationRun, {
-              ...options,
-              signal: runEventSignal,
-              signalArgs: [report.event],
-            })
-          : temporal.client.workflow.signalWithStart(automationRun, {
-              ...options,
-              signal: runHeartbeatSignal,
-              signalArgs: [report.heartbeat],
-            }),
-      metrics,
-    );
-    return { result: 'accepted' };
-  } catch (error) {
-    if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw error;
-    return { result: 'closed', status: await closedStatus(services, principal.organizationId, runId) };
-  }
+  const workflowId = runWorkflowId(principal.organizationId, runId);
+  const outcome =
+    report.kind === 'event'
+      ? await ingress.signalWithStart(automationRun, workflowId, [input], runEventSignal, [report.event])
+      : await ingress.signalWithStart(automationRun, workflowId, [input], runHeartbeatSignal, [report.heartbeat]);
+  if (outcome !== 'closed') return { result: outcome };
+  return { result: 'closed', status: await closedStatus(deps, principal.organizationId, runId) };
 }
 
 /** The final status of a run Temporal refused to restart: the row, else its search attribute. */
-async function closedStatus(services: Services, organizationId: string, runId: string): Promise<string> {
-  const row = await findRun(services.database.db, organizationId, runId);
+async function closedStatus(deps: RunDeps, organizationId: string, runId: string): Promise<string> {
+  const row = await findRun(deps.db, organizationId, runId);
   if (row && isClosedRunStatus(row.status)) return row.status;
   try {
-    const description = await temporalCall(services.temporal, 'describe', services.config.temporal.startTimeoutMs, () =>
-      services.temporal.client.workflow.getHandle(runWorkflowId(organizationId, runId)).describe(),
+    const description = await temporalCall(deps.temporal, 'describe', deps.config.temporal.startTimeoutMs, () =>
+      deps.temporal.client.workflow.getHandle(runWorkflowId(organizationId, runId)).describe(),
     );
     const status = description.typedSearchAttributes.get(runSearchAttributes.RunStatus);
     if (status && isClosedRunStatus(status)) return status;

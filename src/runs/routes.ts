@@ -4,13 +4,12 @@
  */
 import { WorkflowNotFoundError } from '@temporalio/client';
 import { errors } from '../app/errors';
-import { defineRoute, type RouteDefinition } from '../app/http/route';
-import type { Services } from '../app/http/services';
+import { defineRoute, type Route } from '../app/http/route';
 import { InvalidRequestError, OkResponse, Unavailable, authResponses } from '../app/http/schemas';
 import { temporalCall } from '../app/temporal/client';
 import { isClosedRunStatus, runSummaryQuery, runWorkflowId, type RunSummary } from './contract';
 import { HeartbeatCoalescer } from './heartbeat-coalescer';
-import { deliverReport, isSameCompletion, type RunReport } from './report';
+import { deliverReport, isSameCompletion, type RunDeps, type RunReport } from './report';
 import {
   EVENT_BODY_LIMIT_BYTES,
   HEARTBEAT_BODY_LIMIT_BYTES,
@@ -37,215 +36,199 @@ const reportResponses = {
   503: { description: 'Temporal or Postgres unreachable: nothing was recorded; retry.', schema: Unavailable },
 };
 
-/** One coalescer per app instance (per process in production; tests run several apps in one process). */
-const coalescers = new WeakMap<Services, HeartbeatCoalescer>();
-function coalescerFor(services: Services): HeartbeatCoalescer {
-  let coalescer = coalescers.get(services);
-  if (!coalescer) {
-    coalescer = new HeartbeatCoalescer(Math.max(1, Math.floor(services.config.runs.leaseTimeoutMs / 4)));
-    coalescers.set(services, coalescer);
-  }
-  return coalescer;
-}
-
 const runClosed = (status: string) => errors.conflict('run_closed', { status });
 
-const postEvent = defineRoute({
-  method: 'post',
-  path: '/v1/automation-runs/{id}/events',
-  summary: 'Report one event of an automation run',
-  description:
-    'Starts the run on its first report. Events of the current attempt are applied in `sequence` order ' +
-    '(out-of-order ones wait for the gap; duplicates and older attempts are ignored). A `terminal` event ' +
-    '(`payload.status` succeeded|failed|cancelled, default succeeded) ends the run once every earlier sequence ' +
-    'is applied. After that, reports get 409, except a repeat of the same completion, which is idempotent.',
-  tags: TAGS,
-  auth: 'authenticated',
-  params: RunIdParams,
-  body: { kind: 'json', schema: RunEventBody, limitBytes: EVENT_BODY_LIMIT_BYTES },
-  responses: reportResponses,
-  handler: async ({ params, body, principal }, ctx) => {
-    const { services } = ctx.state;
-    const event = { ...body, receivedAt: services.now() };
-    const runReport: RunReport = { kind: 'event', event };
-    const outcome = await deliverReport(services, principal, params.id, runReport);
-    if (outcome.result === 'closed') {
-      if (isSameCompletion(runReport, outcome.status)) {
-        services.metrics.ingress.inc({ route: ctx.state.routeTemplate!, outcome: 'duplicate', reason: 'same_completion' });
-        return { status: 200, body: { ok: true } };
+export function createRunRoutes(deps: RunDeps): Route[] {
+  const { db, temporal, config, metrics, now } = deps;
+  // Heartbeats are coalesced per process: at most one forwarded per (run, attempt) per window.
+  const coalescer = new HeartbeatCoalescer(Math.max(1, Math.floor(config.runs.leaseTimeoutMs / 4)));
+
+  const postEvent = defineRoute({
+    method: 'post',
+    path: '/v1/automation-runs/{id}/events',
+    summary: 'Report one event of an automation run',
+    description:
+      'Starts the run on its first report. Events of the current attempt are applied in `sequence` order ' +
+      '(out-of-order ones wait for the gap; duplicates and older attempts are ignored). A `terminal` event ' +
+      '(`payload.status` succeeded|failed|cancelled, default succeeded) ends the run once every earlier sequence ' +
+      'is applied. After that, reports get 409, except a repeat of the same completion, which is idempotent.',
+    tags: TAGS,
+    auth: 'authenticated',
+    ingress: true,
+    params: RunIdParams,
+    body: { kind: 'json', schema: RunEventBody, limitBytes: EVENT_BODY_LIMIT_BYTES },
+    responses: reportResponses,
+    handler: async ({ params, body, principal }) => {
+      const event = { ...body, receivedAt: now() };
+      const runReport: RunReport = { kind: 'event', event };
+      const outcome = await deliverReport(deps, principal, params.id, runReport);
+      if (outcome.result === 'closed') {
+        if (!isSameCompletion(runReport, outcome.status)) throw runClosed(outcome.status);
+        return { status: 200, body: { ok: true }, outcome: { outcome: 'duplicate', reason: 'same_completion' } };
       }
-      services.metrics.ingress.inc({ route: ctx.state.routeTemplate!, outcome: 'rejected', reason: 'run_closed' });
-      throw runClosed(outcome.status);
-    }
-    services.metrics.ingress.inc({ route: ctx.state.routeTemplate!, outcome: 'enqueued', reason: event.type });
-    return { status: 200, body: { ok: true } };
-  },
-});
+      return { status: 200, body: { ok: true }, outcome: { outcome: outcome.result, reason: event.type } };
+    },
+  });
 
-const postHeartbeat = defineRoute({
-  method: 'post',
-  path: '/v1/automation-runs/{id}/heartbeat',
-  summary: 'Send a heartbeat for an automation run',
-  description:
-    'Extends the current attempt\'s lease; the first heartbeat of a newer attempt starts it. Each process ' +
-    'forwards at most one heartbeat per (run, attempt) per RUN_LEASE_TIMEOUT/4 and answers the others at once.',
-  tags: TAGS,
-  auth: 'authenticated',
-  params: RunIdParams,
-  body: { kind: 'json', schema: RunHeartbeatBody, limitBytes: HEARTBEAT_BODY_LIMIT_BYTES },
-  responses: reportResponses,
-  handler: async ({ params, body, principal }, ctx) => {
-    const { services } = ctx.state;
-    const coalescer = coalescerFor(services);
-    const key = HeartbeatCoalescer.key(principal.organizationId, params.id, body.attempt);
-    const now = services.now();
-    const admission = coalescer.admit(key, now);
-    if (!admission.forward) {
-      services.metrics.heartbeats.inc({ result: 'coalesced' });
-      if (admission.closedStatus !== undefined) throw runClosed(admission.closedStatus);
-      return { status: 200, body: { ok: true } };
-    }
-    let outcome;
-    try {
-      outcome = await deliverReport(services, principal, params.id, {
-        kind: 'heartbeat',
-        heartbeat: { attempt: body.attempt, receivedAt: now },
-      });
-    } catch (error) {
-      // Nothing was recorded: the next heartbeat must be forwarded, not coalesced.
-      coalescer.release(key, now);
-      throw error;
-    }
-    if (outcome.result === 'closed') {
-      coalescer.markClosed(key, outcome.status, now);
-      services.metrics.ingress.inc({ route: ctx.state.routeTemplate!, outcome: 'rejected', reason: 'run_closed' });
-      throw runClosed(outcome.status);
-    }
-    services.metrics.heartbeats.inc({ result: 'forwarded' });
-    return { status: 200, body: { ok: true } };
-  },
-});
+  const postHeartbeat = defineRoute({
+    method: 'post',
+    path: '/v1/automation-runs/{id}/heartbeat',
+    summary: 'Send a heartbeat for an automation run',
+    description:
+      'Extends the current attempt\'s lease; the first heartbeat of a newer attempt starts it. Each process ' +
+      'forwards at most one heartbeat per (run, attempt) per RUN_LEASE_TIMEOUT/4 and answers the others at once.',
+    tags: TAGS,
+    auth: 'authenticated',
+    ingress: true,
+    params: RunIdParams,
+    body: { kind: 'json', schema: RunHeartbeatBody, limitBytes: HEARTBEAT_BODY_LIMIT_BYTES },
+    responses: reportResponses,
+    handler: async ({ params, body, principal }) => {
+      const key = HeartbeatCoalescer.key(principal.organizationId, params.id, body.attempt);
+      const at = now();
+      const admission = coalescer.admit(key, at);
+      if (!admission.forward) {
+        metrics.heartbeats.inc({ result: 'coalesced' });
+        if (admission.closedStatus !== undefined) throw runClosed(admission.closedStatus);
+        return { status: 200, body: { ok: true }, outcome: { outcome: 'acknowledged', reason: 'coalesced' } };
+      }
+      let outcome;
+      try {
+        outcome = await deliverReport(deps, principal, params.id, {
+          kind: 'heartbeat',
+          heartbeat: { attempt: body.attempt, receivedAt: at },
+        });
+      } catch (error) {
+        // Nothing was recorded: the next heartbeat must be forwarded, not coalesced.
+        coalescer.release(key, at);
+        throw error;
+      }
+      if (outcome.result === 'closed') {
+        coalescer.markClosed(key, outcome.status, at);
+        throw runClosed(outcome.status);
+      }
+      metrics.heartbeats.inc({ result: 'forwarded' });
+      return { status: 200, body: { ok: true }, outcome: { outcome: outcome.result, reason: 'heartbeat' } };
+    },
+  });
 
-function summaryBody(summary: RunSummary) {
-  return {
-    id: summary.id,
-    status: summary.status,
-    attempt: summary.attempt,
-    createdAt: summary.createdAt,
-    startedAt: summary.startedAt,
-    endedAt: summary.endedAt,
-    lastHeartbeatAt: summary.lastHeartbeatAt,
-    leaseExpiresAt: summary.leaseExpiresAt,
-    eventCount: summary.eventCount,
-    countsByType: summary.countsByType,
-    usage: summary.usage,
-    error: summary.error,
-    memberId: summary.memberId ?? null,
-    ignoredEvents: summary.ignoredEvents ?? { duplicate: 0, stale: 0, rejected: 0, overflow: 0, afterClose: 0 },
-  };
-}
-
-const getRun = defineRoute({
-  method: 'get',
-  path: '/v1/automation-runs/{id}',
-  summary: "An automation run's summary",
-  description:
-    "Live runs answer from the run's workflow (a query); ended runs from the `automation_runs` table. " +
-    "Another organization's run is a 404.",
-  tags: TAGS,
-  auth: 'authenticated',
-  params: RunIdParams,
-  responses: {
-    200: { description: 'The summary.', schema: RunSummaryBody },
-    400: { description: 'Invalid id.', schema: InvalidRequestError },
-    401: authResponses[401],
-    404: { description: 'No such run in your organization.' },
-    503: { description: 'Temporal unreachable and no stored summary.', schema: Unavailable },
-  },
-  handler: async ({ params, principal }, ctx) => {
-    const { services } = ctx.state;
-    const row = await findRun(services.database.db, principal.organizationId, params.id);
-    if (row && isClosedRunStatus(row.status)) return { status: 200, body: summaryBody(row.summary) };
-    try {
-      const live = await temporalCall(
-        services.temporal,
-        'query',
-        services.config.temporal.startTimeoutMs,
-        () => services.temporal.client.workflow.getHandle(runWorkflowId(principal.organizationId, params.id)).query(runSummaryQuery),
-        services.metrics,
-      );
-      return { status: 200, body: summaryBody(live) };
-    } catch (error) {
-      // The stored summary is current as of the last transition or persisted batch.
-      if (row) return { status: 200, body: summaryBody(row.summary) };
-      if (error instanceof WorkflowNotFoundError) throw errors.notFound('No such automation run.');
-      throw error;
-    }
-  },
-});
-
-const getEvents = defineRoute({
-  method: 'get',
-  path: '/v1/automation-runs/{id}/events',
-  summary: "An automation run's persisted events, in order",
-  description: 'Ordered by attempt, then sequence. Page with `attempt` and `after` (the last sequence seen).',
-  tags: TAGS,
-  auth: 'authenticated',
-  params: RunIdParams,
-  query: RunEventsQuery,
-  responses: {
-    200: { description: 'The events.', schema: RunEventsBody },
-    400: { description: 'Invalid id or query.', schema: InvalidRequestError },
-    401: authResponses[401],
-    404: { description: 'No such run in your organization.' },
-  },
-  handler: async ({ params, query, principal }, ctx) => {
-    const { services } = ctx.state;
-    const { db } = services.database;
-    const events = await listRunEvents(db, { organizationId: principal.organizationId, runId: params.id, ...query });
-    if (events.length === 0 && !(await runExists(services, principal.organizationId, params.id))) {
-      throw errors.notFound('No such automation run.');
-    }
-    return { status: 200, body: { events } };
-  },
-});
-
-/** A run the table does not show yet may still exist: its workflow writes the row a moment after it starts. */
-async function runExists(services: Services, organizationId: string, runId: string): Promise<boolean> {
-  const { db } = services.database;
-  if (await findRun(db, organizationId, runId)) return true;
-  if (await hasRunEvents(db, organizationId, runId)) return true;
-  try {
-    await temporalCall(services.temporal, 'describe', services.config.temporal.startTimeoutMs, () =>
-      services.temporal.client.workflow.getHandle(runWorkflowId(organizationId, runId)).describe(),
-    );
-    return true;
-  } catch (error) {
-    if (error instanceof WorkflowNotFoundError) return false;
-    throw error;
+  function summaryBody(summary: RunSummary) {
+    return {
+      id: summary.id,
+      status: summary.status,
+      attempt: summary.attempt,
+      createdAt: summary.createdAt,
+      startedAt: summary.startedAt,
+      endedAt: summary.endedAt,
+      lastHeartbeatAt: summary.lastHeartbeatAt,
+      leaseExpiresAt: summary.leaseExpiresAt,
+      eventCount: summary.eventCount,
+      countsByType: summary.countsByType,
+      usage: summary.usage,
+      error: summary.error,
+      memberId: summary.memberId ?? null,
+      ignoredEvents: summary.ignoredEvents ?? { duplicate: 0, stale: 0, rejected: 0, overflow: 0, afterClose: 0 },
+    };
   }
-}
 
-const listRunsRoute = defineRoute({
-  method: 'get',
-  path: '/v1/automation-runs',
-  summary: "The caller's organization's automation runs, newest first",
-  description:
-    'Read from the `automation_runs` table, which each run workflow keeps current at every status ' +
-    'transition (not from Temporal visibility, which is eventually consistent). `?status=queued` lists ' +
-    'runs waiting for a runtime to claim them with their first heartbeat or event.',
-  tags: TAGS,
-  auth: 'authenticated',
-  query: RunListQuery,
-  responses: {
-    200: { description: 'The runs.', schema: RunListBody },
-    400: { description: 'Invalid query.', schema: InvalidRequestError },
-    401: authResponses[401],
-  },
-  handler: async ({ query, principal }, ctx) => {
-    const runs = await listRuns(ctx.state.services.database.db, { organizationId: principal.organizationId, ...query });
-    return { status: 200, body: { runs: runs.map(summaryBody) } };
-  },
-});
+  const getRun = defineRoute({
+    method: 'get',
+    path: '/v1/automation-runs/{id}',
+    summary: "An automation run's summary",
+    description:
+      "Live runs answer from the run's workflow (a query); ended runs from the `automation_runs` table. " +
+      "Another organization's run is a 404.",
+    tags: TAGS,
+    auth: 'authenticated',
+    params: RunIdParams,
+    responses: {
+      200: { description: 'The summary.', schema: RunSummaryBody },
+      400: { description: 'Invalid id.', schema: InvalidRequestError },
+      401: authResponses[401],
+      404: { description: 'No such run in your organization.' },
+      503: { description: 'Temporal unreachable and no stored summary.', schema: Unavailable },
+    },
+    handler: async ({ params, principal }) => {
+      const row = await findRun(db, principal.organizationId, params.id);
+      if (row && isClosedRunStatus(row.status)) return { status: 200, body: summaryBody(row.summary) };
+      try {
+        const live = await temporalCall(
+          temporal,
+          'query',
+          config.temporal.startTimeoutMs,
+          () => temporal.client.workflow.getHandle(runWorkflowId(principal.organizationId, params.id)).query(runSummaryQuery),
+          metrics,
+        );
+        return { status: 200, body: summaryBody(live) };
+      } catch (error) {
+        // The stored summary is current as of the last transition or persisted batch.
+        if (row) return { status: 200, body: summaryBody(row.summary) };
+        if (error instanceof WorkflowNotFoundError) throw errors.notFound('No such automation run.');
+        throw error;
+      }
+    },
+  });
 
-export const runRoutes: RouteDefinition[] = [postEvent, postHeartbeat, getRun, getEvents, listRunsRoute] as unknown as RouteDefinition[];
+  const getEvents = defineRoute({
+    method: 'get',
+    path: '/v1/automation-runs/{id}/events',
+    summary: "An automation run's persisted events, in order",
+    description: 'Ordered by attempt, then sequence. Page with `attempt` and `after` (the last sequence seen).',
+    tags: TAGS,
+    auth: 'authenticated',
+    params: RunIdParams,
+    query: RunEventsQuery,
+    responses: {
+      200: { description: 'The events.', schema: RunEventsBody },
+      400: { description: 'Invalid id or query.', schema: InvalidRequestError },
+      401: authResponses[401],
+      404: { description: 'No such run in your organization.' },
+    },
+    handler: async ({ params, query, principal }) => {
+      const events = await listRunEvents(db, { organizationId: principal.organizationId, runId: params.id, ...query });
+      if (events.length === 0 && !(await runExists(principal.organizationId, params.id))) {
+        throw errors.notFound('No such automation run.');
+      }
+      return { status: 200, body: { events } };
+    },
+  });
+
+  /** A run the table does not show yet may still exist: its workflow writes the row a moment after it starts. */
+  async function runExists(organizationId: string, runId: string): Promise<boolean> {
+    if (await findRun(db, organizationId, runId)) return true;
+    if (await hasRunEvents(db, organizationId, runId)) return true;
+    try {
+      await temporalCall(temporal, 'describe', config.temporal.startTimeoutMs, () =>
+        temporal.client.workflow.getHandle(runWorkflowId(organizationId, runId)).describe(),
+      );
+      return true;
+    } catch (error) {
+      if (error instanceof WorkflowNotFoundError) return false;
+      throw error;
+    }
+  }
+
+  const listRunsRoute = defineRoute({
+    method: 'get',
+    path: '/v1/automation-runs',
+    summary: "The caller's organization's automation runs, newest first",
+    description:
+      'Read from the `automation_runs` table, which each run workflow keeps current at every status ' +
+      'transition (not from Temporal visibility, which is eventually consistent). `?status=queued` lists ' +
+      'runs waiting for a runtime to claim them with their first heartbeat or event.',
+    tags: TAGS,
+    auth: 'authenticated',
+    query: RunListQuery,
+    responses: {
+      200: { description: 'The runs.', schema: RunListBody },
+      400: { description: 'Invalid query.', schema: InvalidRequestError },
+      401: authResponses[401],
+    },
+    handler: async ({ query, principal }) => {
+      const runs = await listRuns(db, { organizationId: principal.organizationId, ...query });
+      return { status: 200, body: { runs: runs.map(summaryBody) } };
+    },
+  });
+
+  return [postEvent, postHeartbeat, getRun, getEvents, listRunsRoute];
+  }

@@ -7,7 +7,7 @@ import type { Selectable } from 'kysely';
 import { typeid } from 'typeid-js';
 import { decryptSecret, encryptSecret } from '../app/secrets';
 import type { Db } from '../app/store/db';
-import type { SlackTables } from '../app/store/migrations/0003_slack';
+import type { SlackTables } from './tables';
 import type { SlackSigningSecrets } from './signature';
 
 /** Spec 2.1: `emc_` + 26 base32 characters; the first one is 0-7 because the suffix is 128 bits. */

@@ -76,15 +76,3 @@ export function slackQuotaChecks(config: Config, teamId: string, slackUserId: st
     { key: `user:${teamId}:${slackUserId}`, limit: config.slack.userQuotaPerMinute },
   ];
 }
-
-/** One quota per app instance (tests run several in a process, each with its own config). */
-const quotas = new WeakMap<object, SlidingWindowQuota>();
-
-export function quotaFor(owner: object): SlidingWindowQuota {
-  let quota = quotas.get(owner);
-  if (!quota) {
-    quota = new SlidingWindowQuota();
-    quotas.set(owner, quota);
-  }
-  return quota;
-}

@@ -10,18 +10,24 @@
 import { WorkflowNotFoundError } from '@temporalio/client';
 import { publicBaseUrl } from '../app/config';
 import { AppError, errors } from '../app/errors';
-import { defineRoute, type RouteDefinition } from '../app/http/route';
+import { defineRoute, type Reply, type Route } from '../app/http/route';
 import { InvalidRequestError, OkFalse, OkResponse, PlainText } from '../app/http/schemas';
 import { z } from '../app/http/zod';
-import { temporalCall } from '../app/temporal/client';
-import { slackAccountLinkedSignal, type SlackEventInput } from './contract';
+import { temporalCall, type TemporalClientHandle } from '../app/temporal/client';
+import type { IngressGateway } from '../app/ingress';
+import type { Config } from '../app/config';
+import type { Logger } from '../app/log';
+import type { Metrics } from '../app/metrics';
+import type { Db } from '../app/store/db';
+import { slackAccountLinkedSignal, slackEventWorkflowId, slackSearchAttributes, type SlackEventInput } from './contract';
+import { slackEvent } from '../../workflows/slack';
 import { CONNECTION_ID_PATTERN, findSlackConnection } from './connections';
 import { classifyEvent, type IneligibleReason } from './eligibility';
 import { parseEnvelope, parseSlashCommand } from './envelope';
-import { enqueueSlackEvent, verifiedConnection } from './ingress';
+import { verifiedConnection } from './verify';
 import { createLinkToken, verifyLinkToken } from './link-token';
 import { redeemLink } from './links';
-import { quotaFor, slackQuotaChecks } from './quota';
+import { SlidingWindowQuota, slackQuotaChecks } from './quota';
 import { connectAccountText, connectLinkUrl, DISABLED_CONNECTION_TEXT } from './texts';
 
 export const EVENTS_BODY_LIMIT = 1_000_000;
@@ -42,246 +48,252 @@ const SlashCommandResponse = z
 
 const ok = () => ({ status: 200, body: { ok: true } });
 
-const events = defineRoute({
-  method: 'post',
-  path: '/v1/integrations/slack/{connectionId}/events',
-  aliases: ['/v1/integrations/chatplatform/{connectionId}/events'],
-  summary: 'Slack Events API request URL: verified, then durably enqueued before the ack.',
-  description:
-    'Signed with the connection\'s signing secret (`X-Slack-Signature`, `X-Slack-Request-Timestamp`, ±300 s). ' +
-    'Supported events start workflow `slack-event/{connectionId}/{event_id}` before the 200; a retry of the same ' +
-    '`event_id` is acknowledged without a second workflow. Ineligible or disabled events are acknowledged and not routed.',
-  tags: ['Slack'],
-  auth: 'signature',
-  params: ConnectionParams,
-  body: { kind: 'raw', limitBytes: EVENTS_BODY_LIMIT, contentType: 'application/json', description: 'The Events API envelope.' },
-  responses: {
-    200: { description: '`OkResponse`, or `{challenge}` for url_verification.', schema: z.union([OkResponse, Challenge]) },
-    400: { description: 'Invalid connection id or payload.', schema: z.union([InvalidRequestError, OkFalse]) },
-    401: { description: 'No such installation, or the signature is invalid.', schema: OkFalse },
-    403: { description: 'team_id or api_app_id differs from the installation.', schema: OkFalse },
-    413: { description: 'Body over 1,000,000 bytes.', schema: PlainText, contentType: 'text/plain' },
-    503: { description: 'Temporal could not take the event in time; Slack retries.' },
-  },
-  handler: async ({ params, rawBody }, ctx) => {
-    const services = ctx.state.services;
-    const { config, metrics, log } = services;
-    const route = ctx.state.routeTemplate ?? 'slack.events';
-    const connection = await verifiedConnection(ctx, params.connectionId, rawBody);
+/** What the Slack routes use, passed in by the composition root (src/app/compose.ts). */
+export interface SlackRouteDeps {
+  config: Config;
+  db: Db;
+  secretKey: Buffer;
+  temporal: TemporalClientHandle;
+  ingress: IngressGateway;
+  metrics: Metrics;
+  log: Logger;
+  now: () => number;
+}
 
-    const parsed = parseEnvelope(rawBody);
-    if (!parsed.ok) {
-      metrics.ingress.inc({ route, outcome: 'rejected', reason: 'invalid_payload' });
-      throw errors.invalidRequest(parsed.details);
-    }
-    const envelope = parsed.envelope;
-    if (envelope.kind === 'url_verification') {
-      metrics.ingress.inc({ route, outcome: 'acknowledged', reason: 'url_verification' });
-      return { status: 200, body: { challenge: envelope.challenge } };
-    }
-    if (envelope.teamId !== connection.teamId || envelope.apiAppId !== connection.apiAppId) {
-      metrics.ingress.inc({ route, outcome: 'rejected', reason: 'installation_mismatch' });
-      throw errors.webhook('installation_mismatch', 403);
-    }
-    if (!envelope.event || !envelope.eventId) {
-      metrics.ingress.inc({ route, outcome: 'acknowledged', reason: 'no_event' });
-      return ok();
-    }
+export function createSlackRoutes(deps: SlackRouteDeps): Route[] {
+  const { config, db, secretKey, temporal, ingress, metrics, now } = deps;
+  // Per process; issue #16 moves the count where every replica sees it.
+  const quota = new SlidingWindowQuota();
+  const verifyDeps = { db, secretKey, metrics, now };
 
-    const eventId = envelope.eventId;
-    const notRouted = (reason: IneligibleReason) => {
-      metrics.ingress.inc({ route, outcome: 'ineligible', reason });
-      log.debug({ connectionId: connection.id, eventId, eventType: envelope.event?.type, reason }, 'slack event not routed');
-      return ok();
-    };
-    const classified = classifyEvent(envelope.event, connection);
-    if (classified.route === 'ignore') return notRouted(classified.reason);
+  const events = defineRoute({
+    method: 'post',
+    path: '/v1/integrations/slack/{connectionId}/events',
+    aliases: ['/v1/integrations/chatplatform/{connectionId}/events'],
+    summary: 'Slack Events API request URL: verified, then durably enqueued before the ack.',
+    description:
+      'Signed with the connection\'s signing secret (`X-Slack-Signature`, `X-Slack-Request-Timestamp`, ±300 s). ' +
+      'Supported events start workflow `slack-event/{connectionId}/{event_id}` before the 200; a retry of the same ' +
+      '`event_id` is acknowledged without a second workflow. Ineligible or disabled events are acknowledged and not routed.',
+    tags: ['Slack'],
+    auth: 'signature',
+    ingress: true,
+    params: ConnectionParams,
+    body: { kind: 'raw', limitBytes: EVENTS_BODY_LIMIT, contentType: 'application/json', description: 'The Events API envelope.' },
+    responses: {
+      200: { description: '`OkResponse`, or `{challenge}` for url_verification.', schema: z.union([OkResponse, Challenge]) },
+      400: { description: 'Invalid connection id or payload.', schema: z.union([InvalidRequestError, OkFalse]) },
+      401: { description: 'No such installation, or the signature is invalid.', schema: OkFalse },
+      403: { description: 'team_id or api_app_id differs from the installation.', schema: OkFalse },
+      413: { description: 'Body over 1,000,000 bytes.', schema: PlainText, contentType: 'text/plain' },
+      503: { description: 'Temporal could not take the event in time; Slack retries.' },
+    },
+    handler: async ({ params, rawBody }, ctx) => {
+      const log = ctx.state.log;
+      const connection = await verifiedConnection(verifyDeps, ctx, params.connectionId, rawBody);
 
-    const input: SlackEventInput = {
-      connectionId: connection.id,
-      organizationId: connection.organizationId,
-      teamId: connection.teamId,
-      eventId,
-      receivedAt: services.now(),
-      settings: {
-        linkWaitMs: config.slack.linkWaitMs,
-        memberDailyInvocations: config.slack.memberDailyInvocations,
-        memberConcurrentRuns: config.slack.memberConcurrentRuns,
-        run: { ...config.runs },
-      },
-      ...(classified.route === 'lifecycle' ? { lifecycle: { type: classified.type } } : { invocation: classified.invocation }),
-    };
+      const parsed = parseEnvelope(rawBody);
+      if (!parsed.ok) throw errors.invalidRequest(parsed.details);
+      const envelope = parsed.envelope;
+      if (envelope.kind === 'url_verification') {
+        return { ...ok(), body: { challenge: envelope.challenge }, outcome: { outcome: 'acknowledged', reason: 'url_verification' } };
+      }
+      if (envelope.teamId !== connection.teamId || envelope.apiAppId !== connection.apiAppId) {
+        throw errors.webhook('installation_mismatch', 403);
+      }
+      if (!envelope.event || !envelope.eventId) return { ...ok(), outcome: { outcome: 'acknowledged', reason: 'no_event' } };
 
-    // Quota applies to invocations only: lifecycle events must always get through.
-    let release: (() => void) | undefined;
-    if (input.invocation) {
-      const verdict = quotaFor(services).tryTake(slackQuotaChecks(config, connection.teamId, input.invocation.user), services.now());
-      if (!verdict.ok) return notRouted(verdict.key.startsWith('workspace:') ? 'workspace_quota' : 'user_quota');
-      release = verdict.release;
-    }
+      const eventId = envelope.eventId;
+      const notRouted = (reason: IneligibleReason): Reply => {
+        log.debug({ connectionId: connection.id, eventId, eventType: envelope.event?.type, reason }, 'slack event not routed');
+        return { ...ok(), outcome: { outcome: 'ineligible', reason } };
+      };
+      const classified = classifyEvent(envelope.event, connection);
+      if (classified.route === 'ignore') return notRouted(classified.reason);
 
-    if (config.bench.disableEnqueue) {
-      // Benchmarks only (issue #9): the cost of durability is measured against this.
-      release?.();
-      metrics.ingress.inc({ route, outcome: 'acknowledged', reason: 'bench_no_enqueue' });
-      return ok();
-    }
-
-    const retryNum = ctx.get('x-slack-retry-num') || undefined;
-    let outcome: 'enqueued' | 'duplicate';
-    try {
-      outcome = await enqueueSlackEvent(services, input);
-    } catch (error) {
-      release?.();
-      throw error;
-    }
-    // A duplicate was counted against the quota by its first delivery already.
-    if (outcome === 'duplicate') release?.();
-    metrics.ingress.inc({ route, outcome, reason: input.lifecycle ? input.lifecycle.type : input.invocation!.type });
-    log.debug({ connectionId: connection.id, eventId, outcome, retryNum, retryReason: ctx.get('x-slack-retry-reason') || undefined }, 'slack event acknowledged');
-    return ok();
-  },
-});
-
-const commands = defineRoute({
-  method: 'post',
-  path: '/v1/integrations/slack/{connectionId}/commands',
-  aliases: ['/v1/integrations/chatplatform/{connectionId}/commands'],
-  summary: 'Slack slash command request URL: answers with an ephemeral connect-your-account link.',
-  description:
-    'Form-encoded and signed like events. The reply carries `<{APP_BASE_URL}/connect/slack?token=…|Connect your account>`; ' +
-    'the token binds the connection, the workspace and the Slack user, expires in SLACK_LINK_TOKEN_TTL (10 min) and works once. ' +
-    'Answered without Temporal.',
-  tags: ['Slack'],
-  auth: 'signature',
-  params: ConnectionParams,
-  body: {
-    kind: 'raw',
-    limitBytes: COMMANDS_BODY_LIMIT,
-    contentType: 'application/x-www-form-urlencoded',
-    description: 'The slash command form (team_id, api_app_id, user_id, command, …).',
-  },
-  responses: {
-    200: { description: 'Ephemeral reply with the connect link (spec 2.9).', schema: SlashCommandResponse },
-    400: { description: 'Invalid connection id or form.', schema: InvalidRequestError },
-    401: { description: 'No such installation, or the signature is invalid.', schema: OkFalse },
-    403: { description: 'team_id or api_app_id differs from the installation.', schema: OkFalse },
-    413: { description: 'Body over 100,000 bytes.', schema: PlainText, contentType: 'text/plain' },
-  },
-  handler: async ({ params, rawBody }, ctx) => {
-    const { config, metrics, secretKey, now } = ctx.state.services;
-    const route = ctx.state.routeTemplate ?? 'slack.commands';
-    const connection = await verifiedConnection(ctx, params.connectionId, rawBody);
-    const parsed = parseSlashCommand(rawBody);
-    if (!parsed.ok) {
-      metrics.ingress.inc({ route, outcome: 'rejected', reason: 'invalid_payload' });
-      throw errors.invalidRequest(parsed.details);
-    }
-    const command = parsed.command;
-    // Older payloads (Slack's own test vector among them) have no api_app_id; when present it must match.
-    if (command.teamId !== connection.teamId || (command.apiAppId !== undefined && command.apiAppId !== connection.apiAppId)) {
-      metrics.ingress.inc({ route, outcome: 'rejected', reason: 'installation_mismatch' });
-      throw errors.webhook('installation_mismatch', 403);
-    }
-    if (!connection.enabled) {
-      metrics.ingress.inc({ route, outcome: 'ineligible', reason: 'connection_disabled' });
-      return { status: 200, body: { response_type: 'ephemeral', text: DISABLED_CONNECTION_TEXT } };
-    }
-    const { token } = createLinkToken(secretKey, {
-      connectionId: connection.id,
-      teamId: connection.teamId,
-      slackUserId: command.userId,
-      now: now(),
-      ttlMs: config.slack.linkTokenTtlMs,
-    });
-    metrics.ingress.inc({ route, outcome: 'acknowledged', reason: 'connect_link' });
-    const url = connectLinkUrl(publicBaseUrl(config), token);
-    return { status: 200, body: { response_type: 'ephemeral', text: connectAccountText(url, config.slack.linkTokenTtlMs) } };
-  },
-});
-
-const linkError = (error: 'invalid_link' | 'link_expired' | 'link_used' | 'already_linked', status: number) =>
-  new AppError(error, status, { error });
-
-const LinkBody = z.object({ token: z.string().max(4096) }).openapi('SlackAccountLinkRequest');
-const LinkCreated = z.object({ slackUserId: z.string(), memberId: z.string() }).openapi('SlackAccountLink');
-const LinkError = z.object({ error: z.string() });
-
-const accountLinks = defineRoute({
-  method: 'post',
-  path: '/v1/integrations/slack/{connectionId}/account-links',
-  summary: "Completes a connect link: the token's Slack user becomes the calling member.",
-  description:
-    'Called by the page behind the slash command\'s link, as the signed-in member. Invocations of that Slack user ' +
-    'that are waiting for the link continue at once.',
-  tags: ['Slack'],
-  auth: 'authenticated',
-  params: ConnectionParams,
-  body: { kind: 'json', schema: LinkBody, limitBytes: 16_384 },
-  responses: {
-    201: { description: 'Linked.', schema: LinkCreated },
-    400: { description: '`{error:"invalid_link"}` for a forged or malformed token; InvalidRequestError for a bad body.', schema: LinkError },
-    401: { description: 'Not authenticated.', schema: LinkError },
-    403: { description: 'The connection belongs to another organization.', schema: LinkError },
-    404: { description: 'No such connection.', schema: LinkError },
-    409: { description: '`link_used` (token already redeemed) or `already_linked` (the Slack user is linked to another member).', schema: LinkError },
-    410: { description: '`link_expired`.', schema: LinkError },
-    503: { description: 'Postgres or Temporal unavailable; nothing was recorded, retry.' },
-  },
-  handler: async ({ params, body, principal }, ctx) => {
-    const services = ctx.state.services;
-    const { database, secretKey, temporal, config, metrics, log } = services;
-    const connection = await findSlackConnection(database.db, secretKey, params.connectionId);
-    if (!connection) throw errors.notFound('No such Slack connection.');
-    if (connection.organizationId !== principal.organizationId) {
-      throw errors.forbidden('other_organization', 'This Slack connection belongs to another organization.');
-    }
-    const verdict = verifyLinkToken(secretKey, body.token, services.now());
-    if (!verdict.ok && verdict.reason === 'invalid') throw linkError('invalid_link', 400);
-    const claims = verdict.ok ? verdict.claims : verdict.claims!;
-    // A genuine token for another connection or workspace is not a link for this one.
-    if (claims.connectionId !== connection.id || claims.teamId !== connection.teamId) throw linkError('invalid_link', 400);
-    if (!verdict.ok) throw linkError('link_expired', 410);
-
-    const outcome = await redeemLink(
-      database.db,
-      {
+      const input: SlackEventInput = {
         connectionId: connection.id,
-        slackUserId: claims.slackUserId,
-        organizationId: principal.organizationId,
-        memberId: principal.memberId,
-        nonce: claims.nonce,
-        tokenExpiresAt: new Date(claims.expiresAt),
-        now: new Date(services.now()),
-      },
-      // Inside the transaction: if Temporal cannot take the signals, the link is not recorded
-      // (503, token still valid), so a waiting invocation is never stranded.
-      async (workflowIds) => {
-        const linked = { slackUserId: claims.slackUserId, organizationId: principal.organizationId, memberId: principal.memberId };
-        for (const workflowId of workflowIds) {
-          try {
-            await temporalCall(
-              temporal,
-              'slack.signal_linked',
-              config.temporal.startTimeoutMs,
-              () => temporal.client.workflow.getHandle(workflowId).signal(slackAccountLinkedSignal, linked),
-              metrics,
-            );
-          } catch (error) {
-            // It already gave up waiting (or finished): nothing to resume.
-            if (error instanceof WorkflowNotFoundError) continue;
-            throw error;
-          }
-        }
-      },
-    );
-    if (!outcome.ok) throw linkError(outcome.error, 409);
-    log.info(
-      { connectionId: connection.id, memberId: principal.memberId, resumed: outcome.waitingWorkflowIds.length },
-      'slack account linked',
-    );
-    return { status: 201, body: { slackUserId: claims.slackUserId, memberId: principal.memberId } };
-  },
-});
+        organizationId: connection.organizationId,
+        teamId: connection.teamId,
+        eventId,
+        receivedAt: now(),
+        settings: {
+          linkWaitMs: config.slack.linkWaitMs,
+          memberDailyInvocations: config.slack.memberDailyInvocations,
+          memberConcurrentRuns: config.slack.memberConcurrentRuns,
+          run: { ...config.runs },
+        },
+        ...(classified.route === 'lifecycle' ? { lifecycle: { type: classified.type } } : { invocation: classified.invocation }),
+      };
 
-export const slackRoutes: RouteDefinition[] = [events, commands, accountLinks] as RouteDefinition[];
+      // Quota applies to invocations only: lifecycle events must always get through.
+      let release: (() => void) | undefined;
+      if (input.invocation) {
+        const verdict = quota.tryTake(slackQuotaChecks(config, connection.teamId, input.invocation.user), now());
+        if (!verdict.ok) return notRouted(verdict.key.startsWith('workspace:') ? 'workspace_quota' : 'user_quota');
+        release = verdict.release;
+      }
+
+      let outcome;
+      try {
+        outcome = await ingress.startOnce(slackEvent, slackEventWorkflowId(input.connectionId, input.eventId), [input], {
+          searchAttributes: [
+            { key: slackSearchAttributes.ConnectionId, value: input.connectionId },
+            { key: slackSearchAttributes.SlackEventStatus, value: 'received' },
+            ...(input.invocation ? [{ key: slackSearchAttributes.SlackUserId, value: input.invocation.user }] : []),
+          ],
+        });
+      } catch (error) {
+        release?.();
+        throw error;
+      }
+      // A duplicate was counted against the quota by its first delivery already.
+      if (outcome !== 'enqueued') release?.();
+      const retry = { retryNum: ctx.get('x-slack-retry-num') || undefined, retryReason: ctx.get('x-slack-retry-reason') || undefined };
+      log.debug({ connectionId: connection.id, eventId, outcome, ...retry }, 'slack event acknowledged');
+      return { ...ok(), outcome: { outcome, reason: input.lifecycle ? input.lifecycle.type : input.invocation!.type } };
+    },
+  });
+
+  const commands = defineRoute({
+    method: 'post',
+    path: '/v1/integrations/slack/{connectionId}/commands',
+    aliases: ['/v1/integrations/chatplatform/{connectionId}/commands'],
+    summary: 'Slack slash command request URL: answers with an ephemeral connect-your-account link.',
+    description:
+      'Form-encoded and signed like events. The reply carries `<{APP_BASE_URL}/connect/slack?token=…|Connect your account>`; ' +
+      'the token binds the connection, the workspace and the Slack user, expires in SLACK_LINK_TOKEN_TTL (10 min) and works once. ' +
+      'Answered without Temporal.',
+    tags: ['Slack'],
+    auth: 'signature',
+    ingress: true,
+    params: ConnectionParams,
+    body: {
+      kind: 'raw',
+      limitBytes: COMMANDS_BODY_LIMIT,
+      contentType: 'application/x-www-form-urlencoded',
+      description: 'The slash command form (team_id, api_app_id, user_id, command, …).',
+    },
+    responses: {
+      200: { description: 'Ephemeral reply with the connect link (spec 2.9).', schema: SlashCommandResponse },
+      400: { description: 'Invalid connection id or form.', schema: InvalidRequestError },
+      401: { description: 'No such installation, or the signature is invalid.', schema: OkFalse },
+      403: { description: 'team_id or api_app_id differs from the installation.', schema: OkFalse },
+      413: { description: 'Body over 100,000 bytes.', schema: PlainText, contentType: 'text/plain' },
+    },
+    handler: async ({ params, rawBody }, ctx) => {
+      const connection = await verifiedConnection(verifyDeps, ctx, params.connectionId, rawBody);
+      const parsed = parseSlashCommand(rawBody);
+      if (!parsed.ok) throw errors.invalidRequest(parsed.details);
+      const command = parsed.command;
+      // Older payloads (Slack's own test vector among them) have no api_app_id; when present it must match.
+      if (command.teamId !== connection.teamId || (command.apiAppId !== undefined && command.apiAppId !== connection.apiAppId)) {
+        throw errors.webhook('installation_mismatch', 403);
+      }
+      if (!connection.enabled) {
+        return {
+          status: 200,
+          body: { response_type: 'ephemeral', text: DISABLED_CONNECTION_TEXT },
+          outcome: { outcome: 'ineligible', reason: 'connection_disabled' },
+        };
+      }
+      const { token } = createLinkToken(secretKey, {
+        connectionId: connection.id,
+        teamId: connection.teamId,
+        slackUserId: command.userId,
+        now: now(),
+        ttlMs: config.slack.linkTokenTtlMs,
+      });
+      const url = connectLinkUrl(publicBaseUrl(config), token);
+      return {
+        status: 200,
+        body: { response_type: 'ephemeral', text: connectAccountText(url, config.slack.linkTokenTtlMs) },
+        outcome: { outcome: 'acknowledged', reason: 'connect_link' },
+      };
+    },
+  });
+
+  const linkError = (error: 'invalid_link' | 'link_expired' | 'link_used' | 'already_linked', status: number) =>
+    new AppError(error, status, { error });
+
+  const LinkBody = z.object({ token: z.string().max(4096) }).openapi('SlackAccountLinkRequest');
+  const LinkCreated = z.object({ slackUserId: z.string(), memberId: z.string() }).openapi('SlackAccountLink');
+  const LinkError = z.object({ error: z.string() });
+
+  const accountLinks = defineRoute({
+    method: 'post',
+    path: '/v1/integrations/slack/{connectionId}/account-links',
+    summary: "Completes a connect link: the token's Slack user becomes the calling member.",
+    description:
+      'Called by the page behind the slash command\'s link, as the signed-in member. Invocations of that Slack user ' +
+      'that are waiting for the link continue at once.',
+    tags: ['Slack'],
+    auth: 'authenticated',
+    params: ConnectionParams,
+    body: { kind: 'json', schema: LinkBody, limitBytes: 16_384 },
+    responses: {
+      201: { description: 'Linked.', schema: LinkCreated },
+      400: { description: '`{error:"invalid_link"}` for a forged or malformed token; InvalidRequestError for a bad body.', schema: LinkError },
+      401: { description: 'Not authenticated.', schema: LinkError },
+      403: { description: 'The connection belongs to another organization.', schema: LinkError },
+      404: { description: 'No such connection.', schema: LinkError },
+      409: { description: '`link_used` (token already redeemed) or `already_linked` (the Slack user is linked to another member).', schema: LinkError },
+      410: { description: '`link_expired`.', schema: LinkError },
+      503: { description: 'Postgres or Temporal unavailable; nothing was recorded, retry.' },
+    },
+    handler: async ({ params, body, principal }, ctx) => {
+      const connection = await findSlackConnection(db, secretKey, params.connectionId);
+      if (!connection) throw errors.notFound('No such Slack connection.');
+      if (connection.organizationId !== principal.organizationId) {
+        throw errors.forbidden('other_organization', 'This Slack connection belongs to another organization.');
+      }
+      const verdict = verifyLinkToken(secretKey, body.token, now());
+      if (!verdict.ok && verdict.reason === 'invalid') throw linkError('invalid_link', 400);
+      const claims = verdict.ok ? verdict.claims : verdict.claims!;
+      // A genuine token for another connection or workspace is not a link for this one.
+      if (claims.connectionId !== connection.id || claims.teamId !== connection.teamId) throw linkError('invalid_link', 400);
+      if (!verdict.ok) throw linkError('link_expired', 410);
+
+      const outcome = await redeemLink(
+        db,
+        {
+          connectionId: connection.id,
+          slackUserId: claims.slackUserId,
+          organizationId: principal.organizationId,
+          memberId: principal.memberId,
+          nonce: claims.nonce,
+          tokenExpiresAt: new Date(claims.expiresAt),
+          now: new Date(now()),
+        },
+        // Inside the transaction: if Temporal cannot take the signals, the link is not recorded
+        // (503, token still valid), so a waiting invocation is never stranded.
+        async (workflowIds) => {
+          const linked = { slackUserId: claims.slackUserId, organizationId: principal.organizationId, memberId: principal.memberId };
+          for (const workflowId of workflowIds) {
+            try {
+              await temporalCall(
+                temporal,
+                'slack.signal_linked',
+                config.temporal.startTimeoutMs,
+                () => temporal.client.workflow.getHandle(workflowId).signal(slackAccountLinkedSignal, linked),
+                metrics,
+              );
+            } catch (error) {
+              // It already gave up waiting (or finished): nothing to resume.
+              if (error instanceof WorkflowNotFoundError) continue;
+              throw error;
+            }
+          }
+        },
+      );
+      if (!outcome.ok) throw linkError(outcome.error, 409);
+      ctx.state.log.info(
+        { connectionId: connection.id, memberId: principal.memberId, resumed: outcome.waitingWorkflowIds.length },
+        'slack account linked',
+      );
+      return { status: 201, body: { slackUserId: claims.slackUserId, memberId: principal.memberId } };
+    },
+  });
+
+    return [events, commands, accountLinks];
+}

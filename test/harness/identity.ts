@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Db } from '../../src/app/store/db';
-import type { Role } from '../../src/app/store/migrations/0001_identity';
+import type { Role } from '../../src/app/http/auth';
 import { addMember, createApiKey, createOrganizationWithOwner, createSession } from '../../src/identity/store';
 
 export interface TestMember {

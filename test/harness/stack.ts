@@ -5,18 +5,18 @@
 import { randomUUID } from 'node:crypto';
 import { Writable } from 'node:stream';
 import { loadConfigWith, type Config } from '../../src/app/config';
-import { createApp } from '../../src/app/http/app';
 import { listen, type HttpServer } from '../../src/app/http/server';
-import type { Services } from '../../src/app/http/services';
+import type { RemovedRoute } from '../../src/app/http/deprecated';
 import { createLogger } from '../../src/app/log';
-import { createServices } from '../../src/app/compose';
+import { activityDeps, createApi, createInfrastructure, type Infrastructure } from '../../src/app/compose';
 import { startWorker, type WorkerHandle } from '../../src/app/temporal/worker';
 import type { McpNetworkOverrides } from '../../activities/mcp';
 import { testResolver } from './no-dns';
 
 export interface TestStack {
   config: Config;
-  services: Services;
+  /** What the composition root built for this app (Postgres, Temporal client, metrics, secret key). */
+  services: Infrastructure;
   http: HttpServer;
   worker?: WorkerHandle;
   url: string;
@@ -36,7 +36,13 @@ export interface TestResponse {
 }
 
 export async function startTestStack(
-  options: { env?: Record<string, string>; worker?: boolean; now?: () => number; mcpNetwork?: McpNetworkOverrides } = {},
+  options: {
+    env?: Record<string, string>;
+    worker?: boolean;
+    now?: () => number;
+    mcpNetwork?: McpNetworkOverrides;
+    removedRoutes?: RemovedRoute[];
+  } = {},
 ): Promise<TestStack> {
   const taskQueue = `test-${randomUUID()}`;
   const config = loadConfigWith({ TEMPORAL_TASK_QUEUE: taskQueue, PORT: '0', HOST: '127.0.0.1', ...options.env });
@@ -55,30 +61,22 @@ export async function startTestStack(
   });
   // Capture at debug level so log assertions can see everything; nothing is printed.
   const log = createLogger({ level: 'debug', destination: sink, name: 'test' });
-  const services = await createServices(config, log, {
+  const services = await createInfrastructure(config, log, {
     databaseUrl: config.database.url!,
     temporalAddress: config.temporal.address!,
     embedded: false,
   });
-  if (options.now) services.now = options.now;
   let worker: WorkerHandle | undefined;
   if (options.worker) {
     worker = await startWorker({
       config,
       address: config.temporal.address!,
       log,
-      deps: {
-        config,
-        db: services.database.db,
-        log,
-        temporal: services.temporal,
-        secretKey: services.secretKey,
-        // No test worker ever asks the system's DNS: MCP probes only reach names a test maps.
-        mcpNetwork: options.mcpNetwork ?? { resolve: testResolver() },
-      },
+      // No test worker ever asks the system's DNS: MCP probes only reach names a test maps.
+      deps: activityDeps(services, options.mcpNetwork ?? { resolve: testResolver() }),
     });
   }
-  const http = await listen(createApp(services), '127.0.0.1', 0);
+  const http = await listen(createApi(services, { now: options.now, removedRoutes: options.removedRoutes }), '127.0.0.1', 0);
 
   return {
     config,

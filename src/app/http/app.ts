@@ -1,42 +1,36 @@
 /**
  * The Koa front door. Middleware order (platform issue §4): request id → logging → error
- * mapper → per-route body limits (inside each route, see route.ts) → routes.
+ * mapper → per-route body limits (inside each route, see route.ts) → routes. It mounts the
+ * routes it is given; it knows no feature (src/app/compose.ts chooses them).
  */
 import Koa from 'koa';
 import Router from '@koa/router';
 import { errors } from '../errors';
-import { identityRoutes } from '../../identity/routes';
-import { githubRoutes } from '../../github/routes';
-import { slackRoutes } from '../../slack/routes';
-import { mcpRoutes } from '../../mcp/routes';
-import { runRoutes } from '../../runs/routes';
+import type { Logger } from '../log';
+import type { Metrics } from '../metrics';
+import type { Authenticator } from './auth';
 import type { AppContext, AppState } from './context';
+import type { RemovedRoute } from './deprecated';
 import { errorMapper } from './middleware/errors';
 import { requestLogging } from './middleware/logging';
 import { requestId } from './middleware/request-id';
-import { createOpenApi } from './openapi';
-import { mountRoute, type RouteDefinition } from './route';
-import { REMOVED_ROUTES } from './deprecated';
-import { systemRoutes } from './system-routes';
-import type { Services } from './services';
+import { mountRoute, type Route } from './route';
 
-export const ALL_ROUTES: RouteDefinition[] = [
-  ...systemRoutes,
-  ...identityRoutes,
-  ...runRoutes,
-  ...slackRoutes,
-  ...githubRoutes,
-  ...mcpRoutes,
-];
+export interface AppDeps {
+  routes: Route[];
+  authenticate: Authenticator;
+  log: Logger;
+  metrics: Metrics;
+  removedRoutes: RemovedRoute[];
+}
 
-export function createApp(services: Services): Koa<AppState> {
+export function createApp(deps: AppDeps): Koa<AppState> {
   const app = new Koa<AppState>({ proxy: false });
   // Koa's default error listener prints stacks to stderr; our mapper already logged it.
   app.silent = true;
-  const openapi = createOpenApi();
   const router = new Router<AppState>();
-  for (const route of ALL_ROUTES) mountRoute(router, openapi, route);
-  for (const removed of REMOVED_ROUTES) {
+  for (const route of deps.routes) mountRoute(router, route, { authenticate: deps.authenticate, metrics: deps.metrics });
+  for (const removed of deps.removedRoutes) {
     router.all(removed.path.replace(/\{(\w+)\}/g, ':$1'), () => {
       throw errors.gone(
         `Removed in ${removed.removedIn}.${removed.replacement ? ` Use ${removed.replacement} instead.` : ''}`,
@@ -44,14 +38,8 @@ export function createApp(services: Services): Koa<AppState> {
     });
   }
 
-  app.use(async (ctx, next) => {
-    ctx.state.services = services;
-    ctx.state.log = services.log;
-    ctx.state.openapiDocument = () => openapi.document();
-    await next();
-  });
   app.use((ctx, next) => requestId(ctx as AppContext, next));
-  app.use((ctx, next) => requestLogging(ctx as AppContext, next));
+  app.use((ctx, next) => requestLogging(ctx as AppContext, next, deps));
   app.use((ctx, next) => errorMapper(ctx as AppContext, next));
   app.use(router.routes());
   app.use(router.allowedMethods());

@@ -1,8 +1,9 @@
 import { OpenAPIRegistry, OpenApiGeneratorV31 } from '@asteasolutions/zod-to-openapi';
 import './zod';
+import { registerOpenApi, type Route } from './route';
 
-/** A registry per app: every mounted route registers itself (route.ts) from the schemas that validate it. */
-export function createOpenApi() {
+/** The document of one app, from the same schemas that validate its routes' requests. */
+export function createOpenApi(routes: Route[]) {
   const registry = new OpenAPIRegistry();
   registry.registerComponent('securitySchemes', 'bearerAuth', {
     type: 'http',
@@ -15,6 +16,7 @@ export function createOpenApi() {
     name: 'x-api-key',
     description: 'An organization API key (`den_…`), sent raw, without a Bearer prefix.',
   });
+  for (const route of routes) registerOpenApi(registry, route);
   let cached: object | undefined;
   return {
     registry,
@@ -35,4 +37,3 @@ export function createOpenApi() {
   };
 }
 
-export type OpenApi = ReturnType<typeof createOpenApi>;

@@ -8,23 +8,28 @@
  * Signature routes ('signature') verify inside the handler, because the provider's check order
  * (e.g. Slack: id → size → installation → signature) is part of their contract.
  */
-import type { ParameterizedContext } from 'koa';
 import type Router from '@koa/router';
 import type { RouteConfig } from '@asteasolutions/zod-to-openapi';
 import type { ZodType } from 'zod';
 import { z } from './zod';
-import { errors } from '../errors';
+import { AppError, errors } from '../errors';
+import type { Metrics } from '../metrics';
 import type { AppContext, AppState } from './context';
 import { readRawBody } from './body';
-import type { OpenApi } from './openapi';
-import { requireAuth, type AuthMode, type Principal } from '../../identity/auth';
+import type { OpenAPIRegistry } from '@asteasolutions/zod-to-openapi';
+import { requireAuth, type Authenticator, type AuthMode, type Principal } from './auth';
 
 export type Method = 'get' | 'post' | 'put' | 'patch' | 'delete';
+
+/** The outcome labels of `den_ingress_outcomes_total`; the durable ones come from the ingress gateway. */
+export type IngressOutcome = 'enqueued' | 'duplicate' | 'closed' | 'ineligible' | 'acknowledged' | 'rejected' | 'not_enqueued';
 
 export interface Reply {
   status: number;
   body?: unknown;
   headers?: Record<string, string>;
+  /** Ingress routes: what became of the delivery, counted once by the pipeline (see recordOutcome). */
+  outcome?: { outcome: IngressOutcome; reason: string };
 }
 
 export interface ResponseSpec {
@@ -61,6 +66,8 @@ export interface RouteDefinition<
   responses: Record<number, ResponseSpec>;
   /** Hidden routes are served but left out of the OpenAPI document. */
   hidden?: boolean;
+  /** Webhook and report routes: every answer is counted in `den_ingress_outcomes_total`. */
+  ingress?: boolean;
   handler: (
     input: {
       params: z.output<P>;
@@ -73,11 +80,33 @@ export interface RouteDefinition<
   ) => Promise<Reply>;
 }
 
-/** Identity function that keeps the generic types of a route definition. */
+/** A route as the app mounts it: its description, and `serve`, which parses, then calls the handler. */
+export type Route = Omit<RouteDefinition, 'handler'> & {
+  serve(ctx: AppContext, principal: Principal | undefined): Promise<Reply>;
+};
+
+/**
+ * Checks a definition's types (the handler sees exactly what its schemas produce), then erases
+ * them: parsing happens inside `serve`, so routes of any shape mount through one `Route` type.
+ */
 export function defineRoute<P extends ZodType, Q extends ZodType, B extends ZodType, A extends AuthMode>(
-  route: RouteDefinition<P, Q, B, A>,
-): RouteDefinition<P, Q, B, A> {
-  return route;
+  definition: RouteDefinition<P, Q, B, A>,
+): Route {
+  const { handler, ...meta } = definition;
+  return {
+    ...(meta as Omit<RouteDefinition, 'handler'>),
+    async serve(ctx, principal) {
+      const params = parseOr400(definition.params, ctx.params);
+      let rawBody: Buffer = Buffer.alloc(0);
+      let body: unknown = undefined;
+      if (definition.body) {
+        rawBody = await readRawBody(ctx, definition.body.limitBytes);
+        if (definition.body.kind === 'json') body = parseOr400(definition.body.schema, parseJson(rawBody));
+      }
+      const query = parseOr400(definition.query, ctx.query);
+      return handler({ params, query, body: body as z.output<B>, rawBody, principal: principal as never }, ctx);
+    },
+  };
 }
 
 const toKoaPath = (openApiPath: string) => openApiPath.replace(/\{(\w+)\}/g, ':$1');
@@ -87,7 +116,11 @@ function securityFor(auth: AuthMode, sessionOnly?: boolean): RouteConfig['securi
   return sessionOnly ? [{ bearerAuth: [] }] : [{ bearerAuth: [] }, { denApiKey: [] }];
 }
 
-function registerOpenApi(openapi: OpenApi, route: RouteDefinition, path: string): void {
+export function registerOpenApi(registry: OpenAPIRegistry, route: Route): void {
+  for (const path of [route.path, ...(route.aliases ?? [])]) registerPath(registry, route, path);
+}
+
+function registerPath(registry: OpenAPIRegistry, route: Route, path: string): void {
   if (route.hidden) return;
   const responses: RouteConfig['responses'] = {};
   for (const [status, spec] of Object.entries(route.responses)) {
@@ -103,7 +136,7 @@ function registerOpenApi(openapi: OpenApi, route: RouteDefinition, path: string)
     const contentType = route.body.kind === 'json' ? 'application/json' : route.body.contentType;
     request.body = { content: { [contentType]: { schema } }, description: route.body.kind === 'raw' ? route.body.description : undefined };
   }
-  openapi.registry.registerPath({
+  registry.registerPath({
     method: route.method,
     path,
     summary: route.summary,
@@ -122,28 +155,43 @@ function parseOr400<S extends ZodType>(schema: S | undefined, value: unknown): z
   return result.data;
 }
 
-export function mountRoute(router: Router<AppState>, openapi: OpenApi, route: RouteDefinition): void {
-  const paths = [route.path, ...(route.aliases ?? [])];
-  for (const path of paths) registerOpenApi(openapi, route, path);
+export interface MountDeps {
+  authenticate: Authenticator;
+  metrics: Metrics;
+}
 
-  const handler = async (ctx: ParameterizedContext<AppState>) => {
+export function mountRoute(router: Router<AppState>, route: Route, deps: MountDeps): void {
+  const handler = async (ctx: AppContext) => {
     ctx.state.routeTemplate = route.path;
-    const principal = await requireAuth(ctx as AppContext, route.auth, { sessionOnly: route.sessionOnly });
-    const params = parseOr400(route.params, ctx.params);
-    let rawBody: Buffer = Buffer.alloc(0);
-    let body: unknown = undefined;
-    if (route.body) {
-      rawBody = await readRawBody(ctx as AppContext, route.body.limitBytes);
-      if (route.body.kind === 'json') body = parseOr400(route.body.schema, parseJson(rawBody));
-    }
-    const query = parseOr400(route.query, ctx.query);
-    const reply = await route.handler({ params, query, body, rawBody, principal: principal as never }, ctx as AppContext);
+    const serve = async (): Promise<Reply> => {
+      const principal = await requireAuth(ctx.headers, route.auth, deps.authenticate, { sessionOnly: route.sessionOnly });
+      ctx.state.principal = principal;
+      return route.serve(ctx, principal);
+    };
+    const reply = route.ingress ? await recordOutcome(deps.metrics, route.path, serve) : await serve();
     ctx.status = reply.status;
     for (const [name, value] of Object.entries(reply.headers ?? {})) ctx.set(name, value);
     if (reply.body !== undefined) ctx.body = reply.body;
   };
+  for (const path of [route.path, ...(route.aliases ?? [])]) router[route.method](toKoaPath(path), handler);
+}
 
-  for (const path of paths) router[route.method](toKoaPath(path), handler);
+/**
+ * The one place ingress outcomes are counted: the reply's outcome (from the ingress gateway, or
+ * a not-routed reason), or the error code of a rejection. Labels are the route template and
+ * coded values only, so no request can add a label value of its own.
+ */
+async function recordOutcome(metrics: Metrics, route: string, serve: () => Promise<Reply>): Promise<Reply> {
+  try {
+    const reply = await serve();
+    const { outcome, reason } = reply.outcome ?? { outcome: 'acknowledged', reason: 'ok' };
+    metrics.ingress.inc({ route, outcome, reason });
+    return reply;
+  } catch (error) {
+    const reason = error instanceof AppError ? (error.dependency ? `${error.dependency}_unavailable` : error.code) : 'internal';
+    metrics.ingress.inc({ route, outcome: 'rejected', reason });
+    throw error;
+  }
 }
 
 /** JSON.parse with a 400 instead of a SyntaxError. Empty bodies parse as `undefined`. */

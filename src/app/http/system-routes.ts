@@ -2,9 +2,10 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { z } from './zod';
 import { errors } from '../errors';
-import { pingDatabase } from '../store/db';
-import { pingTemporal } from '../temporal/client';
-import { defineRoute, type Reply, type RouteDefinition } from './route';
+import { pingDatabase, type DbHandle } from '../store/db';
+import { pingTemporal, type TemporalClientHandle } from '../temporal/client';
+import type { Metrics } from '../metrics';
+import { defineRoute, type Reply, type Route } from './route';
 import { OkResponse } from './schemas';
 
 const Readiness = z
@@ -23,61 +24,77 @@ async function check(fn: () => Promise<unknown>): Promise<string> {
   }
 }
 
-const health = defineRoute({
-  method: 'get',
-  path: '/health',
-  summary: 'Liveness: the process answers. Touches no dependency.',
-  tags: ['System'],
-  auth: 'public',
-  responses: { 200: { description: 'Alive.', schema: OkResponse } },
-  handler: async () => ({ status: 200, body: { ok: true } }),
-});
+export interface SystemRouteDeps {
+  database: DbHandle;
+  temporal: TemporalClientHandle;
+  metrics: Metrics;
+  /** Set when shutdown begins: /ready answers 503 from then on. */
+  lifecycle: { shuttingDown: boolean };
+  /** The app's OpenAPI document, generated once from every route's schemas. */
+  openapiDocument: () => object;
+}
 
-const ready = defineRoute({
-  method: 'get',
-  path: '/ready',
-  summary: 'Readiness: Postgres and Temporal both answer, and the process is not shutting down.',
-  tags: ['System'],
-  auth: 'public',
-  responses: {
-    200: { description: 'Ready to take traffic.', schema: Readiness },
-    503: { description: 'A dependency is down, or shutdown has begun; the body names which.', schema: Readiness },
-  },
-  handler: async (_input, ctx) => {
-    const { database, temporal, lifecycle } = ctx.state.services;
-    const [postgres, temporalCheck] = await Promise.all([
-      check(() => pingDatabase(database.pool)),
-      check(() => pingTemporal(temporal)),
-    ]);
-    const checks: { postgres: string; temporal: string; shutdown?: string } = { postgres, temporal: temporalCheck };
-    if (lifecycle.shuttingDown) checks.shutdown = 'in progress';
-    const ok = postgres === 'ok' && temporalCheck === 'ok' && !lifecycle.shuttingDown;
-    return { status: ok ? 200 : 503, body: { ok, checks } };
-  },
-});
+/** Health, readiness, metrics, the OpenAPI document and the rendered reference. */
+export function createSystemRoutes(deps: SystemRouteDeps): Route[] {
+  const { database, temporal, metrics, lifecycle, openapiDocument } = deps;
 
-const metrics = defineRoute({
-  method: 'get',
-  path: '/metrics',
-  summary: 'Prometheus metrics of this API process.',
-  tags: ['System'],
-  auth: 'public',
-  responses: { 200: { description: 'Prometheus text format.', schema: z.string(), contentType: 'text/plain' } },
-  handler: async (_input, ctx) => {
-    const { registry } = ctx.state.services.metrics;
-    return { status: 200, body: await registry.metrics(), headers: { 'content-type': registry.contentType } };
-  },
-});
+  const health = defineRoute({
+    method: 'get',
+    path: '/health',
+    summary: 'Liveness: the process answers. Touches no dependency.',
+    tags: ['System'],
+    auth: 'public',
+    responses: { 200: { description: 'Alive.', schema: OkResponse } },
+    handler: async () => ({ status: 200, body: { ok: true } }),
+  });
 
-const openapi = defineRoute({
-  method: 'get',
-  path: '/openapi.json',
-  summary: 'This document: OpenAPI 3.1, generated from the schemas that validate requests.',
-  tags: ['System'],
-  auth: 'public',
-  responses: { 200: { description: 'The OpenAPI document.' } },
-  handler: async (_input, ctx) => ({ status: 200, body: ctx.state.openapiDocument() }),
-});
+  const ready = defineRoute({
+    method: 'get',
+    path: '/ready',
+    summary: 'Readiness: Postgres and Temporal both answer, and the process is not shutting down.',
+    tags: ['System'],
+    auth: 'public',
+    responses: {
+      200: { description: 'Ready to take traffic.', schema: Readiness },
+      503: { description: 'A dependency is down, or shutdown has begun; the body names which.', schema: Readiness },
+    },
+    handler: async () => {
+      const [postgres, temporalCheck] = await Promise.all([
+        check(() => pingDatabase(database.pool)),
+        check(() => pingTemporal(temporal)),
+      ]);
+      const checks: { postgres: string; temporal: string; shutdown?: string } = { postgres, temporal: temporalCheck };
+      if (lifecycle.shuttingDown) checks.shutdown = 'in progress';
+      const ok = postgres === 'ok' && temporalCheck === 'ok' && !lifecycle.shuttingDown;
+      return { status: ok ? 200 : 503, body: { ok, checks } };
+    },
+  });
+
+  const metricsRoute = defineRoute({
+    method: 'get',
+    path: '/metrics',
+    summary: 'Prometheus metrics of this API process.',
+    tags: ['System'],
+    auth: 'public',
+    responses: { 200: { description: 'Prometheus text format.', schema: z.string(), contentType: 'text/plain' } },
+    handler: async () => {
+      const { registry } = metrics;
+      return { status: 200, body: await registry.metrics(), headers: { 'content-type': registry.contentType } };
+    },
+  });
+
+  const openapi = defineRoute({
+    method: 'get',
+    path: '/openapi.json',
+    summary: 'This document: OpenAPI 3.1, generated from the schemas that validate requests.',
+    tags: ['System'],
+    auth: 'public',
+    responses: { 200: { description: 'The OpenAPI document.' } },
+    handler: async () => ({ status: 200, body: openapiDocument() }),
+  });
+
+  return [health, ready, metricsRoute, openapi, docs, docsAsset];
+}
 
 /** The API reference, rendered by swagger-ui from local assets (no CDN). */
 const DOCS_HTML = `<!doctype html>
@@ -133,4 +150,3 @@ const docsAsset = defineRoute({
   },
 });
 
-export const systemRoutes = [health, ready, metrics, openapi, docs, docsAsset] as unknown as RouteDefinition[];

@@ -1,10 +1,10 @@
 /**
  * The database as Kysely sees it: the union of each feature's tables. Each feature keeps its
- * table types beside its migration, so a change to a table is one place.
+ * table types in its own `tables.ts`; the migrations hold only DDL.
  */
-import type { IdentityTables } from './migrations/0001_identity';
-import type { RunTables } from './migrations/0002_runs';
-import type { SlackTables } from './migrations/0003_slack';
-import type { GithubTables } from './migrations/0004_github';
+import type { IdentityTables } from '../../identity/tables';
+import type { RunTables } from '../../runs/tables';
+import type { SlackTables } from '../../slack/tables';
+import type { GithubTables } from '../../github/tables';
 
 export interface Database extends IdentityTables, RunTables, SlackTables, GithubTables {}

@@ -1,5 +1,5 @@
 import type { Next } from 'koa';
-import { AppError, dependencyOf, errors } from '../../errors';
+import { AppError, errors } from '../../errors';
 import type { AppContext } from '../context';
 
 /**
@@ -20,13 +20,10 @@ export async function errorMapper(ctx: AppContext, next: Next): Promise<void> {
     if (caught instanceof AppError) {
       error = caught;
     } else {
-      const dependency = dependencyOf(caught);
-      if (dependency) {
-        error = errors.unavailable(dependency, caught);
-      } else {
-        ctx.state.log?.error({ err: caught }, 'unhandled error');
-        error = new AppError('internal', 500, { error: 'internal', message: 'Internal server error.' });
-      }
+      // Dependency outages arrive as AppErrors already, named where they happen
+      // (temporalCall, the Postgres pool in store/db.ts): anything else is a bug.
+      ctx.state.log?.error({ err: caught }, 'unhandled error');
+      error = new AppError('internal', 500, { error: 'internal', message: 'Internal server error.' });
     }
     if (error.status === 503) ctx.state.log?.warn({ err: error.cause ?? error }, 'dependency unavailable');
     ctx.status = error.status;

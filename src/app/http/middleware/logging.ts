@@ -1,20 +1,21 @@
 import type { Next } from 'koa';
+import type { Logger } from '../../log';
+import type { Metrics } from '../../metrics';
 import type { AppContext } from '../context';
 
 /**
  * One JSON line per request: request id, route template, status, latency, organization when
- * known. Headers only at debug level, through pino's redaction (src/log.ts); bodies never whole.
+ * known. Headers only at debug level, through pino's redaction (src/app/log.ts); bodies never whole.
  */
-export async function requestLogging(ctx: AppContext, next: Next): Promise<void> {
-  const { services } = ctx.state;
+export async function requestLogging(ctx: AppContext, next: Next, deps: { log: Logger; metrics: Metrics }): Promise<void> {
   const started = process.hrtime.bigint();
-  ctx.state.log = services.log.child({ requestId: ctx.state.requestId });
+  ctx.state.log = deps.log.child({ requestId: ctx.state.requestId });
   try {
     await next();
   } finally {
     const seconds = Number(process.hrtime.bigint() - started) / 1e9;
     const route = ctx.state.routeTemplate ?? (ctx.status === 404 ? 'unmatched' : ctx.path);
-    services.metrics.httpDuration.observe({ route, method: ctx.method, status: String(ctx.status) }, seconds);
+    deps.metrics.httpDuration.observe({ route, method: ctx.method, status: String(ctx.status) }, seconds);
     const line: Record<string, unknown> = {
       method: ctx.method,
       route,

@@ -1,45 +1,4 @@
-import { type ColumnType, type Kysely, sql } from 'kysely';
-
-type Timestamp = ColumnType<Date, Date | string | undefined, Date | string>;
-type NullableTimestamp = ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
-
-export type Role = 'owner' | 'admin' | 'member';
-
-export interface IdentityTables {
-  organizations: { id: string; name: string; created_at: Timestamp };
-  users: { id: string; email: string; created_at: Timestamp };
-  members: {
-    id: string;
-    organization_id: string;
-    user_id: string;
-    role: Role;
-    created_at: Timestamp;
-    removed_at: NullableTimestamp;
-  };
-  api_keys: {
-    id: string;
-    /** SHA-256 of the raw key, hex. The raw key is never stored. */
-    key_hash: string;
-    /** The first 8 characters of the raw key, for display. */
-    prefix: string;
-    name: string;
-    member_id: string;
-    issued_by_user_id: string;
-    created_at: Timestamp;
-    expires_at: Timestamp;
-    last_used_at: NullableTimestamp;
-    revoked_at: NullableTimestamp;
-  };
-  sessions: {
-    id: string;
-    token_hash: string;
-    user_id: string;
-    active_organization_id: string;
-    created_at: Timestamp;
-    expires_at: Timestamp;
-  };
-}
-
+import { type Kysely, sql } from 'kysely';
 
 export async function up(db: Kysely<unknown>): Promise<void> {
   await db.schema

@@ -1,0 +1,48 @@
+/**
+ * The authentication vocabulary every route shares (spec §5). The route pipeline enforces a
+ * route's declared mode with an `Authenticator` that the identity feature provides at
+ * composition, so the HTTP layer never imports a feature.
+ */
+import type { IncomingHttpHeaders } from 'node:http';
+import { errors } from '../errors';
+
+export type Role = 'owner' | 'admin' | 'member';
+export const ROLES: readonly Role[] = ['owner', 'admin', 'member'];
+
+/** Behaviour notes "Identity": owner 2, admin 1, member 0; "admin" means level ≥ 1. */
+export const ROLE_LEVEL: Record<Role, number> = { owner: 2, admin: 1, member: 0 };
+export const isAdmin = (role: Role): boolean => ROLE_LEVEL[role] >= 1;
+
+/** What a route declares: either scheme, admins only, a provider signature, or nothing. */
+export type AuthMode = 'public' | 'signature' | 'authenticated' | 'admin';
+
+export interface Principal {
+  userId: string;
+  organizationId: string;
+  memberId: string;
+  role: Role;
+  via: 'api_key' | 'session';
+  /** Present for sessions: the hash that identifies the session row. */
+  sessionTokenHash?: string;
+}
+
+/** Resolves the request's credentials to a principal, or throws 401. */
+export type Authenticator = (headers: IncomingHttpHeaders) => Promise<Principal>;
+
+/** Enforces a route's declared mode; returns the principal for authenticated/admin routes. */
+export async function requireAuth(
+  headers: IncomingHttpHeaders,
+  mode: AuthMode,
+  authenticate: Authenticator,
+  options: { sessionOnly?: boolean } = {},
+): Promise<Principal | undefined> {
+  if (mode === 'public' || mode === 'signature') return undefined;
+  const principal = await authenticate(headers);
+  if (options.sessionOnly && principal.via !== 'session') {
+    throw errors.forbidden('session_required', 'This action needs a signed-in session; API keys cannot perform it.');
+  }
+  if (mode === 'admin' && !isAdmin(principal.role)) {
+    throw errors.forbidden('admin_required', 'Only organization owners and admins can do this.');
+  }
+  return principal;
+}

@@ -1,0 +1,65 @@
+/** The slack feature's tables as Kysely sees them; the DDL is in src/app/store/migrations/0003_slack.ts. */
+import type { Timestamp, NullableTimestamp } from '../app/store/columns';
+
+export interface SlackTables {
+  /** One Slack app installation in one workspace, owned by an organization (issue #5). */
+  slack_connections: {
+    /** typeid, prefix `emc` (spec 2.1). */
+    id: string;
+    organization_id: string;
+    team_id: string;
+    api_app_id: string;
+    /** AES-256-GCM sealed (src/secrets.ts); never stored in the clear. */
+    signing_secret: string;
+    /** The secret before the last rotation, sealed, accepted until `previous_secret_expires_at`. */
+    previous_signing_secret: string | null;
+    previous_secret_expires_at: NullableTimestamp;
+    /** Sealed `xoxb-` token; without one the service never calls Slack for this connection. */
+    bot_token: string | null;
+    bot_user_id: string | null;
+    /** Channel allowlist; null or empty = every channel. DMs are always allowed. */
+    channels: string[] | null;
+    enabled: boolean;
+    /** Why it was disabled (`app_uninstalled`, `tokens_revoked`, `operator`). */
+    disabled_reason: string | null;
+    created_at: Timestamp;
+    updated_at: Timestamp;
+  };
+  /** A Slack user of a connection, proven (by a one-time link token) to be this member. */
+  slack_account_links: {
+    connection_id: string;
+    slack_user_id: string;
+    organization_id: string;
+    member_id: string;
+    created_at: Timestamp;
+  };
+  /** Nonces of redeemed link tokens: a token works once. */
+  slack_used_link_tokens: {
+    nonce: string;
+    connection_id: string;
+    slack_user_id: string;
+    member_id: string;
+    used_at: Timestamp;
+    /** After this the token is expired anyway, so the row may be pruned. */
+    expires_at: Timestamp;
+  };
+  /** Invocations held for a link (status awaiting_link): the link route signals their workflows. */
+  slack_pending_invocations: {
+    connection_id: string;
+    event_id: string;
+    slack_user_id: string;
+    workflow_id: string;
+    created_at: Timestamp;
+    expires_at: Timestamp;
+  };
+  /** Runs created from Slack, per member: the rolling-day and concurrency limits count these. */
+  slack_member_invocations: {
+    connection_id: string;
+    event_id: string;
+    organization_id: string;
+    member_id: string;
+    run_id: string;
+    started_at: Timestamp;
+    ended_at: NullableTimestamp;
+  };
+}

@@ -1,0 +1,31 @@
+/**
+ * Checks 3 and 4 of the behaviour notes, shared by the events and commands routes: find the
+ * installation, then verify the signature over the raw bytes.
+ */
+import { errors } from '../app/errors';
+import type { AppContext } from '../app/http/context';
+import type { Metrics } from '../app/metrics';
+import type { Db } from '../app/store/db';
+import { findSlackConnection, type SlackConnection } from './connections';
+import { verifySlackSignature } from './signature';
+
+export interface VerifyDeps {
+  db: Db;
+  secretKey: Buffer;
+  metrics: Metrics;
+  now: () => number;
+}
+
+/** 401 `{ok:false}` for both causes, so a caller learns nothing about which ids exist. */
+export async function verifiedConnection(deps: VerifyDeps, ctx: AppContext, connectionId: string, rawBody: Buffer): Promise<SlackConnection> {
+  const connection = await findSlackConnection(deps.db, deps.secretKey, connectionId);
+  if (!connection) throw errors.webhook('unknown_installation', 401);
+  const verdict = verifySlackSignature({ rawBody, headers: ctx.headers, secrets: connection.secrets, now: deps.now });
+  if (!verdict.ok) {
+    deps.metrics.signatureFailures.inc({ route: ctx.state.routeTemplate ?? 'slack', reason: verdict.reason });
+    ctx.state.log.info({ connectionId, reason: verdict.reason }, 'slack signature rejected');
+    throw errors.webhook('invalid_signature', 401);
+  }
+  if (verdict.secret === 'previous') ctx.state.log.info({ connectionId }, 'slack request verified with the previous signing secret');
+  return connection;
+}
