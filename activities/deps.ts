@@ -2,7 +2,7 @@ import type { Config } from '../src/app/config';
 import type { Logger } from '../src/app/log';
 import type { Db } from '../src/app/store/db';
 import type { TemporalClientHandle } from '../src/app/temporal/client';
-import type { McpNetworkOverrides } from './mcp';
+import type { McpNetworkOverrides } from '../src/mcp/network';
 
 /** What activities may use. Built once per worker process. */
 export interface ActivityDeps {

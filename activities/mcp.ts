@@ -9,16 +9,6 @@ import type { HostResolver } from '../src/mcp/ssrf/guarded-fetch';
 import { MCP_CONNECTION_RESET, type McpProbeInput, type McpProbeResult } from '../src/mcp/contract';
 import type { ActivityDeps } from './deps';
 
-/**
- * Network overrides for the probe. Not configuration: tests inject a resolver that answers
- * without DNS, so no test ever sends a query or a packet beyond loopback.
- */
-export interface McpNetworkOverrides {
-  resolve?: HostResolver;
-  /** Guard step timeouts (ms), shortened by tests. */
-  guard?: { dnsTimeoutMs?: number; connectTimeoutMs?: number; responseTimeoutMs?: number; bodyIdleTimeoutMs?: number };
-}
-
 /** MCP_DNS=off: every host name is unresolvable, as it would be on a machine without DNS. */
 const refuseDns: HostResolver = async (hostname) => {
   throw Object.assign(new Error(`DNS is off (MCP_DNS=off): ${hostname} not resolved`), { code: 'ENOTFOUND' });

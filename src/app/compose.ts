@@ -22,7 +22,7 @@ import { createIngressGateway, createNoEnqueueGateway } from './ingress';
 import type { Metrics } from './metrics';
 import type { DbHandle } from './store/db';
 import type { TemporalClientHandle } from './temporal/client';
-import type { McpNetworkOverrides } from '../../activities/mcp';
+import type { McpNetworkOverrides } from '../mcp/network';
 import type { Logger } from './log';
 import { createMetrics } from './metrics';
 import { loadSecretKey } from './secrets';

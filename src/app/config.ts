@@ -142,67 +142,19 @@ export const envSchema = z.object({
 });
 
 export type Env = z.input<typeof envSchema>;
-type Parsed = z.output<typeof envSchema>;
 
-export interface Config {
-  env: Parsed['NODE_ENV'];
-  logLevel: Parsed['LOG_LEVEL'];
-  dataDir: string;
-  embeddedAllowed: boolean;
-  http: { host: string; port: number; publicBaseUrl: string | undefined; shutdownGraceMs: number; shutdownReadyDelayMs: number };
-  temporal: {
-    address: string | undefined;
-    namespace: string;
-    taskQueue: string;
-    cliPath: string | undefined;
-    devPort: number;
-    uiPort: number;
-    devHeadless: boolean;
-    startTimeoutMs: number;
-    workflowBundlePath: string | undefined;
-    workerMetricsPort: number;
-  };
-  database: { url: string | undefined; embeddedPort: number; poolMax: number };
-  secretKey: string | undefined;
-  /** Defaults for new runs; each run carries its own copy (see RunSettings). */
-  runs: RunSettings;
-  slack: {
-    apiBaseUrl: string;
-    workspaceQuotaPerMinute: number;
-    userQuotaPerMinute: number;
-    memberDailyInvocations: number;
-    memberConcurrentRuns: number;
-    linkWaitMs: number;
-    linkTokenTtlMs: number;
-  };
-  github: { webhookSecret: string | undefined; webhookSecretPrevious: string | undefined };
-  mcp: {
-    preregisteredClients: Record<string, { clientId: string }>;
-    allowPrivateNetwork: boolean;
-    privateAllowlist: string[];
-    probeTimeoutMs: number;
-    dns: 'system' | 'off';
-  };
-  bench: { disableEnqueue: boolean };
-}
-
-export class ConfigError extends Error {
-  constructor(readonly problems: string[]) {
-    super(`Invalid configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
-    this.name = 'ConfigError';
-  }
-}
-
-/** Parses an environment (process.env by default). Every problem is reported at once. */
-export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
-  const known: Record<string, string | undefined> = {};
-  for (const key of Object.keys(envSchema.shape)) known[key] = env[key] === '' ? undefined : env[key];
-  const result = envSchema.safeParse(known);
-  if (!result.success) {
-    throw new ConfigError(result.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`));
-  }
-  const e = result.data;
-  return {
+/**
+ * The one definition: the environment schema above, checked as a whole and shaped into the
+ * nested configuration every module receives. `Config` is inferred from it; nothing restates it.
+ */
+export const configSchema = envSchema
+  .superRefine((e, ctx) => {
+    // A benchmark switch that makes every ack non-durable must never reach production.
+    if (e.NODE_ENV === 'production' && e.BENCH_DISABLE_ENQUEUE) {
+      ctx.addIssue({ code: 'custom', path: ['BENCH_DISABLE_ENQUEUE'], message: 'must not be true when NODE_ENV=production (acks would not be durable)' });
+    }
+  })
+  .transform((e) => ({
     env: e.NODE_ENV,
     logLevel: e.LOG_LEVEL,
     dataDir: path.resolve(e.DATA_DIR),
@@ -228,6 +180,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     },
     database: { url: e.DATABASE_URL, embeddedPort: e.EMBEDDED_PG_PORT, poolMax: e.DATABASE_POOL_MAX },
     secretKey: e.SECRET_KEY,
+    /** Defaults for new runs; each run carries its own copy (see RunSettings). */
     runs: {
       leaseTimeoutMs: e.RUN_LEASE_TIMEOUT,
       maxAttempts: e.RUN_MAX_ATTEMPTS,
@@ -236,7 +189,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       claimDeadlineMs: e.RUN_CLAIM_DEADLINE,
       continueAsNewEvents: e.RUN_CONTINUE_AS_NEW_EVENTS,
       eventBufferMax: e.RUN_EVENT_BUFFER_MAX,
-    },
+    } satisfies RunSettings,
     slack: {
       apiBaseUrl: e.SLACK_API_BASE_URL.replace(/\/+$/, ''),
       workspaceQuotaPerMinute: e.SLACK_WORKSPACE_QUOTA_PER_MINUTE,
@@ -255,7 +208,26 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       dns: e.MCP_DNS,
     },
     bench: { disableEnqueue: e.BENCH_DISABLE_ENQUEUE },
-  };
+  }));
+
+export type Config = z.output<typeof configSchema>;
+
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`Invalid configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+    this.name = 'ConfigError';
+  }
+}
+
+/** Parses an environment (process.env by default). Every problem is reported at once. */
+export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
+  const known: Record<string, string | undefined> = {};
+  for (const key of Object.keys(envSchema.shape)) known[key] = env[key] === '' ? undefined : env[key];
+  const result = configSchema.safeParse(known);
+  if (!result.success) {
+    throw new ConfigError(result.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`));
+  }
+  return result.data;
 }
 
 /** The URL the service is reachable at, for links it hands out (Slack connect links). */

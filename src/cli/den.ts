@@ -6,9 +6,9 @@ import { Command, CommanderError } from 'commander';
 import { ConfigError } from '../app/config';
 import { IdentityError } from '../identity/store';
 import { CliError } from './context';
-import { registerGithubCommands } from '../github/cli';
-import { registerIdentityCommands } from '../identity/cli';
-import { registerSlackCommands } from '../slack/cli';
+import { registerGithubCommands } from '../github';
+import { registerIdentityCommands } from '../identity';
+import { registerSlackCommands } from '../slack';
 
 export function buildProgram(): Command {
   const program = new Command('den')

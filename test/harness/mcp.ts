@@ -15,7 +15,7 @@ import { SSEServerTransport } from '@modelcontextprotocol/sdk/server/sse.js';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
-import type { McpNetworkOverrides } from '../../activities/mcp';
+import type { McpNetworkOverrides } from '../../src/mcp/network';
 import type { WorkerHandle } from '../../src/app/temporal/worker';
 import { testResolver } from './no-dns';
 import { startTestStack, type TestStack } from './stack';

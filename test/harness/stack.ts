@@ -10,7 +10,7 @@ import type { RemovedRoute } from '../../src/app/http/deprecated';
 import { createLogger } from '../../src/app/log';
 import { activityDeps, createApi, createInfrastructure, type Infrastructure } from '../../src/app/compose';
 import { startWorker, type WorkerHandle } from '../../src/app/temporal/worker';
-import type { McpNetworkOverrides } from '../../activities/mcp';
+import type { McpNetworkOverrides } from '../../src/mcp/network';
 import { testResolver } from './no-dns';
 
 export interface TestStack {

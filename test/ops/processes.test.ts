@@ -28,6 +28,13 @@ describe('configuration at start-up', () => {
     expect(out).toMatch(/LOG_LEVEL:/);
   });
 
+  it('refuses the benchmark no-enqueue switch in production, naming it (its acks would not be durable)', async () => {
+    const proc = spawnEntry('src/bin/serve.ts', { ...baseEnv(), NODE_ENV: 'production', BENCH_DISABLE_ENQUEUE: 'true' });
+    const { code } = await proc.exited;
+    expect(code).toBe(2);
+    expect(proc.output()).toMatch(/BENCH_DISABLE_ENQUEUE: must not be true when NODE_ENV=production/);
+  });
+
   it.each(['src/bin/serve.ts', 'src/bin/worker.ts'])('%s refuses embedded servers unless EMBEDDED=true', async (entry) => {
     const proc = spawnEntry(entry, { ...baseEnv(), DATABASE_URL: undefined });
     const { code } = await proc.exited;
