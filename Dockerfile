@@ -1,12 +1,13 @@
 # syntax=docker/dockerfile:1
-# One image for both roles: `npm run serve` (API) and `npm run worker` (Temporal worker).
+# One image for both roles: `npm run serve` (API) and `npm run worker` (Temporal worker), both
+# compiled JavaScript (`node dist/src/bin/*.js`) with production dependencies only.
 
-# --- build: install everything, type-check, prebuild the workflow bundle ---------------------
+# --- build: install everything, compile to dist/, prebuild the workflow bundle --------------
 FROM node:20-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
-COPY tsconfig.json ./
+COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
 COPY workflows ./workflows
 COPY activities ./activities
@@ -24,10 +25,6 @@ WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
 COPY --from=build /app/dist ./dist
-COPY tsconfig.json ./
-COPY src ./src
-COPY workflows ./workflows
-COPY activities ./activities
 COPY bin ./bin
 USER node
 EXPOSE 8080

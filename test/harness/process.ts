@@ -11,7 +11,19 @@ export interface Spawned {
 
 /** Runs one of the service's entry points as a real process (TypeScript through tsx). */
 export function spawnEntry(entry: string, env: Record<string, string | undefined>): Spawned {
-  const child = spawn(process.execPath, ['--require', 'tsx/cjs', path.join(root, entry)], {
+  return spawnNode(['--require', 'tsx/cjs', path.join(root, entry)], env);
+}
+
+/**
+ * Runs compiled JavaScript outside the repository, resolving packages from its node_modules,
+ * with `preload` (a --require hook) loaded first.
+ */
+export function spawnCompiled(file: string, env: Record<string, string | undefined>, preload: string): Spawned {
+  return spawnNode(['--require', preload, file], { ...env, NODE_PATH: path.join(root, 'node_modules') });
+}
+
+function spawnNode(args: string[], env: Record<string, string | undefined>): Spawned {
+  const child = spawn(process.execPath, args, {
     cwd: root,
     // Only what a process needs from the outside; everything else is the test's config.
     env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env } as NodeJS.ProcessEnv,

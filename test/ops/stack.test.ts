@@ -44,8 +44,9 @@ describe('docker-compose.yml', () => {
   it('runs the API and worker through package.json scripts that exist', () => {
     expect(compose.services.api!.command).toEqual(['npm', 'run', 'serve']);
     expect(compose.services.worker!.command).toEqual(['npm', 'run', 'worker']);
-    expect(pkg.scripts.serve).toContain('src/bin/serve.ts');
-    expect(pkg.scripts.worker).toContain('src/bin/worker.ts');
+    // Production runs the compiled build (npm run build), never TypeScript through tsx.
+    expect(pkg.scripts.serve).toBe('node dist/src/bin/serve.js');
+    expect(pkg.scripts.worker).toBe('node dist/src/bin/worker.js');
     expect(fs.existsSync(path.join(root, 'src/bin/serve.ts'))).toBe(true);
     expect(fs.existsSync(path.join(root, 'src/bin/worker.ts'))).toBe(true);
   });

@@ -8,7 +8,8 @@ import { createActivities, type ActivityDeps } from '../../../activities';
 import type { Config } from '../config';
 import type { Logger } from '../log';
 
-export const WORKFLOWS_ENTRY = path.resolve(__dirname, '..', '..', '..', 'workflows', 'index.ts');
+// index.ts from the sources (tsx), index.js from a build (dist/): whichever this file is.
+export const WORKFLOWS_ENTRY = path.resolve(__dirname, '..', '..', '..', 'workflows', `index${path.extname(__filename)}`);
 
 /** Bundles the workflow code once (tests do it in the global setup; production at build time). */
 export async function bundleWorkflows(): Promise<string> {
