@@ -19,13 +19,13 @@ import { spawnCompiled, type Spawned } from '../harness/process';
 import { waitFor } from '../harness/wait';
 
 const root = path.resolve(__dirname, '../..');
-const pkg = require('../../package.json') as { devDependencies: Record<string, string> };
 
 let outDir: string;
 let guard: string;
 const procs: Spawned[] = [];
 
 beforeAll(async () => {
+  const pkg = JSON.parse(await fs.readFile(path.join(root, 'package.json'), 'utf8')) as { devDependencies: Record<string, string> };
   outDir = await fs.mkdtemp(path.join(os.tmpdir(), 'den-build-'));
   await promisify(execFile)(process.execPath, [require.resolve('typescript/bin/tsc'), '-p', 'tsconfig.build.json', '--outDir', outDir], { cwd: root });
   // Throws on any devDependency, at the moment something requires it.
