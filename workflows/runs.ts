@@ -12,6 +12,7 @@
  *   keeps the `automation_runs` row and the search attributes current at every transition.
  */
 import {
+  ApplicationFailure,
   allHandlersFinished,
   condition,
   continueAsNew,
@@ -23,11 +24,21 @@ import {
   metricMeter,
 } from '@temporalio/workflow';
 import type { Activities } from '../activities';
-import { runEventSignal, runHeartbeatSignal, runSummaryQuery, runSearchAttributes, type RunSummary, type RunWorkflowInput } from '../src/runs/contract';
+import {
+  claimRunUpdate,
+  runEventSignal,
+  runHeartbeatSignal,
+  runSearchAttributes,
+  runSummaryQuery,
+  type RunSummary,
+  type RunWorkflowInput,
+} from '../src/runs/contract';
 import {
   applyEvent,
   applyHeartbeat,
   canCarry,
+  claimRun,
+  claimVerdict,
   commitOutbox,
   compactState,
   initialState,
@@ -60,8 +71,28 @@ export async function automationRun(input: RunWorkflowInput): Promise<RunSummary
     state = applyHeartbeat(state, heartbeat, Date.now(), settings);
   });
   setHandler(runSummaryQuery, () => summarize(state));
-
   let syncedTransitions = -1;
+  // Of two concurrent claims exactly one passes the validator; the other is refused before it
+  // reaches the history. The winner is answered once the row shows the claim, so a report sent
+  // right after it finds the run claimed (the API reads the row on the report path).
+  setHandler(
+    claimRunUpdate,
+    async (_request) => {
+      state = claimRun(state, Date.now(), settings);
+      const claimed = state.transitions;
+      await condition(() => syncedTransitions >= claimed);
+      return { run: summarize(state), attempt: state.attempt, leaseExpiresAt: state.leaseExpiresAt ?? Date.now() };
+    },
+    {
+      validator: (_request) => {
+        const verdict = claimVerdict(state);
+        if (!verdict.ok) {
+          throw ApplicationFailure.create({ type: verdict.error, message: verdict.error, nonRetryable: true, details: [verdict.status] });
+        }
+      },
+    },
+  );
+
   let upserted = '';
   let reportedStatus: string | undefined = input.carried ? state.status : undefined;
   // Exported by the worker's SDK runtime (WORKER_METRICS_PORT); the SDK skips it on replay.
@@ -109,7 +140,8 @@ export async function automationRun(input: RunWorkflowInput): Promise<RunSummary
       // Continuing as new under a steady stream of events: the outbox never empties (every
       // activity round trip lets more signals in), so a small remainder travels in the carried
       // state instead, to be persisted first by the next execution.
-      if (finishing && !isClosed(state) && canCarry(state)) return;
+      // A pending transition (a claim waits for it) is always synced first.
+      if (finishing && !isClosed(state) && canCarry(state) && state.transitions === syncedTransitions) return;
       await syncOnce();
     }
   })();

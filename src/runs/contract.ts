@@ -5,7 +5,7 @@
  * module, so it stays deterministic: no I/O, no clocks, no randomness.
  */
 import { defineSearchAttributeKey } from '@temporalio/common';
-import { defineQuery, defineSignal } from '@temporalio/workflow';
+import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 
 /** Filters for the Temporal Web UI (registered at start-up, see src/app/temporal/search-attributes.ts). */
 export const runSearchAttributes = {
@@ -120,6 +120,8 @@ export interface RunSummary {
   lastAssistantText?: string | null;
   /** Reports the run received but did not apply, by reason (see src/runs/state.ts). */
   ignoredEvents?: RunIgnoredCounts;
+  /** Attempts start only through a claim (queued runs); reports of any other attempt are refused. */
+  claimRequired?: boolean;
 }
 
 export interface RunIgnoredCounts {
@@ -135,6 +137,21 @@ export interface RunIgnoredCounts {
   afterClose: number;
 }
 
+/** What a claim asks: nothing yet; the caller's visibility is checked by the API before it. */
+export type RunClaimRequest = Record<string, never>;
+
+export interface RunClaim {
+  run: RunSummary;
+  /** The attempt the claim started: report with it. */
+  attempt: number;
+  leaseExpiresAt: number;
+}
+
+/** ApplicationFailure types of a refused claim (the validator's answer), mapped to 409 bodies. */
+export const CLAIM_REFUSALS = ['already_claimed', 'run_closed'] as const;
+
 export const runEventSignal = defineSignal<[RunEventReport]>('runEvent');
 export const runHeartbeatSignal = defineSignal<[RunHeartbeat]>('runHeartbeat');
 export const runSummaryQuery = defineQuery<RunSummary>('runSummary');
+/** Exclusive claim (issue #13): the validator refuses unless the run waits for an attempt. */
+export const claimRunUpdate = defineUpdate<RunClaim, [RunClaimRequest]>('claimRun');

@@ -12,6 +12,7 @@
  */
 import { WorkflowNotFoundError } from '@temporalio/client';
 import type { Config } from '../app/config';
+import { errors } from '../app/errors';
 import type { Principal } from '../app/http/auth';
 import type { IngressGateway } from '../app/ingress';
 import type { Metrics } from '../app/metrics';
@@ -28,7 +29,8 @@ import {
   type RunHeartbeat,
   type RunWorkflowInput,
 } from './contract';
-import { findRun } from './store';
+import { canSee } from './visibility';
+import { findRun, type RunRow } from './store';
 
 /** What the run routes use, passed in by the composition root (src/app/compose.ts). */
 export interface RunDeps {
@@ -47,7 +49,10 @@ export type ReportOutcome = { result: 'enqueued' | 'not_enqueued' } | { result: 
 export async function deliverReport(deps: RunDeps, principal: Principal, runId: string, report: RunReport): Promise<ReportOutcome> {
   const { db, config, ingress } = deps;
   const row = await findRun(db, principal.organizationId, runId);
+  // Another member's run does not exist for this caller (never 403: that would say it does).
+  if (row && !canSee(principal, row.memberId)) throw errors.notFound('No such automation run.');
   if (row && isClosedRunStatus(row.status)) return { result: 'closed', status: row.status };
+  if (row?.summary.claimRequired) refuseUnclaimedAttempt(row, reportAttempt(report));
 
   const input: RunWorkflowInput = {
     organizationId: principal.organizationId,
@@ -65,6 +70,21 @@ export async function deliverReport(deps: RunDeps, principal: Principal, runId: 
       : await ingress.signalWithStart(automationRun, workflowId, [input], runHeartbeatSignal, [report.heartbeat]);
   if (outcome !== 'closed') return { result: outcome };
   return { result: 'closed', status: await closedStatus(deps, principal.organizationId, runId) };
+}
+
+const reportAttempt = (report: RunReport) => (report.kind === 'event' ? report.event.attempt : report.heartbeat.attempt);
+
+/**
+ * A claim-required run (Slack routing) takes reports only for the attempt its last claim started:
+ * before any claim, or for an attempt no claim started yet, 409 not_claimed; for any other attempt,
+ * or the claimed one once its lease is lost, 409 stale_attempt. The workflow ignores such reports too; this answers the runtime instead of
+ * acking work that would be dropped.
+ */
+function refuseUnclaimedAttempt(row: RunRow, attempt: number): void {
+  const notClaimed = row.status === 'queued' || (row.status === 'awaiting_retry' && attempt > row.attempt);
+  if (notClaimed) throw errors.conflict('not_claimed', { status: row.status });
+  // Waiting for a retry means the claimed attempt lost its lease: it is stale too.
+  if (attempt !== row.attempt || row.status === 'awaiting_retry') throw errors.conflict('stale_attempt', { status: row.status });
 }
 
 /** The final status of a run Temporal refused to restart: the row, else its search attribute. */

@@ -4,16 +4,22 @@
  */
 import { WorkflowNotFoundError } from '@temporalio/client';
 import { errors } from '../app/errors';
+import { isAdmin } from '../app/http/auth';
 import { defineRoute, type Route } from '../app/http/route';
 import { InvalidRequestError, OkResponse, Unavailable, authResponses } from '../app/http/schemas';
 import { temporalCall } from '../app/temporal/client';
-import { isClosedRunStatus, runSummaryQuery, runWorkflowId, type RunSummary } from './contract';
+import { isClosedRunStatus, runSummaryQuery, runWorkflowId, type RunClaim, type RunSummary } from './contract';
+import { claimNext, claimRun } from './claim';
+import { canSee } from './visibility';
 import { HeartbeatCoalescer } from './heartbeat-coalescer';
 import { deliverReport, isSameCompletion, type RunDeps, type RunReport } from './report';
 import {
   EVENT_BODY_LIMIT_BYTES,
   HEARTBEAT_BODY_LIMIT_BYTES,
-  RunClosedBody,
+  RunClaimBody,
+  RunClaimNextBody,
+  RunClaimRequestBody,
+  RunConflictBody,
   RunEventBody,
   RunEventsBody,
   RunEventsQuery,
@@ -31,12 +37,19 @@ const reportResponses = {
   200: { description: 'Durably accepted by the run (or coalesced into a heartbeat already in flight).', schema: OkResponse },
   400: { description: 'Invalid path parameter or body; one detail per problem, each with its path.', schema: InvalidRequestError },
   401: authResponses[401],
-  409: { description: 'The run has ended; it is never started again.', schema: RunClosedBody },
+  404: { description: "Another member's run (members see only their own)." },
+  409: {
+    description:
+      '`run_closed`: the run has ended; it is never started again. `not_claimed`: a queued (Slack-routed) run takes ' +
+      'reports only after a claim. `stale_attempt`: a claimed run takes reports only for the attempt its claim started.',
+    schema: RunConflictBody,
+  },
   413: { description: 'Body larger than the route limit (plain text).' },
   503: { description: 'Temporal or Postgres unreachable: nothing was recorded; retry.', schema: Unavailable },
 };
 
 const runClosed = (status: string) => errors.conflict('run_closed', { status });
+const notFound = () => errors.notFound('No such automation run.');
 
 export function createRunRoutes(deps: RunDeps): Route[] {
   const { db, temporal, config, metrics, now } = deps;
@@ -128,6 +141,17 @@ export function createRunRoutes(deps: RunDeps): Route[] {
       error: summary.error,
       memberId: summary.memberId ?? null,
       ignoredEvents: summary.ignoredEvents ?? { duplicate: 0, stale: 0, rejected: 0, overflow: 0, afterClose: 0 },
+      input: summary.input ?? null,
+      origin: summary.origin
+        ? {
+            kind: summary.origin.kind,
+            connectionId: summary.origin.connectionId,
+            teamId: summary.origin.teamId,
+            channelId: summary.origin.channel,
+            threadTs: summary.origin.threadTs,
+            userId: summary.origin.slackUserId,
+          }
+        : null,
     };
   }
 
@@ -150,6 +174,7 @@ export function createRunRoutes(deps: RunDeps): Route[] {
     },
     handler: async ({ params, principal }) => {
       const row = await findRun(db, principal.organizationId, params.id);
+      if (row && !canSee(principal, row.memberId)) throw notFound();
       if (row && isClosedRunStatus(row.status)) return { status: 200, body: summaryBody(row.summary) };
       try {
         const live = await temporalCall(
@@ -159,11 +184,12 @@ export function createRunRoutes(deps: RunDeps): Route[] {
           () => temporal.client.workflow.getHandle(runWorkflowId(principal.organizationId, params.id)).query(runSummaryQuery),
           metrics,
         );
+        if (!canSee(principal, live.memberId)) throw notFound();
         return { status: 200, body: summaryBody(live) };
       } catch (error) {
         // The stored summary is current as of the last transition or persisted batch.
         if (row) return { status: 200, body: summaryBody(row.summary) };
-        if (error instanceof WorkflowNotFoundError) throw errors.notFound('No such automation run.');
+        if (error instanceof WorkflowNotFoundError) throw notFound();
         throw error;
       }
     },
@@ -185,6 +211,8 @@ export function createRunRoutes(deps: RunDeps): Route[] {
       404: { description: 'No such run in your organization.' },
     },
     handler: async ({ params, query, principal }) => {
+      const row = await findRun(db, principal.organizationId, params.id);
+      if (row && !canSee(principal, row.memberId)) throw notFound();
       const events = await listRunEvents(db, { organizationId: principal.organizationId, runId: params.id, ...query });
       if (events.length === 0 && !(await runExists(principal.organizationId, params.id))) {
         throw errors.notFound('No such automation run.');
@@ -225,10 +253,65 @@ export function createRunRoutes(deps: RunDeps): Route[] {
       401: authResponses[401],
     },
     handler: async ({ query, principal }) => {
-      const runs = await listRuns(db, { organizationId: principal.organizationId, ...query });
+      const runs = await listRuns(db, {
+        organizationId: principal.organizationId,
+        ...query,
+        ...(isAdmin(principal.role) ? {} : { memberId: principal.memberId }),
+      });
       return { status: 200, body: { runs: runs.map(summaryBody) } };
     },
   });
 
-  return [postEvent, postHeartbeat, getRun, getEvents, listRunsRoute];
+  const claimBody = (claim: RunClaim) => ({ run: summaryBody(claim.run), attempt: claim.attempt, leaseExpiresAt: claim.leaseExpiresAt });
+  const claimResponses = {
+    200: { description: 'Claimed: report with the returned attempt, and heartbeat before the lease expires.', schema: RunClaimBody },
+    400: { description: 'Invalid id or body.', schema: InvalidRequestError },
+    401: authResponses[401],
+    503: { description: 'Temporal, its worker or Postgres could not decide the claim in time; retry.', schema: Unavailable },
+  };
+
+  const postClaim = defineRoute({
+    method: 'post',
+    path: '/v1/automation-runs/{id}/claim',
+    summary: 'Claim a queued automation run: start its next attempt, exclusively',
+    description:
+      "Decided by the run's workflow (a Temporal Update with a validator): of concurrent claims exactly one wins. " +
+      'The claim starts the returned attempt with a fresh lease, as a first heartbeat would.',
+    tags: TAGS,
+    auth: 'authenticated',
+    params: RunIdParams,
+    body: { kind: 'json', schema: RunClaimRequestBody, limitBytes: HEARTBEAT_BODY_LIMIT_BYTES },
+    responses: {
+      ...claimResponses,
+      404: { description: "No such run, or another member's." },
+      409: { description: '`already_claimed` (another claim holds its lease) or `run_closed` (it has ended).', schema: RunConflictBody },
+    },
+    handler: async ({ params, principal }) => {
+      const row = await findRun(db, principal.organizationId, params.id);
+      if (!row || !canSee(principal, row.memberId)) throw notFound();
+      if (isClosedRunStatus(row.status)) throw runClosed(row.status);
+      const outcome = await claimRun(deps, principal.organizationId, params.id);
+      if (!outcome.ok) throw errors.conflict(outcome.error, { status: outcome.status });
+      return { status: 200, body: claimBody(outcome.claim) };
+    },
+  });
+
+  const postClaimNext = defineRoute({
+    method: 'post',
+    path: '/v1/automation-runs/claim',
+    summary: 'Claim the oldest queued automation run visible to the caller, waiting for one if asked',
+    description:
+      'Long-poll with `waitSeconds` (0 to 30): answers as soon as a run is claimable, or 204 when the wait ends ' +
+      'with nothing. Two runtimes polling at once never get the same run.',
+    tags: TAGS,
+    auth: 'authenticated',
+    body: { kind: 'json', schema: RunClaimNextBody, limitBytes: HEARTBEAT_BODY_LIMIT_BYTES },
+    responses: { ...claimResponses, 204: { description: 'Nothing to claim within the wait.' } },
+    handler: async ({ body, principal }) => {
+      const claim = await claimNext(deps, principal, (body?.waitSeconds ?? 0) * 1000);
+      return claim ? { status: 200, body: claimBody(claim) } : { status: 204 };
+    },
+  });
+
+  return [postEvent, postHeartbeat, postClaimNext, postClaim, getRun, getEvents, listRunsRoute];
   }

@@ -130,8 +130,54 @@ export const RunSummaryBody = z
     error: z.string().nullable(),
     memberId: z.string().nullable(),
     ignoredEvents: z.record(z.string(), z.number().int()),
+    input: z
+      .object({ text: z.string() })
+      .nullable()
+      .openapi({ description: "What was asked. Slack-routed runs: the member's message, bot mention removed." }),
+    origin: z
+      .object({
+        kind: z.literal('slack'),
+        connectionId: z.string(),
+        teamId: z.string(),
+        channelId: z.string(),
+        threadTs: z.string().openapi({ description: 'The thread the answer goes to: the message\'s thread_ts, else its ts.' }),
+        userId: z.string(),
+      })
+      .nullable()
+      .openapi({ description: 'Where the run came from, when something other than its runtime created it.' }),
   })
   .openapi('AutomationRun', { description: 'Timestamps are milliseconds since the epoch.' });
+
+export const RunClaimBody = z
+  .object({
+    run: RunSummaryBody,
+    attempt: z.number().int().openapi({ description: 'The attempt this claim started: report with it.' }),
+    leaseExpiresAt: z.number().int(),
+  })
+  .openapi('AutomationRunClaim');
+
+export const RunClaimRequestBody = z.object({}).strict().optional().openapi('AutomationRunClaimRequest');
+
+export const RunClaimNextBody = z
+  .object({
+    waitSeconds: z
+      .number()
+      .int()
+      .min(0)
+      .max(30)
+      .default(0)
+      .openapi({ description: 'Long-poll: answer as soon as a run is claimable, or 204 when the wait ends with nothing.' }),
+  })
+  .strict()
+  .optional()
+  .openapi('AutomationRunClaimNextRequest');
+
+export const RunConflictBody = z
+  .object({
+    error: z.enum(['run_closed', 'already_claimed', 'not_claimed', 'stale_attempt']),
+    status: z.string().optional(),
+  })
+  .openapi('AutomationRunConflict');
 
 export const RunEventRecord = z
   .object({

@@ -65,6 +65,12 @@ export interface RunState {
   memberId?: string;
   origin?: RunWorkflowInput['origin'];
   input?: { text: string };
+  /**
+   * Queued runs (Slack routing) start attempts only through the claim Update, which decides
+   * between concurrent runtimes; reports never start or switch an attempt of such a run.
+   * Absent in states carried by executions that predate claims: those behave as before.
+   */
+  claimRequired?: boolean;
 }
 
 export type RunStateInput = Pick<
@@ -107,6 +113,7 @@ export function initialState(input: RunStateInput, now: number, settings: RunSet
     ...(input.memberId !== undefined ? { memberId: input.memberId } : {}),
     ...(input.origin !== undefined ? { origin: input.origin } : {}),
     ...(input.input !== undefined ? { input: input.input } : {}),
+    ...(running ? {} : { claimRequired: true }),
   };
 }
 
@@ -151,6 +158,10 @@ function admitAttempt(
   if (isClosed(state)) return { state: ignore(state, 'afterClose'), admitted: false };
   if (attempt > settings.maxAttempts) return { state: ignore(state, 'rejected'), admitted: false };
   if (attempt < state.attempt) return { state: ignore(state, 'stale'), admitted: false };
+  // Only a claim starts an attempt of a claim-required run (the API answers these 409 first).
+  if (state.claimRequired && (state.status === 'queued' || attempt !== state.attempt)) {
+    return { state: ignore(state, 'stale'), admitted: false };
+  }
   const lease = now + settings.leaseTimeoutMs;
   if (attempt > state.attempt || state.status === 'queued') {
     // A claim of a queued run, or a newer attempt: sequences restart and the old attempt's
@@ -174,6 +185,32 @@ function admitAttempt(
   // Same attempt. Once its lease is lost the run only waits for a newer attempt.
   if (state.status === 'awaiting_retry') return { state: ignore(state, 'stale'), admitted: false };
   return { admitted: true, state: { ...state, leaseExpiresAt: Math.max(state.leaseExpiresAt ?? 0, lease) } };
+}
+
+export type ClaimVerdict = { ok: true } | { ok: false; error: 'already_claimed' | 'run_closed'; status: RunStatus };
+
+/** Whether a claim may start the next attempt now: the run waits for one (queued, or after a lost lease). */
+export function claimVerdict(state: RunState): ClaimVerdict {
+  if (isClosed(state)) return { ok: false, error: 'run_closed', status: state.status };
+  if (state.status === 'queued' || state.status === 'awaiting_retry') return { ok: true };
+  return { ok: false, error: 'already_claimed', status: state.status };
+}
+
+/** A claim: the next attempt starts now, with a fresh lease (call only after claimVerdict said ok). */
+export function claimRun(state: RunState, now: number, settings: RunSettings): RunState {
+  return {
+    ...state,
+    status: 'running',
+    attempt: state.attempt + 1,
+    nextSequence: 1,
+    buffer: [],
+    bufferBytes: 0,
+    startedAt: state.startedAt ?? now,
+    leaseExpiresAt: now + settings.leaseTimeoutMs,
+    retryDeadline: null,
+    claimRequired: true,
+    transitions: state.transitions + 1,
+  };
 }
 
 export function applyHeartbeat(state: RunState, heartbeat: RunHeartbeat, now: number, settings: RunSettings): RunState {
@@ -377,5 +414,6 @@ export function summarize(state: RunState): RunSummary {
     ...(state.memberId !== undefined ? { memberId: state.memberId } : {}),
     ...(state.origin !== undefined ? { origin: state.origin } : {}),
     ...(state.input !== undefined ? { input: state.input } : {}),
+    ...(state.claimRequired ? { claimRequired: true } : {}),
   };
 }

@@ -1,6 +1,6 @@
 /**
  * Postgres access for automation runs: the run projection (`automation_runs`) and the event log
- * (`automation_run_events`). See src/store/migrations/0002_runs.ts for why the table exists.
+ * (`automation_run_events`). See src/app/store/migrations/0002_runs.ts for why the table exists.
  */
 import { sql } from 'kysely';
 import type { Db } from '../app/store/db';
@@ -76,23 +76,64 @@ export async function persistRun(db: Db, input: PersistRunInput): Promise<{ inse
 
 export interface RunRow {
   status: RunStatus;
+  attempt: number;
+  memberId: string | null;
   summary: RunSummary;
 }
 
 export async function findRun(db: Db, organizationId: string, runId: string): Promise<RunRow | undefined> {
   const row = await db
     .selectFrom('automation_runs')
-    .select(['status', 'summary'])
+    .select(['status', 'attempt', 'member_id', 'summary'])
     .where('organization_id', '=', organizationId)
     .where('run_id', '=', runId)
     .executeTakeFirst();
-  return row ? { status: row.status as RunStatus, summary: row.summary as RunSummary } : undefined;
+  return row
+    ? { status: row.status as RunStatus, attempt: row.attempt, memberId: row.member_id, summary: row.summary as RunSummary }
+    : undefined;
+}
+
+/**
+ * Takes a short hold on the oldest claimable run visible to the caller (`memberId` set: only that
+ * member's runs) and returns its id. Concurrent pollers skip each other's locked rows and holds,
+ * so they try different runs; the claim Update on the run's workflow still decides.
+ */
+export async function holdClaimCandidate(
+  db: Db,
+  options: { organizationId: string; memberId?: string; now: Date; holdMs: number },
+): Promise<string | undefined> {
+  const { organizationId, memberId, now } = options;
+  const until = new Date(now.getTime() + options.holdMs);
+  const result = await sql<{ run_id: string }>`
+    UPDATE automation_runs SET claim_pending_until = ${until}
+    WHERE (organization_id, run_id) = (
+      SELECT organization_id, run_id FROM automation_runs
+      WHERE organization_id = ${organizationId}
+        AND status IN ('queued', 'awaiting_retry')
+        AND (summary->>'claimRequired') = 'true'
+        AND (${memberId ?? null}::text IS NULL OR member_id = ${memberId ?? null})
+        AND (claim_pending_until IS NULL OR claim_pending_until < ${now})
+      ORDER BY created_at, run_id
+      FOR UPDATE SKIP LOCKED
+      LIMIT 1)
+    RETURNING run_id`.execute(db);
+  return result.rows[0]?.run_id;
+}
+
+/** Gives a hold back when the claim could not be decided (Temporal unavailable), so others may try. */
+export async function releaseClaimHold(db: Db, organizationId: string, runId: string): Promise<void> {
+  await db
+    .updateTable('automation_runs')
+    .set({ claim_pending_until: null })
+    .where('organization_id', '=', organizationId)
+    .where('run_id', '=', runId)
+    .execute();
 }
 
 /** The caller's organization's runs, newest first. */
 export async function listRuns(
   db: Db,
-  options: { organizationId: string; status?: RunStatus; limit: number },
+  options: { organizationId: string; status?: RunStatus; limit: number; memberId?: string },
 ): Promise<RunSummary[]> {
   let query = db
     .selectFrom('automation_runs')
@@ -102,6 +143,7 @@ export async function listRuns(
     .orderBy('run_id', 'desc')
     .limit(options.limit);
   if (options.status) query = query.where('status', '=', options.status);
+  if (options.memberId !== undefined) query = query.where('member_id', '=', options.memberId);
   const rows = await query.execute();
   return rows.map((row) => row.summary as RunSummary);
 }

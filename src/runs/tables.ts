@@ -28,6 +28,8 @@ export interface RunTables {
     version: Int8;
     /** The RunSummary (contract.ts) as of `version`. `json`, not `jsonb`: it keeps any string, `\u0000` included. */
     summary: ColumnType<unknown, string, string>;
+    /** A claim-next poller's short hold on this candidate (migration 0005); never read by reports. */
+    claim_pending_until: ColumnType<Date | null, Date | null | undefined, Date | null>;
   };
   automation_run_events: {
     organization_id: string;

@@ -73,7 +73,22 @@ export function classifyEvent(event: Record<string, unknown>, connection: Eligib
       channelType,
       ts,
       threadTs: str(event.thread_ts) ?? null,
-      text,
+      text: type === 'app_mention' ? withoutBotMention(text, connection.botUserId) : text.trim(),
     },
   };
+}
+
+/** A Slack user mention in message text: `<@U123>` or `<@U123|name>`. */
+const MENTION = /<@([UW][A-Z0-9]+)(?:\|[^>]*)?>/g;
+
+/**
+ * The request without the bot's mention, which is how an app_mention addresses the bot and no
+ * part of what was asked. Without a known bot user id, the mention that opens the text is the bot's.
+ */
+export function withoutBotMention(text: string, botUserId: string | null): string {
+  const own = botUserId !== null && [...text.matchAll(MENTION)].some((m) => m[1] === botUserId);
+  const stripped = own
+    ? text.replace(MENTION, (mention, id: string) => (id === botUserId ? '' : mention))
+    : text.replace(/^\s*<@[UW][A-Z0-9]+(?:\|[^>]*)?>/, '');
+  return stripped.replace(/[ \t]{2,}/g, ' ').trim();
 }

@@ -65,6 +65,11 @@ export interface SlashCommand {
 
 export type SlashCommandResult = { ok: true; command: SlashCommand } | { ok: false; details: InvalidRequestDetail[] };
 
+/** Slack's certificate check of a slash-command URL: `ssl_check=1`, with no team or user. */
+export function isSslCheck(raw: Buffer): boolean {
+  return new URLSearchParams(raw.toString('utf8')).get('ssl_check') === '1';
+}
+
 export function parseSlashCommand(raw: Buffer): SlashCommandResult {
   const form = new URLSearchParams(raw.toString('utf8'));
   const details: InvalidRequestDetail[] = [];

@@ -23,7 +23,7 @@ import { slackAccountLinkedSignal, slackEventWorkflowId, slackSearchAttributes, 
 import { slackEvent } from '../../workflows/slack';
 import { CONNECTION_ID_PATTERN, findSlackConnection } from './connections';
 import { classifyEvent, type IneligibleReason } from './eligibility';
-import { parseEnvelope, parseSlashCommand } from './envelope';
+import { isSslCheck, parseEnvelope, parseSlashCommand } from './envelope';
 import { verifiedConnection } from './verify';
 import { createLinkToken, verifyLinkToken } from './link-token';
 import { redeemLink } from './links';
@@ -175,19 +175,26 @@ export function createSlackRoutes(deps: SlackRouteDeps): Route[] {
       description: 'The slash command form (team_id, api_app_id, user_id, command, …).',
     },
     responses: {
-      200: { description: 'Ephemeral reply with the connect link (spec 2.9).', schema: SlashCommandResponse },
+      200: {
+        description: 'Ephemeral reply with the connect link (spec 2.9); an empty body for `ssl_check=1`.',
+        schema: z.union([SlashCommandResponse, z.literal('')]),
+      },
       400: { description: 'Invalid connection id or form.', schema: InvalidRequestError },
       401: { description: 'No such installation, or the signature is invalid.', schema: OkFalse },
-      403: { description: 'team_id or api_app_id differs from the installation.', schema: OkFalse },
+      403: { description: 'team_id or api_app_id differs from the installation, or api_app_id is missing.', schema: OkFalse },
       413: { description: 'Body over 100,000 bytes.', schema: PlainText, contentType: 'text/plain' },
     },
     handler: async ({ params, rawBody }, ctx) => {
       const connection = await verifiedConnection(verifyDeps, ctx, params.connectionId, rawBody);
+      // Slack checks the request URL's certificate with a signed `ssl_check=1` that has no team or
+      // user: answered 200 with an empty body before any other command check.
+      if (isSslCheck(rawBody)) return { status: 200, body: '', outcome: { outcome: 'acknowledged', reason: 'ssl_check' } };
       const parsed = parseSlashCommand(rawBody);
       if (!parsed.ok) throw errors.invalidRequest(parsed.details);
       const command = parsed.command;
-      // Older payloads (Slack's own test vector among them) have no api_app_id; when present it must match.
-      if (command.teamId !== connection.teamId || (command.apiAppId !== undefined && command.apiAppId !== connection.apiAppId)) {
+      // A command must name this installation's workspace and app: a missing api_app_id fails the
+      // check like a wrong one (it cannot prove which app it was meant for).
+      if (command.teamId !== connection.teamId || command.apiAppId !== connection.apiAppId) {
         throw errors.webhook('installation_mismatch', 403);
       }
       if (!connection.enabled) {

@@ -1,6 +1,8 @@
 /** Helpers for the automation-run tests: a small HTTP client, bounded polling, history checks. */
 import { randomUUID } from 'node:crypto';
-import { runWorkflowId, type RunEventType, type RunSummary } from '../../src/runs/contract';
+import { WorkflowIdReusePolicy } from '@temporalio/client';
+import { runWorkflowId, type RunEventType, type RunSummary, type RunWorkflowInput } from '../../src/runs/contract';
+import { automationRun } from '../../workflows/runs';
 import type { TestResponse, TestStack } from './stack';
 import { waitFor } from './wait';
 
@@ -31,6 +33,9 @@ export function runsClient(stack: TestStack, headers: Record<string, string>) {
     get: (id: string): Promise<TestResponse> => stack.request('GET', path(id), { headers }),
     events: (id: string, query = ''): Promise<TestResponse> => stack.request('GET', `${path(id)}/events${query}`, { headers }),
     list: (query = ''): Promise<TestResponse> => stack.request('GET', `/v1/automation-runs${query}`, { headers }),
+    claim: (id: string): Promise<TestResponse> => stack.request('POST', `${path(id)}/claim`, { headers, body: {} }),
+    claimNext: (waitSeconds?: number): Promise<TestResponse> =>
+      stack.request('POST', '/v1/automation-runs/claim', { headers, body: waitSeconds === undefined ? {} : { waitSeconds } }),
     /** Waits until GET answers with one of `statuses`; returns the summary. */
     async waitForStatus(id: string, statuses: string[], timeoutMs = 10_000): Promise<any> { // eslint-disable-line @typescript-eslint/no-explicit-any
       return waitFor(
@@ -62,4 +67,42 @@ export async function runResult(stack: TestStack, organizationId: string, runId:
     handle.result() as Promise<RunSummary>,
     new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`run ${runId} did not end within ${timeoutMs} ms`)), timeoutMs).unref()),
   ]);
+}
+
+/**
+ * A queued, claim-required run as the Slack feature starts it (initialStatus `queued`), on the
+ * stack's worker; resolves once the run's row lists it as queued.
+ */
+export async function startQueuedRun(
+  stack: TestStack,
+  options: { organizationId: string; memberId: string; text?: string; settings?: Partial<RunWorkflowInput['settings']> },
+): Promise<{ runId: string; handle: Awaited<ReturnType<TestStack['services']['temporal']['client']['workflow']['start']>> }> {
+  const runId = newRunId();
+  const input: RunWorkflowInput = {
+    organizationId: options.organizationId,
+    runId,
+    initialStatus: 'queued',
+    createdAt: Date.now(),
+    settings: { ...stack.config.runs, ...options.settings },
+    memberId: options.memberId,
+    input: { text: options.text ?? 'do the thing' },
+  };
+  const handle = await stack.services.temporal.client.workflow.start(automationRun, {
+    workflowId: runWorkflowId(options.organizationId, runId),
+    taskQueue: stack.services.temporal.taskQueue,
+    args: [input],
+    workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
+  });
+  await waitFor(
+    async () =>
+      (await stack.services.database.db
+        .selectFrom('automation_runs')
+        .select('status')
+        .where('organization_id', '=', options.organizationId)
+        .where('run_id', '=', runId)
+        .executeTakeFirst())?.status === 'queued',
+    10_000,
+    { what: `run ${runId} to be listed as queued` },
+  );
+  return { runId, handle };
 }

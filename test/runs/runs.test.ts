@@ -182,7 +182,7 @@ describe('automation runs over HTTP', () => {
     expect((await client.list('?limit=1')).json.runs.map((r: RunSummary) => r.id)).toEqual([second]);
   });
 
-  it('a queued run (as the Slack feature starts it) is listed, claimed by its first heartbeat and returns the last assistant text', async () => {
+  it('a queued run (as the Slack feature starts it) is listed, claimed, and returns the last assistant text', async () => {
     const runId = newRunId();
     const input: RunWorkflowInput = {
       organizationId: org.organizationId,
@@ -205,8 +205,10 @@ describe('automation runs over HTTP', () => {
     });
     expect(queued).toMatchObject({ id: runId, status: 'queued', attempt: 0, memberId: org.owner.memberId, startedAt: null });
 
+    const claimed = await runs.claim(runId);
+    expect(claimed.status).toBe(200);
+    expect(claimed.json).toMatchObject({ attempt: 1, run: { id: runId, status: 'running', input: { text: 'summarize my inbox' } } });
     expect((await runs.heartbeat(runId, 1)).status).toBe(200);
-    await runs.waitForStatus(runId, ['running']);
     await runs.postEvent(runId, event(1, 1, 'assistant', { text: 'first draft' }));
     await runs.postEvent(runId, event(1, 2, 'assistant', { text: 'Here is your summary.' }));
     await runs.postEvent(runId, event(1, 3, 'terminal'));

@@ -3,6 +3,8 @@ import fc from 'fast-check';
 import { HeartbeatCoalescer } from '../../src/runs/heartbeat-coalescer';
 import type { RunEventReport, RunEventType, RunSettings } from '../../src/runs/contract';
 import {
+  claimRun,
+  claimVerdict,
   BUFFER_MAX_BYTES,
   CARRY_MAX_EVENTS,
   USAGE_MAX_KEYS,
@@ -56,12 +58,25 @@ describe('run state: start and claim', () => {
     expect(nextDeadline(q, settings)).toBe(T0 + 600_000);
   });
 
-  it('the first heartbeat or event claims a queued run', () => {
+  it('only a claim starts an attempt of a queued run; reports before it, or for another attempt, are ignored', () => {
+    expect(claimVerdict(queued())).toEqual({ ok: true });
     const byHeartbeat = applyHeartbeat(queued(), { attempt: 1, receivedAt: 0 }, T0 + 5, settings);
-    expect(byHeartbeat).toMatchObject({ status: 'running', attempt: 1, startedAt: T0 + 5, lastHeartbeatAt: T0 + 5, leaseExpiresAt: T0 + 5 + 60_000 });
-    expect(byHeartbeat.transitions).toBe(1);
-    const byEvent = applyEvent(queued(), ev(1, 1), T0 + 7, settings);
-    expect(byEvent).toMatchObject({ status: 'running', attempt: 1, eventCount: 1, nextSequence: 2 });
+    expect(byHeartbeat).toMatchObject({ status: 'queued', attempt: 0, ignored: { stale: 1 } });
+    const claimed = claimRun(queued(), T0 + 5, settings);
+    expect(claimed).toMatchObject({ status: 'running', attempt: 1, startedAt: T0 + 5, leaseExpiresAt: T0 + 5 + 60_000, transitions: 1 });
+    expect(claimVerdict(claimed)).toEqual({ ok: false, error: 'already_claimed', status: 'running' });
+    expect(applyEvent(claimed, ev(1, 1), T0 + 7, settings)).toMatchObject({ status: 'running', attempt: 1, eventCount: 1, nextSequence: 2 });
+    // A report of a newer attempt does not switch a claimed run's attempt: only the next claim does.
+    expect(applyHeartbeat(claimed, { attempt: 2, receivedAt: 0 }, T0 + 8, settings)).toMatchObject({ attempt: 1, ignored: { stale: 1 } });
+  });
+
+  it('after a lost lease a claim starts the next attempt; a closed run refuses claims', () => {
+    const lost = tick(claimRun(queued(), T0, settings), T0 + 60_000, settings);
+    expect(lost.status).toBe('awaiting_retry');
+    expect(claimVerdict(lost)).toEqual({ ok: true });
+    expect(claimRun(lost, T0 + 61_000, settings)).toMatchObject({ status: 'running', attempt: 2, leaseExpiresAt: T0 + 121_000 });
+    const done = applyEvent(claimRun(queued(), T0, settings), ev(1, 1, 'terminal'), T0, settings);
+    expect(claimVerdict(done)).toEqual({ ok: false, error: 'run_closed', status: 'succeeded' });
   });
 
   it('an unclaimed queued run is skipped at its claim deadline (runner_unavailable)', () => {
@@ -271,7 +286,7 @@ describe('run state: persistence and continue-as-new', () => {
   });
 
   it('summarizes for the query, the row and the workflow result', () => {
-    const s = applyAll(queued(), [ev(1, 1, 'assistant', { text: 'hello' }), ev(1, 1)]);
+    const s = applyAll(claimRun(queued(), T0, settings), [ev(1, 1, 'assistant', { text: 'hello' }), ev(1, 1)]);
     expect(summarize(s)).toEqual({
       id: 'r',
       organizationId: 'org',
@@ -290,6 +305,7 @@ describe('run state: persistence and continue-as-new', () => {
       ignoredEvents: { duplicate: 1, stale: 0, rejected: 0, overflow: 0, afterClose: 0 },
       memberId: 'm',
       input: { text: 'hi' },
+      claimRequired: true,
     });
   });
 });

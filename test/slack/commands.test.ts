@@ -48,10 +48,23 @@ describe.each(['slack', 'chatplatform'] as const)('POST /v1/integrations/%s/{con
     expect(verdict.claims.expiresAt).toBeLessThanOrEqual(Date.now() + 600_000);
   });
 
-  it('accepts a command without api_app_id (older payloads)', async () => {
+  it('403 {ok:false} for a command without api_app_id: it cannot prove which app it was meant for', async () => {
     const res = await send({ user_id: newSlackUserId(), api_app_id: '' });
+    expect(res.status).toBe(403);
+    expect(res.json).toEqual({ ok: false });
+  });
+
+  it("answers Slack's signed ssl_check=1 with 200 and an empty body, before any other command check", async () => {
+    const raw = 'ssl_check=1&token=deprecated';
+    const res = await stack.request('POST', path(connection.connectionId), {
+      raw,
+      headers: { 'content-type': 'application/x-www-form-urlencoded', ...slackSignatureHeaders(connection.signingSecret, raw) },
+    });
     expect(res.status).toBe(200);
-    expect(res.json.response_type).toBe('ephemeral');
+    expect(res.text).toBe('');
+    // Unsigned, it is an ordinary request with a bad signature.
+    const unsigned = await stack.request('POST', path(connection.connectionId), { raw, headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+    expect(unsigned.status).toBe(401);
   });
 
   it('400 InvalidRequestError for a bad connectionId', async () => {

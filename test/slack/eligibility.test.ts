@@ -6,10 +6,10 @@ const mention = { type: 'app_mention', user: 'U1', channel: 'C1', ts: '1.000001'
 const dm = { type: 'message', channel_type: 'im', user: 'U1', channel: 'D1', ts: '1.000002', text: 'hi' };
 
 describe('classifyEvent', () => {
-  it('routes app_mention and DMs as invocations, with the fields the workflow needs', () => {
+  it('routes app_mention and DMs as invocations, with the fields the workflow needs (the bot mention removed from the text)', () => {
     expect(classifyEvent(mention, on)).toEqual({
       route: 'invocation',
-      invocation: { type: 'app_mention', user: 'U1', channel: 'C1', channelType: null, ts: '1.000001', threadTs: null, text: '<@UBOT> hi' },
+      invocation: { type: 'app_mention', user: 'U1', channel: 'C1', channelType: null, ts: '1.000001', threadTs: null, text: 'hi' },
     });
     const inThread = classifyEvent({ ...dm, thread_ts: '0.5' }, on);
     expect(inThread).toMatchObject({ route: 'invocation', invocation: { type: 'message', channelType: 'im', threadTs: '0.5' } });

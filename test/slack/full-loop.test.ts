@@ -66,7 +66,14 @@ async function mentionAsLinkedMember(member: TestMember, text: string) {
     expect(list.status).toBe(200);
     return (list.json.runs as { id: string; status: string; memberId: string | null }[]).find((r) => r.id === runId);
   }, 15_000, { what: 'the run in GET /v1/automation-runs?status=queued' });
-  expect(queued).toMatchObject({ id: runId, status: 'queued', memberId: member.memberId });
+  expect(queued).toMatchObject({
+    id: runId,
+    status: 'queued',
+    memberId: member.memberId,
+    // The work itself: what was asked (bot mention removed) and where the answer goes.
+    input: { text },
+    origin: { kind: 'slack', connectionId: connection.connectionId, teamId: connection.teamId, channelId: mention.channel, threadTs: mention.ts, userId: slackUserId },
+  });
   return { mention, handle, runId };
 }
 
@@ -78,6 +85,7 @@ describe('Slack → run → Slack', () => {
       stack.request('POST', `/v1/automation-runs/${encodeURIComponent(runId)}/${path}`, { headers: member.headers, body });
 
     // Step 5: the runtime claims the run and reports, terminal last.
+    expect((await runtime('claim', {})).json).toMatchObject({ attempt: 1, run: { id: runId, status: 'running' } });
     expect((await runtime('heartbeat', { attempt: 1 })).json).toEqual({ ok: true });
     const events = [
       { type: 'user', payload: { text: 'what is six times seven?' } },
@@ -101,6 +109,8 @@ describe('Slack → run → Slack', () => {
   it('posts a failure message when the run fails', async () => {
     const member = await org.addMember('member');
     const { mention, handle, runId } = await mentionAsLinkedMember(member, 'break please');
+    const claim = await stack.request('POST', `/v1/automation-runs/${encodeURIComponent(runId)}/claim`, { headers: member.headers });
+    expect(claim.status).toBe(200);
     const res = await stack.request('POST', `/v1/automation-runs/${encodeURIComponent(runId)}/events`, {
       headers: member.headers,
       body: { attempt: 1, sequence: 1, type: 'terminal', payload: { status: 'failed', error: 'tool_crashed' }, createdAt: Date.now() },

@@ -3,6 +3,7 @@ import { createLinkToken, verifyLinkToken } from '../../src/slack/link-token';
 import { SlidingWindowQuota } from '../../src/slack/quota';
 import { connectAccountText, connectLinkUrl, escapeMrkdwn, runReplyText } from '../../src/slack/texts';
 import { parseRetryAfter } from '../../src/slack/web-api';
+import { withoutBotMention } from '../../src/slack/eligibility';
 
 describe('link tokens', () => {
   const key = randomBytes(32);
@@ -87,5 +88,16 @@ describe('Slack texts', () => {
     expect(parseRetryAfter('100000')).toBe(300_000);
     expect(parseRetryAfter('soon')).toBeUndefined();
     expect(parseRetryAfter(null)).toBeUndefined();
+  });
+});
+
+describe('withoutBotMention (the run input of an app_mention)', () => {
+  it("removes the bot's own mentions and keeps everyone else's", () => {
+    expect(withoutBotMention('<@UBOT1> what is <@UALICE> doing?', 'UBOT1')).toBe('what is <@UALICE> doing?');
+    expect(withoutBotMention('hey <@UBOT1|den>, summarize', 'UBOT1')).toBe('hey , summarize');
+  });
+  it('without a known bot user id, removes only the mention that opens the text', () => {
+    expect(withoutBotMention('<@UOTHER> summarize <@UALICE>', null)).toBe('summarize <@UALICE>');
+    expect(withoutBotMention('summarize <@UALICE>', null)).toBe('summarize <@UALICE>');
   });
 });

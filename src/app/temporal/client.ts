@@ -1,4 +1,4 @@
-import { Client, Connection, WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError } from '@temporalio/client';
+import { Client, Connection, WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError, WorkflowUpdateFailedError } from '@temporalio/client';
 import { status as grpcStatus } from '@grpc/grpc-js';
 import { AppError, errors } from '../errors';
 import type { Metrics } from '../metrics';
@@ -54,6 +54,8 @@ const DEFINITE_CODES = new Set<number>([
 
 function isDefiniteAnswer(error: unknown): boolean {
   if (error instanceof WorkflowExecutionAlreadyStartedError || error instanceof WorkflowNotFoundError) return true;
+  // The workflow's own answer to an Update (a validator's refusal, a handler's failure).
+  if (error instanceof WorkflowUpdateFailedError) return true;
   if (error instanceof AppError) return true;
   const code = (error as { code?: unknown; cause?: { code?: unknown } })?.code ?? (error as { cause?: { code?: unknown } })?.cause?.code;
   return typeof code === 'number' && DEFINITE_CODES.has(code);

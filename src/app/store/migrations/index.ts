@@ -3,6 +3,7 @@ import * as identity from './0001_identity';
 import * as runs from './0002_runs';
 import * as slack from './0003_slack';
 import * as github from './0004_github';
+import * as runClaims from './0005_run_claims';
 
 /** Ordered by name. Never edit a migration that has shipped: add a new one. */
 export const migrations: Record<string, Migration> = {
@@ -10,4 +11,5 @@ export const migrations: Record<string, Migration> = {
   '0002_runs': runs,
   '0003_slack': slack,
   '0004_github': github,
+  '0005_run_claims': runClaims,
 };

@@ -1,0 +1,86 @@
+/**
+ * Exclusive claims (issue #13). The run workflow decides through its `claimRun` Update: of two
+ * concurrent claims its validator lets exactly one through, so the answer is the workflow's own
+ * decision, never a read-then-write race in the API. Claim-next picks a candidate from the
+ * `automation_runs` table (a short hold taken with FOR UPDATE SKIP LOCKED, so concurrent pollers
+ * try different runs) and moves on to the next one when the Update refuses.
+ */
+import { ApplicationFailure, WorkflowNotFoundError, WorkflowUpdateFailedError } from '@temporalio/client';
+import { errors } from '../app/errors';
+import { isAdmin, type Principal } from '../app/http/auth';
+import { temporalCall } from '../app/temporal/client';
+import { CLAIM_REFUSALS, claimRunUpdate, runWorkflowId, type RunClaim } from './contract';
+import type { RunDeps } from './report';
+import { holdClaimCandidate, releaseClaimHold } from './store';
+
+/**
+ * The Update waits for a worker and for the run's row to show the claim, so it gets longer than
+ * a start. A claim that lands after this gave up is held by nobody: its lease runs out and the
+ * run can be claimed again.
+ */
+export const CLAIM_TIMEOUT_MS = 10_000;
+/** How long a claim-next poller keeps other pollers off the candidate it is trying. */
+const CANDIDATE_HOLD_MS = CLAIM_TIMEOUT_MS + 1_000;
+/** How often a long-poll looks for newly queued runs. */
+const LONG_POLL_INTERVAL_MS = 250;
+
+export type ClaimOutcome = { ok: true; claim: RunClaim } | { ok: false; error: (typeof CLAIM_REFUSALS)[number]; status: string };
+
+/** One claim Update. Unknown runs are a 404; a refusal is the workflow's answer. */
+export async function claimRun(deps: RunDeps, organizationId: string, runId: string): Promise<ClaimOutcome> {
+  const { temporal, metrics } = deps;
+  try {
+    const claim = await temporalCall(
+      temporal,
+      'claimRun',
+      CLAIM_TIMEOUT_MS,
+      () => temporal.client.workflow.getHandle(runWorkflowId(organizationId, runId)).executeUpdate(claimRunUpdate, { args: [{}] }),
+      metrics,
+    );
+    return { ok: true, claim };
+  } catch (error) {
+    if (error instanceof WorkflowNotFoundError) throw errors.notFound('No such automation run.');
+    const refusal = error instanceof WorkflowUpdateFailedError ? error.cause : undefined;
+    if (refusal instanceof ApplicationFailure && (CLAIM_REFUSALS as readonly (string | undefined)[]).includes(refusal.type ?? undefined)) {
+      return { ok: false, error: refusal.type as (typeof CLAIM_REFUSALS)[number], status: String(refusal.details?.[0] ?? '') };
+    }
+    throw error;
+  }
+}
+
+/**
+ * Claims the oldest claimable run visible to the caller, waiting up to `waitMs` for one to be
+ * queued. Undefined when the wait ends with nothing.
+ */
+export async function claimNext(deps: RunDeps, principal: Principal, waitMs: number): Promise<RunClaim | undefined> {
+  const deadline = deps.now() + waitMs;
+  const memberId = isAdmin(principal.role) ? undefined : principal.memberId;
+  for (;;) {
+    const runId = await holdClaimCandidate(deps.db, {
+      organizationId: principal.organizationId,
+      memberId,
+      now: new Date(deps.now()),
+      holdMs: CANDIDATE_HOLD_MS,
+    });
+    if (runId !== undefined) {
+      const release = () => releaseClaimHold(deps.db, principal.organizationId, runId).catch(() => undefined);
+      let outcome: ClaimOutcome;
+      try {
+        outcome = await claimRun(deps, principal.organizationId, runId);
+      } catch (error) {
+        await release(); // Undecided (Temporal unavailable): another poller may try it.
+        throw error;
+      }
+      // Claimed: the row already says running (the Update answers after it is written), and the
+      // hold must not outlive the claim, or the run could not be claimed again after a lost lease.
+      if (outcome.ok) {
+        await release();
+        return outcome.claim;
+      }
+      // Lost the race to another claim: keep the hold until the row shows it, try the next one.
+    }
+    const remaining = deadline - deps.now();
+    if (remaining <= 0) return undefined;
+    await new Promise((resolve) => setTimeout(resolve, Math.min(LONG_POLL_INTERVAL_MS, remaining)));
+  }
+}
