@@ -137,6 +137,10 @@ export const envSchema = z.object({
   // benchmarks that must not send a packet beyond the machine.
   MCP_DNS: z.enum(['system', 'off']).default('system'),
 
+  // `den runtime` (the reference runtime, a client of this API): where the API is, and the key.
+  DEN_API_URL: z.string().url().default('http://127.0.0.1:8080'),
+  DEN_API_KEY: optionalString,
+
   // Benchmarks only: verify and ack without the durable enqueue, to measure its cost.
   BENCH_DISABLE_ENQUEUE: bool(false),
 });
@@ -152,6 +156,10 @@ export const configSchema = envSchema
     // A benchmark switch that makes every ack non-durable must never reach production.
     if (e.NODE_ENV === 'production' && e.BENCH_DISABLE_ENQUEUE) {
       ctx.addIssue({ code: 'custom', path: ['BENCH_DISABLE_ENQUEUE'], message: 'must not be true when NODE_ENV=production (acks would not be durable)' });
+    }
+    // Connect links would point at HOST:PORT, an address members cannot open.
+    if (e.NODE_ENV === 'production' && !e.APP_BASE_URL) {
+      ctx.addIssue({ code: 'custom', path: ['APP_BASE_URL'], message: 'is required when NODE_ENV=production (the public URL of the connect page Slack links point to)' });
     }
   })
   .transform((e) => ({
@@ -208,6 +216,7 @@ export const configSchema = envSchema
       dns: e.MCP_DNS,
     },
     bench: { disableEnqueue: e.BENCH_DISABLE_ENQUEUE },
+    runtimeClient: { apiUrl: e.DEN_API_URL, apiKey: e.DEN_API_KEY },
   }));
 
 export type Config = z.output<typeof configSchema>;

@@ -4,11 +4,13 @@
  */
 import { Command, CommanderError } from 'commander';
 import { ConfigError } from '../app/config';
+import { AppError } from '../app/errors';
 import { IdentityError } from '../identity/store';
 import { CliError } from './context';
 import { registerGithubCommands } from '../github';
 import { registerIdentityCommands } from '../identity';
 import { registerSlackCommands } from '../slack';
+import { registerRunsCommands } from '../runs';
 
 export function buildProgram(): Command {
   const program = new Command('den')
@@ -18,6 +20,7 @@ export function buildProgram(): Command {
   registerIdentityCommands(program);
   registerSlackCommands(program);
   registerGithubCommands(program);
+  registerRunsCommands(program);
   return program;
 }
 
@@ -28,7 +31,9 @@ async function run(argv: string[]): Promise<number> {
   } catch (error) {
     if (error instanceof CommanderError) return error.exitCode;
     const expected = error instanceof CliError || error instanceof IdentityError || error instanceof ConfigError;
-    process.stderr.write(`den: ${expected ? (error as Error).message : String((error as Error)?.stack ?? error)}\n`);
+    // A dependency outage (AppError 503) says which one, as the API would.
+    const outage = error instanceof AppError && error.dependency ? `${error.dependency} is unavailable; retry later` : undefined;
+    process.stderr.write(`den: ${outage ?? (expected ? (error as Error).message : String((error as Error)?.stack ?? error))}\n`);
     return 1;
   }
 }

@@ -6,6 +6,7 @@ import { createAuthenticator } from './auth';
 import { createIdentityRoutes } from './routes';
 
 export { registerIdentityCommands } from './cli';
+export { liveMember } from './store';
 
 export function createIdentityFeature(deps: { db: Db; log: Logger; now: () => number }): Feature & {
   authenticate: ReturnType<typeof createAuthenticator>;

@@ -99,7 +99,8 @@ export async function removeMember(db: Db, memberId: string, now: Date) {
   return { memberId, removedAt: now.toISOString() };
 }
 
-async function liveMember(db: Db, memberId: string) {
+/** A member that has not been removed, or an IdentityError. */
+export async function liveMember(db: Db, memberId: string) {
   const member = await db.selectFrom('members').selectAll().where('id', '=', memberId).where('removed_at', 'is', null).executeTakeFirst();
   if (!member) throw new IdentityError(`member ${memberId} not found or removed`);
   return member;

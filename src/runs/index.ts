@@ -4,6 +4,7 @@ import type { RunDeps } from './report';
 import { createRunRoutes } from './routes';
 
 export { runSearchAttributes } from './contract';
+export { registerRunsCommands } from './cli';
 
 export function createRunsFeature(deps: RunDeps): Feature {
   return { name: 'runs', routes: createRunRoutes(deps) };

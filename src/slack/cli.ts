@@ -8,6 +8,9 @@ import {
   type UpdateSlackConnectionInput,
 } from './connections';
 import { CliError, print, withCliContext } from '../cli/context';
+import { createTemporalClient } from '../app/temporal/client';
+import { liveMember } from '../identity';
+import { completeLink, LINK_REFUSAL_STATUS } from './link-completion';
 
 /** Slack ids (T…, A…, U…, C…) are upper-case letters and digits. */
 function slackId(kind: string) {
@@ -130,4 +133,37 @@ export function registerSlackCommands(program: Command): void {
     .description("An organization's Slack connections (no secrets).")
     .requiredOption('--org <organizationId>', 'organization id')
     .action((opts: { org: string }) => withCliContext(async ({ db }) => print(await listSlackConnections(db, opts.org))));
+
+  const links = slack.command('links').description("Links between Slack users and members (what a connect page completes).");
+
+  links
+    .command('complete')
+    .description(
+      'Complete a connect link for a member, exactly as the account-links route does, for deployments without a ' +
+        'dashboard. Needs Temporal (TEMPORAL_ADDRESS, else the embedded dev server of a running `npm start`), so ' +
+        'invocations waiting for the link resume. Prints {connectionId, slackUserId, memberId, resumed}.',
+    )
+    .requiredOption('--token <token>', 'the token of the connect link (the `token` query parameter)', nonEmpty)
+    .requiredOption('--member <memberId>', 'the member the Slack user becomes', nonEmpty)
+    .action((opts: { token: string; member: string }) =>
+      withCliContext(async ({ db, secretKey, config }) => {
+        const member = await liveMember(db, opts.member);
+        const temporal = createTemporalClient({
+          address: config.temporal.address ?? `127.0.0.1:${config.temporal.devPort}`,
+          namespace: config.temporal.namespace,
+          taskQueue: config.temporal.taskQueue,
+        });
+        try {
+          const outcome = await completeLink(
+            { db, secretKey: await secretKey(), temporal, startTimeoutMs: config.temporal.startTimeoutMs, now: () => Date.now() },
+            { token: opts.token, organizationId: member.organization_id, memberId: member.id },
+          );
+          if (!outcome.ok) throw new CliError(`link not completed: ${outcome.error} (the API would answer ${LINK_REFUSAL_STATUS[outcome.error]})`);
+          const { ok: _ok, ...result } = outcome;
+          print(result);
+        } finally {
+          await temporal.close();
+        }
+      }),
+    );
 }

@@ -7,26 +7,25 @@
  * (200) → eligibility (200, not routed) → durable enqueue → 200. The handlers call neither
  * Slack nor a runtime: Slack wants an ack within 3 s, and only the enqueue stands before it.
  */
-import { WorkflowNotFoundError } from '@temporalio/client';
 import { publicBaseUrl } from '../app/config';
 import { AppError, errors } from '../app/errors';
 import { defineRoute, type Reply, type Route } from '../app/http/route';
 import { InvalidRequestError, OkFalse, OkResponse, PlainText } from '../app/http/schemas';
 import { z } from '../app/http/zod';
-import { temporalCall, type TemporalClientHandle } from '../app/temporal/client';
+import type { TemporalClientHandle } from '../app/temporal/client';
 import type { IngressGateway } from '../app/ingress';
 import type { Config } from '../app/config';
 import type { Logger } from '../app/log';
 import type { Metrics } from '../app/metrics';
 import type { Db } from '../app/store/db';
-import { slackAccountLinkedSignal, slackEventWorkflowId, slackSearchAttributes, type SlackEventInput } from './contract';
+import { slackEventWorkflowId, slackSearchAttributes, type SlackEventInput } from './contract';
 import { slackEvent } from '../../workflows/slack';
-import { CONNECTION_ID_PATTERN, findSlackConnection } from './connections';
+import { CONNECTION_ID_PATTERN } from './connections';
 import { classifyEvent, type IneligibleReason } from './eligibility';
 import { isSslCheck, parseEnvelope, parseSlashCommand } from './envelope';
 import { verifiedConnection } from './verify';
-import { createLinkToken, verifyLinkToken } from './link-token';
-import { redeemLink } from './links';
+import { createLinkToken } from './link-token';
+import { completeLink, LINK_REFUSAL_STATUS, type LinkRefusal } from './link-completion';
 import { SlidingWindowQuota, slackQuotaChecks } from './quota';
 import { connectAccountText, connectLinkUrl, DISABLED_CONNECTION_TEXT } from './texts';
 
@@ -220,10 +219,14 @@ export function createSlackRoutes(deps: SlackRouteDeps): Route[] {
     },
   });
 
-  const linkError = (error: 'invalid_link' | 'link_expired' | 'link_used' | 'already_linked', status: number) =>
-    new AppError(error, status, { error });
+  /** The route's answer to each refusal; the codes' statuses are defined with completeLink. */
+function linkRefusal(error: LinkRefusal): AppError {
+  if (error === 'no_connection') return errors.notFound('No such Slack connection.');
+  if (error === 'other_organization') return errors.forbidden('other_organization', 'This Slack connection belongs to another organization.');
+  return new AppError(error, LINK_REFUSAL_STATUS[error], { error });
+}
 
-  const LinkBody = z.object({ token: z.string().max(4096) }).openapi('SlackAccountLinkRequest');
+const LinkBody = z.object({ token: z.string().max(4096) }).openapi('SlackAccountLinkRequest');
   const LinkCreated = z.object({ slackUserId: z.string(), memberId: z.string() }).openapi('SlackAccountLink');
   const LinkError = z.object({ error: z.string() });
 
@@ -249,56 +252,13 @@ export function createSlackRoutes(deps: SlackRouteDeps): Route[] {
       503: { description: 'Postgres or Temporal unavailable; nothing was recorded, retry.' },
     },
     handler: async ({ params, body, principal }, ctx) => {
-      const connection = await findSlackConnection(db, secretKey, params.connectionId);
-      if (!connection) throw errors.notFound('No such Slack connection.');
-      if (connection.organizationId !== principal.organizationId) {
-        throw errors.forbidden('other_organization', 'This Slack connection belongs to another organization.');
-      }
-      const verdict = verifyLinkToken(secretKey, body.token, now());
-      if (!verdict.ok && verdict.reason === 'invalid') throw linkError('invalid_link', 400);
-      const claims = verdict.ok ? verdict.claims : verdict.claims!;
-      // A genuine token for another connection or workspace is not a link for this one.
-      if (claims.connectionId !== connection.id || claims.teamId !== connection.teamId) throw linkError('invalid_link', 400);
-      if (!verdict.ok) throw linkError('link_expired', 410);
-
-      const outcome = await redeemLink(
-        db,
-        {
-          connectionId: connection.id,
-          slackUserId: claims.slackUserId,
-          organizationId: principal.organizationId,
-          memberId: principal.memberId,
-          nonce: claims.nonce,
-          tokenExpiresAt: new Date(claims.expiresAt),
-          now: new Date(now()),
-        },
-        // Inside the transaction: if Temporal cannot take the signals, the link is not recorded
-        // (503, token still valid), so a waiting invocation is never stranded.
-        async (workflowIds) => {
-          const linked = { slackUserId: claims.slackUserId, organizationId: principal.organizationId, memberId: principal.memberId };
-          for (const workflowId of workflowIds) {
-            try {
-              await temporalCall(
-                temporal,
-                'slack.signal_linked',
-                config.temporal.startTimeoutMs,
-                () => temporal.client.workflow.getHandle(workflowId).signal(slackAccountLinkedSignal, linked),
-                metrics,
-              );
-            } catch (error) {
-              // It already gave up waiting (or finished): nothing to resume.
-              if (error instanceof WorkflowNotFoundError) continue;
-              throw error;
-            }
-          }
-        },
+      const outcome = await completeLink(
+        { db, secretKey, temporal, startTimeoutMs: config.temporal.startTimeoutMs, metrics, now },
+        { token: body.token, connectionId: params.connectionId, organizationId: principal.organizationId, memberId: principal.memberId },
       );
-      if (!outcome.ok) throw linkError(outcome.error, 409);
-      ctx.state.log.info(
-        { connectionId: connection.id, memberId: principal.memberId, resumed: outcome.waitingWorkflowIds.length },
-        'slack account linked',
-      );
-      return { status: 201, body: { slackUserId: claims.slackUserId, memberId: principal.memberId } };
+      if (!outcome.ok) throw linkRefusal(outcome.error);
+      ctx.state.log.info({ connectionId: outcome.connectionId, memberId: outcome.memberId, resumed: outcome.resumed }, 'slack account linked');
+      return { status: 201, body: { slackUserId: outcome.slackUserId, memberId: outcome.memberId } };
     },
   });
 

@@ -22,6 +22,11 @@ export function spawnCompiled(file: string, env: Record<string, string | undefin
   return spawnNode(['--require', preload, file], { ...env, NODE_PATH: path.join(root, 'node_modules') });
 }
 
+/** Runs the `den` CLI (bin/den.js) as a real process. */
+export function spawnDen(args: string[], env: Record<string, string | undefined>): Spawned {
+  return spawnNode([path.join(root, 'bin', 'den.js'), ...args], env);
+}
+
 function spawnNode(args: string[], env: Record<string, string | undefined>): Spawned {
   const child = spawn(process.execPath, args, {
     cwd: root,

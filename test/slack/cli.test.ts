@@ -6,7 +6,8 @@ import { execFile } from 'node:child_process';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { createTestOrg } from '../harness/identity';
-import { slackSignatureHeaders } from '../harness/slack';
+import { createLinkToken } from '../../src/slack/link-token';
+import { createTestSlackConnection, linkTokenFrom, newSlackUserId, postSlashCommand, slackSignatureHeaders } from '../harness/slack';
 import { startTestStack, type TestStack } from '../harness/stack';
 
 const run = promisify(execFile);
@@ -19,6 +20,7 @@ async function den(...args: string[]): Promise<{ code: number; stdout: string; s
       DATABASE_URL: stack.config.database.url,
       SECRET_KEY: stack.config.secretKey,
       DATA_DIR: stack.config.dataDir,
+      TEMPORAL_ADDRESS: stack.config.temporal.address,
       NODE_ENV: 'test',
     };
     const { stdout, stderr } = await run(process.execPath, [BIN, ...args], { env, timeout: 30_000 });
@@ -144,5 +146,61 @@ describe('den slack connections', () => {
     const badEnabled = await den('slack', 'connections', 'update', connectionId, '--enabled', 'maybe');
     expect(badEnabled.code).not.toBe(0);
     expect(badEnabled.stderr).toContain('must be true or false');
+  });
+});
+
+describe('den slack links complete (deployments without a dashboard)', () => {
+  /** A real slash command's link token, and the connection it belongs to. */
+  async function linkToken(org: Awaited<ReturnType<typeof createTestOrg>>) {
+    const connection = await createTestSlackConnection(stack.services.database.db, stack.services.secretKey, org.organizationId);
+    const slackUserId = newSlackUserId();
+    const command = await postSlashCommand(stack, connection, { user_id: slackUserId });
+    return { connection, slackUserId, token: linkTokenFrom(command.json.text) };
+  }
+
+  it('completes a link exactly as the account-links route does, with the same refusals', async () => {
+    const org = await createTestOrg(stack.services.database.db);
+    const member = await org.addMember('member');
+    const { connection, slackUserId, token } = await linkToken(org);
+
+    const done = await den('slack', 'links', 'complete', '--token', token, '--member', member.memberId);
+    expect(done.code).toBe(0);
+    expect(JSON.parse(done.stdout)).toEqual({ connectionId: connection.connectionId, slackUserId, memberId: member.memberId, resumed: 0 });
+    const row = await stack.services.database.db
+      .selectFrom('slack_account_links')
+      .selectAll()
+      .where('connection_id', '=', connection.connectionId)
+      .where('slack_user_id', '=', slackUserId)
+      .executeTakeFirst();
+    expect(row).toMatchObject({ member_id: member.memberId, organization_id: org.organizationId });
+
+    const again = await den('slack', 'links', 'complete', '--token', token, '--member', member.memberId);
+    expect(again.code).toBe(1);
+    expect(again.stderr).toContain('link_used (the API would answer 409)');
+
+    const forged = await den('slack', 'links', 'complete', '--token', `${token.slice(0, -4)}AAAA`, '--member', member.memberId);
+    expect(forged.code).toBe(1);
+    expect(forged.stderr).toContain('invalid_link (the API would answer 400)');
+
+    const stranger = await createTestOrg(stack.services.database.db);
+    const fresh = await linkToken(org);
+    const wrongMember = await den('slack', 'links', 'complete', '--token', fresh.token, '--member', stranger.owner.memberId);
+    expect(wrongMember.code).toBe(1);
+    expect(wrongMember.stderr).toContain('other_organization (the API would answer 403)');
+  });
+
+  it('refuses an expired link token', async () => {
+    const org = await createTestOrg(stack.services.database.db);
+    const connection = await createTestSlackConnection(stack.services.database.db, stack.services.secretKey, org.organizationId);
+    const { token } = createLinkToken(stack.services.secretKey, {
+      connectionId: connection.connectionId,
+      teamId: connection.teamId,
+      slackUserId: newSlackUserId(),
+      now: Date.now() - 3_600_000,
+      ttlMs: 600_000,
+    });
+    const expired = await den('slack', 'links', 'complete', '--token', token, '--member', org.owner.memberId);
+    expect(expired.code).toBe(1);
+    expect(expired.stderr).toContain('link_expired (the API would answer 410)');
   });
 });

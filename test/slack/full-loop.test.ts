@@ -1,6 +1,6 @@
 /**
  * The whole loop, as a member and their runtime see it: slash command → link → app_mention →
- * a queued run → the runtime (this test) claims it with a heartbeat and reports events →
+ * a queued run → the runtime (this test) claims it and reports events →
  * the answer is posted to the Slack thread.
  */
 import { slackEventStateQuery, slackEventWorkflowId } from '../../src/slack/contract';

@@ -1,0 +1,122 @@
+/**
+ * The Slack loop with a runtime that is not the test (issue #13, "Done when"): a linked member
+ * mentions the bot in a thread → a queued run with its input and origin appears, for that member
+ * only → `den runtime --exec "tr a-z A-Z"`, a real child process, claims it → chat.postMessage
+ * reaches the (local, fake) Slack Web API with the upper-cased text in the mention's thread.
+ */
+import { createTestOrg } from '../harness/identity';
+import { closedPort } from '../harness/ports';
+import { spawnDen } from '../harness/process';
+import {
+  appMention,
+  createTestSlackConnection,
+  eventEnvelope,
+  linkTokenFrom,
+  newSlackUserId,
+  postSlackEvent,
+  postSlashCommand,
+  startFakeSlack,
+  type FakeSlack,
+} from '../harness/slack';
+import { startTestStack, type TestStack } from '../harness/stack';
+import { waitFor } from '../harness/wait';
+
+let stack: TestStack;
+let slack: FakeSlack;
+beforeAll(async () => {
+  slack = await startFakeSlack();
+  stack = await startTestStack({ worker: true, env: { SLACK_API_BASE_URL: slack.url } });
+});
+afterAll(async () => {
+  await stack.stop();
+  await slack.close();
+});
+
+function startRuntime(apiKey: string, exec: string) {
+  const proc = spawnDen(['runtime', '--exec', exec, '--wait', '2', '--heartbeat-interval', '1', '--grace', '5'], {
+    DEN_API_KEY: apiKey,
+    DEN_API_URL: stack.url,
+  });
+  return { child: proc.child, exited: proc.exited.then((e) => e.code), output: proc.output };
+}
+
+it('a mention in a thread is answered in that thread by `den runtime --exec "tr a-z A-Z"`', async () => {
+  const org = await createTestOrg(stack.services.database.db);
+  const member = await org.addMember('member');
+  const other = await org.addMember('member');
+  const connection = await createTestSlackConnection(stack.services.database.db, stack.services.secretKey, org.organizationId);
+
+  // Link the member's Slack account through a real slash command.
+  const slackUserId = newSlackUserId();
+  const command = await postSlashCommand(stack, connection, { user_id: slackUserId });
+  const linked = await stack.request('POST', `/v1/integrations/slack/${connection.connectionId}/account-links`, {
+    headers: member.headers,
+    body: { token: linkTokenFrom(command.json.text) },
+  });
+  expect(linked.status).toBe(201);
+
+  // A mention inside an existing thread: the answer must go to that thread, not the message's ts.
+  const threadTs = `${Math.floor(Date.now() / 1000) - 60}.000100`;
+  const mention = { ...appMention(slackUserId, 'shout this please'), thread_ts: threadTs };
+  expect((await postSlackEvent(stack, connection, eventEnvelope(connection, mention))).json).toEqual({ ok: true });
+
+  const queued = await waitFor(async () => {
+    const res = await stack.request('GET', '/v1/automation-runs?status=queued', { headers: member.headers });
+    return res.json.runs[0];
+  }, 15_000, { what: 'the queued run' });
+  expect(queued).toMatchObject({
+    status: 'queued',
+    memberId: member.memberId,
+    input: { text: 'shout this please' },
+    origin: { kind: 'slack', connectionId: connection.connectionId, teamId: connection.teamId, channelId: mention.channel, threadTs, userId: slackUserId },
+  });
+  // Only that member sees it.
+  expect((await stack.request('GET', '/v1/automation-runs?status=queued', { headers: other.headers })).json.runs).toEqual([]);
+
+  const runtime = startRuntime(member.apiKey, 'tr a-z A-Z');
+  try {
+    const post = await slack.waitForCall('chat.postMessage', (c) => c.body.thread_ts === threadTs, 30_000);
+    expect(post.body).toEqual({ channel: mention.channel, thread_ts: threadTs, text: 'SHOUT THIS PLEASE' });
+    const run = await stack.request('GET', `/v1/automation-runs/${queued.id}`, { headers: member.headers });
+    expect(run.json).toMatchObject({ status: 'succeeded', attempt: 1, countsByType: { assistant: 1, terminal: 1 } });
+  } finally {
+    runtime.child.kill('SIGINT');
+  }
+  // Ctrl-C: stops claiming and exits 0.
+  expect(await runtime.exited).toBe(0);
+  expect(runtime.output()).toContain(`claimed run ${queued.id} (attempt 1)`);
+}, 60_000);
+
+it('reports a failing command as failed, with the tail of its stderr', async () => {
+  const org = await createTestOrg(stack.services.database.db);
+  const member = await org.addMember('member');
+  const connection = await createTestSlackConnection(stack.services.database.db, stack.services.secretKey, org.organizationId);
+  const slackUserId = newSlackUserId();
+  const command = await postSlashCommand(stack, connection, { user_id: slackUserId });
+  await stack.request('POST', `/v1/integrations/slack/${connection.connectionId}/account-links`, {
+    headers: member.headers,
+    body: { token: linkTokenFrom(command.json.text) },
+  });
+  const mention = appMention(slackUserId, 'fail please');
+  await postSlackEvent(stack, connection, eventEnvelope(connection, mention));
+
+  const runtime = startRuntime(member.apiKey, 'echo "tool crashed" >&2; exit 3');
+  try {
+    const post = await slack.waitForCall('chat.postMessage', (c) => c.body.thread_ts === mention.ts, 30_000);
+    expect(post.body.text).toBe('The run failed (tool crashed).');
+  } finally {
+    runtime.child.kill('SIGINT');
+  }
+  expect(await runtime.exited).toBe(0);
+}, 60_000);
+
+it('exits non-zero with a clear message for a bad key, and for an unreachable API', async () => {
+  const bad = startRuntime('den_not-a-real-key-000000000000000000000000', 'cat');
+  expect(await bad.exited).not.toBe(0);
+  expect(bad.output()).toContain('refused the API key (401)');
+
+  const port = await closedPort();
+  const unreachable = spawnDen(['runtime', '--exec', 'cat', '--api-url', `http://127.0.0.1:${port}`, '--api-key', 'den_x'], {});
+  expect((await unreachable.exited).code).not.toBe(0);
+  expect(unreachable.output()).toContain(`cannot reach the API at http://127.0.0.1:${port}`);
+}, 30_000);
