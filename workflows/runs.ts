@@ -13,7 +13,9 @@
  */
 import {
   ApplicationFailure,
+  CancellationScope,
   allHandlersFinished,
+  isCancellation,
   condition,
   continueAsNew,
   log,
@@ -36,6 +38,7 @@ import {
 import {
   applyEvent,
   applyHeartbeat,
+  cancelRun,
   canCarry,
   claimRun,
   claimVerdict,
@@ -133,6 +136,10 @@ export async function automationRun(input: RunWorkflowInput): Promise<RunSummary
   };
 
   let finishing = false;
+  // A failure of the loop is kept for the main body to rethrow: a detached promise that rejects
+  // unhandled would fail every workflow task. A cancel request rejects its wait or activity; the
+  // cancel path below then persists the final state itself.
+  let syncFailure: unknown;
   const syncLoop = (async () => {
     for (;;) {
       await condition(() => needsSync() || finishing);
@@ -144,34 +151,50 @@ export async function automationRun(input: RunWorkflowInput): Promise<RunSummary
       if (finishing && !isClosed(state) && canCarry(state) && state.transitions === syncedTransitions) return;
       await syncOnce();
     }
-  })();
+  })().catch((error: unknown) => {
+    if (!isCancellation(error)) syncFailure = error;
+  });
 
   const continueAsNewDue = () =>
     workflowInfo().continueAsNewSuggested || state.signalsThisExecution >= settings.continueAsNewEvents;
 
-  while (!isClosed(state) && !continueAsNewDue()) {
-    state = tick(state, Date.now(), settings);
-    if (isClosed(state)) break;
-    const deadline = nextDeadline(state, settings);
-    const seen = state.transitions;
-    const changed = () => state.transitions !== seen || continueAsNewDue();
-    if (deadline === null) {
-      await condition(changed);
-      continue;
+  try {
+    while (!isClosed(state) && !continueAsNewDue()) {
+      state = tick(state, Date.now(), settings);
+      if (isClosed(state)) break;
+      const deadline = nextDeadline(state, settings);
+      const seen = state.transitions;
+      const changed = () => state.transitions !== seen || continueAsNewDue();
+      if (deadline === null) {
+        await condition(changed);
+        continue;
+      }
+      const woke = await condition(changed, Math.max(1, deadline - Date.now()));
+      // Timer fired: that deadline has passed (unless a heartbeat moved it, which tick sees).
+      if (!woke) state = tick(state, Math.max(Date.now(), deadline), settings);
     }
-    const woke = await condition(changed, Math.max(1, deadline - Date.now()));
-    // Timer fired: that deadline has passed (unless a heartbeat moved it, which tick sees).
-    if (!woke) state = tick(state, Math.max(Date.now(), deadline), settings);
-  }
 
-  finishing = true;
-  await syncLoop;
-  // No signal may be lost across continue-as-new or completion (engineering notes).
-  await condition(allHandlersFinished);
-  if (!isClosed(state)) {
-    return continueAsNew<typeof automationRun>({ ...input, carried: compactState(state) });
+    finishing = true;
+    await syncLoop;
+    if (syncFailure !== undefined) throw syncFailure;
+    // No signal may be lost across continue-as-new or completion (engineering notes).
+    await condition(allHandlersFinished);
+    if (!isClosed(state)) {
+      return continueAsNew<typeof automationRun>({ ...input, carried: compactState(state) });
+    }
+    // Closed runs ignore further reports, so this drains: the result is final only once persisted.
+    while (needsSync()) await syncOnce();
+    return summarize(state);
+  } catch (error) {
+    if (!isCancellation(error)) throw error;
+    // Cancelled (issue #17): the run closes `cancelled` and its final state is persisted in a
+    // scope the cancel cannot reach, so the row and the summary say so.
+    return CancellationScope.nonCancellable(async () => {
+      state = cancelRun(state, Date.now());
+      finishing = true;
+      await syncLoop;
+      while (needsSync()) await syncOnce();
+      return summarize(state);
+    });
   }
-  // Closed runs ignore further reports, so this drains: the result is final only once persisted.
-  while (needsSync()) await syncOnce();
-  return summarize(state);
 }

@@ -10,9 +10,11 @@
  */
 import {
   ActivityFailure,
+  CancellationScope,
   ChildWorkflowFailure,
   condition,
   executeChild,
+  isCancellation,
   proxyActivities,
   setHandler,
   upsertSearchAttributes,
@@ -49,7 +51,31 @@ export async function slackEvent(input: SlackEventInput): Promise<SlackEventStat
     state.detail = detail;
     upsertSearchAttributes([{ key: slackSearchAttributes.SlackEventStatus, value: status }]);
   };
+  // What a cancel must undo, in a scope the cancel cannot reach.
+  const cleanup: { pendingLink: boolean; reserved: boolean } = { pendingLink: false, reserved: false };
+  try {
+    return await handle(input, state, setStatus, () => linked, cleanup);
+  } catch (error) {
+    if (!isCancellation(error)) throw error;
+    // Cancelled (issue #17): the run child got the cancel too and closed `cancelled` (the default
+    // child cancellation waits for that); nothing of the member's may stay held.
+    await CancellationScope.nonCancellable(async () => {
+      const { connectionId, eventId } = input;
+      if (cleanup.pendingLink) await records.slackClearPending({ connectionId, eventId });
+      if (cleanup.reserved) await records.slackReleaseInvocation({ connectionId, eventId });
+    });
+    setStatus('cancelled', 'cancel_requested');
+    return state;
+  }
+}
 
+async function handle(
+  input: SlackEventInput,
+  state: SlackEventState,
+  setStatus: (status: SlackEventStatus, detail?: string | null) => void,
+  recordedLink: () => SlackAccountLinked | undefined,
+  cleanup: { pendingLink: boolean; reserved: boolean },
+): Promise<SlackEventState> {
   if (input.lifecycle) {
     await records.slackDisableConnection({ connectionId: input.connectionId, reason: input.lifecycle.type });
     setStatus('connection_disabled', input.lifecycle.type);
@@ -69,15 +95,20 @@ export async function slackEvent(input: SlackEventInput): Promise<SlackEventStat
     waitMs: settings.linkWaitMs,
   });
   if (!member) {
+    cleanup.pendingLink = true;
     setStatus('awaiting_link');
     await bestEffort(() => slackApi.slackPostConnectPrompt({ ...thread, waitMs: settings.linkWaitMs }));
-    const gotLink = await condition(() => linked !== undefined, settings.linkWaitMs);
+    await condition(() => recordedLink() !== undefined, settings.linkWaitMs);
     await records.slackClearPending({ connectionId, eventId });
-    if (!gotLink || !linked) {
+    cleanup.pendingLink = false;
+    // Decide on whether a link was recorded, not on how the wait ended: a link that lands in the
+    // timer's activation, or while the pending row is being cleared, still routes the invocation.
+    const link = recordedLink();
+    if (!link) {
       setStatus('link_expired');
       return state;
     }
-    member = { organizationId: linked.organizationId, memberId: linked.memberId };
+    member = { organizationId: link.organizationId, memberId: link.memberId };
   }
   state.memberId = member.memberId;
 
@@ -101,8 +132,9 @@ export async function slackEvent(input: SlackEventInput): Promise<SlackEventStat
     return state;
   }
   state.runId = reservation.runId;
+  cleanup.reserved = true;
 
-  // 3. The run: queued until the member's runtime claims it with a heartbeat or an event.
+  // 3. The run: queued until the member's runtime claims it.
   const threadTs = invocation.threadTs ?? invocation.ts;
   const runInput: RunWorkflowInput = {
     organizationId: member.organizationId,
@@ -133,11 +165,12 @@ export async function slackEvent(input: SlackEventInput): Promise<SlackEventStat
     });
     summary = result;
   } catch (error) {
+    // A cancel of this workflow goes to its caller, which releases the slot out of the cancel's reach.
     if (!(error instanceof ChildWorkflowFailure)) throw error;
     summary = { status: 'failed', error: 'run_workflow_failed', lastAssistantText: null };
-  } finally {
-    await records.slackReleaseInvocation({ connectionId, eventId });
   }
+  await records.slackReleaseInvocation({ connectionId, eventId });
+  cleanup.reserved = false;
   state.runStatus = summary.status;
 
   // 4. The answer, in the thread.

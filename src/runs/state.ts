@@ -327,6 +327,14 @@ function closeRun(state: RunState, status: RunStatus, error: string | null, now:
   };
 }
 
+/**
+ * An operator's cancel (Web UI, `temporal workflow cancel`, a cancelled parent): the run ends
+ * `cancelled`. A run that already ended keeps its outcome.
+ */
+export function cancelRun(state: RunState, now: number): RunState {
+  return isClosed(state) ? state : closeRun(state, 'cancelled', 'cancel_requested', now);
+}
+
 /** The next moment at which `tick` would change the run, or null if only a report can. */
 export function nextDeadline(state: RunState, settings: RunSettings): number | null {
   switch (state.status) {

@@ -62,6 +62,7 @@ export const SLACK_EVENT_STATUSES = [
   'reply_skipped',
   'reply_failed',
   'connection_disabled',
+  'cancelled',
 ] as const;
 export type SlackEventStatus = (typeof SLACK_EVENT_STATUSES)[number];
 
