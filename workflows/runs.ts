@@ -122,7 +122,7 @@ export async function automationRun(input: RunWorkflowInput): Promise<RunSummary
     }
     // The row does not need the last assistant text (it can be large and would be written on
     // every sync); the workflow result and the query carry it.
-    const summary = { ...summarize(state), lastAssistantText: undefined };
+    const summary = { ...summarize(state), lastAssistantText: undefined, leaseTimeoutMs: settings.leaseTimeoutMs };
     await persistRunState({
       organizationId: state.organizationId,
       runId: state.runId,

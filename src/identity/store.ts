@@ -10,6 +10,8 @@ export interface ResolvedCredential {
   memberId: string;
   role: Role;
   keyId?: string;
+  /** API keys: when the key expires. */
+  expiresAt?: Date;
 }
 
 /** A live API key: not revoked, not expired, its member not removed. */
@@ -17,7 +19,7 @@ export async function findApiKey(db: Db, rawKey: string, now: Date): Promise<Res
   const row = await db
     .selectFrom('api_keys as k')
     .innerJoin('members as m', 'm.id', 'k.member_id')
-    .select(['k.id as keyId', 'k.key_hash as hash', 'k.issued_by_user_id as userId', 'm.organization_id as organizationId', 'm.id as memberId', 'm.role as role'])
+    .select(['k.id as keyId', 'k.key_hash as hash', 'k.issued_by_user_id as userId', 'm.organization_id as organizationId', 'm.id as memberId', 'm.role as role', 'k.expires_at as expiresAt'])
     .where('k.key_hash', '=', hashSecret(rawKey))
     .where('k.revoked_at', 'is', null)
     .where('k.expires_at', '>', now)

@@ -122,6 +122,8 @@ export interface RunSummary {
   ignoredEvents?: RunIgnoredCounts;
   /** Attempts start only through a claim (queued runs); reports of any other attempt are refused. */
   claimRequired?: boolean;
+  /** The run's own lease (its settings), in the row: the API coalesces its heartbeats by it. */
+  leaseTimeoutMs?: number;
 }
 
 export interface RunIgnoredCounts {

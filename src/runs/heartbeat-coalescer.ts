@@ -1,6 +1,6 @@
 /**
  * Heartbeat coalescing (issue #4): a process forwards a heartbeat of (run, attempt) to Temporal
- * at most once per window (leaseTimeout / 4), so Temporal load grows with the number of runs,
+ * at most once per window (the run's own lease / 4), so Temporal load grows with the number of runs,
  * not with the number of heartbeats. Runners heartbeat about every 10 s against a 60 s lease,
  * so one forwarded heartbeat per 15 s still moves the lease long before it expires.
  *
@@ -12,6 +12,8 @@ export type Admission = { forward: true } | { forward: false; closedStatus?: str
 
 interface Entry {
   at: number;
+  /** The run's own window (its lease / 4), learned when a heartbeat is forwarded. */
+  windowMs: number;
   closedStatus?: string;
 }
 
@@ -20,7 +22,8 @@ export class HeartbeatCoalescer {
   private admitsSinceSweep = 0;
 
   constructor(
-    readonly windowMs: number,
+    /** Until a forward says otherwise: the window of a run started with the current settings. */
+    readonly defaultWindowMs: number,
     /** Above this many remembered keys, stale ones are swept at once (memory stays bounded). */
     private readonly sweepAbove = 10_000,
   ) {}
@@ -33,11 +36,25 @@ export class HeartbeatCoalescer {
   admit(key: string, now: number): Admission {
     this.maybeSweep(now);
     const entry = this.entries.get(key);
-    if (entry && now - entry.at < this.windowMs) {
+    if (entry && now - entry.at < entry.windowMs) {
       return entry.closedStatus === undefined ? { forward: false } : { forward: false, closedStatus: entry.closedStatus };
     }
-    this.entries.set(key, { at: now });
+    this.entries.set(key, { at: now, windowMs: entry?.windowMs ?? this.defaultWindowMs });
     return { forward: true };
+  }
+
+  /**
+   * The forward succeeded, and the run's lease is known: coalesce its heartbeats for a quarter
+   * of it. Each run carries its own lease, so a deploy that changes the default never shortens
+   * the window of a live run into a lost lease, nor stretches it past one.
+   */
+  forwarded(key: string, at: number, leaseTimeoutMs: number): void {
+    const entry = this.entries.get(key);
+    if (entry?.at === at) entry.windowMs = HeartbeatCoalescer.windowFor(leaseTimeoutMs);
+  }
+
+  static windowFor(leaseTimeoutMs: number): number {
+    return Math.max(1, Math.floor(leaseTimeoutMs / 4));
   }
 
   /** The forward failed: let the next heartbeat try again. */
@@ -47,7 +64,7 @@ export class HeartbeatCoalescer {
 
   /** The run turned out to be closed: coalesced heartbeats get the same answer for the window. */
   markClosed(key: string, status: string, now: number): void {
-    this.entries.set(key, { at: now, closedStatus: status });
+    this.entries.set(key, { at: now, windowMs: this.entries.get(key)?.windowMs ?? this.defaultWindowMs, closedStatus: status });
   }
 
   get size(): number {
@@ -58,6 +75,6 @@ export class HeartbeatCoalescer {
     this.admitsSinceSweep += 1;
     if (this.entries.size <= this.sweepAbove && this.admitsSinceSweep < 1_000) return;
     this.admitsSinceSweep = 0;
-    for (const [key, entry] of this.entries) if (now - entry.at >= this.windowMs) this.entries.delete(key);
+    for (const [key, entry] of this.entries) if (now - entry.at >= entry.windowMs) this.entries.delete(key);
   }
 }

@@ -12,7 +12,7 @@
  */
 import { WorkflowNotFoundError } from '@temporalio/client';
 import type { Config } from '../app/config';
-import { errors } from '../app/errors';
+import { AppError, errors } from '../app/errors';
 import type { Principal } from '../app/http/auth';
 import type { IngressGateway } from '../app/ingress';
 import type { Metrics } from '../app/metrics';
@@ -44,11 +44,14 @@ export interface RunDeps {
 
 export type RunReport = { kind: 'event'; event: RunEventReport } | { kind: 'heartbeat'; heartbeat: RunHeartbeat };
 
-export type ReportOutcome = { result: 'enqueued' | 'not_enqueued' } | { result: 'closed'; status: string };
+export type ReportOutcome =
+  /** `leaseTimeoutMs`: the run's own lease (its row's), or the current setting for a run this report starts. */
+  | { result: 'enqueued' | 'not_enqueued'; leaseTimeoutMs: number }
+  | { result: 'closed'; status: string };
 
 export async function deliverReport(deps: RunDeps, principal: Principal, runId: string, report: RunReport): Promise<ReportOutcome> {
-  const { db, config, ingress } = deps;
-  const row = await findRun(db, principal.organizationId, runId);
+  const { config, ingress } = deps;
+  const row = await readRow(deps, principal.organizationId, runId, report);
   // Another member's run does not exist for this caller (never 403: that would say it does).
   if (row && !canSee(principal, row.memberId)) throw errors.notFound('No such automation run.');
   if (row && isClosedRunStatus(row.status)) return { result: 'closed', status: row.status };
@@ -68,8 +71,23 @@ export async function deliverReport(deps: RunDeps, principal: Principal, runId: 
     report.kind === 'event'
       ? await ingress.signalWithStart(automationRun, workflowId, [input], runEventSignal, [report.event])
       : await ingress.signalWithStart(automationRun, workflowId, [input], runHeartbeatSignal, [report.heartbeat]);
-  if (outcome !== 'closed') return { result: outcome };
+  if (outcome !== 'closed') return { result: outcome, leaseTimeoutMs: row?.summary.leaseTimeoutMs ?? config.runs.leaseTimeoutMs };
   return { result: 'closed', status: await closedStatus(deps, principal.organizationId, runId) };
+}
+
+/**
+ * The run's row, for visibility, the closed check and claims. A heartbeat does not need it: when
+ * Postgres cannot answer, the heartbeat goes to Temporal anyway (REJECT_DUPLICATE still keeps a
+ * closed run closed within retention), so a Postgres outage never costs a live run its lease.
+ * Events carry data Postgres must take anyway: they get the 503.
+ */
+async function readRow(deps: RunDeps, organizationId: string, runId: string, report: RunReport): Promise<RunRow | undefined> {
+  try {
+    return await findRun(deps.db, organizationId, runId);
+  } catch (error) {
+    if (report.kind === 'heartbeat' && error instanceof AppError && error.dependency === 'postgres') return undefined;
+    throw error;
+  }
 }
 
 const reportAttempt = (report: RunReport) => (report.kind === 'event' ? report.event.attempt : report.heartbeat.attempt);

@@ -53,8 +53,9 @@ const notFound = () => errors.notFound('No such automation run.');
 
 export function createRunRoutes(deps: RunDeps): Route[] {
   const { db, temporal, config, metrics, now } = deps;
-  // Heartbeats are coalesced per process: at most one forwarded per (run, attempt) per window.
-  const coalescer = new HeartbeatCoalescer(Math.max(1, Math.floor(config.runs.leaseTimeoutMs / 4)));
+  // Heartbeats are coalesced per process: at most one forwarded per (run, attempt) per window,
+  // a quarter of the run's own lease (learned from its row when a heartbeat is forwarded).
+  const coalescer = new HeartbeatCoalescer(HeartbeatCoalescer.windowFor(config.runs.leaseTimeoutMs));
 
   const postEvent = defineRoute({
     method: 'post',
@@ -89,7 +90,7 @@ export function createRunRoutes(deps: RunDeps): Route[] {
     summary: 'Send a heartbeat for an automation run',
     description:
       'Extends the current attempt\'s lease; the first heartbeat of a newer attempt starts it. Each process ' +
-      'forwards at most one heartbeat per (run, attempt) per RUN_LEASE_TIMEOUT/4 and answers the others at once.',
+      "forwards at most one heartbeat per (run, attempt) per a quarter of the run's own lease and answers the others at once.",
     tags: TAGS,
     auth: 'authenticated',
     ingress: true,
@@ -120,6 +121,7 @@ export function createRunRoutes(deps: RunDeps): Route[] {
         coalescer.markClosed(key, outcome.status, at);
         throw runClosed(outcome.status);
       }
+      coalescer.forwarded(key, at, outcome.leaseTimeoutMs);
       metrics.heartbeats.inc({ result: 'forwarded' });
       return { status: 200, body: { ok: true }, outcome: { outcome: outcome.result, reason: 'heartbeat' } };
     },

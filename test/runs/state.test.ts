@@ -351,3 +351,17 @@ describe('heartbeat coalescer', () => {
     expect(c.size).toBe(1);
   });
 });
+
+describe("heartbeat coalescer: the window is the run's own", () => {
+  it("learns a forwarded run's lease and coalesces its heartbeats for a quarter of it", () => {
+    const c = new HeartbeatCoalescer(15_000);
+    const key = HeartbeatCoalescer.key('org', 'run', 1);
+    expect(c.admit(key, 0)).toEqual({ forward: true });
+    c.forwarded(key, 0, 4_000); // the run's lease is 4 s, not the process's 60 s
+    expect(c.admit(key, 999)).toEqual({ forward: false });
+    expect(c.admit(key, 1_000)).toEqual({ forward: true });
+    c.forwarded(key, 1_000, 120_000);
+    expect(c.admit(key, 29_999)).toEqual({ forward: false });
+    expect(c.admit(key, 31_000)).toEqual({ forward: true });
+  });
+});

@@ -71,13 +71,20 @@ function outageAwarePool(pool: Pool): PostgresPool {
       } catch (error) {
         throw errors.unavailable('postgres', error);
       }
+      // A checked-out client whose server goes away between two queries emits 'error', and
+      // without a listener that would crash the process. Its next query fails, as a 503.
+      const ignoreLostConnection = () => undefined;
+      client.on('error', ignoreLostConnection);
       return {
         query: ((sql: unknown, parameters?: unknown) => {
           const result = (client.query as (a: unknown, b?: unknown) => unknown)(sql, parameters);
           // Cursors (streaming) return an object, not a promise: pass them through.
           return result instanceof Promise ? result.catch((error: unknown) => Promise.reject(asOutage(error))) : result;
         }) as PostgresPoolClient['query'],
-        release: () => client.release(),
+        release: () => {
+          client.off('error', ignoreLostConnection);
+          client.release();
+        },
       };
     },
     end: () => pool.end(),

@@ -1,0 +1,79 @@
+/**
+ * Runs keep their lease through what is not theirs to decide (issue #17):
+ * - heartbeats do not need Postgres: the API loses Postgres for longer than the run's lease
+ *   (its connections go through a proxy the test cuts) while the worker keeps its own, and the
+ *   run's heartbeats still reach Temporal, so the run stays `running`;
+ * - the coalescing window comes from the run, not the API's current settings: a run with a 4 s
+ *   lease, heartbeating every 500 ms through an API whose default lease is 60 s, keeps its lease.
+ */
+import { runSummaryQuery, runWorkflowId } from '../../src/runs/contract';
+import { createTestOrg } from '../harness/identity';
+import { newRunId, runsClient, startQueuedRun } from '../harness/runs';
+import { startTestStack, type TestStack } from '../harness/stack';
+import { startTcpProxy, type TcpProxy } from '../harness/tcp-proxy';
+
+let worker: TestStack;
+beforeAll(async () => {
+  worker = await startTestStack({ worker: true });
+});
+afterAll(() => worker.stop());
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+async function heartbeatFor(ms: number, intervalMs: number, send: () => Promise<{ status: number }>): Promise<number[]> {
+  const statuses: number[] = [];
+  for (const end = Date.now() + ms; Date.now() < end; await sleep(intervalMs)) statuses.push((await send()).status);
+  return statuses;
+}
+
+describe('a Postgres outage of the API longer than the lease', () => {
+  let api: TestStack;
+  let proxy: TcpProxy;
+  beforeAll(async () => {
+    const url = new URL(worker.config.database.url!);
+    proxy = await startTcpProxy({ host: url.hostname, port: Number(url.port) });
+    url.port = String(proxy.port);
+    // The API alone, on the worker's task queue, reaching Postgres through the proxy.
+    api = await startTestStack({ env: { DATABASE_URL: url.toString(), TEMPORAL_TASK_QUEUE: worker.services.temporal.taskQueue, RUN_LEASE_TIMEOUT: '3s' } });
+  });
+  afterAll(async () => {
+    await api.stop();
+    await proxy.close();
+  });
+
+  it('does not cost a live run its lease: heartbeats still reach the run', async () => {
+    const org = await createTestOrg(worker.services.database.db);
+    const runs = runsClient(api, org.owner.headers);
+    const runId = newRunId();
+    expect((await runs.heartbeat(runId, 1)).status).toBe(200); // starts the run, lease 3 s
+    await runs.waitForStatus(runId, ['running']);
+
+    proxy.cut();
+    const during = await heartbeatFor(7_000, 500, () => runs.heartbeat(runId, 1));
+    // Events carry data that must reach Postgres: those get the 503.
+    expect((await runs.postEvent(runId, { attempt: 1, sequence: 1, type: 'user', payload: {}, createdAt: 0 })).status).toBe(503);
+    proxy.restore();
+
+    expect(during.every((status) => status === 200)).toBe(true);
+    const live = await worker.services.temporal.client.workflow
+      .getHandle(runWorkflowId(org.organizationId, runId))
+      .query(runSummaryQuery);
+    expect(live).toMatchObject({ status: 'running', attempt: 1 });
+  }, 30_000);
+});
+
+it("coalesces a run's heartbeats by its own lease, not the API's current setting", async () => {
+  const org = await createTestOrg(worker.services.database.db);
+  const runs = runsClient(worker, org.owner.headers);
+  // The API's default lease is 60 s (a 15 s window); this run's is 4 s (a 1 s window).
+  const { runId } = await startQueuedRun(worker, {
+    organizationId: org.organizationId,
+    memberId: org.owner.memberId,
+    settings: { leaseTimeoutMs: 4_000 },
+  });
+  expect((await runs.claim(runId)).status).toBe(200);
+  const statuses = await heartbeatFor(9_000, 500, () => runs.heartbeat(runId, 1));
+  expect(statuses.every((status) => status === 200)).toBe(true);
+  const live = await worker.services.temporal.client.workflow.getHandle(runWorkflowId(org.organizationId, runId)).query(runSummaryQuery);
+  expect(live).toMatchObject({ status: 'running', attempt: 1 });
+}, 30_000);
