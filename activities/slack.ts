@@ -2,6 +2,7 @@
  * Activities of the slack-event workflow (issue #5): Postgres records of links and limits, and
  * the Slack Web API calls. Every one is idempotent or harmless to repeat, since Temporal retries.
  */
+import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import { publicBaseUrl } from '../src/app/config';
 import { disableSlackConnection, findSlackConnection } from '../src/slack/connections';
@@ -9,7 +10,10 @@ import { createLinkToken } from '../src/slack/link-token';
 import { clearPendingInvocation, linkOrWait, type AccountLink } from '../src/slack/links';
 import { releaseMemberInvocation, reserveMemberInvocation, type MemberLimits, type ReservationOutcome } from '../src/slack/limits';
 import { connectLinkUrl, heldInvocationText } from '../src/slack/texts';
-import { callSlackApi } from '../src/slack/web-api';
+import { callSlackApi, hasReply, replyMetadata } from '../src/slack/web-api';
+
+/** A thread longer than this many pages of 200 is not searched further (the reply is recent). */
+const REPLY_SCAN_PAGES = 5;
 import type { ActivityDeps } from './deps';
 
 export interface SlackPostResult {
@@ -37,6 +41,33 @@ export function createSlackActivities(deps: ActivityDeps) {
     const message = `Slack ${method} failed: ${result.error}`;
     if (!result.retryable) throw ApplicationFailure.nonRetryable(message, 'SlackApiError');
     throw ApplicationFailure.create({ message, type: 'SlackApiError', nextRetryDelay: result.retryAfterMs });
+  }
+
+  /** Up to REPLY_SCAN_PAGES pages of the thread, looking for our reply. Throws (retryably) when Slack cannot tell. */
+  async function alreadyReplied(input: { connectionId: string; channel: string; threadTs: string; replyKey: string }): Promise<boolean> {
+    const connection = await findSlackConnection(deps.db, deps.secretKey, input.connectionId);
+    if (!connection?.botToken) return false;
+    let cursor: string | undefined;
+    for (let page = 0; page < REPLY_SCAN_PAGES; page++) {
+      const result = await callSlackApi({ baseUrl: deps.config.slack.apiBaseUrl, token: connection.botToken }, 'conversations.replies', {
+        channel: input.channel,
+        ts: input.threadTs,
+        include_all_metadata: true,
+        limit: 200,
+        ...(cursor ? { cursor } : {}),
+      });
+      if (!result.ok) {
+        // Unknown whether the first post landed: never post blind. A missing scope will not fix
+        // itself; anything else is worth the next attempt.
+        const message = `Slack conversations.replies failed: ${result.error}`;
+        if (!result.retryable) throw ApplicationFailure.nonRetryable(message, 'SlackApiError');
+        throw ApplicationFailure.create({ message, type: 'SlackApiError', nextRetryDelay: result.retryAfterMs });
+      }
+      if (hasReply(result.body, input.replyKey)) return true;
+      cursor = (result.body.response_metadata as { next_cursor?: string } | undefined)?.next_cursor || undefined;
+      if (!cursor) return false;
+    }
+    return false;
   }
 
   return {
@@ -112,8 +143,21 @@ export function createSlackActivities(deps: ActivityDeps) {
       }));
     },
 
-    async slackPostMessage(input: { connectionId: string; channel: string; threadTs: string; text: string }) {
-      return post(input.connectionId, 'chat.postMessage', () => ({ channel: input.channel, thread_ts: input.threadTs, text: input.text }));
+    /**
+     * The run's answer in its thread, exactly once. Slack documents `internal_error` and
+     * `fatal_error` as possibly partial successes, and a worker can stop between Slack's 200 and
+     * the activity's completion: a retry cannot know whether the first post landed. So the post
+     * carries the invocation's key in its metadata, and every retry first looks for it in the
+     * thread (conversations.replies, which needs the `*:history` scopes) before posting again.
+     */
+    async slackPostMessage(input: { connectionId: string; channel: string; threadTs: string; text: string; replyKey: string }) {
+      if (Context.current().info.attempt > 1 && (await alreadyReplied(input))) return { posted: true };
+      return post(input.connectionId, 'chat.postMessage', () => ({
+        channel: input.channel,
+        thread_ts: input.threadTs,
+        text: input.text,
+        metadata: replyMetadata(input.replyKey),
+      }));
     },
   };
 }

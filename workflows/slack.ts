@@ -174,7 +174,9 @@ async function handle(
   state.runStatus = summary.status;
 
   // 4. The answer, in the thread.
-  const reply = await bestEffort(() => slackApi.slackPostMessage({ connectionId, channel: invocation.channel, threadTs, text: runReplyText(summary) }));
+  const reply = await bestEffort(() =>
+    slackApi.slackPostMessage({ connectionId, channel: invocation.channel, threadTs, text: runReplyText(summary), replyKey: workflowInfo().workflowId }),
+  );
   setStatus(reply === 'posted' ? 'replied' : reply === 'skipped' ? 'reply_skipped' : 'reply_failed');
   return state;
 }

@@ -3,6 +3,14 @@
  * activity. Deterministic.
  */
 
+/**
+ * MCP resolve runs on a task queue of its own, polled by every worker process beside the main
+ * one: an admin waits on the answer, so a backlog of deliveries must not make probes queue.
+ */
+export function mcpTaskQueue(mainTaskQueue: string): string {
+  return `${mainTaskQueue}.mcp`;
+}
+
 export function mcpResolveWorkflowId(requestId: string): string {
   return `mcp-resolve/${requestId}`;
 }

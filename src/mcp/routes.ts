@@ -9,7 +9,7 @@ import type { Config } from '../app/config';
 import type { Metrics } from '../app/metrics';
 import { authResponses } from '../app/http/schemas';
 import { temporalCall, type TemporalClientHandle } from '../app/temporal/client';
-import { mcpResolveWorkflowId, type McpResolveInput, type McpResolveResult } from './contract';
+import { mcpResolveWorkflowId, mcpTaskQueue, type McpResolveInput, type McpResolveResult } from './contract';
 import { mcpResolve } from '../../workflows/mcp';
 import { planResolve } from './candidates';
 import { INVALID_QUERY_REASON } from './classify';
@@ -54,7 +54,7 @@ export function createMcpRoutes({ config, temporal, metrics }: { config: Config;
         waitMs,
         () =>
           temporal.client.workflow.execute(mcpResolve, {
-            taskQueue: temporal.taskQueue,
+            taskQueue: mcpTaskQueue(temporal.taskQueue),
             workflowId: mcpResolveWorkflowId(randomUUID()),
             args: [input],
             // Nobody waits longer than this for the answer; don't leave the run behind.

@@ -18,17 +18,25 @@ export function parseRetryAfter(value: string | null): number | undefined {
   return Math.min(Number(value) * 1000, MAX_RETRY_AFTER_MS);
 }
 
+/** Write methods take JSON; read methods such as conversations.replies take a form. */
+export type SlackApiMethod = 'chat.postMessage' | 'chat.postEphemeral' | 'conversations.replies';
+const FORM_METHODS: ReadonlySet<SlackApiMethod> = new Set(['conversations.replies']);
+
 export async function callSlackApi(
   options: { baseUrl: string; token: string; timeoutMs?: number },
-  method: 'chat.postMessage' | 'chat.postEphemeral',
+  method: SlackApiMethod,
   body: Record<string, unknown>,
 ): Promise<SlackApiResult> {
   let response: Response;
+  const form = FORM_METHODS.has(method);
   try {
     response = await fetch(`${options.baseUrl}/${method}`, {
       method: 'POST',
-      headers: { authorization: `Bearer ${options.token}`, 'content-type': 'application/json; charset=utf-8' },
-      body: JSON.stringify(body),
+      headers: {
+        authorization: `Bearer ${options.token}`,
+        'content-type': form ? 'application/x-www-form-urlencoded' : 'application/json; charset=utf-8',
+      },
+      body: form ? new URLSearchParams(Object.entries(body).map(([k, v]): [string, string] => [k, String(v)])).toString() : JSON.stringify(body),
       signal: AbortSignal.timeout(options.timeoutMs ?? 10_000),
     });
   } catch (error) {
@@ -47,4 +55,23 @@ export async function callSlackApi(
   if (response.ok && result.ok === true) return { ok: true, body: result };
   const error = typeof result.error === 'string' ? result.error : `http_${response.status}`;
   return { ok: false, retryable: RETRYABLE_ERRORS.has(error), error, retryAfterMs };
+}
+
+/**
+ * The metadata our thread replies carry (https://api.slack.com/metadata): the invocation's key,
+ * so a retry can tell whether an earlier attempt's post already landed.
+ */
+export const REPLY_EVENT_TYPE = 'den_run_reply';
+
+export function replyMetadata(replyKey: string): Record<string, unknown> {
+  return { event_type: REPLY_EVENT_TYPE, event_payload: { reply_key: replyKey } };
+}
+
+/** Whether a conversations.replies page holds our reply with this key. */
+export function hasReply(page: Record<string, unknown>, replyKey: string): boolean {
+  const messages = Array.isArray(page.messages) ? (page.messages as Record<string, unknown>[]) : [];
+  return messages.some((message) => {
+    const metadata = message.metadata as { event_type?: unknown; event_payload?: { reply_key?: unknown } } | undefined;
+    return metadata?.event_type === REPLY_EVENT_TYPE && metadata.event_payload?.reply_key === replyKey;
+  });
 }

@@ -23,11 +23,26 @@ export interface ScriptedReply {
   status: number;
   headers?: Record<string, string>;
   body?: unknown;
+  /** chat.postMessage: keep the message although the reply says otherwise (Slack's partial successes). */
+  accept?: boolean;
+  /** Hang up without an answer (after accepting, with `accept`). */
+  reset?: boolean;
+}
+
+/** A message the fake accepted, as conversations.replies returns it. */
+export interface FakeMessage {
+  channel: string;
+  ts: string;
+  thread_ts?: string;
+  text: string;
+  metadata?: unknown;
 }
 
 export interface FakeSlack {
   url: string;
   calls: SlackApiCall[];
+  /** Messages posted with chat.postMessage (and accepted), in order. */
+  messages: FakeMessage[];
   /** The next call(s) of `method` get these replies, in order, before the default `{ok:true}`. */
   script(method: string, ...replies: ScriptedReply[]): void;
   /** Waits for a call of `method` that `match` accepts. */
@@ -37,22 +52,42 @@ export interface FakeSlack {
 
 export async function startFakeSlack(): Promise<FakeSlack> {
   const calls: SlackApiCall[] = [];
+  const messages: FakeMessage[] = [];
   const scripted = new Map<string, ScriptedReply[]>();
+  let clock = 0;
   const server = http.createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
     req.on('end', () => {
       const method = (req.url ?? '').split('?')[0]!.split('/').pop() ?? '';
+      const raw = Buffer.concat(chunks).toString('utf8');
       let body: Record<string, unknown> = {};
-      try {
-        body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as Record<string, unknown>;
-      } catch {
-        body = { unparsed: Buffer.concat(chunks).toString('utf8') };
+      if ((req.headers['content-type'] ?? '').startsWith('application/x-www-form-urlencoded')) {
+        body = Object.fromEntries(new URLSearchParams(raw));
+      } else {
+        try {
+          body = JSON.parse(raw) as Record<string, unknown>;
+        } catch {
+          body = { unparsed: raw };
+        }
       }
       calls.push({ method, authorization: req.headers.authorization, body, at: Date.now() });
-      const reply = scripted.get(method)?.shift() ?? { status: 200, body: { ok: true, ts: `${Date.now() / 1000}` } };
-      res.writeHead(reply.status, { 'content-type': 'application/json', ...reply.headers });
-      res.end(JSON.stringify(reply.body ?? { ok: false, error: 'ratelimited' }));
+      const reply = scripted.get(method)?.shift();
+      const ts = `${Math.floor(Date.now() / 1000)}.${String(++clock).padStart(6, '0')}`;
+      if (method === 'chat.postMessage' && (!reply || reply.accept)) {
+        messages.push({ channel: String(body.channel), ts, thread_ts: body.thread_ts as string | undefined, text: String(body.text), metadata: body.metadata });
+      }
+      if (reply?.reset) return req.socket.destroy();
+      if (!reply && method === 'conversations.replies') {
+        // Slack returns the parent and its replies; metadata only with include_all_metadata.
+        const thread = messages.filter((m) => m.channel === body.channel && (m.thread_ts === body.ts || m.ts === body.ts));
+        const withMetadata = body.include_all_metadata === 'true';
+        res.writeHead(200, { 'content-type': 'application/json' });
+        return res.end(JSON.stringify({ ok: true, messages: thread.map((m) => (withMetadata ? m : { ...m, metadata: undefined })) }));
+      }
+      const answer = reply ?? { status: 200, body: { ok: true, ts } };
+      res.writeHead(answer.status, { 'content-type': 'application/json', ...answer.headers });
+      res.end(JSON.stringify(answer.body ?? { ok: false, error: 'ratelimited' }));
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -60,6 +95,7 @@ export async function startFakeSlack(): Promise<FakeSlack> {
   return {
     url: `http://127.0.0.1:${port}/api`,
     calls,
+    messages,
     script(method, ...replies) {
       scripted.set(method, [...(scripted.get(method) ?? []), ...replies]);
     },

@@ -2,7 +2,12 @@
  * MCP resolve's time bounds: the whole call answers within about 10 s even when every
  * candidate hangs, and never waits forever for Temporal or a worker (503 instead).
  */
+import { randomUUID } from 'node:crypto';
+import { pingWorkflowId } from '../../src/app/temporal/contract';
+import { mcpTaskQueue } from '../../src/mcp/contract';
+import { ping } from '../../workflows/ping';
 import { createTestOrg, type TestMember } from '../harness/identity';
+import { waitFor } from '../harness/wait';
 import { closedPort } from '../harness/ports';
 import { startTestStack, type TestStack } from '../harness/stack';
 import { installLoopbackTripwire, startHangingServer, startMcpStack, type McpStack } from '../harness/mcp';
@@ -66,3 +71,29 @@ it('every candidate hangs → not_found within ~10 s, each candidate unreachable
   expect(elapsed).toBeLessThan(10_500);
 }, 20_000);
 
+
+it('a backlog on the main task queue does not make probes wait: resolve runs on its own queue', async () => {
+  const queue = `backlog-${randomUUID()}`;
+  const temporal = stack.services.temporal.client;
+  // 300 workflows wait on the main queue before any worker polls it.
+  const backlog = await Promise.all(
+    Array.from({ length: 300 }, () => temporal.workflow.start(ping, { taskQueue: queue, workflowId: pingWorkflowId(randomUUID()), args: ['x'] })),
+  );
+  const busy = await startTestStack({ worker: true, env: { TEMPORAL_TASK_QUEUE: queue, MCP_PROBE_TIMEOUT: '2s' } });
+  extraStacks.push(busy);
+  const started = Date.now();
+  const res = await busy.request('POST', PATH, { headers: admin.headers, body: { query: 'acme' } });
+  const elapsed = Date.now() - started;
+  expect(res.status).toBe(200);
+  expect(res.json.resolution).toBe('not_found');
+  expect(elapsed).toBeLessThan(5_000);
+  // The backlog was still being worked off when the probe answered.
+  const done = await Promise.all(backlog.map((handle) => handle.describe().then((d) => d.status.name === 'COMPLETED')));
+  expect(done.filter(Boolean).length).toBeLessThan(300);
+  // Visibility is eventually consistent: wait for the probe workflow to be listed on its queue.
+  await waitFor(async () => {
+    let onOwnQueue = 0;
+    for await (const _ of temporal.workflow.list({ query: `WorkflowType = 'mcpResolve' AND TaskQueue = '${mcpTaskQueue(queue)}'` })) onOwnQueue += 1;
+    return onOwnQueue === 1;
+  }, 10_000, { what: 'the resolve workflow on the MCP task queue' });
+}, 60_000);

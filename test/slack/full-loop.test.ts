@@ -100,7 +100,13 @@ describe('Slack → run → Slack', () => {
 
     // Step 6: the answer lands in the mention's thread.
     const post = await slack.waitForCall('chat.postMessage', (c) => c.body.thread_ts === mention.ts);
-    expect(post.body).toEqual({ channel: mention.channel, thread_ts: mention.ts, text: 'Six times seven is *42*.' });
+    expect(post.body).toEqual({
+      channel: mention.channel,
+      thread_ts: mention.ts,
+      text: 'Six times seven is *42*.',
+      // The invocation's key, so a retry can find this reply instead of posting it twice.
+      metadata: { event_type: 'den_run_reply', event_payload: { reply_key: handle.workflowId } },
+    });
     expect(post.authorization).toMatch(/^Bearer xoxb-test-/);
     const final = await handle.result();
     expect(final).toMatchObject({ status: 'replied', runStatus: 'succeeded', memberId: member.memberId, runId });
@@ -120,4 +126,33 @@ describe('Slack → run → Slack', () => {
     expect(post.body.text).toBe('The run failed (tool_crashed).');
     expect(await handle.result()).toMatchObject({ status: 'replied', runStatus: 'failed' });
   });
+});
+
+describe('exactly one reply per run', () => {
+  /** A linked member's mention, a claimed run and its terminal answer; returns the mention. */
+  async function answeredRun(text: string) {
+    const member = await org.addMember('member');
+    const { mention, runId, handle } = await mentionAsLinkedMember(member, text);
+    const runtime = (path: string, body: unknown) =>
+      stack.request('POST', `/v1/automation-runs/${encodeURIComponent(runId)}/${path}`, { headers: member.headers, body });
+    expect((await runtime('claim', {})).status).toBe(200);
+    expect((await runtime('events', { attempt: 1, sequence: 1, type: 'assistant', payload: { text: `answer to ${text}` }, createdAt: 0 })).status).toBe(200);
+    expect((await runtime('events', { attempt: 1, sequence: 2, type: 'terminal', payload: {}, createdAt: 0 })).status).toBe(200);
+    return { mention, handle };
+  }
+  const repliesIn = (mention: { channel: string; ts: string }) =>
+    slack.messages.filter((m) => m.channel === mention.channel && m.thread_ts === mention.ts);
+
+  it.each([
+    ['answers internal_error after accepting the message', { status: 200, body: { ok: false, error: 'internal_error' }, accept: true }],
+    ['accepts the message and hangs up before answering (as a worker stopped after Slack\'s 200 would leave it)', { status: 200, accept: true, reset: true }],
+  ])('Slack %s: the retry finds the reply in the thread and posts nothing more', async (_case, reply) => {
+    slack.script('chat.postMessage', reply);
+    const text = `exactly once ${Math.random()}`;
+    const { mention, handle } = await answeredRun(text);
+    expect(await handle.result()).toMatchObject({ status: 'replied', runStatus: 'succeeded' });
+    // The retry looked in the thread first (conversations.replies, with metadata) and found it.
+    expect(slack.calls.some((c) => c.method === 'conversations.replies' && c.body.ts === mention.ts)).toBe(true);
+    expect(repliesIn(mention)).toEqual([expect.objectContaining({ text: `answer to ${text}` })]);
+  }, 60_000);
 });

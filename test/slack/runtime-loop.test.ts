@@ -76,7 +76,12 @@ it('a mention in a thread is answered in that thread by `den runtime --exec "tr 
   const runtime = startRuntime(member.apiKey, 'tr a-z A-Z');
   try {
     const post = await slack.waitForCall('chat.postMessage', (c) => c.body.thread_ts === threadTs, 30_000);
-    expect(post.body).toEqual({ channel: mention.channel, thread_ts: threadTs, text: 'SHOUT THIS PLEASE' });
+    expect(post.body).toEqual({
+      channel: mention.channel,
+      thread_ts: threadTs,
+      text: 'SHOUT THIS PLEASE',
+      metadata: { event_type: 'den_run_reply', event_payload: { reply_key: expect.stringMatching(/^slack-event\//) } },
+    });
     const run = await stack.request('GET', `/v1/automation-runs/${queued.id}`, { headers: member.headers });
     expect(run.json).toMatchObject({ status: 'succeeded', attempt: 1, countsByType: { assistant: 1, terminal: 1 } });
   } finally {

@@ -7,6 +7,7 @@ import { type LogLevel, type LogMetadata, NativeConnection, Runtime, Worker, bun
 import { createActivities, type ActivityDeps } from '../../../activities';
 import type { Config } from '../config';
 import type { Logger } from '../log';
+import { mcpTaskQueue } from '../../mcp/contract';
 
 // index.ts from the sources (tsx), index.js from a build (dist/): whichever this file is.
 export const WORKFLOWS_ENTRY = path.resolve(__dirname, '..', '..', '..', 'workflows', `index${path.extname(__filename)}`);
@@ -58,8 +59,8 @@ export function installWorkerRuntime(config: Config, log: Logger): void {
 }
 
 export interface WorkerHandle {
-  /** The worker currently running (replaced when the supervisor restarts it). */
-  readonly worker: Worker;
+  /** The workers currently running, main queue first (replaced when the supervisor restarts them). */
+  readonly workers: Worker[];
   /** Resolves once the worker has stopped for good, after `shutdown()`. */
   running: Promise<void>;
   /** How many times the supervisor rebuilt the worker after it stopped on its own. */
@@ -92,23 +93,39 @@ export async function startWorker(options: {
   const workflowBundle = bundlePath ? { codePath: bundlePath } : { code: await bundleWorkflows() };
   const activities = createActivities(options.deps);
 
+  // Two pollers on one connection: the main queue, and MCP resolve's own queue (issue #17), so a
+  // backlog of deliveries or runs never makes an interactive probe wait in line and time out.
   const create = async () => {
     const connection = await NativeConnection.connect({ address: options.address });
     try {
-      const worker = await Worker.create({
-        connection,
-        namespace: config.temporal.namespace,
-        taskQueue,
-        workflowBundle,
-        activities,
-        // Let in-flight activities finish on shutdown before the worker gives up on them.
-        shutdownGraceTime: '10s',
-      });
-      return { worker, connection };
+      const workers = await Promise.all(
+        [taskQueue, mcpTaskQueue(taskQueue)].map((queue) =>
+          Worker.create({
+            connection,
+            namespace: config.temporal.namespace,
+            taskQueue: queue,
+            workflowBundle,
+            activities,
+            // Let in-flight activities finish on shutdown before the worker gives up on them.
+            shutdownGraceTime: '10s',
+          }),
+        ),
+      );
+      return { workers, connection };
     } catch (error) {
       await connection.close().catch(() => undefined);
       throw error;
     }
+  };
+
+  /** Runs every poller; when one stops (fatally, or by shutdown) the others stop too. */
+  const runAll = async (workers: Worker[]) => {
+    const stopOthers = () => {
+      for (const worker of workers) if (worker.getState() === 'RUNNING') worker.shutdown();
+    };
+    const results = await Promise.allSettled(workers.map((worker) => worker.run().finally(stopOthers)));
+    const failed = results.find((result): result is PromiseRejectedResult => result.status === 'rejected');
+    if (failed) throw failed.reason;
   };
 
   let current = await create();
@@ -127,7 +144,7 @@ export async function startWorker(options: {
   const running = (async () => {
     for (;;) {
       try {
-        await current.worker.run();
+        await runAll(current.workers);
       } catch (error) {
         if (!stopping) log.error({ err: error }, 'worker stopped with an error');
       } finally {
@@ -153,8 +170,8 @@ export async function startWorker(options: {
 
   log.info({ taskQueue, bundle: bundlePath ?? 'built at start' }, 'worker started');
   return {
-    get worker() {
-      return current.worker;
+    get workers() {
+      return current.workers;
     },
     get restarts() {
       return restarts;
@@ -163,7 +180,7 @@ export async function startWorker(options: {
     shutdown: async () => {
       stopping = true;
       wake();
-      if (current.worker.getState() === 'RUNNING') current.worker.shutdown();
+      for (const worker of current.workers) if (worker.getState() === 'RUNNING') worker.shutdown();
       await running;
     },
   };
