@@ -131,6 +131,9 @@ export function canCarry(state: RunState): boolean {
   return state.outbox.length === 0 || outboxBatch(state, CARRY_MAX_EVENTS, CARRY_MAX_BYTES).length === state.outbox.length;
 }
 
+/** The carried state's size in UTF-8 bytes (test/runs/state.test.ts checks the worst case fits). */
+export const carriedBytes = (state: RunState): number => utf8Bytes(JSON.stringify(compactState(state)));
+
 /**
  * What continue-as-new carries: counters, the out-of-order buffer and the few applied events
  * not yet persisted (bounded by canCarry); never the bodies already persisted.
@@ -220,10 +223,39 @@ export function applyHeartbeat(state: RunState, heartbeat: RunHeartbeat, now: nu
   return { ...admitted.state, lastHeartbeatAt: now };
 }
 
-/** JSON size of a payload, for the buffer's byte bound (deterministic). */
-export function payloadBytes(event: RunEventReport): number {
-  return JSON.stringify(event.payload ?? {}).length;
+/**
+ * Bytes of a string once encoded as UTF-8, which is what Temporal's payload limits count (a
+ * CJK character is 1 UTF-16 unit but 3 bytes). Pure and deterministic: no TextEncoder needed.
+ */
+export function utf8Bytes(text: string): number {
+  let bytes = 0;
+  for (let i = 0; i < text.length; i++) {
+    const code = text.charCodeAt(i);
+    if (code < 0x80) bytes += 1;
+    else if (code < 0x800) bytes += 2;
+    else if (code >= 0xd800 && code <= 0xdbff && i + 1 < text.length) {
+      const next = text.charCodeAt(i + 1);
+      // A surrogate pair is one code point of 4 bytes; a lone surrogate is encoded as U+FFFD (3).
+      if (next >= 0xdc00 && next <= 0xdfff) {
+        bytes += 4;
+        i += 1;
+      } else bytes += 3;
+    } else bytes += 3;
+  }
+  return bytes;
 }
+
+/** A payload's JSON size in UTF-8 bytes, for every byte budget that guards a Temporal payload. */
+export function payloadBytes(event: RunEventReport): number {
+  return utf8Bytes(JSON.stringify(event.payload ?? {}));
+}
+
+/**
+ * One budget over everything continue-as-new carries (counters, the buffer, the unpersisted
+ * remainder, the last assistant text), well under Temporal's 2 MB payload limit. The parts have
+ * byte bounds of their own (buffer, carried remainder, event body), so their sum stays under it.
+ */
+export const CARRIED_STATE_MAX_BYTES = 1536 * 1024;
 
 export function applyEvent(state: RunState, event: RunEventReport, now: number, settings: RunSettings): RunState {
   const counted = { ...state, signalsThisExecution: state.signalsThisExecution + 1 };

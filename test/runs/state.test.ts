@@ -3,6 +3,9 @@ import fc from 'fast-check';
 import { HeartbeatCoalescer } from '../../src/runs/heartbeat-coalescer';
 import type { RunEventReport, RunEventType, RunSettings } from '../../src/runs/contract';
 import {
+  CARRIED_STATE_MAX_BYTES,
+  carriedBytes,
+  utf8Bytes,
   claimRun,
   claimVerdict,
   BUFFER_MAX_BYTES,
@@ -363,5 +366,38 @@ describe("heartbeat coalescer: the window is the run's own", () => {
     c.forwarded(key, 1_000, 120_000);
     expect(c.admit(key, 29_999)).toEqual({ forward: false });
     expect(c.admit(key, 31_000)).toEqual({ forward: true });
+  });
+});
+
+describe('byte budgets are UTF-8 bytes, as Temporal counts them', () => {
+  const cjk = (chars: number) => '漢'.repeat(chars);
+
+  it('counts a CJK character as 3 bytes, an emoji as 4, ASCII as 1', () => {
+    expect(utf8Bytes('abc')).toBe(3);
+    expect(utf8Bytes('é')).toBe(2);
+    expect(utf8Bytes('漢字')).toBe(6);
+    expect(utf8Bytes('🙂')).toBe(4);
+    expect(utf8Bytes('漢字🙂a')).toBe(Buffer.byteLength('漢字🙂a', 'utf8'));
+  });
+
+  it('keeps the out-of-order buffer under its byte bound with CJK payloads', () => {
+    let s = running();
+    // Out of order (sequence 1 missing): each payload is ~150 KB of UTF-8 but only ~50K UTF-16 units.
+    for (let sequence = 2; sequence <= 12; sequence++) s = applyEvent(s, ev(1, sequence, 'assistant', { text: cjk(50_000) }), T0, settings);
+    expect(s.bufferBytes).toBeLessThanOrEqual(BUFFER_MAX_BYTES);
+    expect(s.buffer.reduce((n, b) => n + Buffer.byteLength(JSON.stringify(b.event.payload), 'utf8'), 0)).toBe(s.bufferBytes);
+  });
+
+  it('the worst carried state (full buffer, full carried remainder, largest assistant text) fits one budget', () => {
+    const wide = { ...settings, eventBufferMax: 1000 };
+    let s = applyEvent(running(), ev(1, 1, 'assistant', { text: cjk(80_000) }), T0, wide); // the largest event body
+    // A full carryable remainder of CJK events …
+    while (canCarry(s)) s = applyEvent(s, ev(1, s.nextSequence, 'user', { text: cjk(20_000) }), T0, wide);
+    s = commitOutbox(s, 1);
+    expect(canCarry(s)).toBe(true);
+    // … and a full out-of-order buffer.
+    for (let k = 2; k < 40; k++) s = applyEvent(s, ev(1, s.nextSequence + k, 'user', { text: cjk(20_000) }), T0, wide);
+    expect(s.bufferBytes).toBeGreaterThan(BUFFER_MAX_BYTES - 70_000);
+    expect(carriedBytes(s)).toBeLessThanOrEqual(CARRIED_STATE_MAX_BYTES);
   });
 });
