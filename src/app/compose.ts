@@ -36,7 +36,7 @@ import { startWorker, type WorkerHandle } from './temporal/worker';
 import { createGithubFeature, githubSearchAttributes } from '../github';
 import { createIdentityFeature } from '../identity';
 import { createMcpFeature } from '../mcp';
-import { createRunsFeature, runSearchAttributes } from '../runs';
+import { createRunsFeature, runSearchAttributes, sweepStaleRuns } from '../runs';
 import { createSlackFeature, slackSearchAttributes } from '../slack';
 
 /** Every feature's custom search attributes, registered on the dev server and at start-up. */
@@ -175,6 +175,21 @@ export function createApi(
   return createApp({ routes, authenticate: identity.authenticate, log, metrics, removedRoutes: options.removedRoutes ?? REMOVED_ROUTES });
 }
 
+/** How often a worker process reconciles runs that ended outside their own logic. */
+const RUN_SWEEP_INTERVAL_MS = 60_000;
+
+/** The worker role's periodic sweep of stale run rows (src/runs/reconcile.ts). */
+function startRunSweep(infra: Infrastructure): { stop(): void } {
+  const timer = setInterval(() => {
+    sweepStaleRuns({ config: infra.config, db: infra.database.db, temporal: infra.temporal }, new Date()).then(
+      (closed) => closed > 0 && infra.log.warn({ closed }, 'closed the rows of runs that ended outside their own logic'),
+      (error: unknown) => infra.log.warn({ err: error }, 'run sweep failed; retrying at the next interval'),
+    );
+  }, RUN_SWEEP_INTERVAL_MS);
+  timer.unref();
+  return { stop: () => clearInterval(timer) };
+}
+
 /** What the worker's activities use. `mcpNetwork`: tests inject a resolver that needs no DNS. */
 export function activityDeps(infra: Infrastructure, mcpNetwork?: McpNetworkOverrides) {
   return { config: infra.config, db: infra.database.db, log: infra.log, temporal: infra.temporal, secretKey: infra.secretKey, mcpNetwork };
@@ -199,6 +214,7 @@ export async function startService(options: {
   const embedded = dependencies.embedded.postgres || dependencies.embedded.temporal || config.embeddedAllowed;
   const infra = await createInfrastructure(config, log, { ...dependencies, embedded });
   let worker: WorkerHandle | undefined;
+  let sweep: { stop(): void } | undefined;
   let http: HttpServer | undefined;
   try {
     const applied = await migrateToLatest(infra.database.db);
@@ -211,9 +227,11 @@ export async function startService(options: {
         log,
         deps: activityDeps(infra),
       });
+      sweep = startRunSweep(infra);
     }
     if (roles.api) http = await listen(createApi(infra), config.http.host, config.http.port);
   } catch (error) {
+    sweep?.stop();
     await worker?.shutdown();
     await infra.temporal.close().catch(() => undefined);
     await infra.database.close().catch(() => undefined);
@@ -236,6 +254,7 @@ export async function startService(options: {
           await new Promise((resolve) => setTimeout(resolve, config.http.shutdownReadyDelayMs));
         }
         await http?.close(config.http.shutdownGraceMs);
+        sweep?.stop();
         await worker?.shutdown();
         await infra.temporal.close().catch(() => undefined);
         await infra.database.close().catch(() => undefined);

@@ -5,6 +5,7 @@ import { createRunRoutes } from './routes';
 
 export { runSearchAttributes } from './contract';
 export { registerRunsCommands } from './cli';
+export { sweepStaleRuns } from './reconcile';
 
 export function createRunsFeature(deps: RunDeps): Feature {
   return { name: 'runs', routes: createRunRoutes(deps) };

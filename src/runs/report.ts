@@ -10,26 +10,25 @@
  *   writes before it completes, keeps refusing after that. Either way: 409 run_closed.
  * - Temporal unreachable or too slow → 503 (the ingress gateway), never an ack.
  */
-import { WorkflowNotFoundError } from '@temporalio/client';
 import type { Config } from '../app/config';
 import { AppError, errors } from '../app/errors';
 import type { Principal } from '../app/http/auth';
 import type { IngressGateway } from '../app/ingress';
 import type { Metrics } from '../app/metrics';
 import type { Db } from '../app/store/db';
-import { temporalCall, type TemporalClientHandle } from '../app/temporal/client';
+import type { TemporalClientHandle } from '../app/temporal/client';
 import { automationRun } from '../../workflows/runs';
 import {
   isClosedRunStatus,
   runEventSignal,
   runHeartbeatSignal,
-  runSearchAttributes,
   runWorkflowId,
   type RunEventReport,
   type RunHeartbeat,
   type RunWorkflowInput,
 } from './contract';
 import { canSee } from './visibility';
+import { outlivedMs, reconcileRun } from './reconcile';
 import { findRun, type RunRow } from './store';
 
 /** What the run routes use, passed in by the composition root (src/app/compose.ts). */
@@ -55,6 +54,12 @@ export async function deliverReport(deps: RunDeps, principal: Principal, runId: 
   // Another member's run does not exist for this caller (never 403: that would say it does).
   if (row && !canSee(principal, row.memberId)) throw errors.notFound('No such automation run.');
   if (row && isClosedRunStatus(row.status)) return { result: 'closed', status: row.status };
+  // An open row older than its run could live: its workflow ended outside its own logic, and
+  // Temporal may have forgotten it, so a signal would start a fresh run the row ignores.
+  if (row && deps.now() - row.summary.createdAt > outlivedMs(config)) {
+    const status = await reconcileRun(deps, principal.organizationId, runId);
+    if (status !== undefined && isClosedRunStatus(status)) return { result: 'closed', status };
+  }
   if (row?.summary.claimRequired) refuseUnclaimedAttempt(row, reportAttempt(report));
 
   const input: RunWorkflowInput = {
@@ -105,22 +110,11 @@ function refuseUnclaimedAttempt(row: RunRow, attempt: number): void {
   if (attempt !== row.attempt || row.status === 'awaiting_retry') throw errors.conflict('stale_attempt', { status: row.status });
 }
 
-/** The final status of a run Temporal refused to restart: the row, else its search attribute. */
+/** The final status of a run Temporal refused to restart: the row, else what Temporal says (closing the row). */
 async function closedStatus(deps: RunDeps, organizationId: string, runId: string): Promise<string> {
   const row = await findRun(deps.db, organizationId, runId);
   if (row && isClosedRunStatus(row.status)) return row.status;
-  try {
-    const description = await temporalCall(deps.temporal, 'describe', deps.config.temporal.startTimeoutMs, () =>
-      deps.temporal.client.workflow.getHandle(runWorkflowId(organizationId, runId)).describe(),
-    );
-    const status = description.typedSearchAttributes.get(runSearchAttributes.RunStatus);
-    if (status && isClosedRunStatus(status)) return status;
-    // Ended outside its own logic (terminated by an operator, or failed).
-    return description.status.name.toLowerCase();
-  } catch (error) {
-    if (error instanceof WorkflowNotFoundError) return 'closed';
-    throw error;
-  }
+  return (await reconcileRun(deps, organizationId, runId)) ?? 'closed';
 }
 
 /**

@@ -11,6 +11,7 @@ import { temporalCall } from '../app/temporal/client';
 import { isClosedRunStatus, runSummaryQuery, runWorkflowId, type RunClaim, type RunSummary } from './contract';
 import { claimNext, claimRun } from './claim';
 import { canSee } from './visibility';
+import { reconcileRun } from './reconcile';
 import { HeartbeatCoalescer } from './heartbeat-coalescer';
 import { deliverReport, isSameCompletion, type RunDeps, type RunReport } from './report';
 import {
@@ -175,8 +176,13 @@ export function createRunRoutes(deps: RunDeps): Route[] {
       503: { description: 'Temporal unreachable and no stored summary.', schema: Unavailable },
     },
     handler: async ({ params, principal }) => {
-      const row = await findRun(db, principal.organizationId, params.id);
+      let row = await findRun(db, principal.organizationId, params.id);
       if (row && !canSee(principal, row.memberId)) throw notFound();
+      // An open row whose workflow ended outside its own logic (terminated…) is closed first:
+      // a query would replay the workflow and answer with its last state, `running`.
+      if (row && !isClosedRunStatus(row.status) && (await reconcileRun(deps, principal.organizationId, params.id)) !== undefined) {
+        row = await findRun(db, principal.organizationId, params.id);
+      }
       if (row && isClosedRunStatus(row.status)) return { status: 200, body: summaryBody(row.summary) };
       try {
         const live = await temporalCall(

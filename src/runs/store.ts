@@ -188,3 +188,38 @@ export async function hasRunEvents(db: Db, organizationId: string, runId: string
     .executeTakeFirst();
   return row !== undefined;
 }
+
+/**
+ * Closes a run's row for a workflow that ended outside its own logic (src/runs/reconcile.ts).
+ * Only an open row changes, so a close written by the workflow itself is never overwritten; the
+ * version moves past any write of that workflow still in flight.
+ */
+export async function closeRowOutsideLogic(
+  db: Db,
+  organizationId: string,
+  runId: string,
+  outcome: { status: RunStatus; error: string },
+  now = new Date(),
+): Promise<boolean> {
+  return db.transaction().execute(async (trx) => {
+    const row = await trx
+      .selectFrom('automation_runs')
+      .select(['status', 'summary'])
+      .where('organization_id', '=', organizationId)
+      .where('run_id', '=', runId)
+      .forUpdate()
+      .executeTakeFirst();
+    if (!row || !OPEN_STATUSES.includes(row.status)) return false;
+    // The summary is `json` (it keeps any string the runtime sent): edited here, not as jsonb.
+    const summary = { ...(row.summary as RunSummary), status: outcome.status, error: outcome.error, endedAt: now.getTime(), leaseExpiresAt: null };
+    await trx
+      .updateTable('automation_runs')
+      .set({ status: outcome.status, ended_at: now, updated_at: now, version: sql`version + 1`, summary: JSON.stringify(summary) })
+      .where('organization_id', '=', organizationId)
+      .where('run_id', '=', runId)
+      .execute();
+    return true;
+  });
+}
+
+const OPEN_STATUSES: readonly string[] = ['queued', 'running', 'awaiting_retry'];

@@ -1,0 +1,82 @@
+/**
+ * Runs whose workflow ended outside its own logic (issue #17): an operator terminated it, the
+ * server timed it out, or the history limit ended it. Its code never ran to close the row, so the
+ * row would say `running` forever, and once Temporal's retention forgets the run, a report with
+ * its id would start a fresh workflow whose writes the row's version guard ignores. Reconciling
+ * closes the row with what happened, and a closed row refuses the id (409 run_closed) for good.
+ *
+ * Three callers: a report Temporal refuses as already closed, a read of an open row, and the
+ * worker's periodic sweep of rows that outlived anything their run could do.
+ */
+import { WorkflowNotFoundError } from '@temporalio/client';
+import type { Config } from '../app/config';
+import type { Db } from '../app/store/db';
+import { temporalCall, type TemporalClientHandle } from '../app/temporal/client';
+import { isClosedRunStatus, runSearchAttributes, runWorkflowId, type RunStatus } from './contract';
+import { closeRowOutsideLogic } from './store';
+
+export interface ReconcileDeps {
+  config: Config;
+  db: Db;
+  temporal: TemporalClientHandle;
+}
+
+/** What a workflow status that its own code did not produce means for the run. */
+const OUTSIDE_LOGIC: Record<string, { status: RunStatus; error: string }> = {
+  TERMINATED: { status: 'failed', error: 'workflow_terminated' },
+  TIMED_OUT: { status: 'timed_out', error: 'workflow_timed_out' },
+  FAILED: { status: 'failed', error: 'workflow_failed' },
+  CANCELLED: { status: 'cancelled', error: 'workflow_cancelled' },
+  CONTINUED_AS_NEW: { status: 'running', error: '' }, // never the latest execution's status
+};
+
+/**
+ * The run's status as Temporal knows it, closing the row when the workflow ended outside its
+ * own logic. Undefined while the workflow is running (nothing to reconcile).
+ */
+export async function reconcileRun(deps: ReconcileDeps, organizationId: string, runId: string): Promise<RunStatus | undefined> {
+  let description;
+  try {
+    description = await temporalCall(deps.temporal, 'describe', deps.config.temporal.startTimeoutMs, () =>
+      deps.temporal.client.workflow.getHandle(runWorkflowId(organizationId, runId)).describe(),
+    );
+  } catch (error) {
+    if (!(error instanceof WorkflowNotFoundError)) throw error;
+    // Forgotten by Temporal (retention) while the row is open: nothing will ever close it.
+    await closeRowOutsideLogic(deps.db, organizationId, runId, { status: 'failed', error: 'workflow_not_found' });
+    return 'failed';
+  }
+  const name = description.status.name;
+  if (name === 'RUNNING' || name === 'CONTINUED_AS_NEW') return undefined;
+  // Completed by its own code: the row is (or is about to be) written by the workflow itself.
+  const own = description.typedSearchAttributes.get(runSearchAttributes.RunStatus);
+  if (name === 'COMPLETED' && own && isClosedRunStatus(own)) return own as RunStatus;
+  const outcome = OUTSIDE_LOGIC[name] ?? { status: 'failed' as const, error: `workflow_${name.toLowerCase()}` };
+  await closeRowOutsideLogic(deps.db, organizationId, runId, outcome);
+  return outcome.status;
+}
+
+/** How long a run can live by its own deadlines, plus an hour: an open row older than this is stale. */
+export function outlivedMs(config: Config): number {
+  const runs = config.runs;
+  return runs.claimDeadlineMs + runs.maxDurationMs + runs.retryWindowMs * runs.maxAttempts + 3_600_000;
+}
+
+/**
+ * The worker's sweep: open rows older than anything their run's own deadlines allow (claim
+ * deadline + max duration + every retry window, plus an hour), reconciled one by one.
+ */
+export async function sweepStaleRuns(deps: ReconcileDeps, now: Date, limit = 100): Promise<number> {
+  const stale = await deps.db
+    .selectFrom('automation_runs')
+    .select(['organization_id', 'run_id'])
+    .where('status', 'in', ['queued', 'running', 'awaiting_retry'])
+    .where('created_at', '<', new Date(now.getTime() - outlivedMs(deps.config)))
+    .orderBy('created_at')
+    .limit(limit)
+    .execute();
+  let closed = 0;
+  for (const row of stale) if ((await reconcileRun(deps, row.organization_id, row.run_id)) !== undefined) closed += 1;
+  return closed;
+}
+
