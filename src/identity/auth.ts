@@ -81,6 +81,10 @@ async function authenticate(
   const authorization = single(headers.authorization);
   const at = new Date(now());
 
+  // All or nothing: every credential presented must be valid, whatever else the request
+  // carries (a bad one is an attack or a bug, never something to fall back from). When both are
+  // valid, the API key is the principal.
+  const session = authorization === undefined ? undefined : await sessionPrincipal(db, authorization, at);
   if (apiKey !== undefined) {
     const raw = apiKey.trim();
     if (!isWellFormedApiKey(raw)) throw errors.unauthorized();
@@ -94,22 +98,23 @@ async function authenticate(
     }
     return found.principal;
   }
-
-  if (authorization !== undefined) {
-    const match = /^Bearer ([^\s]+)$/i.exec(authorization.trim());
-    if (!match || !isWellFormedSessionToken(match[1]!)) throw errors.unauthorized();
-    const raw = match[1]!;
-    const found = await findSession(db, raw, at);
-    if (!found || !hashesEqual(found.hash, hashSecret(raw))) throw errors.unauthorized();
-    return {
-      userId: found.userId,
-      organizationId: found.organizationId,
-      memberId: found.memberId,
-      role: found.role,
-      via: 'session',
-      sessionTokenHash: found.hash,
-    };
-  }
-
+  if (session) return session;
   throw errors.unauthorized();
+}
+
+/** `Authorization: Bearer <session token>`, or 401. */
+async function sessionPrincipal(db: Db, authorization: string, at: Date): Promise<Principal> {
+  const match = /^Bearer ([^\s]+)$/i.exec(authorization.trim());
+  if (!match || !isWellFormedSessionToken(match[1]!)) throw errors.unauthorized();
+  const raw = match[1]!;
+  const found = await findSession(db, raw, at);
+  if (!found || !hashesEqual(found.hash, hashSecret(raw))) throw errors.unauthorized();
+  return {
+    userId: found.userId,
+    organizationId: found.organizationId,
+    memberId: found.memberId,
+    role: found.role,
+    via: 'session',
+    sessionTokenHash: found.hash,
+  };
 }

@@ -58,14 +58,6 @@ describe('system routes on a real server', () => {
     expect(res.json).toEqual({ error: 'not_found', message: 'No route for GET /v1/no-such-thing' });
   });
 
-  it('routes of removed features answer 410 (spec §9.3)', async () => {
-    for (const path of ['/v1/runs', '/v1/runs/abc/events']) {
-      const res = await stack.request('POST', path, { body: {} });
-      expect(res.status).toBe(410);
-      expect(res.json.error).toBe('gone');
-    }
-  });
-
   it('a workflow round-trips through the worker', async () => {
     const id = pingWorkflowId(randomUUID());
     const result = await stack.services.temporal.client.workflow.execute(ping, {

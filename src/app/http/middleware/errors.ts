@@ -12,9 +12,6 @@ export async function errorMapper(ctx: AppContext, next: Next): Promise<void> {
     if (ctx.status === 404 && ctx.body === undefined) {
       throw errors.notFound(`No route for ${ctx.method} ${ctx.path}`);
     }
-    if (ctx.status === 405 && ctx.body === undefined) {
-      ctx.body = { error: 'method_not_allowed', message: `${ctx.method} is not allowed on ${ctx.path}` };
-    }
   } catch (caught) {
     let error: AppError;
     if (caught instanceof AppError) {

@@ -7,6 +7,8 @@ import type { AppContext } from '../context';
  * One JSON line per request: request id, route template, status, latency, organization when
  * known. Headers only at debug level, through pino's redaction (src/app/log.ts); bodies never whole.
  */
+const KNOWN_METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'TRACE', 'CONNECT']);
+
 export async function requestLogging(ctx: AppContext, next: Next, deps: { log: Logger; metrics: Metrics }): Promise<void> {
   const started = process.hrtime.bigint();
   ctx.state.log = deps.log.child({ requestId: ctx.state.requestId });
@@ -14,8 +16,10 @@ export async function requestLogging(ctx: AppContext, next: Next, deps: { log: L
     await next();
   } finally {
     const seconds = Number(process.hrtime.bigint() - started) / 1e9;
-    const route = ctx.state.routeTemplate ?? (ctx.status === 404 ? 'unmatched' : ctx.path);
-    deps.metrics.httpDuration.observe({ route, method: ctx.method, status: String(ctx.status) }, seconds);
+    // Bounded labels: a route template or `unmatched`, a known method or `other`, a status.
+    const route = ctx.state.routeTemplate ?? 'unmatched';
+    const method = KNOWN_METHODS.has(ctx.method) ? ctx.method : 'other';
+    deps.metrics.httpDuration.observe({ route, method, status: String(ctx.status) }, seconds);
     const line: Record<string, unknown> = {
       method: ctx.method,
       route,
