@@ -1,0 +1,149 @@
+/**
+ * Records real histories of every workflow type into test/histories/, for the replay test
+ * (test/replay/replay.test.ts). Not part of `npm test`: run `npm run record:histories` after a
+ * deliberate, versioned change to a workflow (see docs/architecture.md, "Changing a workflow"),
+ * and commit the new files beside the old ones: old histories must keep replaying.
+ *
+ * Each scenario drives the real service over HTTP with the real worker, exactly as in the
+ * feature tests, then saves the workflow's history as Temporal's own JSON.
+ */
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import { randomUUID } from 'node:crypto';
+import { temporal } from '@temporalio/proto';
+import type { WorkflowHandle } from '@temporalio/client';
+import { githubDeliveryWorkflowId } from '../../src/github/contract';
+import { createTarget } from '../../src/github/targets';
+import { runWorkflowId } from '../../src/runs/contract';
+import { slackEventStateQuery, slackEventWorkflowId } from '../../src/slack/contract';
+import { deliver, freshId, githubExample } from '../harness/github';
+import { createTestOrg } from '../harness/identity';
+import { event, newRunId, runResult, runsClient, startQueuedRun } from '../harness/runs';
+import { appMention, createTestSlackConnection, eventEnvelope, linkTokenFrom, newSlackUserId, postSlackEvent, postSlashCommand, startFakeSlack } from '../harness/slack';
+import { startTestStack, type TestStack } from '../harness/stack';
+import { waitFor } from '../harness/wait';
+
+const OUT = path.resolve(__dirname, '../histories');
+const SECRET = 'replay-recording-secret';
+
+/** Saved as the proto's plain-object form (64-bit numbers and enums as strings), read back with fromObject. */
+async function save(name: string, handle: WorkflowHandle, runId?: string): Promise<void> {
+  const history = await (runId ? stack.services.temporal.client.workflow.getHandle(handle.workflowId, runId) : handle).fetchHistory();
+  const plain = temporal.api.history.v1.History.toObject(temporal.api.history.v1.History.fromObject(history), { longs: String, enums: String, bytes: String });
+  await fs.writeFile(path.join(OUT, `${name}.json`), `${JSON.stringify(plain)}\n`);
+}
+
+let stack: TestStack;
+let slack: Awaited<ReturnType<typeof startFakeSlack>>;
+beforeAll(async () => {
+  await fs.mkdir(OUT, { recursive: true });
+  slack = await startFakeSlack();
+  stack = await startTestStack({ worker: true, env: { SLACK_API_BASE_URL: slack.url, GITHUB_WEBHOOK_SECRET: SECRET, RUN_CONTINUE_AS_NEW_EVENTS: '12' } });
+});
+afterAll(async () => {
+  await stack.stop();
+  await slack.close();
+});
+
+it('records a run with events, out of order, to its terminal', async () => {
+  const org = await createTestOrg(stack.services.database.db);
+  const runs = runsClient(stack, org.owner.headers);
+  const id = newRunId();
+  for (const [sequence, type] of [[1, 'user'], [3, 'usage'], [2, 'assistant'], [4, 'terminal']] as const) {
+    expect((await runs.postEvent(id, event(1, sequence, type, type === 'usage' ? { inputTokens: 3 } : { text: `e${sequence}` }))).status).toBe(200);
+  }
+  expect((await runResult(stack, org.organizationId, id)).status).toBe('succeeded');
+  await save('runs-events', stack.services.temporal.client.workflow.getHandle(runWorkflowId(org.organizationId, id)));
+});
+
+it('records a claimed run that loses its lease, is claimed again, and succeeds', async () => {
+  const org = await createTestOrg(stack.services.database.db);
+  const runs = runsClient(stack, org.owner.headers);
+  const { runId, handle } = await startQueuedRun(stack, { organizationId: org.organizationId, memberId: org.owner.memberId, settings: { leaseTimeoutMs: 1_500 } });
+  expect((await runs.claim(runId)).status).toBe(200);
+  await runs.waitForStatus(runId, ['awaiting_retry'], 15_000);
+  expect((await runs.claim(runId)).json.attempt).toBe(2);
+  expect((await runs.postEvent(runId, event(2, 1, 'terminal'))).status).toBe(200);
+  await handle.result();
+  await save('runs-lease-retry', handle);
+});
+
+it('records a run that continues as new (both executions)', async () => {
+  const org = await createTestOrg(stack.services.database.db);
+  const runs = runsClient(stack, org.owner.headers);
+  const id = newRunId();
+  for (let sequence = 1; sequence <= 30; sequence++) expect((await runs.postEvent(id, event(1, sequence))).status).toBe(200);
+  expect((await runs.postEvent(id, event(1, 31, 'terminal'))).status).toBe(200);
+  const handle = stack.services.temporal.client.workflow.getHandle(runWorkflowId(org.organizationId, id));
+  expect((await runResult(stack, org.organizationId, id)).status).toBe('succeeded');
+  const first = (await handle.describe()).raw.workflowExecutionInfo?.firstRunId ?? undefined;
+  await save('runs-continue-as-new-first', handle, first);
+  await save('runs-continue-as-new-last', handle);
+});
+
+it('records a cancelled run', async () => {
+  const org = await createTestOrg(stack.services.database.db);
+  const { handle } = await startQueuedRun(stack, { organizationId: org.organizationId, memberId: org.owner.memberId });
+  await handle.cancel();
+  await handle.result();
+  await save('runs-cancelled', handle);
+});
+
+it('records a Slack event that waits for a link, then routes a run and replies', async () => {
+  const org = await createTestOrg(stack.services.database.db);
+  const member = await org.addMember('member');
+  const connection = await createTestSlackConnection(stack.services.database.db, stack.services.secretKey, org.organizationId);
+  const slackUserId = newSlackUserId();
+  const envelope = eventEnvelope(connection, appMention(slackUserId, 'record me'));
+  expect((await postSlackEvent(stack, connection, envelope)).status).toBe(200);
+  const handle = stack.services.temporal.client.workflow.getHandle(slackEventWorkflowId(connection.connectionId, envelope.event_id));
+  await waitFor(async () => (await handle.query(slackEventStateQuery)).status === 'awaiting_link');
+  const command = await postSlashCommand(stack, connection, { user_id: slackUserId });
+  const linked = await stack.request('POST', `/v1/integrations/slack/${connection.connectionId}/account-links`, {
+    headers: member.headers,
+    body: { token: linkTokenFrom(command.json.text) },
+  });
+  expect(linked.status).toBe(201);
+  const state = await waitFor(async () => {
+    const s = await handle.query(slackEventStateQuery);
+    return s.status === 'run_created' ? s : undefined;
+  });
+  const runs = runsClient(stack, member.headers);
+  await waitFor(async () => (await runs.list('?status=queued')).json.runs.length === 1);
+  expect((await runs.claim(state.runId!)).status).toBe(200);
+  expect((await runs.postEvent(state.runId!, event(1, 1, 'assistant', { text: 'recorded' }))).status).toBe(200);
+  expect((await runs.postEvent(state.runId!, event(1, 2, 'terminal'))).status).toBe(200);
+  expect(await handle.result()).toMatchObject({ status: 'replied' });
+  await save('slack-event-link-and-run', handle);
+  await save('slack-event-child-run', stack.services.temporal.client.workflow.getHandle(runWorkflowId(org.organizationId, state.runId!)));
+});
+
+it('records a GitHub push delivery', async () => {
+  const org = await createTestOrg(stack.services.database.db);
+  const payload = githubExample('push');
+  const installationId = freshId();
+  const repositoryId = freshId();
+  const fullName = `record/${randomUUID().slice(0, 8)}`;
+  payload.installation = { ...(payload.installation ?? {}), id: installationId };
+  payload.repository = { ...payload.repository, id: repositoryId, full_name: fullName };
+  await createTarget(stack.services.database.db, { organizationId: org.organizationId, installationId, repositoryFullName: fullName, repositoryId });
+  const deliveryId = randomUUID();
+  expect((await deliver(stack, { event: 'push', deliveryId, payload, secret: SECRET })).status).toBe(202);
+  const handle = stack.services.temporal.client.workflow.getHandle(githubDeliveryWorkflowId(deliveryId));
+  await handle.result();
+  await save('github-delivery-push', handle);
+});
+
+it('records an MCP resolve', async () => {
+  const org = await createTestOrg(stack.services.database.db);
+  const res = await stack.request('POST', '/v1/mcp-connections/resolve', { headers: org.owner.headers, body: { query: 'acme' } });
+  expect(res.status).toBe(200);
+  const listed = stack.services.temporal.client.workflow.list({ query: `WorkflowType = 'mcpResolve'` });
+  let saved = false;
+  for await (const info of listed) {
+    await save('mcp-resolve', stack.services.temporal.client.workflow.getHandle(info.workflowId));
+    saved = true;
+    break;
+  }
+  expect(saved).toBe(true);
+});

@@ -1,0 +1,32 @@
+/**
+ * Deploy safety (issue #14): every history recorded in test/histories/ (real runs of every
+ * workflow type, see record.histories.ts) must replay against today's workflow code. A change
+ * that breaks determinism fails here, in CI, instead of failing every live workflow on the next
+ * worker start. How to change a workflow safely: docs/architecture.md, "Changing a workflow".
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { temporal } from '@temporalio/proto';
+import { Worker } from '@temporalio/worker';
+import { loadConfig } from '../../src/app/config';
+
+const DIR = path.resolve(__dirname, '../histories');
+const files = fs.readdirSync(DIR).filter((file) => file.endsWith('.json')).sort();
+/** The proto's plain-object form, as record.histories.ts wrote it. */
+const read = (file: string) => temporal.api.history.v1.History.fromObject(JSON.parse(fs.readFileSync(path.join(DIR, file), 'utf8')));
+
+it('has a recorded history of every workflow type', () => {
+  const types = new Set(
+    files.map((file) => {
+      const history = read(file);
+      return history.events[0]?.workflowExecutionStartedEventAttributes?.workflowType?.name;
+    }),
+  );
+  expect([...types].sort()).toEqual(['automationRun', 'githubDelivery', 'mcpResolve', 'slackEvent']);
+});
+
+it.each(files)('%s replays against the current workflow code', async (file) => {
+  const history = read(file);
+  const bundle = loadConfig().temporal.workflowBundlePath!;
+  await Worker.runReplayHistory({ workflowBundle: { codePath: bundle }, replayName: file }, history, file.replace(/\.json$/, ''));
+});
