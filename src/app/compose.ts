@@ -25,7 +25,7 @@ import type { TemporalClientHandle } from './temporal/client';
 import type { McpNetworkOverrides } from '../mcp/network';
 import type { Logger } from './log';
 import { createMetrics } from './metrics';
-import { loadSecretKey } from './secrets';
+import { loadSecretKeys, type SecretKeys } from './secrets';
 import { embeddedPostgresOptions, startEmbeddedPostgres } from './store/embedded-postgres';
 import { openDatabase } from './store/db';
 import { migrateToLatest } from './store/migrate';
@@ -116,8 +116,8 @@ export interface Infrastructure {
   metrics: Metrics;
   database: DbHandle;
   temporal: TemporalClientHandle;
-  /** Key for secrets at rest and signed tokens (32 bytes). */
-  secretKey: Buffer;
+  /** Keys for secrets at rest and signed tokens: SECRET_KEY, and SECRET_KEY_PREVIOUS during a rotation. */
+  secretKey: SecretKeys;
   /** Set when shutdown begins: /ready answers 503 from then on. */
   lifecycle: { shuttingDown: boolean };
 }
@@ -133,7 +133,12 @@ export async function createInfrastructure(
     namespace: config.temporal.namespace,
     taskQueue: config.temporal.taskQueue,
   });
-  const secretKey = await loadSecretKey({ configured: config.secretKey, dataDir: config.dataDir, embedded: deps.embedded });
+  const secretKey = await loadSecretKeys({
+    configured: config.secretKey,
+    previous: config.secretKeyPrevious,
+    dataDir: config.dataDir,
+    embedded: deps.embedded,
+  });
   return {
     config,
     log,

@@ -105,6 +105,8 @@ export const envSchema = z.object({
 
   // Secrets. SECRET_KEY is 32 bytes, base64 or hex; embedded mode generates one under DATA_DIR.
   SECRET_KEY: optionalString,
+  // The key before a rotation: still opens stored secrets and verifies link tokens, never seals.
+  SECRET_KEY_PREVIOUS: optionalString,
 
   // Automation runs.
   RUN_LEASE_TIMEOUT: duration('60s'),
@@ -188,6 +190,7 @@ export const configSchema = envSchema
     },
     database: { url: e.DATABASE_URL, embeddedPort: e.EMBEDDED_PG_PORT, poolMax: e.DATABASE_POOL_MAX },
     secretKey: e.SECRET_KEY,
+    secretKeyPrevious: e.SECRET_KEY_PREVIOUS,
     /** Defaults for new runs; each run carries its own copy (see RunSettings). */
     runs: {
       leaseTimeoutMs: e.RUN_LEASE_TIMEOUT,

@@ -30,8 +30,8 @@ export class AppError extends Error {
   readonly dependency: Dependency | undefined;
 }
 
-/** The services whose outage is a 503 (retry later) rather than a 500. */
-export type Dependency = 'temporal' | 'postgres';
+/** What a 503 (retry later) names: a service that is down, or a secret key that cannot open a stored secret. */
+export type Dependency = 'temporal' | 'postgres' | 'secret_key';
 
 export function zodDetails(error: ZodError, prefix: (string | number)[] = []): InvalidRequestDetail[] {
   return error.issues.map((issue) => ({
@@ -55,7 +55,7 @@ export const errors = {
   unsupportedMediaType: (expected: string) =>
     new AppError('unsupported_media_type', 415, { error: 'unsupported_media_type', message: `Expected ${expected}.` }),
   /** A dependency is down: the sender should retry, so never a 200 for work that is not durable. */
-  unavailable: (dependency: Dependency, cause?: unknown) =>
+  unavailable: (dependency: 'temporal' | 'postgres', cause?: unknown) =>
     new AppError(
       'unavailable',
       503,

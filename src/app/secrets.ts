@@ -1,10 +1,28 @@
 /**
  * The service secret: encrypts secrets at rest (AES-256-GCM) and signs tokens (HMAC).
  * SECRET_KEY in production; in embedded mode it is generated once and kept under DATA_DIR.
+ *
+ * Rotation: set the new key as SECRET_KEY and the old one as SECRET_KEY_PREVIOUS. Everything new
+ * is sealed and signed with SECRET_KEY; what was sealed or signed with either key still opens.
+ * `den secrets rotate` then re-seals every stored secret with SECRET_KEY, after which
+ * SECRET_KEY_PREVIOUS can go.
  */
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 import fs from 'node:fs/promises';
 import path from 'node:path';
+import { AppError } from './errors';
+
+/** The key that seals and signs, and the one before it, which only opens and verifies. */
+export interface SecretKeys {
+  current: Buffer;
+  previous?: Buffer;
+}
+
+/** Every key that may open what is stored or verify what was signed, current first. */
+export const openingKeys = (keys: SecretKeys | Buffer): Buffer[] =>
+  Buffer.isBuffer(keys) ? [keys] : [keys.current, ...(keys.previous ? [keys.previous] : [])];
+
+const sealingKey = (keys: SecretKeys | Buffer): Buffer => (Buffer.isBuffer(keys) ? keys : keys.current);
 
 export function parseSecretKey(value: string): Buffer {
   const key = /^[0-9a-f]{64}$/i.test(value) ? Buffer.from(value, 'hex') : Buffer.from(value, 'base64');
@@ -12,7 +30,17 @@ export function parseSecretKey(value: string): Buffer {
   return key;
 }
 
-export async function loadSecretKey(options: { configured: string | undefined; dataDir: string; embedded: boolean }): Promise<Buffer> {
+export async function loadSecretKeys(options: {
+  configured: string | undefined;
+  previous: string | undefined;
+  dataDir: string;
+  embedded: boolean;
+}): Promise<SecretKeys> {
+  const current = await loadSecretKey(options);
+  return options.previous ? { current, previous: parseSecretKey(options.previous) } : { current };
+}
+
+async function loadSecretKey(options: { configured: string | undefined; dataDir: string; embedded: boolean }): Promise<Buffer> {
   if (options.configured) return parseSecretKey(options.configured);
   if (!options.embedded) throw new Error('SECRET_KEY is required when not running embedded (EMBEDDED=true)');
   const file = path.join(options.dataDir, 'secret.key');
@@ -29,17 +57,40 @@ export async function loadSecretKey(options: { configured: string | undefined; d
 }
 
 /** AES-256-GCM; output is base64url(iv ‖ tag ‖ ciphertext), prefixed with a version. */
-export function encryptSecret(key: Buffer, plaintext: string): string {
+export function encryptSecret(keys: SecretKeys | Buffer, plaintext: string): string {
   const iv = randomBytes(12);
-  const cipher = createCipheriv('aes-256-gcm', key, iv);
+  const cipher = createCipheriv('aes-256-gcm', sealingKey(keys), iv);
   const ciphertext = Buffer.concat([cipher.update(plaintext, 'utf8'), cipher.final()]);
   return `v1.${Buffer.concat([iv, cipher.getAuthTag(), ciphertext]).toString('base64url')}`;
 }
 
-export function decryptSecret(key: Buffer, sealed: string): string {
-  if (!sealed.startsWith('v1.')) throw new Error('unknown secret format');
-  const data = Buffer.from(sealed.slice(3), 'base64url');
-  const decipher = createDecipheriv('aes-256-gcm', key, data.subarray(0, 12));
-  decipher.setAuthTag(data.subarray(12, 28));
-  return Buffer.concat([decipher.update(data.subarray(28)), decipher.final()]).toString('utf8');
+/**
+ * Opens a sealed secret with the current key, else the previous one. Neither: a 503 naming the
+ * secret key (the deployment's configuration is wrong, and retrying after it is fixed works),
+ * never a 500, and never the secret in the message.
+ */
+export function decryptSecret(keys: SecretKeys | Buffer, sealed: string): string {
+  for (const key of openingKeys(keys)) {
+    const opened = tryDecrypt(key, sealed);
+    if (opened !== undefined) return opened;
+  }
+  throw new AppError(
+    'secret_undecryptable',
+    503,
+    { error: 'unavailable', dependency: 'secret_key', message: 'A stored secret cannot be decrypted with SECRET_KEY or SECRET_KEY_PREVIOUS.' },
+    { headers: { 'retry-after': '30' }, dependency: 'secret_key' },
+  );
+}
+
+/** Whether `sealed` opens with this very key (den secrets rotate: already current?). */
+export function tryDecrypt(key: Buffer, sealed: string): string | undefined {
+  if (!sealed.startsWith('v1.')) return undefined;
+  try {
+    const data = Buffer.from(sealed.slice(3), 'base64url');
+    const decipher = createDecipheriv('aes-256-gcm', key, data.subarray(0, 12));
+    decipher.setAuthTag(data.subarray(12, 28));
+    return Buffer.concat([decipher.update(data.subarray(28)), decipher.final()]).toString('utf8');
+  } catch {
+    return undefined;
+  }
 }

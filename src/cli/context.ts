@@ -7,12 +7,12 @@ import { embeddedPostgresOptions, startEmbeddedPostgres } from '../app/store/emb
 import { createLogger } from '../app/log';
 import { openDatabase, type Db } from '../app/store/db';
 import { migrateToLatest } from '../app/store/migrate';
-import { loadSecretKey } from '../app/secrets';
+import { loadSecretKeys, type SecretKeys } from '../app/secrets';
 
 export interface CliContext {
   config: Config;
   db: Db;
-  secretKey: () => Promise<Buffer>;
+  secretKey: () => Promise<SecretKeys>;
 }
 
 /** Prints JSON on stdout; errors go to stderr with a non-zero exit (see den.ts). */
@@ -38,7 +38,13 @@ export async function withCliContext<T>(fn: (ctx: CliContext) => Promise<T>): Pr
     return await fn({
       config,
       db: database.db,
-      secretKey: () => loadSecretKey({ configured: config.secretKey, dataDir: config.dataDir, embedded: !config.database.url || config.embeddedAllowed }),
+      secretKey: () =>
+        loadSecretKeys({
+          configured: config.secretKey,
+          previous: config.secretKeyPrevious,
+          dataDir: config.dataDir,
+          embedded: !config.database.url || config.embeddedAllowed,
+        }),
     });
   } finally {
     await database.close().catch(() => undefined);

@@ -11,6 +11,7 @@ import { registerGithubCommands } from '../github';
 import { registerIdentityCommands } from '../identity';
 import { registerSlackCommands } from '../slack';
 import { registerRunsCommands } from '../runs';
+import { registerSecretsCommands } from './secrets';
 
 export function buildProgram(): Command {
   const program = new Command('den')
@@ -21,6 +22,7 @@ export function buildProgram(): Command {
   registerSlackCommands(program);
   registerGithubCommands(program);
   registerRunsCommands(program);
+  registerSecretsCommands(program);
   return program;
 }
 

@@ -5,7 +5,7 @@
  */
 import type { Selectable } from 'kysely';
 import { typeid } from 'typeid-js';
-import { decryptSecret, encryptSecret } from '../app/secrets';
+import { decryptSecret, encryptSecret, tryDecrypt, type SecretKeys } from '../app/secrets';
 import type { Db } from '../app/store/db';
 import type { SlackTables } from './tables';
 import type { SlackSigningSecrets } from './signature';
@@ -83,7 +83,7 @@ export interface CreateSlackConnectionInput {
   enabled?: boolean;
 }
 
-export async function createSlackConnection(db: Db, key: Buffer, input: CreateSlackConnectionInput, now = new Date()) {
+export async function createSlackConnection(db: Db, key: SecretKeys | Buffer, input: CreateSlackConnectionInput, now = new Date()) {
   const org = await db.selectFrom('organizations').select('id').where('id', '=', input.organizationId).executeTakeFirst();
   if (!org) throw new SlackConnectionError(`organization ${input.organizationId} not found`);
   const id = newConnectionId();
@@ -118,7 +118,7 @@ export interface UpdateSlackConnectionInput {
   botUserId?: string;
 }
 
-export async function updateSlackConnection(db: Db, key: Buffer, id: string, input: UpdateSlackConnectionInput, now = new Date()) {
+export async function updateSlackConnection(db: Db, key: SecretKeys | Buffer, id: string, input: UpdateSlackConnectionInput, now = new Date()) {
   return db.transaction().execute(async (trx) => {
     const row = await trx.selectFrom('slack_connections').selectAll().where('id', '=', id).forUpdate().executeTakeFirst();
     if (!row) throw new SlackConnectionError(`Slack connection ${id} not found`);
@@ -148,7 +148,7 @@ export async function listSlackConnections(db: Db, organizationId: string): Prom
   return rows.map(view);
 }
 
-export async function findSlackConnection(db: Db, key: Buffer, id: string): Promise<SlackConnection | undefined> {
+export async function findSlackConnection(db: Db, key: SecretKeys | Buffer, id: string): Promise<SlackConnection | undefined> {
   const row = await db.selectFrom('slack_connections').selectAll().where('id', '=', id).executeTakeFirst();
   if (!row) return undefined;
   return {
@@ -180,4 +180,33 @@ export async function disableSlackConnection(db: Db, id: string, reason: string,
     .where('enabled', '=', true)
     .executeTakeFirst();
   return Number(result.numUpdatedRows) > 0;
+}
+
+/**
+ * Re-seals every stored Slack secret with the current key (`den secrets rotate`), opening each
+ * with whichever key still can. Idempotent; a secret neither key opens is counted, not changed.
+ */
+export async function resealSlackSecrets(db: Db, keys: SecretKeys): Promise<{ resealed: number; current: number; undecryptable: number }> {
+  const counts = { resealed: 0, current: 0, undecryptable: 0 };
+  const rows = await db.selectFrom('slack_connections').select(['id', 'signing_secret', 'previous_signing_secret', 'bot_token']).execute();
+  for (const row of rows) {
+    const patch: Record<string, string> = {};
+    for (const column of ['signing_secret', 'previous_signing_secret', 'bot_token'] as const) {
+      const sealed = row[column];
+      if (sealed === null) continue;
+      if (tryDecrypt(keys.current, sealed) !== undefined) {
+        counts.current += 1;
+        continue;
+      }
+      const opened = keys.previous ? tryDecrypt(keys.previous, sealed) : undefined;
+      if (opened === undefined) {
+        counts.undecryptable += 1;
+        continue;
+      }
+      patch[column] = encryptSecret(keys, opened);
+      counts.resealed += 1;
+    }
+    if (Object.keys(patch).length > 0) await db.updateTable('slack_connections').set(patch).where('id', '=', row.id).execute();
+  }
+  return counts;
 }

@@ -4,6 +4,7 @@ import { createSlackRoutes, type SlackRouteDeps } from './routes';
 
 export { slackSearchAttributes } from './contract';
 export { registerSlackCommands } from './cli';
+export { resealSlackSecrets } from './connections';
 
 export function createSlackFeature(deps: SlackRouteDeps): Feature {
   return { name: 'slack', routes: createSlackRoutes(deps) };

@@ -5,6 +5,7 @@
  */
 import { WorkflowNotFoundError } from '@temporalio/client';
 import type { Metrics } from '../app/metrics';
+import type { SecretKeys } from '../app/secrets';
 import type { Db } from '../app/store/db';
 import { temporalCall, type TemporalClientHandle } from '../app/temporal/client';
 import { findSlackConnection } from './connections';
@@ -14,7 +15,7 @@ import { redeemLink } from './links';
 
 export interface LinkCompletionDeps {
   db: Db;
-  secretKey: Buffer;
+  secretKey: SecretKeys;
   temporal: TemporalClientHandle;
   startTimeoutMs: number;
   metrics?: Metrics;

@@ -9,6 +9,7 @@
  * from the service secret so these MACs can never be confused with another use of that key.
  */
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { openingKeys, type SecretKeys } from '../app/secrets';
 
 export interface LinkTokenClaims {
   connectionId: string;
@@ -36,7 +37,7 @@ function mac(secretKey: Buffer, claimsPart: string): Buffer {
 }
 
 export function createLinkToken(
-  secretKey: Buffer,
+  secretKeys: SecretKeys | Buffer,
   input: { connectionId: string; teamId: string; slackUserId: string; now: number; ttlMs: number; nonce?: string },
 ): { token: string; claims: LinkTokenClaims } {
   const claims: LinkTokenClaims = {
@@ -50,16 +51,20 @@ export function createLinkToken(
     JSON.stringify({ v: 1, c: claims.connectionId, t: claims.teamId, u: claims.slackUserId, n: claims.nonce, e: claims.expiresAt }),
     'utf8',
   ).toString('base64url');
-  return { token: `${claimsPart}.${mac(secretKey, claimsPart).toString('base64url')}`, claims };
+  return { token: `${claimsPart}.${mac(openingKeys(secretKeys)[0]!, claimsPart).toString('base64url')}`, claims };
 }
 
 /** Forged, malformed or signed with another key → invalid; authentic but late → expired. */
-export function verifyLinkToken(secretKey: Buffer, token: string, now: number): LinkTokenVerdict {
+export function verifyLinkToken(secretKeys: SecretKeys | Buffer, token: string, now: number): LinkTokenVerdict {
   if (typeof token !== 'string' || !TOKEN_SHAPE.test(token)) return { ok: false, reason: 'invalid' };
   const [claimsPart, macPart] = token.split('.') as [string, string];
   const given = Buffer.from(macPart, 'base64url');
-  const expected = mac(secretKey, claimsPart);
-  if (given.length !== expected.length || !timingSafeEqual(given, expected)) return { ok: false, reason: 'invalid' };
+  // Signed with the current key, or with the previous one during a rotation.
+  const genuine = openingKeys(secretKeys).some((key) => {
+    const expected = mac(key, claimsPart);
+    return given.length === expected.length && timingSafeEqual(given, expected);
+  });
+  if (!genuine) return { ok: false, reason: 'invalid' };
   let raw: Record<string, unknown>;
   try {
     raw = JSON.parse(Buffer.from(claimsPart, 'base64url').toString('utf8')) as Record<string, unknown>;

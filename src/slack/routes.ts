@@ -17,6 +17,7 @@ import type { IngressGateway } from '../app/ingress';
 import type { Config } from '../app/config';
 import type { Logger } from '../app/log';
 import type { Metrics } from '../app/metrics';
+import type { SecretKeys } from '../app/secrets';
 import type { Db } from '../app/store/db';
 import { slackEventWorkflowId, slackSearchAttributes, type SlackEventInput } from './contract';
 import { slackEvent } from '../../workflows/slack';
@@ -51,7 +52,7 @@ const ok = () => ({ status: 200, body: { ok: true } });
 export interface SlackRouteDeps {
   config: Config;
   db: Db;
-  secretKey: Buffer;
+  secretKey: SecretKeys;
   temporal: TemporalClientHandle;
   ingress: IngressGateway;
   metrics: Metrics;

@@ -5,13 +5,14 @@
 import { errors } from '../app/errors';
 import type { AppContext } from '../app/http/context';
 import type { Metrics } from '../app/metrics';
+import type { SecretKeys } from '../app/secrets';
 import type { Db } from '../app/store/db';
 import { findSlackConnection, type SlackConnection } from './connections';
 import { verifySlackSignature } from './signature';
 
 export interface VerifyDeps {
   db: Db;
-  secretKey: Buffer;
+  secretKey: SecretKeys;
   metrics: Metrics;
   now: () => number;
 }

@@ -9,6 +9,7 @@ import type { AddressInfo } from 'node:net';
 import { createSlackConnection } from '../../src/slack/connections';
 import { signSlackRequest } from '../../src/slack/signature';
 import type { Db } from '../../src/app/store/db';
+import type { SecretKeys } from '../../src/app/secrets';
 import type { TestResponse, TestStack } from './stack';
 import { waitFor } from './wait';
 
@@ -121,7 +122,7 @@ export interface TestSlackConnection {
 
 export async function createTestSlackConnection(
   db: Db,
-  secretKey: Buffer,
+  secretKey: SecretKeys | Buffer,
   organizationId: string,
   options: { botToken?: string | null; channels?: string[]; enabled?: boolean } = {},
 ): Promise<TestSlackConnection> {
