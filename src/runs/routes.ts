@@ -164,7 +164,7 @@ export function createRunRoutes(deps: RunDeps): Route[] {
     summary: "An automation run's summary",
     description:
       "Live runs answer from the run's workflow (a query); ended runs from the `automation_runs` table. " +
-      "Another organization's run is a 404.",
+      "Another organization's run, or for a member another member's, is a 404.",
     tags: TAGS,
     auth: 'authenticated',
     params: RunIdParams,
@@ -247,11 +247,11 @@ export function createRunRoutes(deps: RunDeps): Route[] {
   const listRunsRoute = defineRoute({
     method: 'get',
     path: '/v1/automation-runs',
-    summary: "The caller's organization's automation runs, newest first",
+    summary: "Automation runs, newest first: a member's own, or the organization's for owners and admins",
     description:
       'Read from the `automation_runs` table, which each run workflow keeps current at every status ' +
       'transition (not from Temporal visibility, which is eventually consistent). `?status=queued` lists ' +
-      'runs waiting for a runtime to claim them with their first heartbeat or event.',
+      'runs waiting for a claim (POST /v1/automation-runs/claim).',
     tags: TAGS,
     auth: 'authenticated',
     query: RunListQuery,

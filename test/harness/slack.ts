@@ -10,7 +10,8 @@ import { createSlackConnection } from '../../src/slack/connections';
 import { signSlackRequest } from '../../src/slack/signature';
 import type { Db } from '../../src/app/store/db';
 import type { SecretKeys } from '../../src/app/secrets';
-import type { TestResponse, TestStack } from './stack';
+import { createTestOrg } from './identity';
+import { startTestStack, type TestResponse, type TestStack } from './stack';
 import { waitFor } from './wait';
 
 export interface SlackApiCall {
@@ -222,4 +223,43 @@ export function linkTokenFrom(text: string): string {
   const token = new URL(match[1]!).searchParams.get('token');
   if (!token) throw new Error(`no token in: ${match[1]}`);
   return token;
+}
+
+/**
+ * What the Slack loop tests share: a stack with a worker that calls a fake Slack Web API, an
+ * organization, and a Slack connection of it.
+ */
+export async function startSlackLoop(): Promise<{
+  stack: TestStack;
+  slack: FakeSlack;
+  org: Awaited<ReturnType<typeof createTestOrg>>;
+  connection: TestSlackConnection;
+  stop(): Promise<void>;
+}> {
+  const slack = await startFakeSlack();
+  const stack = await startTestStack({ worker: true, env: { SLACK_API_BASE_URL: slack.url } });
+  const org = await createTestOrg(stack.services.database.db);
+  const connection = await createTestSlackConnection(stack.services.database.db, stack.services.secretKey, org.organizationId);
+  return {
+    stack,
+    slack,
+    org,
+    connection,
+    stop: async () => {
+      await stack.stop();
+      await slack.close();
+    },
+  };
+}
+
+/** Links a fresh Slack user to `member` as a member would: a real slash command, then account-links. */
+export async function linkSlackUser(stack: TestStack, connection: TestSlackConnection, member: { headers: Record<string, string> }): Promise<string> {
+  const slackUserId = newSlackUserId();
+  const command = await postSlashCommand(stack, connection, { user_id: slackUserId });
+  const linked = await stack.request('POST', `/v1/integrations/slack/${connection.connectionId}/account-links`, {
+    headers: member.headers,
+    body: { token: linkTokenFrom(command.json.text) },
+  });
+  if (linked.status !== 201) throw new Error(`linking ${slackUserId} answered ${linked.status}: ${linked.text}`);
+  return slackUserId;
 }

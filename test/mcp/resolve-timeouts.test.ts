@@ -86,7 +86,7 @@ it('a backlog on the main task queue does not make probes wait: resolve runs on 
   const elapsed = Date.now() - started;
   expect(res.status).toBe(200);
   expect(res.json.resolution).toBe('not_found');
-  expect(elapsed).toBeLessThan(5_000);
+  expect(elapsed).toBeLessThan(8_000);
   // The backlog was still being worked off when the probe answered.
   const done = await Promise.all(backlog.map((handle) => handle.describe().then((d) => d.status.name === 'COMPLETED')));
   expect(done.filter(Boolean).length).toBeLessThan(300);

@@ -3,12 +3,10 @@
  * → real Postgres. Ordering, dedupe, terminal, closed runs, read routes, coalescing, Slack-style
  * queued runs.
  */
-import { automationRun } from '../../workflows/runs';
 import fc from 'fast-check';
-import { WorkflowIdReusePolicy } from '@temporalio/client';
-import { runWorkflowId, type RunSummary, type RunWorkflowInput } from '../../src/runs/contract';
+import type { RunSummary } from '../../src/runs/contract';
 import { createTestOrg } from '../harness/identity';
-import { countSignals, event, newRunId, runResult, runsClient, type EventInput } from '../harness/runs';
+import { countSignals, event, newRunId, runResult, runsClient, startQueuedRun, type EventInput } from '../harness/runs';
 import { startTestStack, type TestStack } from '../harness/stack';
 import { waitFor } from '../harness/wait';
 
@@ -183,26 +181,8 @@ describe('automation runs over HTTP', () => {
   });
 
   it('a queued run (as the Slack feature starts it) is listed, claimed, and returns the last assistant text', async () => {
-    const runId = newRunId();
-    const input: RunWorkflowInput = {
-      organizationId: org.organizationId,
-      runId,
-      initialStatus: 'queued',
-      createdAt: Date.now(),
-      settings: { ...stack.config.runs },
-      memberId: org.owner.memberId,
-      input: { text: 'summarize my inbox' },
-    };
-    const handle = await stack.services.temporal.client.workflow.start(automationRun, {
-      workflowId: runWorkflowId(org.organizationId, runId),
-      taskQueue: stack.services.temporal.taskQueue,
-      args: [input],
-      workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
-    });
-    const queued = await waitFor(async () => {
-      const res = await runs.list('?status=queued&limit=500');
-      return res.json.runs.find((r: RunSummary) => r.id === runId);
-    });
+    const { runId, handle } = await startQueuedRun(stack, { organizationId: org.organizationId, memberId: org.owner.memberId, text: 'summarize my inbox' });
+    const queued = (await runs.list('?status=queued&limit=500')).json.runs.find((r: RunSummary) => r.id === runId);
     expect(queued).toMatchObject({ id: runId, status: 'queued', attempt: 0, memberId: org.owner.memberId, startedAt: null });
 
     const claimed = await runs.claim(runId);

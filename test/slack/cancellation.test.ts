@@ -6,38 +6,24 @@
 import type { WorkflowHandle } from '@temporalio/client';
 import { runWorkflowId } from '../../src/runs/contract';
 import { slackEventStateQuery, slackEventWorkflowId, type SlackEventState } from '../../src/slack/contract';
-import { createTestOrg } from '../harness/identity';
 import {
   appMention,
-  createTestSlackConnection,
   eventEnvelope,
-  linkTokenFrom,
+  linkSlackUser,
   newSlackUserId,
   postSlackEvent,
-  postSlashCommand,
-  startFakeSlack,
-  type FakeSlack,
-  type TestSlackConnection,
+  startSlackLoop,
 } from '../harness/slack';
-import { startTestStack, type TestStack } from '../harness/stack';
 import { waitFor } from '../harness/wait';
 
-let stack: TestStack;
-let slack: FakeSlack;
-let org: Awaited<ReturnType<typeof createTestOrg>>;
-let connection: TestSlackConnection;
+let loop: Awaited<ReturnType<typeof startSlackLoop>>;
 beforeAll(async () => {
-  slack = await startFakeSlack();
-  stack = await startTestStack({ worker: true, env: { SLACK_API_BASE_URL: slack.url } });
-  org = await createTestOrg(stack.services.database.db);
-  connection = await createTestSlackConnection(stack.services.database.db, stack.services.secretKey, org.organizationId);
+  loop = await startSlackLoop();
 });
-afterAll(async () => {
-  await stack.stop();
-  await slack.close();
-});
+afterAll(() => loop.stop());
 
 async function mention(slackUserId: string) {
+  const { stack, connection } = loop;
   const envelope = eventEnvelope(connection, appMention(slackUserId, 'cancel me'));
   expect((await postSlackEvent(stack, connection, envelope)).status).toBe(200);
   return stack.services.temporal.client.workflow.getHandle(slackEventWorkflowId(connection.connectionId, envelope.event_id));
@@ -53,15 +39,9 @@ const taskFailures = async (handle: WorkflowHandle) =>
   ((await handle.fetchHistory()).events ?? []).filter((e) => e.workflowTaskFailedEventAttributes).length;
 
 it('cancelling a Slack event with a running run child closes both cancelled and releases the member slot', async () => {
+  const { stack, org, connection } = loop;
   const member = await org.addMember('member');
-  const slackUserId = newSlackUserId();
-  const command = await postSlashCommand(stack, connection, { user_id: slackUserId });
-  const linked = await stack.request('POST', `/v1/integrations/slack/${connection.connectionId}/account-links`, {
-    headers: member.headers,
-    body: { token: linkTokenFrom(command.json.text) },
-  });
-  expect(linked.status).toBe(201);
-  const handle = await mention(slackUserId);
+  const handle = await mention(await linkSlackUser(stack, connection, member));
   const created = await stateOf(handle, 'run_created');
   const child = stack.services.temporal.client.workflow.getHandle(runWorkflowId(org.organizationId, created.runId!));
   // A runtime finds the run in the list once its row exists, then claims it.
@@ -88,7 +68,7 @@ it('cancelling a Slack event that waits for a link clears its pending row', asyn
   await stateOf(handle, 'awaiting_link');
   await handle.cancel();
   expect(await handle.result()).toMatchObject({ status: 'cancelled' });
-  const pending = await stack.services.database.db
+  const pending = await loop.stack.services.database.db
     .selectFrom('slack_pending_invocations')
     .select('event_id')
     .where('workflow_id', '=', handle.workflowId)

@@ -4,38 +4,32 @@
  * the answer is posted to the Slack thread.
  */
 import { slackEventStateQuery, slackEventWorkflowId } from '../../src/slack/contract';
-import { createTestOrg, type TestMember } from '../harness/identity';
+import type { TestMember } from '../harness/identity';
 import {
   appMention,
-  createTestSlackConnection,
   eventEnvelope,
   linkTokenFrom,
   newSlackUserId,
   postSlackEvent,
   postSlashCommand,
-  startFakeSlack,
-  
+  startSlackLoop,
   type FakeSlack,
   type TestSlackConnection,
 } from '../harness/slack';
-import { startTestStack, type TestStack } from '../harness/stack';
+import type { TestStack } from '../harness/stack';
 import { waitFor } from '../harness/wait';
 
+let loop: Awaited<ReturnType<typeof startSlackLoop>>;
 let stack: TestStack;
 let slack: FakeSlack;
-let org: Awaited<ReturnType<typeof createTestOrg>>;
+let org: Awaited<ReturnType<typeof startSlackLoop>>['org'];
 let connection: TestSlackConnection;
 
 beforeAll(async () => {
-  slack = await startFakeSlack();
-  stack = await startTestStack({ worker: true, env: { SLACK_API_BASE_URL: slack.url } });
-  org = await createTestOrg(stack.services.database.db);
-  connection = await createTestSlackConnection(stack.services.database.db, stack.services.secretKey, org.organizationId);
+  loop = await startSlackLoop();
+  ({ stack, slack, org, connection } = loop);
 });
-afterAll(async () => {
-  await stack.stop();
-  await slack.close();
-});
+afterAll(() => loop.stop());
 
 /** Steps 1–4: link through a real slash command, mention the bot, find the queued run. */
 async function mentionAsLinkedMember(member: TestMember, text: string) {

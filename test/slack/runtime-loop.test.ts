@@ -7,30 +7,17 @@
 import { createTestOrg } from '../harness/identity';
 import { closedPort } from '../harness/ports';
 import { spawnDen } from '../harness/process';
-import {
-  appMention,
-  createTestSlackConnection,
-  eventEnvelope,
-  linkTokenFrom,
-  newSlackUserId,
-  postSlackEvent,
-  postSlashCommand,
-  startFakeSlack,
-  type FakeSlack,
-} from '../harness/slack';
-import { startTestStack, type TestStack } from '../harness/stack';
+import { appMention, createTestSlackConnection, eventEnvelope, linkSlackUser, postSlackEvent, startSlackLoop } from '../harness/slack';
+import type { TestStack } from '../harness/stack';
 import { waitFor } from '../harness/wait';
 
+let loop: Awaited<ReturnType<typeof startSlackLoop>>;
 let stack: TestStack;
-let slack: FakeSlack;
 beforeAll(async () => {
-  slack = await startFakeSlack();
-  stack = await startTestStack({ worker: true, env: { SLACK_API_BASE_URL: slack.url } });
+  loop = await startSlackLoop();
+  stack = loop.stack;
 });
-afterAll(async () => {
-  await stack.stop();
-  await slack.close();
-});
+afterAll(() => loop.stop());
 
 function startRuntime(apiKey: string, exec: string) {
   const proc = spawnDen(['runtime', '--exec', exec, '--wait', '2', '--heartbeat-interval', '1', '--grace', '5'], {
@@ -47,13 +34,7 @@ it('a mention in a thread is answered in that thread by `den runtime --exec "tr 
   const connection = await createTestSlackConnection(stack.services.database.db, stack.services.secretKey, org.organizationId);
 
   // Link the member's Slack account through a real slash command.
-  const slackUserId = newSlackUserId();
-  const command = await postSlashCommand(stack, connection, { user_id: slackUserId });
-  const linked = await stack.request('POST', `/v1/integrations/slack/${connection.connectionId}/account-links`, {
-    headers: member.headers,
-    body: { token: linkTokenFrom(command.json.text) },
-  });
-  expect(linked.status).toBe(201);
+  const slackUserId = await linkSlackUser(stack, connection, member);
 
   // A mention inside an existing thread: the answer must go to that thread, not the message's ts.
   const threadTs = `${Math.floor(Date.now() / 1000) - 60}.000100`;
@@ -75,7 +56,7 @@ it('a mention in a thread is answered in that thread by `den runtime --exec "tr 
 
   const runtime = startRuntime(member.apiKey, 'tr a-z A-Z');
   try {
-    const post = await slack.waitForCall('chat.postMessage', (c) => c.body.thread_ts === threadTs, 30_000);
+    const post = await loop.slack.waitForCall('chat.postMessage', (c) => c.body.thread_ts === threadTs, 30_000);
     expect(post.body).toEqual({
       channel: mention.channel,
       thread_ts: threadTs,
@@ -96,18 +77,12 @@ it('reports a failing command as failed, with the tail of its stderr', async () 
   const org = await createTestOrg(stack.services.database.db);
   const member = await org.addMember('member');
   const connection = await createTestSlackConnection(stack.services.database.db, stack.services.secretKey, org.organizationId);
-  const slackUserId = newSlackUserId();
-  const command = await postSlashCommand(stack, connection, { user_id: slackUserId });
-  await stack.request('POST', `/v1/integrations/slack/${connection.connectionId}/account-links`, {
-    headers: member.headers,
-    body: { token: linkTokenFrom(command.json.text) },
-  });
-  const mention = appMention(slackUserId, 'fail please');
+  const mention = appMention(await linkSlackUser(stack, connection, member), 'fail please');
   await postSlackEvent(stack, connection, eventEnvelope(connection, mention));
 
   const runtime = startRuntime(member.apiKey, 'echo "tool crashed" >&2; exit 3');
   try {
-    const post = await slack.waitForCall('chat.postMessage', (c) => c.body.thread_ts === mention.ts, 30_000);
+    const post = await loop.slack.waitForCall('chat.postMessage', (c) => c.body.thread_ts === mention.ts, 30_000);
     expect(post.body.text).toBe('The run failed (tool crashed).');
   } finally {
     runtime.child.kill('SIGINT');
