@@ -1,8 +1,17 @@
+import { ApplicationFailure } from '@temporalio/common';
+import { PERSIST_REJECTED } from '../src/runs/contract';
 import { persistRun, type PersistRunInput } from '../src/runs/store';
 import type { ActivityDeps } from './deps';
 
 /** Postgres foreign_key_violation: the organization was deleted while its run was live. */
 const FOREIGN_KEY_VIOLATION = '23503';
+
+/**
+ * SQLSTATE classes no retry can change: 22 data exception, 23 integrity constraint violation.
+ * Everything else (a read-only failover 25006, a revoked privilege 42501, a full disk 53100,
+ * a lost connection) is worth retrying until Postgres takes the write again.
+ */
+const isPermanent = (code: unknown) => typeof code === 'string' && /^(22|23)/.test(code);
 
 export function createRunActivities(deps: ActivityDeps) {
   return {
@@ -16,9 +25,14 @@ export function createRunActivities(deps: ActivityDeps) {
         const { inserted } = await persistRun(deps.db, input);
         return { inserted, organizationGone: false };
       } catch (error) {
-        if ((error as { code?: unknown }).code === FOREIGN_KEY_VIOLATION) {
+        const code = (error as { code?: unknown }).code;
+        if (code === FOREIGN_KEY_VIOLATION) {
           deps.log.warn({ organizationId: input.organizationId, runId: input.runId }, 'run of a deleted organization: not persisted');
           return { inserted: 0, organizationGone: true };
+        }
+        if (isPermanent(code)) {
+          deps.log.error({ organizationId: input.organizationId, runId: input.runId, code, err: error }, 'Postgres rejected a run batch permanently');
+          throw ApplicationFailure.nonRetryable(`Postgres rejected the batch (SQLSTATE ${String(code)})`, PERSIST_REJECTED);
         }
         throw error;
       }

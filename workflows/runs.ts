@@ -12,6 +12,7 @@
  *   keeps the `automation_runs` row and the search attributes current at every transition.
  */
 import {
+  ActivityFailure,
   ApplicationFailure,
   CancellationScope,
   allHandlersFinished,
@@ -19,6 +20,7 @@ import {
   condition,
   continueAsNew,
   log,
+  proxyActivities,
   proxyLocalActivities,
   setHandler,
   upsertSearchAttributes,
@@ -27,6 +29,7 @@ import {
 } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import {
+  PERSIST_REJECTED,
   claimRunUpdate,
   runEventSignal,
   runHeartbeatSignal,
@@ -50,17 +53,53 @@ import {
   outboxBatch,
   summarize,
   tick,
+  unpersistedOf,
   type RunState,
 } from '../src/runs/state';
 
 // A local activity: the write is a few milliseconds of Postgres, and a local activity costs one
 // marker in the history instead of three events, an extra workflow task and a task-queue round
-// trip per batch. Retries until Postgres takes the write: an acked event must reach the log,
-// however long Postgres is down.
-const { persistRunState } = proxyLocalActivities<Activities>({
+// trip per batch. Bounded (10 s), because a local activity's retries keep the workflow task busy
+// and grow the history: when Postgres refuses writes for longer, the same write goes to a
+// regular activity, whose retries the server keeps without a history event each. Retried
+// until Postgres takes it: an acked event must reach the log, however long Postgres refuses.
+const local = proxyLocalActivities<Activities>({
   startToCloseTimeout: '30s',
-  retry: { initialInterval: '250ms', backoffCoefficient: 2, maximumInterval: '10s' },
+  scheduleToCloseTimeout: '10s',
+  // Retries more than a second apart wait on a timer, not inside the workflow task, so the run
+  // still answers queries (the API asks how much is unpersisted) while Postgres refuses writes.
+  localRetryThreshold: '1s',
+  retry: { initialInterval: '250ms', backoffCoefficient: 2, maximumInterval: '10s', nonRetryableErrorTypes: [PERSIST_REJECTED] },
 });
+const regular = proxyActivities<Activities>({
+  startToCloseTimeout: '30s',
+  retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '1m', nonRetryableErrorTypes: [PERSIST_REJECTED] },
+});
+
+type PersistInput = Parameters<Activities['persistRunState']>[0];
+
+/** `rejected`: Postgres will never take this batch (a data or constraint error); it is skipped. */
+async function persistRunState(input: PersistInput): Promise<'persisted' | 'rejected'> {
+  try {
+    await local.persistRunState(input);
+    return 'persisted';
+  } catch (error) {
+    if (isCancellation(error) || isRejected(error)) return settle(error);
+    try {
+      await regular.persistRunState(input);
+      return 'persisted';
+    } catch (fallbackError) {
+      return settle(fallbackError);
+    }
+  }
+}
+
+const isRejected = (error: unknown) => error instanceof ActivityFailure && error.cause instanceof ApplicationFailure && error.cause.type === PERSIST_REJECTED;
+
+function settle(error: unknown): 'rejected' {
+  if (isRejected(error)) return 'rejected';
+  throw error;
+}
 
 export async function automationRun(input: RunWorkflowInput): Promise<RunSummary> {
   const { settings } = input;
@@ -73,7 +112,7 @@ export async function automationRun(input: RunWorkflowInput): Promise<RunSummary
   setHandler(runHeartbeatSignal, (heartbeat) => {
     state = applyHeartbeat(state, heartbeat, Date.now(), settings);
   });
-  setHandler(runSummaryQuery, () => summarize(state));
+  setHandler(runSummaryQuery, () => ({ ...summarize(state), unpersisted: unpersistedOf(state) }));
   let syncedTransitions = -1;
   // Of two concurrent claims exactly one passes the validator; the other is refused before it
   // reaches the history. The winner is answered once the row shows the claim, so a report sent
@@ -100,6 +139,7 @@ export async function automationRun(input: RunWorkflowInput): Promise<RunSummary
   let reportedStatus: string | undefined = input.carried ? state.status : undefined;
   // Exported by the worker's SDK runtime (WORKER_METRICS_PORT); the SDK skips it on replay.
   const transitionsCounter = metricMeter.createCounter('den_run_status_transitions_total', 'transitions', 'Run status transitions.');
+  const rejectedCounter = metricMeter.createCounter('den_run_events_rejected_total', 'events', 'Run events Postgres rejected permanently.');
   const needsSync = () => state.outbox.length > 0 || state.transitions !== syncedTransitions;
 
   const syncOnce = async () => {
@@ -123,13 +163,18 @@ export async function automationRun(input: RunWorkflowInput): Promise<RunSummary
     // The row does not need the last assistant text (it can be large and would be written on
     // every sync); the workflow result and the query carry it.
     const summary = { ...summarize(state), lastAssistantText: undefined, leaseTimeoutMs: settings.leaseTimeoutMs };
-    await persistRunState({
+    const persisted = await persistRunState({
       organizationId: state.organizationId,
       runId: state.runId,
       version: state.syncVersion,
       summary,
       events,
     });
+    if (persisted === 'rejected') {
+      // Set apart, loudly: the worker logged the SQLSTATE; the metric counts the events.
+      rejectedCounter.add(events.length);
+      log.error('run batch rejected by Postgres', { runId: state.runId, events: events.length });
+    }
     // The outbox only grows at its end meanwhile, so its first `events.length` are these.
     state = commitOutbox(state, events.length);
     syncedTransitions = transitions;

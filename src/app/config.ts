@@ -116,6 +116,9 @@ export const envSchema = z.object({
   RUN_CLAIM_DEADLINE: duration('10m'),
   RUN_CONTINUE_AS_NEW_EVENTS: int(2000, 10),
   RUN_EVENT_BUFFER_MAX: int(1000, 1),
+  // Applied events a run may hold unpersisted (Postgres refusing its writes) before the API
+  // answers 503 for it, so senders retry instead of piling acked work into its history.
+  RUN_UNPERSISTED_MAX_EVENTS: int(1000, 1),
 
   // Slack.
   SLACK_API_BASE_URL: z.string().url().default('https://slack.com/api'),
@@ -220,6 +223,7 @@ export const configSchema = envSchema
     },
     bench: { disableEnqueue: e.BENCH_DISABLE_ENQUEUE },
     runtimeClient: { apiUrl: e.DEN_API_URL, apiKey: e.DEN_API_KEY },
+    runAdmission: { unpersistedMaxEvents: e.RUN_UNPERSISTED_MAX_EVENTS },
   }));
 
 export type Config = z.output<typeof configSchema>;

@@ -10,7 +10,7 @@ import { errors } from '../app/errors';
 import { isAdmin, type Principal } from '../app/http/auth';
 import { temporalCall } from '../app/temporal/client';
 import { CLAIM_REFUSALS, claimRunUpdate, runWorkflowId, type RunClaim } from './contract';
-import type { RunDeps } from './report';
+import type { RunDeps } from './deps';
 import { holdClaimCandidate, releaseClaimHold } from './store';
 
 /**

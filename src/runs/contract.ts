@@ -124,6 +124,8 @@ export interface RunSummary {
   claimRequired?: boolean;
   /** The run's own lease (its settings), in the row: the API coalesces its heartbeats by it. */
   leaseTimeoutMs?: number;
+  /** Applied events not yet in Postgres (the query's answer; the API refuses new events past a bound). */
+  unpersisted?: { events: number; bytes: number };
 }
 
 export interface RunIgnoredCounts {
@@ -148,6 +150,9 @@ export interface RunClaim {
   attempt: number;
   leaseExpiresAt: number;
 }
+
+/** Failure type of a run batch Postgres will never take (a data or constraint error): set apart, not retried. */
+export const PERSIST_REJECTED = 'PersistRejected';
 
 /** ApplicationFailure types of a refused claim (the validator's answer), mapped to 409 bodies. */
 export const CLAIM_REFUSALS = ['already_claimed', 'run_closed'] as const;

@@ -10,13 +10,8 @@
  *   writes before it completes, keeps refusing after that. Either way: 409 run_closed.
  * - Temporal unreachable or too slow → 503 (the ingress gateway), never an ack.
  */
-import type { Config } from '../app/config';
 import { AppError, errors } from '../app/errors';
 import type { Principal } from '../app/http/auth';
-import type { IngressGateway } from '../app/ingress';
-import type { Metrics } from '../app/metrics';
-import type { Db } from '../app/store/db';
-import type { TemporalClientHandle } from '../app/temporal/client';
 import { automationRun } from '../../workflows/runs';
 import {
   isClosedRunStatus,
@@ -28,18 +23,11 @@ import {
   type RunWorkflowInput,
 } from './contract';
 import { canSee } from './visibility';
+import type { BacklogGate } from './backlog';
+import type { RunDeps } from './deps';
 import { outlivedMs, reconcileRun } from './reconcile';
 import { findRun, type RunRow } from './store';
 
-/** What the run routes use, passed in by the composition root (src/app/compose.ts). */
-export interface RunDeps {
-  config: Config;
-  db: Db;
-  temporal: TemporalClientHandle;
-  ingress: IngressGateway;
-  metrics: Metrics;
-  now: () => number;
-}
 
 export type RunReport = { kind: 'event'; event: RunEventReport } | { kind: 'heartbeat'; heartbeat: RunHeartbeat };
 
@@ -48,7 +36,13 @@ export type ReportOutcome =
   | { result: 'enqueued' | 'not_enqueued'; leaseTimeoutMs: number }
   | { result: 'closed'; status: string };
 
-export async function deliverReport(deps: RunDeps, principal: Principal, runId: string, report: RunReport): Promise<ReportOutcome> {
+export async function deliverReport(
+  deps: RunDeps,
+  principal: Principal,
+  runId: string,
+  report: RunReport,
+  backlog: BacklogGate,
+): Promise<ReportOutcome> {
   const { config, ingress } = deps;
   const row = await readRow(deps, principal.organizationId, runId, report);
   // Another member's run does not exist for this caller (never 403: that would say it does).
@@ -61,6 +55,8 @@ export async function deliverReport(deps: RunDeps, principal: Principal, runId: 
     if (status !== undefined && isClosedRunStatus(status)) return { result: 'closed', status };
   }
   if (row?.summary.claimRequired) refuseUnclaimedAttempt(row, reportAttempt(report));
+  // Events carry data the run must keep until Postgres takes it; heartbeats carry none.
+  if (report.kind === 'event') await backlog.admit(principal.organizationId, runId, row);
 
   const input: RunWorkflowInput = {
     organizationId: principal.organizationId,

@@ -12,8 +12,10 @@ import { isClosedRunStatus, runSummaryQuery, runWorkflowId, type RunClaim, type 
 import { claimNext, claimRun } from './claim';
 import { canSee } from './visibility';
 import { reconcileRun } from './reconcile';
+import { BacklogGate } from './backlog';
 import { HeartbeatCoalescer } from './heartbeat-coalescer';
-import { deliverReport, isSameCompletion, type RunDeps, type RunReport } from './report';
+import type { RunDeps } from './deps';
+import { deliverReport, isSameCompletion, type RunReport } from './report';
 import {
   EVENT_BODY_LIMIT_BYTES,
   HEARTBEAT_BODY_LIMIT_BYTES,
@@ -57,6 +59,7 @@ export function createRunRoutes(deps: RunDeps): Route[] {
   // Heartbeats are coalesced per process: at most one forwarded per (run, attempt) per window,
   // a quarter of the run's own lease (learned from its row when a heartbeat is forwarded).
   const coalescer = new HeartbeatCoalescer(HeartbeatCoalescer.windowFor(config.runs.leaseTimeoutMs));
+  const backlog = new BacklogGate(deps);
 
   const postEvent = defineRoute({
     method: 'post',
@@ -76,7 +79,7 @@ export function createRunRoutes(deps: RunDeps): Route[] {
     handler: async ({ params, body, principal }) => {
       const event = { ...body, receivedAt: now() };
       const runReport: RunReport = { kind: 'event', event };
-      const outcome = await deliverReport(deps, principal, params.id, runReport);
+      const outcome = await deliverReport(deps, principal, params.id, runReport, backlog);
       if (outcome.result === 'closed') {
         if (!isSameCompletion(runReport, outcome.status)) throw runClosed(outcome.status);
         return { status: 200, body: { ok: true }, outcome: { outcome: 'duplicate', reason: 'same_completion' } };
@@ -109,10 +112,7 @@ export function createRunRoutes(deps: RunDeps): Route[] {
       }
       let outcome;
       try {
-        outcome = await deliverReport(deps, principal, params.id, {
-          kind: 'heartbeat',
-          heartbeat: { attempt: body.attempt, receivedAt: at },
-        });
+        outcome = await deliverReport(deps, principal, params.id, { kind: 'heartbeat', heartbeat: { attempt: body.attempt, receivedAt: at } }, backlog);
       } catch (error) {
         // Nothing was recorded: the next heartbeat must be forwarded, not coalesced.
         coalescer.release(key, at);

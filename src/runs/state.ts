@@ -457,3 +457,8 @@ export function summarize(state: RunState): RunSummary {
     ...(state.claimRequired ? { claimRequired: true } : {}),
   };
 }
+
+/** Applied events not yet in Postgres: the live query reports it, so the API can refuse more. */
+export function unpersistedOf(state: RunState): { events: number; bytes: number } {
+  return { events: state.outbox.length, bytes: state.outbox.reduce((sum, event) => sum + payloadBytes(event), 0) };
+}

@@ -78,18 +78,20 @@ export interface RunRow {
   status: RunStatus;
   attempt: number;
   memberId: string | null;
+  /** When the run's workflow last wrote the row (every persisted batch and transition). */
+  updatedAt: Date;
   summary: RunSummary;
 }
 
 export async function findRun(db: Db, organizationId: string, runId: string): Promise<RunRow | undefined> {
   const row = await db
     .selectFrom('automation_runs')
-    .select(['status', 'attempt', 'member_id', 'summary'])
+    .select(['status', 'attempt', 'member_id', 'updated_at', 'summary'])
     .where('organization_id', '=', organizationId)
     .where('run_id', '=', runId)
     .executeTakeFirst();
   return row
-    ? { status: row.status as RunStatus, attempt: row.attempt, memberId: row.member_id, summary: row.summary as RunSummary }
+    ? { status: row.status as RunStatus, attempt: row.attempt, memberId: row.member_id, updatedAt: row.updated_at, summary: row.summary as RunSummary }
     : undefined;
 }
 
