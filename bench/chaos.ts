@@ -3,7 +3,9 @@
  *
  *   1. kill -9 the Temporal dev server for 10 s, then restart it;
  *   2. kill -9 the worker, then restart it;
- *   3. stop Postgres for 5 s, then start it.
+ *   3. stop Postgres for 5 s, then start it;
+ *   4. Postgres read-only for 30 s (it answers reads and refuses writes, as after a failover);
+ *   5. an operator cancels 10 live runs (as the Web UI does).
  *
  * Asserts: while a dependency is down, requests that need it get 503 (never 2xx) and /ready is
  * 503; the API recovers without being restarted; every acked request is durable afterwards;
@@ -17,6 +19,7 @@ import { signSlackRequest } from '../src/slack/signature';
 import { githubDeliveryWorkflowId } from '../src/github/contract';
 import { runWorkflowId } from '../src/runs/contract';
 import { slackEventWorkflowId } from '../src/slack/contract';
+import { sql } from 'kysely';
 import { createTestOrg } from '../test/harness/identity';
 import { findMissing } from './lib/load';
 import { waitFor } from '../test/harness/wait';
@@ -182,6 +185,67 @@ async function main(): Promise<number> {
       rows.push(`| stop Postgres 5 s | ${during.length} (+${github.length} GitHub) | ${counts(during)} (GitHub: ${counts(github)}) | /ready ${ready} | ${(recoverMs / 1000).toFixed(1)} s from restart to the first ack |`);
     }
 
+    // 4. Postgres read-only for 30 s: reads answer, writes are refused (SQLSTATE 25006), as after
+    //    a failover to a replica. Acks continue (Temporal holds the work); every acked run event
+    //    must reach Postgres once writes work again.
+    let readOnlyRuns: Sent[] = [];
+    {
+      const setReadOnly = async (on: boolean) => {
+        await sql.raw(on ? 'ALTER SYSTEM SET default_transaction_read_only = on' : 'ALTER SYSTEM RESET default_transaction_read_only').execute(stack.database.db);
+        await sql`SELECT pg_reload_conf()`.execute(stack.database.db);
+      };
+      await setReadOnly(true);
+      const downAt = Date.now();
+      await new Promise((r) => setTimeout(r, 30_000));
+      const restoreAt = Date.now();
+      await setReadOnly(false);
+      const during = window(downAt, restoreAt, ['slack', 'github', 'run']);
+      readOnlyRuns = during.filter((s) => s.kind === 'run' && s.status >= 200 && s.status < 300);
+      if (during.length === 0) problems.push('postgres read-only: no requests were sent during the fault');
+      const persistedAfterMs = await (async () => {
+        const started = Date.now();
+        await waitFor(async () => {
+          for (const run of readOnlyRuns) {
+            const res = await fetch(`${api}/v1/automation-runs/${run.id}/events`, { headers: { 'x-api-key': org.owner.apiKey } });
+            if (res.status !== 200 || ((await res.json()) as { events: unknown[] }).events.length === 0) return false;
+          }
+          return true;
+        }, 90_000, { intervalMs: 1000 });
+        return Date.now() - started;
+      })().catch(() => {
+        problems.push('postgres read-only: acked run events did not reach Postgres within 90 s of writes returning');
+        return NaN;
+      });
+      rows.push(`| Postgres read-only 30 s | ${during.length} | ${counts(during)} | reads answer, writes refused | ${(persistedAfterMs / 1000).toFixed(1)} s until every acked run event was persisted |`);
+    }
+
+    // 5. An operator cancels 10 live runs, as the Web UI does: each closes `cancelled` with its
+    //    row, and no workflow task fails.
+    {
+      const live = Array.from({ length: 10 }, () => `chaos-cancel-${randomUUID()}`);
+      for (const id of live) {
+        await fetch(`${api}/v1/automation-runs/${id}/events`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'x-api-key': org.owner.apiKey },
+          body: JSON.stringify({ attempt: 1, sequence: 1, type: 'user', payload: { text: 'cancel me' }, createdAt: Date.now() }),
+        });
+      }
+      const cancelAt = Date.now();
+      await Promise.all(live.map((id) => stack.temporal.client.workflow.getHandle(runWorkflowId(org.organizationId, id)).cancel()));
+      const closed = await Promise.all(
+        live.map(async (id) => {
+          const handle = stack.temporal.client.workflow.getHandle(runWorkflowId(org.organizationId, id));
+          const result = (await Promise.race([handle.result(), new Promise((r) => setTimeout(() => r(undefined), 30_000))])) as { status?: string } | undefined;
+          const failures = ((await handle.fetchHistory()).events ?? []).filter((e) => e.workflowTaskFailedEventAttributes).length;
+          const row = await fetch(`${api}/v1/automation-runs/${id}`, { headers: { 'x-api-key': org.owner.apiKey } }).then((r) => r.json() as Promise<{ status?: string }>);
+          return result?.status === 'cancelled' && row.status === 'cancelled' && failures === 0;
+        }),
+      );
+      const stuck = closed.filter((ok) => !ok).length;
+      if (stuck > 0) problems.push(`operator cancel: ${stuck} of 10 runs did not close cancelled cleanly`);
+      rows.push(`| operator cancels 10 live runs | 10 | cancelled×${10 - stuck}${stuck ? ` stuck×${stuck}` : ''} | — | ${((Date.now() - cancelAt) / 1000).toFixed(1)} s until all closed, rows cancelled, 0 workflow-task failures |`);
+    }
+
     loading = false;
     await Promise.all(loops);
 
@@ -214,7 +278,7 @@ async function main(): Promise<number> {
 
     console.log('\n| fault | requests during | statuses | readiness | recovery |\n|---|---|---|---|---|');
     for (const row of rows) console.log(row);
-    console.log(`\nrequests sent: ${sent.length}, acked: ${acked.length}, acked-but-lost: ${missing.length}`);
+    console.log(`\nrequests sent: ${sent.length}, acked: ${acked.length}, acked-but-lost: ${missing.length}; run events acked while Postgres was read-only: ${readOnlyRuns.length}`);
     console.log(`API restarted: ${stack.api.pid !== apiPid ? 'yes' : 'no'}; in-flight runs' lease timers fired: ${leaseFired ? 'yes' : 'no'}`);
     for (const problem of problems) console.log(`FAIL: ${problem}`);
     return problems.length === 0 ? 0 : 1;

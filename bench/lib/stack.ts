@@ -128,6 +128,8 @@ export async function startBenchStack(
     SECRET_KEY: randomBytes(32).toString('hex'),
     GITHUB_WEBHOOK_SECRET: secrets.github,
     SLACK_API_BASE_URL: 'http://127.0.0.1:9/api',
+    // Production requires it (connect links); nothing opens them in a bench.
+    APP_BASE_URL: 'http://127.0.0.1:8080',
     DATABASE_POOL_MAX: '20',
   };
 
@@ -137,7 +139,7 @@ export async function startBenchStack(
   let apiNoEnqueue: ServiceProcess | undefined;
   if (options.withNoEnqueueApi) {
     const port = await freePort();
-    apiNoEnqueue = new ServiceProcess('api-no-enqueue', 'src/bin/serve.ts', { ...env, ...options.apiEnv, PORT: String(port), BENCH_DISABLE_ENQUEUE: 'true' }, `http://127.0.0.1:${port}`);
+    apiNoEnqueue = new ServiceProcess('api-no-enqueue', 'src/bin/serve.ts', { ...env, ...options.apiEnv, PORT: String(port), BENCH_DISABLE_ENQUEUE: 'true', NODE_ENV: 'development' }, `http://127.0.0.1:${port}`);
   }
   for (const proc of [worker, api, apiNoEnqueue]) proc?.start();
   await Promise.all([api.ready(), apiNoEnqueue?.ready()]);
