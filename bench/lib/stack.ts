@@ -142,17 +142,28 @@ export async function startBenchStack(
     apiNoEnqueue = new ServiceProcess('api-no-enqueue', 'src/bin/serve.ts', { ...env, ...options.apiEnv, PORT: String(port), BENCH_DISABLE_ENQUEUE: 'true', NODE_ENV: 'development' }, `http://127.0.0.1:${port}`);
   }
   for (const proc of [worker, api, apiNoEnqueue]) proc?.start();
-  await Promise.all([api.ready(), apiNoEnqueue?.ready()]);
-  // The worker is ready when it has completed a workflow (it bundles the workflows first).
-  await waitFor(async () => {
-    await temporal.client.workflow.execute(ping, {
-      taskQueue: 'bench',
-      workflowId: `ping/bench-ready-${randomBytes(6).toString('hex')}`,
-      args: ['ready'],
-      workflowExecutionTimeout: '5s',
-    });
-    return true;
-  }, 120_000, { intervalMs: 500 });
+  try {
+    await Promise.all([api.ready(), apiNoEnqueue?.ready()]);
+    // The worker is ready when it has completed a workflow (it bundles the workflows first).
+    await waitFor(async () => {
+      await temporal.client.workflow.execute(ping, {
+        taskQueue: 'bench',
+        workflowId: `ping/bench-ready-${randomBytes(6).toString('hex')}`,
+        args: ['ready'],
+        workflowExecutionTimeout: '5s',
+      });
+      return true;
+    }, 120_000, { intervalMs: 500 });
+  } catch (error) {
+    // A stack that never came up leaves nothing running behind it (what it printed helps most).
+    console.error(`api output (tail):\n${api.output.slice(-2000)}`);
+    for (const proc of [worker, api, apiNoEnqueue]) await proc?.kill('SIGKILL').catch(() => undefined);
+    await temporal.close().catch(() => undefined);
+    await database.close().catch(() => undefined);
+    await temporalServer.stop().catch(() => undefined);
+    await postgres.stop().catch(() => undefined);
+    throw error;
+  }
 
   const stack: BenchStack = {
     dataDir,
