@@ -26,10 +26,12 @@ import {
   upsertSearchAttributes,
   workflowInfo,
   metricMeter,
+  patched,
 } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import {
   PERSIST_REJECTED,
+  RUN_CLAIMS_PATCH,
   claimRunUpdate,
   runEventSignal,
   runHeartbeatSignal,
@@ -103,7 +105,9 @@ function settle(error: unknown): 'rejected' {
 
 export async function automationRun(input: RunWorkflowInput): Promise<RunSummary> {
   const { settings } = input;
-  let state: RunState = initialState(input, Date.now(), settings);
+  // Runs started before claims existed (queued runs claimed by their first report) keep that rule.
+  const claims = input.carried !== undefined || input.initialStatus === 'running' ? true : patched(RUN_CLAIMS_PATCH);
+  let state: RunState = initialState(input, Date.now(), settings, claims);
 
   // Handlers first, so the signal that came with signalWithStart is applied before anything else.
   setHandler(runEventSignal, (event) => {

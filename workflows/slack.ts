@@ -15,6 +15,7 @@ import {
   condition,
   executeChild,
   isCancellation,
+  patched,
   proxyActivities,
   setHandler,
   upsertSearchAttributes,
@@ -25,7 +26,7 @@ import type { Activities } from '../activities';
 import { automationRun } from './runs';
 import { limitText, runReplyText } from '../src/slack/texts';
 import { runWorkflowId, type RunSummary, type RunWorkflowInput } from '../src/runs/contract';
-import { slackSearchAttributes, slackAccountLinkedSignal, slackEventStateQuery, type SlackAccountLinked, type SlackEventInput, type SlackEventState, type SlackEventStatus } from '../src/slack/contract';
+import { LINK_DECISION_PATCH, slackSearchAttributes, slackAccountLinkedSignal, slackEventStateQuery, type SlackAccountLinked, type SlackEventInput, type SlackEventState, type SlackEventStatus } from '../src/slack/contract';
 
 /** Postgres work: retried until it succeeds (Postgres outages must not lose an invocation). */
 const records = proxyActivities<Activities>({
@@ -98,13 +99,13 @@ async function handle(
     cleanup.pendingLink = true;
     setStatus('awaiting_link');
     await bestEffort(() => slackApi.slackPostConnectPrompt({ ...thread, waitMs: settings.linkWaitMs }));
-    await condition(() => recordedLink() !== undefined, settings.linkWaitMs);
+    const gotLink = await condition(() => recordedLink() !== undefined, settings.linkWaitMs);
     await records.slackClearPending({ connectionId, eventId });
     cleanup.pendingLink = false;
     // Decide on whether a link was recorded, not on how the wait ended: a link that lands in the
     // timer's activation, or while the pending row is being cleared, still routes the invocation.
     const link = recordedLink();
-    if (!link) {
+    if (!link || (!gotLink && !patched(LINK_DECISION_PATCH))) {
       setStatus('link_expired');
       return state;
     }

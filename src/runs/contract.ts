@@ -151,6 +151,12 @@ export interface RunClaim {
   leaseExpiresAt: number;
 }
 
+/**
+ * Workflow patch ids (`patched()`): behaviour added while runs were live, so histories recorded
+ * before it replay the way they ran. See docs/architecture.md, "Changing a workflow".
+ */
+export const RUN_CLAIMS_PATCH = 'run-claims';
+
 /** Failure type of a run batch Postgres will never take (a data or constraint error): set apart, not retried. */
 export const PERSIST_REJECTED = 'PersistRejected';
 

@@ -83,7 +83,11 @@ export const isClosed = (state: RunState): boolean => isClosedRunStatus(state.st
 const zeroIgnored = (): RunIgnoredCounts => ({ duplicate: 0, stale: 0, rejected: 0, overflow: 0, afterClose: 0 });
 
 /** The state a run starts with, or the compact state carried through continue-as-new. */
-export function initialState(input: RunStateInput, now: number, settings: RunSettings): RunState {
+/**
+ * `claims`: whether a queued run takes attempts only from claims. The workflow passes
+ * `patched(RUN_CLAIMS_PATCH)`, so runs started before claims existed replay as they ran.
+ */
+export function initialState(input: RunStateInput, now: number, settings: RunSettings, claims = true): RunState {
   if (isRunState(input.carried)) return { ...input.carried, signalsThisExecution: 0 };
   const running = input.initialStatus === 'running';
   return {
@@ -113,7 +117,7 @@ export function initialState(input: RunStateInput, now: number, settings: RunSet
     ...(input.memberId !== undefined ? { memberId: input.memberId } : {}),
     ...(input.origin !== undefined ? { origin: input.origin } : {}),
     ...(input.input !== undefined ? { input: input.input } : {}),
-    ...(running ? {} : { claimRequired: true }),
+    ...(running || !claims ? {} : { claimRequired: true }),
   };
 }
 

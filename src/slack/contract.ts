@@ -13,6 +13,12 @@ export const slackSearchAttributes = {
   SlackEventStatus: defineSearchAttributeKey('SlackEventStatus', 'KEYWORD'),
 } as const;
 
+/**
+ * Workflow patch id (`patched()`): the link decision reads the recorded link rather than how the
+ * wait ended; events waiting for a link before this replay the way they ran.
+ */
+export const LINK_DECISION_PATCH = 'link-decision-reads-link';
+
 export function slackEventWorkflowId(connectionId: string, eventId: string): string {
   return `slack-event/${connectionId}/${eventId}`;
 }
