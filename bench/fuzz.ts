@@ -1,5 +1,6 @@
 /**
- * `npm run fuzz [-- --runs N --seed S]`: the large bad-input campaign against a real API process.
+ * `npm run fuzz [-- --runs N --seed S | --long]`: the large bad-input campaign against a real API
+ * process. `--long` sends at least 100,000 inputs (spread evenly over every route).
  * Exits non-zero if any input gets a 5xx (other than a dependency 503), crashes the process, or
  * leaves its memory above baseline.
  */
@@ -11,8 +12,9 @@ import { waitFor } from '../test/harness/wait';
 import { startBenchStack } from './lib/stack';
 
 async function main(): Promise<number> {
-  const { values } = parseArgs({ options: { runs: { type: 'string', default: '2000' }, seed: { type: 'string' } } });
-  const runsPerRoute = Number(values.runs);
+  const { values } = parseArgs({ options: { runs: { type: 'string', default: '2000' }, seed: { type: 'string' }, long: { type: 'boolean', default: false } } });
+  // --long: 100,000 inputs over the routes the server's OpenAPI document lists (about 26).
+  const runsPerRoute = values.long ? 4_000 : Number(values.runs);
   const stack = await startBenchStack();
   try {
     const org = await createTestOrg(stack.database.db);

@@ -140,6 +140,37 @@ const slackish = (team: string, app: string) =>
     })
     .map((v) => JSON.stringify(v));
 
+/**
+ * Slash-command forms, signed for the real installation half the time (like the events route),
+ * so mutated fields reach the form parser, the ssl_check and the team/app checks.
+ */
+const slashCommandish = (team: string, app: string) => {
+  const fields = {
+    token: fc.string(),
+    team_id: fc.oneof({ weight: 3, arbitrary: fc.constant(team) }, fc.string(), fc.constant('')),
+    api_app_id: fc.oneof({ weight: 3, arbitrary: fc.constant(app) }, fc.string(), fc.constant('')),
+    user_id: fc.oneof({ weight: 3, arbitrary: fc.constant('U0FUZZ01') }, fc.string(), fc.constant('')),
+    command: fc.oneof(fc.constant('/den'), fc.string()),
+    text: fc.string(),
+    channel_id: fc.string(),
+    response_url: fc.string(),
+    trigger_id: fc.string(),
+    ssl_check: fc.constantFrom('1', '0', 'x', ''),
+  };
+  const encode = (record: Record<string, string>) => new URLSearchParams(Object.entries(record)).toString();
+  // Mostly well-formed commands of the real installation (mutated field by field), some sparse.
+  const form = fc.oneof(
+    { weight: 3, arbitrary: fc.record(fields, { requiredKeys: ['team_id', 'api_app_id', 'user_id', 'command'] }).map(encode) },
+    { weight: 1, arbitrary: fc.record(fields, { requiredKeys: [] }).map(encode) },
+  );
+  return fc.oneof(
+    { weight: 4, arbitrary: form },
+    // Repeated fields, broken percent-encoding, stray separators.
+    { weight: 1, arbitrary: fc.tuple(form, form).map(([a, b]) => `${a}&${b}`) },
+    { weight: 1, arbitrary: fc.tuple(form, fc.constantFrom('%', '%E0%A4%A', '&&&', '=', '%00', '+%2B')).map(([a, junk]) => `${a}${junk}`) },
+  );
+};
+
 const githubish = fc
   .record({
     action: fc.constantFrom('deleted', 'removed', 'renamed', 'opened', 'x'),
@@ -153,7 +184,9 @@ const githubish = fc
 /** Bodies for a route: provider-shaped ones weigh more on that provider's route. */
 const bodiesFor = (template: string, team = 'T1', app = 'A1'): fc.Arbitrary<Buffer> => {
   const provider = SLACK_PATH.test(template)
-    ? slackish(team, app)
+    ? template.endsWith('/commands')
+      ? slashCommandish(team, app)
+      : slackish(team, app)
     : GITHUB_PATH.test(template)
       ? githubish
       : undefined;
