@@ -29,6 +29,8 @@ export interface CampaignOptions {
   credentials: Credentials;
   signers?: Signers;
   runsPerRoute: number;
+  /** Instead of runsPerRoute: at least this many inputs in all, spread evenly over the routes. */
+  totalInputs?: number;
   seed?: number;
   /** Adds one 10 MB body per route. */
   hugeBodies: boolean;
@@ -278,7 +280,9 @@ export async function fuzzableRoutes(port: number): Promise<FuzzRoute[]> {
 export async function runCampaign(options: CampaignOptions): Promise<{ tallies: RouteTally[]; violations: Violation[] }> {
   const tallies: RouteTally[] = [];
   const violations: Violation[] = [];
-  for (const route of await fuzzableRoutes(options.port)) {
+  const routes = await fuzzableRoutes(options.port);
+  const runsPerRoute = options.totalInputs ? Math.ceil(options.totalInputs / routes.length) : options.runsPerRoute;
+  for (const route of routes) {
     const tally: RouteTally = { route: `${route.method.toUpperCase()} ${route.path}`, inputs: 0, statuses: {} };
     tallies.push(tally);
     const auths: Auth[] = NO_VALID_CREDENTIALS.has(route.path)
@@ -337,7 +341,7 @@ export async function runCampaign(options: CampaignOptions): Promise<{ tallies: 
         async (template, values, auth, contentType, extra, body, sign) =>
           send(concretePath(template, sign ? [realConnection] : values), auth, extra, contentType, body, sign),
       ),
-      { numRuns: options.runsPerRoute, seed: options.seed, endOnFailure: true },
+      { numRuns: runsPerRoute, seed: options.seed, endOnFailure: true },
     ).catch(() => undefined); // violations are collected above, with the request that caused them
 
     if (options.hugeBodies) {
