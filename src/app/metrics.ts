@@ -5,8 +5,6 @@
  */
 import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
-export type IngressOutcome = 'enqueued' | 'duplicate' | 'ineligible' | 'rejected' | 'acknowledged';
-
 export function createMetrics(options: { defaultMetrics?: boolean } = {}) {
   const registry = new Registry();
   if (options.defaultMetrics) collectDefaultMetrics({ register: registry });

@@ -27,7 +27,6 @@ const OUTSIDE_LOGIC: Record<string, { status: RunStatus; error: string }> = {
   TIMED_OUT: { status: 'timed_out', error: 'workflow_timed_out' },
   FAILED: { status: 'failed', error: 'workflow_failed' },
   CANCELLED: { status: 'cancelled', error: 'workflow_cancelled' },
-  CONTINUED_AS_NEW: { status: 'running', error: '' }, // never the latest execution's status
 };
 
 /**

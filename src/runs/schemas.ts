@@ -108,10 +108,6 @@ export const RunListQuery = z.object({
 
 // ---- responses
 
-export const RunClosedBody = z
-  .object({ error: z.literal('run_closed'), status: z.string().openapi({ example: 'succeeded' }) })
-  .openapi('AutomationRunClosed');
-
 const ms = () => z.number().int().nullable();
 
 export const RunSummaryBody = z
