@@ -98,7 +98,7 @@ describe.each(['slack', 'chatplatform'] as const)('POST /v1/integrations/%s/{con
       raw: 'team_id=T&user_id=U',
       headers: {
         'content-type': 'application/x-www-form-urlencoded',
-        ...slackSignatureHeaders(connection.signingSecret, 'team_id=T&user_id=U', Math.floor(Date.now() / 1000) + 301),
+        ...slackSignatureHeaders(connection.signingSecret, 'team_id=T&user_id=U', Math.floor(Date.now() / 1000) + 360),
       },
     });
     expect(future.status).toBe(401);
