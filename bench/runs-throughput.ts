@@ -3,7 +3,7 @@
  *
  * What the automation-run path sustains on this machine, over loopback, against a real stack of
  * separate processes (embedded Postgres and Temporal dev server, the API and a worker):
- * - signals/s: event reports answered 200 per second (each one is a durable signalWithStart);
+ * - signals/s: event reports answered 200 per second (each one an update-with-start the run accepted);
  * - events/s: events applied by the run workflows and persisted to automation_run_events per
  *   second, end to end (from the first report until the last row is written);
  * - heartbeats/s: heartbeat requests answered per second, almost all coalesced in the process;

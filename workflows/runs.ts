@@ -33,6 +33,7 @@ import {
   PERSIST_REJECTED,
   RUN_CLAIMS_PATCH,
   claimRunUpdate,
+  reportRunEventUpdate,
   runEventSignal,
   runHeartbeatSignal,
   runSearchAttributes,
@@ -49,6 +50,7 @@ import {
   claimVerdict,
   commitOutbox,
   compactState,
+  eventVerdict,
   initialState,
   isClosed,
   nextDeadline,
@@ -98,6 +100,12 @@ async function persistRunState(input: PersistInput): Promise<'persisted' | 'reje
 
 const isRejected = (error: unknown) => error instanceof ActivityFailure && error.cause instanceof ApplicationFailure && error.cause.type === PERSIST_REJECTED;
 
+/** A validator's refusal: its type is the error code the API answers; its one detail carries the rest. */
+function refuse(verdict: { ok: true } | { ok: false; error: string; status?: string }): void {
+  if (verdict.ok) return;
+  throw ApplicationFailure.create({ type: verdict.error, message: verdict.error, nonRetryable: true, details: [verdict] });
+}
+
 function settle(error: unknown): 'rejected' {
   if (isRejected(error)) return 'rejected';
   throw error;
@@ -113,6 +121,16 @@ export async function automationRun(input: RunWorkflowInput): Promise<RunSummary
   setHandler(runEventSignal, (event) => {
     state = applyEvent(state, event, Date.now(), settings);
   });
+  // The validator is the decision the API waits for: a refusal never reaches the history, and
+  // an accepted event is applied or has room in the buffer, so a 200 never precedes a drop.
+  setHandler(
+    reportRunEventUpdate,
+    (event) => {
+      state = applyEvent(state, event, Date.now(), settings);
+      return { disposition: state.nextSequence > event.sequence ? 'applied' : 'buffered', status: state.status };
+    },
+    { validator: (event) => refuse(eventVerdict(state, event, settings)) },
+  );
   setHandler(runHeartbeatSignal, (heartbeat) => {
     state = applyHeartbeat(state, heartbeat, Date.now(), settings);
   });
@@ -132,9 +150,7 @@ export async function automationRun(input: RunWorkflowInput): Promise<RunSummary
     {
       validator: (_request) => {
         const verdict = claimVerdict(state);
-        if (!verdict.ok) {
-          throw ApplicationFailure.create({ type: verdict.error, message: verdict.error, nonRetryable: true, details: [verdict.status] });
-        }
+        if (!verdict.ok) refuse(verdict);
       },
     },
   );

@@ -106,6 +106,7 @@ export async function startBenchStack(
     uiPort: 0,
     headless: true,
     dbFile: path.join(dataDir, 'temporal.db'),
+    sqliteSynchronous: config.temporal.devSqliteSynchronous,
     namespace: 'default',
     searchAttributes: SEARCH_ATTRIBUTES,
     logFile: path.join(dataDir, 'temporal.log'),

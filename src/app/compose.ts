@@ -84,6 +84,7 @@ export async function ensureDependencies(config: Config, log: Logger, allowEmbed
         uiPort: config.temporal.uiPort,
         headless: config.temporal.devHeadless,
         dbFile: devServerDbFile(config.dataDir),
+        sqliteSynchronous: config.temporal.devSqliteSynchronous,
         namespace: config.temporal.namespace,
         searchAttributes: SEARCH_ATTRIBUTES,
         logFile: path.join(config.dataDir, 'logs', 'temporal.log'),
@@ -164,7 +165,12 @@ export function createApi(
   // The benchmark gateway acks without Temporal; only this line can choose it.
   const ingress = config.bench.disableEnqueue
     ? createNoEnqueueGateway()
-    : createIngressGateway({ temporal, startTimeoutMs: config.temporal.startTimeoutMs, metrics });
+    : createIngressGateway({
+        temporal,
+        startTimeoutMs: config.temporal.startTimeoutMs,
+        updateTimeoutMs: config.temporal.updateTimeoutMs,
+        metrics,
+      });
 
   const identity = createIdentityFeature({ db, log, now });
   const features = [

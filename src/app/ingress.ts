@@ -10,13 +10,21 @@
  * - `signalWithStart` delivers a signal, starting the workflow on the first one (conflict policy
  *   USE_EXISTING, the SDK default). REJECT_DUPLICATE keeps a late signal from reviving a
  *   finished workflow: that is `closed`.
+ * - `updateWithStart` is the same with an Update, for work the workflow must decide on before the
+ *   ack: the answer waits for a worker to run the Update's validator. A refusal comes back as
+ *   `refused` with the validator's ApplicationFailure; nothing was recorded. Bounded by
+ *   TEMPORAL_UPDATE_TIMEOUT, longer than a start because a worker must answer too.
  *
  * The benchmark-only gateway that skips Temporal is chosen at composition (src/app/compose.ts).
  */
 import {
+  ApplicationFailure,
+  WithStartWorkflowOperation,
   WorkflowExecutionAlreadyStartedError,
   WorkflowIdReusePolicy,
+  WorkflowUpdateFailedError,
   type SignalDefinition,
+  type UpdateDefinition,
   type Workflow,
   type WorkflowSignalWithStartOptions,
   type WorkflowStartOptions,
@@ -27,6 +35,13 @@ import { temporalCall, type TemporalClientHandle } from './temporal/client';
 /** `not_enqueued`: only from the benchmark gateway, which acks without Temporal. */
 export type StartOutcome = 'enqueued' | 'duplicate' | 'not_enqueued';
 export type SignalOutcome = 'enqueued' | 'closed' | 'not_enqueued';
+/** The server's failure type for an Update the worker never saw (see updateWithStart). */
+const UNPROCESSED_UPDATE = 'UnprocessedUpdate';
+
+export type UpdateOutcome<R> =
+  | { outcome: 'enqueued'; result: R }
+  | { outcome: 'refused'; refusal: ApplicationFailure }
+  | { outcome: 'closed' | 'not_enqueued' };
 
 export interface StartOptions {
   /** Known at start, so no upsert command is needed in the workflow (the Web UI filters on them). */
@@ -42,10 +57,22 @@ export interface IngressGateway {
     signal: SignalDefinition<A>,
     signalArgs: A,
   ): Promise<SignalOutcome>;
+  updateWithStart<W extends Workflow, R, A extends unknown[]>(
+    workflow: W,
+    workflowId: string,
+    args: Parameters<W>,
+    update: UpdateDefinition<R, A>,
+    updateArgs: A,
+  ): Promise<UpdateOutcome<R>>;
 }
 
-export function createIngressGateway(deps: { temporal: TemporalClientHandle; startTimeoutMs: number; metrics: Metrics }): IngressGateway {
-  const { temporal, startTimeoutMs, metrics } = deps;
+export function createIngressGateway(deps: {
+  temporal: TemporalClientHandle;
+  startTimeoutMs: number;
+  updateTimeoutMs: number;
+  metrics: Metrics;
+}): IngressGateway {
+  const { temporal, startTimeoutMs, updateTimeoutMs, metrics } = deps;
   return {
     async startOnce(workflow, workflowId, args, options = {}) {
       try {
@@ -100,6 +127,41 @@ export function createIngressGateway(deps: { temporal: TemporalClientHandle; sta
         throw error;
       }
     },
+    async updateWithStart<W extends Workflow, R, A extends unknown[]>(
+      workflow: W,
+      workflowId: string,
+      args: Parameters<W>,
+      update: UpdateDefinition<R, A>,
+      updateArgs: A,
+    ): Promise<UpdateOutcome<R>> {
+      const call = () =>
+        temporal.client.workflow.executeUpdateWithStart(update, {
+          args: updateArgs,
+          startWorkflowOperation: new WithStartWorkflowOperation(workflow, {
+            taskQueue: temporal.taskQueue,
+            workflowId,
+            workflowIdConflictPolicy: 'USE_EXISTING',
+            workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
+            args,
+          } as unknown as WorkflowStartOptions<W> & { workflowIdConflictPolicy: 'USE_EXISTING' }),
+        });
+      const deadline = Date.now() + updateTimeoutMs;
+      for (;;) {
+        try {
+          const result = await temporalCall(temporal, 'updateWithStart', Math.max(1, deadline - Date.now()), call, metrics);
+          return { outcome: 'enqueued', result };
+        } catch (error) {
+          if (error instanceof WorkflowExecutionAlreadyStartedError) return { outcome: 'closed' };
+          const failure = error instanceof WorkflowUpdateFailedError ? error.cause : undefined;
+          // The server's answer when the workflow task that carried the Update ended the execution
+          // (completed, or continued as new) without the worker seeing it: nothing was recorded.
+          // Asking again reaches the next run, or finds the workflow closed.
+          if (failure instanceof ApplicationFailure && failure.type === UNPROCESSED_UPDATE && Date.now() < deadline) continue;
+          if (failure instanceof ApplicationFailure) return { outcome: 'refused', refusal: failure };
+          throw error;
+        }
+      }
+    },
   };
 }
 
@@ -111,5 +173,6 @@ export function createNoEnqueueGateway(): IngressGateway {
   return {
     startOnce: async () => 'not_enqueued',
     signalWithStart: async () => 'not_enqueued',
+    updateWithStart: async () => ({ outcome: 'not_enqueued' }),
   };
 }

@@ -42,10 +42,16 @@ export async function claimRun(deps: RunDeps, organizationId: string, runId: str
     if (error instanceof WorkflowNotFoundError) throw errors.notFound('No such automation run.');
     const refusal = error instanceof WorkflowUpdateFailedError ? error.cause : undefined;
     if (refusal instanceof ApplicationFailure && (CLAIM_REFUSALS as readonly (string | undefined)[]).includes(refusal.type ?? undefined)) {
-      return { ok: false, error: refusal.type as (typeof CLAIM_REFUSALS)[number], status: String(refusal.details?.[0] ?? '') };
+      return { ok: false, error: refusal.type as (typeof CLAIM_REFUSALS)[number], status: refusalStatus(refusal) };
     }
     throw error;
   }
+}
+
+/** The run's status in a validator's refusal (workflows/runs.ts `refuse`). */
+export function refusalStatus(refusal: ApplicationFailure): string {
+  const detail = refusal.details?.[0] as { status?: unknown } | undefined;
+  return typeof detail?.status === 'string' ? detail.status : '';
 }
 
 /**

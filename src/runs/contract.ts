@@ -163,6 +163,32 @@ export const PERSIST_REJECTED = 'PersistRejected';
 /** ApplicationFailure types of a refused claim (the validator's answer), mapped to 409 bodies. */
 export const CLAIM_REFUSALS = ['already_claimed', 'run_closed'] as const;
 
+/** ApplicationFailure types of a refused event (the `reportRunEvent` validator's answer); see eventVerdict. */
+export const EVENT_REFUSALS = [
+  'duplicate',
+  'run_closed',
+  'attempt_out_of_range',
+  'stale_attempt',
+  'not_claimed',
+  'sequence_out_of_window',
+  'buffer_full',
+  'after_terminal',
+  'terminal_not_last',
+] as const;
+export type EventRefusalType = (typeof EVENT_REFUSALS)[number];
+
+/** What an accepted event became: applied now (and any buffered ones it released), or buffered for its gap. */
+export interface RunEventAck {
+  disposition: 'applied' | 'buffered';
+  status: RunStatus;
+}
+
+/**
+ * Events arrive as this Update (issue #14): its validator decides before the ack, so a report
+ * answered 200 is applied or kept. The signal stays for histories recorded before it.
+ */
+export const reportRunEventUpdate = defineUpdate<RunEventAck, [RunEventReport]>('reportRunEvent');
+/** Events as signals, from before the `reportRunEvent` Update: kept so runs live across that deploy still take them. */
 export const runEventSignal = defineSignal<[RunEventReport]>('runEvent');
 export const runHeartbeatSignal = defineSignal<[RunHeartbeat]>('runHeartbeat');
 export const runSummaryQuery = defineQuery<RunSummary>('runSummary');

@@ -1,10 +1,10 @@
 /**
- * Delivering a report (event or heartbeat) to the run's actor workflow with signalWithStart.
+ * Delivering a report to the run's actor workflow: an event as an Update (update-with-start), whose
+ * validator decides before the ack (issue #14); a heartbeat as a signal (signal-with-start).
  *
  * - The workflow id is derived from the caller's organization and the run id
  *   (`runWorkflowId`), so two organizations can use the same run id without meeting.
- * - The first report starts the run; later ones signal it (conflict policy USE_EXISTING, the
- *   signalWithStart default).
+ * - The first report starts the run; later ones reach the running one (conflict policy USE_EXISTING).
  * - A closed run is never started again: REJECT_DUPLICATE makes Temporal refuse while it still
  *   remembers the run (namespace retention), and the `automation_runs` row, which the workflow
  *   writes before it completes, keeps refusing after that. Either way: 409 run_closed.
@@ -13,9 +13,11 @@
 import { AppError, errors } from '../app/errors';
 import type { Principal } from '../app/http/auth';
 import { automationRun } from '../../workflows/runs';
+import type { ApplicationFailure } from '@temporalio/client';
 import {
+  EVENT_REFUSALS,
   isClosedRunStatus,
-  runEventSignal,
+  reportRunEventUpdate,
   runHeartbeatSignal,
   runWorkflowId,
   type RunEventReport,
@@ -27,13 +29,17 @@ import type { BacklogGate } from './backlog';
 import type { RunDeps } from './deps';
 import { outlivedMs, reconcileRun } from './reconcile';
 import { findRun, type RunRow } from './store';
+import type { EventRefusal } from './state';
 
 
 export type RunReport = { kind: 'event'; event: RunEventReport } | { kind: 'heartbeat'; heartbeat: RunHeartbeat };
 
 export type ReportOutcome =
-  /** `leaseTimeoutMs`: the run's own lease (its row's), or the current setting for a run this report starts. */
-  | { result: 'enqueued' | 'not_enqueued'; leaseTimeoutMs: number }
+  /**
+   * `leaseTimeoutMs`: the run's own lease (its row's), or the current setting for a run this report
+   * starts. `duplicate`: the run already holds this event (applied or buffered).
+   */
+  | { result: 'enqueued' | 'not_enqueued' | 'duplicate'; leaseTimeoutMs: number }
   | { result: 'closed'; status: string };
 
 export async function deliverReport(
@@ -68,12 +74,35 @@ export async function deliverReport(
     memberId: principal.memberId,
   };
   const workflowId = runWorkflowId(principal.organizationId, runId);
-  const outcome =
-    report.kind === 'event'
-      ? await ingress.signalWithStart(automationRun, workflowId, [input], runEventSignal, [report.event])
-      : await ingress.signalWithStart(automationRun, workflowId, [input], runHeartbeatSignal, [report.heartbeat]);
-  if (outcome !== 'closed') return { result: outcome, leaseTimeoutMs: row?.summary.leaseTimeoutMs ?? config.runs.leaseTimeoutMs };
-  return { result: 'closed', status: await closedStatus(deps, principal.organizationId, runId) };
+  const leaseTimeoutMs = row?.summary.leaseTimeoutMs ?? config.runs.leaseTimeoutMs;
+  if (report.kind === 'heartbeat') {
+    // Heartbeats stay signals: they carry no data, so one that races the close loses nothing,
+    // and a signal needs no worker to answer.
+    const outcome = await ingress.signalWithStart(automationRun, workflowId, [input], runHeartbeatSignal, [report.heartbeat]);
+    if (outcome !== 'closed') return { result: outcome, leaseTimeoutMs };
+    return { result: 'closed', status: await closedStatus(deps, principal.organizationId, runId) };
+  }
+  const outcome = await ingress.updateWithStart(automationRun, workflowId, [input], reportRunEventUpdate, [report.event]);
+  switch (outcome.outcome) {
+    case 'enqueued':
+    case 'not_enqueued':
+      return { result: outcome.outcome, leaseTimeoutMs };
+    case 'closed':
+      return { result: 'closed', status: await closedStatus(deps, principal.organizationId, runId) };
+    case 'refused':
+      return refusedEvent(outcome.refusal, leaseTimeoutMs);
+  }
+}
+
+/** The run's validator refused the event (eventVerdict): nothing was recorded; answer why. */
+function refusedEvent(refusal: ApplicationFailure, leaseTimeoutMs: number): ReportOutcome {
+  const type = refusal.type ?? '';
+  if (!(EVENT_REFUSALS as readonly string[]).includes(type)) throw refusal;
+  const verdict = { ...(refusal.details?.[0] as object), error: type } as EventRefusal;
+  if (verdict.error === 'duplicate') return { result: 'duplicate', leaseTimeoutMs };
+  if (verdict.error === 'run_closed') return { result: 'closed', status: verdict.status };
+  const { ok: _ok, error, ...detail } = verdict;
+  throw errors.conflict(error, detail);
 }
 
 /**

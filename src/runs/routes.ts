@@ -43,8 +43,13 @@ const reportResponses = {
   404: { description: "Another member's run (members see only their own)." },
   409: {
     description:
-      '`run_closed`: the run has ended; it is never started again. `not_claimed`: a queued (Slack-routed) run takes ' +
-      'reports only after a claim. `stale_attempt`: a claimed run takes reports only for the attempt its claim started.',
+      'Decided by the run before the ack; nothing was recorded. `run_closed`: the run has ended; it is never started again. ' +
+      '`not_claimed`: a queued (Slack-routed) run takes reports only after a claim. `stale_attempt`: an older attempt, ' +
+      'an attempt whose lease was lost, or (claimed runs) an attempt no claim started. Events only: `attempt_out_of_range`: ' +
+      'above the run\'s `maxAttempts`; `sequence_out_of_window`: further ahead than the run buffers (`expected`, `max`); ' +
+      '`buffer_full`: the out-of-order payloads would exceed `maxBufferedBytes` (send `expected` first); ' +
+      '`after_terminal`: beyond the run\'s `terminal` event (`terminalSequence`); `terminal_not_last`: a `terminal` ' +
+      'event below a sequence the run already holds (`lastSequence`).',
     schema: RunConflictBody,
   },
   413: { description: 'Body larger than the route limit (plain text).' },

@@ -170,8 +170,32 @@ export const RunClaimNextBody = z
 
 export const RunConflictBody = z
   .object({
-    error: z.enum(['run_closed', 'already_claimed', 'not_claimed', 'stale_attempt']),
-    status: z.string().optional(),
+    error: z.enum([
+      'run_closed',
+      'already_claimed',
+      'not_claimed',
+      'stale_attempt',
+      'attempt_out_of_range',
+      'sequence_out_of_window',
+      'buffer_full',
+      'after_terminal',
+      'terminal_not_last',
+    ]),
+    status: z.string().optional().openapi({ description: "The run's status (run_closed, already_claimed, not_claimed, stale_attempt)." }),
+    maxAttempts: z.number().int().optional().openapi({ description: 'attempt_out_of_range: the highest attempt the run takes.' }),
+    expected: z
+      .number()
+      .int()
+      .optional()
+      .openapi({ description: 'sequence_out_of_window, buffer_full: the sequence the run applies next; send it first.' }),
+    max: z.number().int().optional().openapi({ description: 'sequence_out_of_window: the highest sequence the run takes now.' }),
+    maxBufferedBytes: z
+      .number()
+      .int()
+      .optional()
+      .openapi({ description: 'buffer_full: the payload bytes the run keeps for out-of-order events.' }),
+    terminalSequence: z.number().int().optional().openapi({ description: 'after_terminal: the sequence of the run\'s terminal event.' }),
+    lastSequence: z.number().int().optional().openapi({ description: 'terminal_not_last: the highest sequence the run already holds.' }),
   })
   .openapi('AutomationRunConflict');
 

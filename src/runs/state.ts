@@ -6,7 +6,8 @@
  *
  * Rules (issue #4; behaviour notes "Automation runs"; spec 6.2 leaves ordering to us):
  * - Events of the current attempt are applied strictly in `sequence` order, starting at 1.
- *   Out-of-order events wait in a bounded buffer ("ours": the product answers gaps with 409).
+ *   Out-of-order events wait in a bounded buffer ("ours": the product answers gaps with 409);
+ *   one the buffer could not hold is refused before the ack (eventVerdict), never dropped after.
  * - A repeated (attempt, sequence) is ignored; so are older attempts, attempts above
  *   `maxAttempts`, and the current attempt once its lease is lost (a lease, once lost, is lost).
  * - The first event or heartbeat of a newer attempt starts it: sequence restarts at 1 and the
@@ -201,6 +202,60 @@ export function claimVerdict(state: RunState): ClaimVerdict {
   if (isClosed(state)) return { ok: false, error: 'run_closed', status: state.status };
   if (state.status === 'queued' || state.status === 'awaiting_retry') return { ok: true };
   return { ok: false, error: 'already_claimed', status: state.status };
+}
+
+/**
+ * What the run decides about an event before it is acked (issue #14): the `reportRunEvent`
+ * Update's validator. An accepted event is applied, or buffered with room guaranteed for it, so
+ * an ack never precedes a drop; a refusal never reaches the history and the API answers it.
+ * `duplicate` is a refusal too (it is already applied or buffered, so it is answered 200 without
+ * growing the history). Mirrors admitAttempt and bufferEvent, which stay the rules for events
+ * that arrive as signals (histories recorded before the Update).
+ */
+export type EventVerdict =
+  | { ok: true }
+  | { ok: false; error: 'duplicate' }
+  | { ok: false; error: 'run_closed'; status: RunStatus }
+  | { ok: false; error: 'attempt_out_of_range'; maxAttempts: number }
+  | { ok: false; error: 'stale_attempt' | 'not_claimed'; status: RunStatus }
+  | { ok: false; error: 'sequence_out_of_window'; expected: number; max: number }
+  | { ok: false; error: 'buffer_full'; expected: number; maxBufferedBytes: number }
+  | { ok: false; error: 'after_terminal'; terminalSequence: number }
+  | { ok: false; error: 'terminal_not_last'; lastSequence: number };
+
+export type EventRefusal = Exclude<EventVerdict, { ok: true }>;
+
+export function eventVerdict(state: RunState, event: RunEventReport, settings: RunSettings): EventVerdict {
+  const { status } = state;
+  if (isClosed(state)) return { ok: false, error: 'run_closed', status };
+  if (event.attempt > settings.maxAttempts) return { ok: false, error: 'attempt_out_of_range', maxAttempts: settings.maxAttempts };
+  if (event.attempt < state.attempt) return { ok: false, error: 'stale_attempt', status };
+  if (state.claimRequired && (status === 'queued' || event.attempt > state.attempt)) return { ok: false, error: 'not_claimed', status };
+  const newAttempt = event.attempt > state.attempt || status === 'queued';
+  // Once its lease is lost, an attempt takes nothing more.
+  if (!newAttempt && status === 'awaiting_retry') return { ok: false, error: 'stale_attempt', status };
+  const expected = newAttempt ? 1 : state.nextSequence;
+  if (event.sequence < expected) return { ok: false, error: 'duplicate' };
+  const buffer = newAttempt ? [] : state.buffer;
+  if (buffer[lowerBound(buffer, event.sequence)]?.event.sequence === event.sequence) return { ok: false, error: 'duplicate' };
+  // A run's events end at its terminal: anything after it could never apply.
+  const last = buffer.at(-1)?.event;
+  if (event.type === 'terminal' && last !== undefined && last.sequence > event.sequence) {
+    return { ok: false, error: 'terminal_not_last', lastSequence: last.sequence };
+  }
+  const terminal = buffer.find((entry) => entry.event.type === 'terminal')?.event;
+  if (terminal !== undefined && event.sequence > terminal.sequence) {
+    return { ok: false, error: 'after_terminal', terminalSequence: terminal.sequence };
+  }
+  if (event.sequence === expected) return { ok: true };
+  // Out of order: it must fit the buffer as it will be, by count and by bytes. The window
+  // (expected, expected + eventBufferMax] holds at most eventBufferMax distinct sequences, so
+  // the count can never overflow.
+  const max = expected + settings.eventBufferMax;
+  if (event.sequence > max) return { ok: false, error: 'sequence_out_of_window', expected, max };
+  const buffered = newAttempt ? 0 : state.bufferBytes;
+  if (buffered + payloadBytes(event) > BUFFER_MAX_BYTES) return { ok: false, error: 'buffer_full', expected, maxBufferedBytes: BUFFER_MAX_BYTES };
+  return { ok: true };
 }
 
 /** A claim: the next attempt starts now, with a fresh lease (call only after claimVerdict said ok). */

@@ -1,10 +1,12 @@
 /**
- * Byte budgets are UTF-8 bytes, as Temporal's payload limits are (issue #17): a burst of
- * out-of-order CJK events (3 bytes per character, 1 UTF-16 unit) at the continue-as-new
- * threshold carries over without failing, over the real dev server and Postgres.
+ * Byte budgets are UTF-8 bytes, as Temporal's payload limits are (issue #17): out-of-order CJK
+ * events (3 bytes per character, 1 UTF-16 unit) fill the buffer's budget, the next is refused
+ * before the ack (issue #14), and the full buffer carries over continue-as-new without failing,
+ * over the real dev server and Postgres.
  */
 import type { WorkflowHandle } from '@temporalio/client';
 import { runWorkflowId } from '../../src/runs/contract';
+import { BUFFER_MAX_BYTES } from '../../src/runs/state';
 import { createTestOrg } from '../harness/identity';
 import { event, newRunId, runResult, runsClient } from '../harness/runs';
 import { startTestStack, type TestStack } from '../harness/stack';
@@ -33,28 +35,32 @@ async function executions(handle: WorkflowHandle): Promise<{ continuedAsNew: num
   };
 }
 
-it('a burst of out-of-order CJK events at the continue-as-new threshold carries over without failing', async () => {
+it('out-of-order CJK events fill the byte budget, are refused past it, and carry over continue-as-new', async () => {
   const org = await createTestOrg(stack.services.database.db);
   const runs = runsClient(stack, org.owner.headers);
   const runId = newRunId();
-  expect((await runs.postEvent(runId, event(1, 1, 'assistant', { text: cjk(80_000) }))).status).toBe(200);
-  // Sequences 3…12 wait for 2: the buffer keeps what fits in its byte budget.
-  for (let sequence = 3; sequence <= 12; sequence++) {
-    expect((await runs.postEvent(runId, event(1, sequence, 'assistant', { text: cjk(80_000) }))).status).toBe(200);
-  }
+  const cjkEvent = (sequence: number) => event(1, sequence, 'assistant', { text: cjk(80_000) });
+  for (let sequence = 1; sequence <= 7; sequence++) expect((await runs.postEvent(runId, event(1, sequence))).status).toBe(200);
+  // 9 and 10 wait for 8 (480,000 bytes); 11 would pass the 512 KiB budget: refused before the ack.
+  expect((await runs.postEvent(runId, cjkEvent(9))).status).toBe(200);
+  expect((await runs.postEvent(runId, cjkEvent(10))).status).toBe(200);
+  const full = { status: 409, json: { error: 'buffer_full', expected: 8, maxBufferedBytes: BUFFER_MAX_BYTES } };
+  expect(await runs.postEvent(runId, cjkEvent(11))).toMatchObject(full);
+  // A small one still fits. It is the 10th event the run holds, so it asks for continue-as-new
+  // (RUN_CONTINUE_AS_NEW_EVENTS=10) with the buffer full of CJK text: the next execution carries
+  // it and still refuses 11.
+  expect((await runs.postEvent(runId, event(1, 12))).status).toBe(200);
   const handle = stack.services.temporal.client.workflow.getHandle(runWorkflowId(org.organizationId, runId));
-  // The 10th signal asked for continue-as-new, with a full out-of-order buffer of CJK text.
-  const live = await runs.waitForStatus(runId, ['running']);
-  expect(live.ignoredEvents.overflow).toBeGreaterThan(0);
-  expect((await runs.postEvent(runId, event(1, 2, 'user', { text: 'gap' }))).status).toBe(200);
-  // The gap filled: 2 applies, then the buffered 3, 4… in the same signal.
-  const applied = await waitFor(async () => {
-    const res = await runs.get(runId);
-    return res.json.eventCount >= 3 ? res.json : undefined;
-  });
-  const next = applied.eventCount + 1;
-  expect((await runs.postEvent(runId, event(1, next, 'terminal'))).status).toBe(200);
-  expect(await runResult(stack, org.organizationId, runId)).toMatchObject({ status: 'succeeded' });
+  await waitFor(async () => ((await executions(handle)).continuedAsNew >= 1 ? true : undefined));
+  expect(await runs.postEvent(runId, cjkEvent(11))).toMatchObject(full);
+  // The gap fills: 8 applies, then the carried 9 and 10; now 11 applies in order, then 12.
+  expect((await runs.postEvent(runId, event(1, 8, 'user', { text: 'gap' }))).status).toBe(200);
+  expect((await runs.postEvent(runId, cjkEvent(11))).status).toBe(200);
+  expect((await runs.postEvent(runId, event(1, 13, 'terminal'))).status).toBe(200);
+  expect(await runResult(stack, org.organizationId, runId)).toMatchObject({ status: 'succeeded', eventCount: 13, ignoredEvents: { overflow: 0 } });
+  // Every event answered 200 is in the log, once, in order.
+  const log = await runs.events(runId, '?limit=100');
+  expect(log.json.events.map((e: { sequence: number }) => e.sequence)).toEqual(Array.from({ length: 13 }, (_, i) => i + 1));
   const seen = await executions(handle);
   expect(seen.continuedAsNew).toBeGreaterThanOrEqual(1);
   expect(seen.failures).toEqual([]);

@@ -34,11 +34,10 @@ describe('run liveness with a 2 s lease', () => {
     const waiting = await runs.waitForStatus(id, ['awaiting_retry'], 6_000);
     expect(Date.now() - lastReport).toBeGreaterThanOrEqual(1_900);
     expect(waiting).toMatchObject({ attempt: 1, leaseExpiresAt: null, endedAt: null, error: null });
-    // The lost attempt cannot come back: its reports are ignored.
-    expect((await runs.postEvent(id, event(1, 2))).status).toBe(200);
+    // The lost attempt cannot come back: its events are refused before the ack.
+    expect(await runs.postEvent(id, event(1, 2))).toMatchObject({ status: 409, json: { error: 'stale_attempt', status: 'awaiting_retry' } });
     const result = await runResult(stack, org.organizationId, id, 8_000);
     expect(result).toMatchObject({ status: 'failed', error: 'lease_lost', attempt: 1, eventCount: 1 });
-    expect(result.ignoredEvents?.stale).toBe(1);
     expect(result.endedAt! - waiting.startedAt).toBeGreaterThanOrEqual(3_900);
     const late = await runs.heartbeat(id, 2);
     expect(late.status).toBe(409);

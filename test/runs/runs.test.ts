@@ -134,16 +134,17 @@ describe('automation runs over HTTP', () => {
     }
   });
 
-  it('a newer attempt starts over at sequence 1 and older attempts are ignored', async () => {
+  it('a newer attempt starts over at sequence 1 and older attempts are refused', async () => {
     const id = newRunId();
     await runs.postEvent(id, event(1, 1, 'user'));
     await runs.postEvent(id, event(1, 2, 'user'));
     expect((await runs.heartbeat(id, 2)).status).toBe(200);
-    await runs.postEvent(id, event(1, 3, 'user')); // old attempt: ignored
+    // The old attempt: refused before the ack, so the run never holds it.
+    expect(await runs.postEvent(id, event(1, 3, 'user'))).toMatchObject({ status: 409, json: { error: 'stale_attempt', status: 'running' } });
     await runs.postEvent(id, event(2, 1, 'assistant', { text: 'second try' }));
     await runs.postEvent(id, event(2, 2, 'terminal'));
     const done = await runResult(stack, org.organizationId, id);
-    expect(done).toMatchObject({ attempt: 2, eventCount: 4, ignoredEvents: { stale: 1 } });
+    expect(done).toMatchObject({ attempt: 2, eventCount: 4, ignoredEvents: { stale: 0 } });
     const log = await persisted(id);
     expect(log.map((e) => [e.attempt, e.sequence])).toEqual([
       [1, 1],

@@ -8,6 +8,7 @@ import {
   utf8Bytes,
   claimRun,
   claimVerdict,
+  eventVerdict,
   BUFFER_MAX_BYTES,
   CARRY_MAX_EVENTS,
   USAGE_MAX_KEYS,
@@ -191,6 +192,76 @@ describe('run state: ordering and dedupe', () => {
     const s = applyAll(running(), [ev(1, 1, 'assistant', { text: 'one' }), ev(1, 2, 'assistant', { text: 'two' }), ev(1, 3, 'assistant', { tool: 'x' })]);
     expect(s.lastAssistantText).toBe('two');
     expect(s.countsByType).toEqual({ assistant: 3 });
+  });
+});
+
+describe('run state: the event verdict, decided before the ack', () => {
+  const verdict = (state: RunState, event: RunEventReport) => eventVerdict(state, event, settings);
+
+  it('accepts the next sequence and whatever the window and byte budget can hold', () => {
+    const r = applyAll(running(), [ev(1, 1)]);
+    expect(verdict(r, ev(1, 2))).toEqual({ ok: true });
+    expect(verdict(r, ev(1, 2 + settings.eventBufferMax))).toEqual({ ok: true });
+    expect(verdict(r, ev(1, 3 + settings.eventBufferMax))).toEqual({ ok: false, error: 'sequence_out_of_window', expected: 2, max: 7 });
+    // A newer attempt starts over at 1, whatever the current attempt buffered.
+    expect(verdict(r, ev(2, 6))).toEqual({ ok: true });
+    expect(verdict(r, ev(2, 7))).toEqual({ ok: false, error: 'sequence_out_of_window', expected: 1, max: 6 });
+  });
+
+  it('property: every event the verdict accepts is applied or buffered, never dropped', () => {
+    fc.assert(
+      fc.property(fc.array(fc.record({ sequence: fc.integer({ min: 1, max: 15 }), kb: fc.integer({ min: 0, max: 300 }) }), { maxLength: 40 }), (arrivals) => {
+        let state = running();
+        for (const { sequence, kb } of arrivals) {
+          const e = ev(1, sequence, 'user', { blob: 'x'.repeat(kb * 1024) });
+          if (!verdict(state, e).ok) continue;
+          state = applyEvent(state, e, T0, settings);
+          expect(state.ignored.overflow).toBe(0);
+          const held = state.outbox.some((o) => o.sequence === sequence) || state.buffer.some((b) => b.event.sequence === sequence);
+          expect(held).toBe(true);
+        }
+      }),
+    );
+  });
+
+  it('refuses what the buffer cannot hold by bytes, and duplicates, applied or buffered', () => {
+    const big = { blob: 'x'.repeat(300 * 1024) };
+    const r = applyAll(running(), [ev(1, 1), ev(1, 3, 'user', big)]);
+    expect(verdict(r, ev(1, 4, 'user', big))).toEqual({ ok: false, error: 'buffer_full', expected: 2, maxBufferedBytes: BUFFER_MAX_BYTES });
+    // In order, it applies at once and needs no room.
+    expect(verdict(r, ev(1, 2, 'user', big))).toEqual({ ok: true });
+    expect(verdict(r, ev(1, 1))).toEqual({ ok: false, error: 'duplicate' });
+    expect(verdict(r, ev(1, 3))).toEqual({ ok: false, error: 'duplicate' });
+  });
+
+  it('refuses attempts out of range, stale attempts, lost leases and closed runs', () => {
+    const r = applyAll(running(), [ev(2, 1)]);
+    expect(verdict(r, ev(3, 1))).toEqual({ ok: false, error: 'attempt_out_of_range', maxAttempts: 2 });
+    expect(verdict(r, ev(1, 1))).toEqual({ ok: false, error: 'stale_attempt', status: 'running' });
+    const lost = tick(r, T0 + 61_000, settings);
+    expect(lost.status).toBe('failed'); // attempt 2 was the last
+    expect(verdict(lost, ev(2, 2))).toEqual({ ok: false, error: 'run_closed', status: 'failed' });
+    const awaiting = tick(applyAll(running(), [ev(1, 1)]), T0 + 61_000, settings);
+    expect(awaiting.status).toBe('awaiting_retry');
+    expect(verdict(awaiting, ev(1, 2))).toEqual({ ok: false, error: 'stale_attempt', status: 'awaiting_retry' });
+    expect(verdict(awaiting, ev(2, 1))).toEqual({ ok: true });
+  });
+
+  it('a queued run takes events only for the attempt its claim started', () => {
+    const q = queued();
+    expect(verdict(q, ev(1, 1))).toEqual({ ok: false, error: 'not_claimed', status: 'queued' });
+    const claimed = claimRun(q, T0, settings);
+    expect(verdict(claimed, ev(1, 1))).toEqual({ ok: true });
+    expect(verdict(claimed, ev(2, 1))).toEqual({ ok: false, error: 'not_claimed', status: 'running' });
+  });
+
+  it("a run's events end at its terminal: nothing after a buffered terminal, no terminal below a held sequence", () => {
+    const r = applyAll(running(), [ev(1, 1), ev(1, 4, 'terminal')]);
+    expect(verdict(r, ev(1, 5))).toEqual({ ok: false, error: 'after_terminal', terminalSequence: 4 });
+    expect(verdict(r, ev(1, 3))).toEqual({ ok: true });
+    const ahead = applyAll(running(), [ev(1, 1), ev(1, 5)]);
+    expect(verdict(ahead, ev(1, 2, 'terminal'))).toEqual({ ok: false, error: 'terminal_not_last', lastSequence: 5 });
+    expect(verdict(ahead, ev(1, 6, 'terminal'))).toEqual({ ok: true });
   });
 });
 

@@ -121,8 +121,9 @@ describe('automation-run input validation', () => {
       expect(res.status).toBe(200);
       expect(res.json).toEqual({ ok: true });
     }
+    // Valid, so not a 400; further ahead than the run buffers, so refused before the ack.
     const farAhead = await runs.postEvent(id, { ...base(), sequence: MAX, type: 'warning' });
-    expect(farAhead.status).toBe(200); // buffered, never applied: the terminal comes first
+    expect(farAhead).toMatchObject({ status: 409, json: { error: 'sequence_out_of_window', expected: 4 } });
     await runs.postEvent(id, { ...event(1, 4, 'terminal', {}), attempt: 1 });
     const done = await runResult(stack, org.organizationId, id);
     expect(done.countsByType).toEqual({ assistant: 1, usage: 1, user: 1, terminal: 1 });
@@ -137,10 +138,12 @@ describe('automation-run input validation', () => {
     expect(Object.keys(log.json.events[2])).not.toContain('extra');
   });
 
-  it('event: the highest attempt and sequence (2^53−1) are valid', async () => {
+  it('event: the highest attempt and sequence (2^53−1) are valid input, and the run answers them', async () => {
     const res = await runs.postEvent(newRunId(), { ...base(), attempt: MAX, sequence: MAX });
-    expect(res.status).toBe(200);
-    expect(res.json).toEqual({ ok: true });
+    // Not a 400: the run's own limit refuses it, before the ack.
+    expect(res).toMatchObject({ status: 409, json: { error: 'attempt_out_of_range' } });
+    const sequence = await runs.postEvent(newRunId(), { ...base(), attempt: 1, sequence: MAX });
+    expect(sequence).toMatchObject({ status: 409, json: { error: 'sequence_out_of_window', expected: 1 } });
   });
 
   it.each([
