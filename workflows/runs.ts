@@ -20,8 +20,6 @@ import {
   condition,
   continueAsNew,
   log,
-  proxyActivities,
-  proxyLocalActivities,
   setHandler,
   upsertSearchAttributes,
   workflowInfo,
@@ -29,6 +27,7 @@ import {
   patched,
 } from '@temporalio/workflow';
 import type { Activities } from '../activities';
+import { localFirst } from './local-first';
 import {
   PERSIST_REJECTED,
   RUN_CLAIMS_PATCH,
@@ -61,40 +60,35 @@ import {
   type RunState,
 } from '../src/runs/state';
 
-// A local activity: the write is a few milliseconds of Postgres, and a local activity costs one
-// marker in the history instead of three events, an extra workflow task and a task-queue round
-// trip per batch. Bounded (10 s), because a local activity's retries keep the workflow task busy
-// and grow the history: when Postgres refuses writes for longer, the same write goes to a
-// regular activity, whose retries the server keeps without a history event each. Retried
-// until Postgres takes it: an acked event must reach the log, however long Postgres refuses.
-const local = proxyLocalActivities<Activities>({
-  startToCloseTimeout: '30s',
-  scheduleToCloseTimeout: '10s',
-  // Retries more than a second apart wait on a timer, not inside the workflow task, so the run
-  // still answers queries (the API asks how much is unpersisted) while Postgres refuses writes.
-  localRetryThreshold: '1s',
-  retry: { initialInterval: '250ms', backoffCoefficient: 2, maximumInterval: '10s', nonRetryableErrorTypes: [PERSIST_REJECTED] },
-});
-const regular = proxyActivities<Activities>({
-  startToCloseTimeout: '30s',
-  retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '1m', nonRetryableErrorTypes: [PERSIST_REJECTED] },
-});
+// The write is a few milliseconds of Postgres: a local activity first (workflows/local-first.ts),
+// bounded to 10 s, then a regular activity retried until Postgres takes it: an acked event must
+// reach the log, however long Postgres refuses. A batch Postgres will never take (a data or
+// constraint error) is final at once.
+const persist = localFirst(
+  {
+    startToCloseTimeout: '30s',
+    scheduleToCloseTimeout: '10s',
+    // Retries more than a second apart wait on a timer, not inside the workflow task, so the run
+    // still answers queries (the API asks how much is unpersisted) while Postgres refuses writes.
+    localRetryThreshold: '1s',
+    retry: { initialInterval: '250ms', backoffCoefficient: 2, maximumInterval: '10s', nonRetryableErrorTypes: [PERSIST_REJECTED] },
+  },
+  {
+    startToCloseTimeout: '30s',
+    retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '1m', nonRetryableErrorTypes: [PERSIST_REJECTED] },
+  },
+  (error) => isRejected(error),
+);
 
 type PersistInput = Parameters<Activities['persistRunState']>[0];
 
 /** `rejected`: Postgres will never take this batch (a data or constraint error); it is skipped. */
 async function persistRunState(input: PersistInput): Promise<'persisted' | 'rejected'> {
   try {
-    await local.persistRunState(input);
+    await persist('persistRunState', input);
     return 'persisted';
   } catch (error) {
-    if (isCancellation(error) || isRejected(error)) return settle(error);
-    try {
-      await regular.persistRunState(input);
-      return 'persisted';
-    } catch (fallbackError) {
-      return settle(fallbackError);
-    }
+    return settle(error);
   }
 }
 

@@ -10,6 +10,12 @@ export const githubSearchAttributes = {
   GithubRepository: defineSearchAttributeKey('GithubRepository', 'KEYWORD'),
 } as const;
 
+/**
+ * Patch id (`patched()`): from it on, the route passes the search attributes at start and the
+ * effect runs as a local activity first (issue #15). Deliveries started before replay the old way.
+ */
+export const GITHUB_LOCAL_EFFECTS_PATCH = 'github-local-effects';
+
 export function githubDeliveryWorkflowId(deliveryId: string): string {
   return `github-delivery/${deliveryId}`;
 }

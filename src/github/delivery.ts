@@ -2,7 +2,8 @@
  * Deterministic helpers of the delivery workflow (workflows/github-delivery.ts), kept here so
  * they are unit-testable without a worker. No I/O: workflow code imports this module.
  */
-import type { GithubDeliveryInput, GithubDeliverySummary } from './contract';
+import type { SearchAttributePair } from '@temporalio/common';
+import { githubSearchAttributes, type GithubDeliveryInput, type GithubDeliverySummary } from './contract';
 
 /** The repository an operator would search a delivery by, when it names exactly one. */
 export function deliveryRepository(input: GithubDeliveryInput): string | undefined {
@@ -23,6 +24,16 @@ export function deliverySearchValues(input: GithubDeliveryInput): {
     GithubDeliveryId: input.deliveryId,
     ...(repository === undefined ? {} : { GithubRepository: repository }),
   };
+}
+
+/** The same, as typed pairs: passed at start by the route (and upserted only by older workflows). */
+export function deliverySearchAttributes(input: GithubDeliveryInput): SearchAttributePair[] {
+  const values = deliverySearchValues(input);
+  return [
+    { key: githubSearchAttributes.GithubEvent, value: values.GithubEvent },
+    { key: githubSearchAttributes.GithubDeliveryId, value: values.GithubDeliveryId },
+    ...(values.GithubRepository === undefined ? [] : [{ key: githubSearchAttributes.GithubRepository, value: values.GithubRepository }]),
+  ];
 }
 
 export function summarize(

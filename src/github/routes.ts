@@ -16,6 +16,7 @@ import type { Db } from '../app/store/db';
 import { z } from '../app/http/zod';
 import { InvalidRequestError, authResponses } from '../app/http/schemas';
 import { githubDeliveryWorkflowId } from './contract';
+import { deliverySearchAttributes } from './delivery';
 import { githubDelivery } from '../../workflows/github';
 import { classifyDelivery, parseWebhookBody, readDeliveryHeaders } from './relevance';
 import { SIGNATURE_HEADER, verifyWithFallback } from './signature';
@@ -110,7 +111,9 @@ export function createGithubRoutes(deps: GithubRouteDeps): Route[] {
 
       // Started before answering: a 202 means Temporal holds the delivery. The delivery id is
       // the dedupe key, also after the first workflow closed (GitHub redeliveries keep the id).
-      const outcome = await ingress.startOnce(githubDelivery, githubDeliveryWorkflowId(delivery.deliveryId), [delivery.input]);
+      const outcome = await ingress.startOnce(githubDelivery, githubDeliveryWorkflowId(delivery.deliveryId), [delivery.input], {
+        searchAttributes: deliverySearchAttributes(delivery.input),
+      });
       log.info({ deliveryId: delivery.deliveryId, event: delivery.event, outcome }, 'github delivery queued');
       return {
         status: 202,
