@@ -121,6 +121,9 @@ export const envSchema = z.object({
   // Applied events a run may hold unpersisted (Postgres refusing its writes) before the API
   // answers 503 for it, so senders retry instead of piling acked work into its history.
   RUN_UNPERSISTED_MAX_EVENTS: int(1000, 1),
+  // Each API process forwards one heartbeat per (run, attempt) per this fraction of the run's
+  // lease. Above 0.75 a single lost forward could cost the lease.
+  RUN_HEARTBEAT_COALESCE_FRACTION: z.coerce.number().gt(0).max(0.75).default(0.25),
 
   // Slack.
   SLACK_API_BASE_URL: z.string().url().default('https://slack.com/api'),
@@ -227,7 +230,7 @@ export const configSchema = envSchema
     },
     bench: { disableEnqueue: e.BENCH_DISABLE_ENQUEUE },
     runtimeClient: { apiUrl: e.DEN_API_URL, apiKey: e.DEN_API_KEY },
-    runAdmission: { unpersistedMaxEvents: e.RUN_UNPERSISTED_MAX_EVENTS },
+    runAdmission: { unpersistedMaxEvents: e.RUN_UNPERSISTED_MAX_EVENTS, heartbeatCoalesceFraction: e.RUN_HEARTBEAT_COALESCE_FRACTION },
   }));
 
 export type Config = z.output<typeof configSchema>;

@@ -1,8 +1,9 @@
 /**
  * Heartbeat coalescing (issue #4): a process forwards a heartbeat of (run, attempt) to Temporal
- * at most once per window (the run's own lease / 4), so Temporal load grows with the number of runs,
- * not with the number of heartbeats. Runners heartbeat about every 10 s against a 60 s lease,
- * so one forwarded heartbeat per 15 s still moves the lease long before it expires.
+ * at most once per window (a fraction of the run's own lease, RUN_HEARTBEAT_COALESCE_FRACTION,
+ * a quarter by default), so Temporal load grows with the number of runs, not with the number of
+ * heartbeats. Runners heartbeat about every 10 s against a 60 s lease, so one forwarded heartbeat
+ * per 15 s (or per 30 s at a half) still moves the lease long before it expires.
  *
  * The others are answered at once: a heartbeat for the same (run, attempt) is already in flight
  * or recorded. If the forwarded one fails, `release` forgets it, so the next one is forwarded.
@@ -12,7 +13,7 @@ export type Admission = { forward: true } | { forward: false; closedStatus?: str
 
 interface Entry {
   at: number;
-  /** The run's own window (its lease / 4), learned when a heartbeat is forwarded. */
+  /** The run's own window (a fraction of its lease), learned when a heartbeat is forwarded. */
   windowMs: number;
   closedStatus?: string;
 }
@@ -26,6 +27,8 @@ export class HeartbeatCoalescer {
     readonly defaultWindowMs: number,
     /** Above this many remembered keys, stale ones are swept at once (memory stays bounded). */
     private readonly sweepAbove = 10_000,
+    /** The window as a fraction of a run's lease. */
+    private readonly leaseFraction = 0.25,
   ) {}
 
   static key(organizationId: string, runId: string, attempt: number): string {
@@ -44,17 +47,17 @@ export class HeartbeatCoalescer {
   }
 
   /**
-   * The forward succeeded, and the run's lease is known: coalesce its heartbeats for a quarter
+   * The forward succeeded, and the run's lease is known: coalesce its heartbeats for the fraction
    * of it. Each run carries its own lease, so a deploy that changes the default never shortens
    * the window of a live run into a lost lease, nor stretches it past one.
    */
   forwarded(key: string, at: number, leaseTimeoutMs: number): void {
     const entry = this.entries.get(key);
-    if (entry?.at === at) entry.windowMs = HeartbeatCoalescer.windowFor(leaseTimeoutMs);
+    if (entry?.at === at) entry.windowMs = HeartbeatCoalescer.windowFor(leaseTimeoutMs, this.leaseFraction);
   }
 
-  static windowFor(leaseTimeoutMs: number): number {
-    return Math.max(1, Math.floor(leaseTimeoutMs / 4));
+  static windowFor(leaseTimeoutMs: number, leaseFraction = 0.25): number {
+    return Math.max(1, Math.floor(leaseTimeoutMs * leaseFraction));
   }
 
   /** The forward failed: let the next heartbeat try again. */

@@ -62,8 +62,9 @@ const notFound = () => errors.notFound('No such automation run.');
 export function createRunRoutes(deps: RunDeps): Route[] {
   const { db, temporal, config, metrics, now } = deps;
   // Heartbeats are coalesced per process: at most one forwarded per (run, attempt) per window,
-  // a quarter of the run's own lease (learned from its row when a heartbeat is forwarded).
-  const coalescer = new HeartbeatCoalescer(HeartbeatCoalescer.windowFor(config.runs.leaseTimeoutMs));
+  // a fraction of the run's own lease (learned from its row when a heartbeat is forwarded).
+  const fraction = config.runAdmission.heartbeatCoalesceFraction;
+  const coalescer = new HeartbeatCoalescer(HeartbeatCoalescer.windowFor(config.runs.leaseTimeoutMs, fraction), undefined, fraction);
   const backlog = new BacklogGate(deps);
 
   const postEvent = defineRoute({
@@ -99,7 +100,7 @@ export function createRunRoutes(deps: RunDeps): Route[] {
     summary: 'Send a heartbeat for an automation run',
     description:
       'Extends the current attempt\'s lease; the first heartbeat of a newer attempt starts it. Each process ' +
-      "forwards at most one heartbeat per (run, attempt) per a quarter of the run's own lease and answers the others at once.",
+      "forwards at most one heartbeat per (run, attempt) per `RUN_HEARTBEAT_COALESCE_FRACTION` (default a quarter) of the run's own lease and answers the others at once.",
     tags: TAGS,
     auth: 'authenticated',
     ingress: true,

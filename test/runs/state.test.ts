@@ -427,6 +427,18 @@ describe('heartbeat coalescer', () => {
 });
 
 describe("heartbeat coalescer: the window is the run's own", () => {
+  it('takes the window as a configured fraction of the lease', () => {
+    const c = new HeartbeatCoalescer(HeartbeatCoalescer.windowFor(60_000, 0.6), undefined, 0.6);
+    const key = HeartbeatCoalescer.key('org', 'run', 1);
+    // Heartbeats every 10 s against a 60 s lease: one in four is forwarded.
+    const forwarded = [0, 10_000, 20_000, 30_000, 40_000, 50_000, 60_000, 70_000].filter((t) => {
+      const admission = c.admit(key, t);
+      if (admission.forward) c.forwarded(key, t, 60_000);
+      return admission.forward;
+    });
+    expect(forwarded).toEqual([0, 40_000]);
+  });
+
   it("learns a forwarded run's lease and coalesces its heartbeats for a quarter of it", () => {
     const c = new HeartbeatCoalescer(15_000);
     const key = HeartbeatCoalescer.key('org', 'run', 1);
