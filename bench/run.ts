@@ -1,6 +1,6 @@
 /**
  * `npm run bench [-- --duration 30 --connections 16 --only slack-events,github-push]`
- * `npm run bench -- heartbeats --runs N --interval S --duration T [--lease L]`
+ * `npm run bench -- heartbeats --runs N --interval S --ramp R --duration T [--lease L --fraction F]`
  *
  * Drives the real API process (a separate `serve`, with a separate `worker`) with signed,
  * unique requests, side by side with (a) the ceiling — the same number of workflow starts
@@ -40,6 +40,10 @@ interface ScenarioResult {
   noEnqueueRps?: number;
   ratioToCeiling: number;
   ratioToNoEnqueue?: number;
+  /** Acked *and* processed per second, over load time plus drain time (issue #15). */
+  sustainedRps?: number;
+  drainSeconds?: number;
+  workerRssMiB?: number;
 }
 
 interface Fixtures {
@@ -56,7 +60,11 @@ interface Scenario {
   /** Whether the no-enqueue comparison applies (routes whose ack is an enqueue). */
   compareNoEnqueue: boolean;
   durable?: (stack: BenchStack, fixtures: Fixtures, acked: string[]) => Promise<string[]>;
+  /** How many items the worker has finished (workflow closed or at its resting state, effects in Postgres). */
+  processed?: (stack: BenchStack, fixtures: Fixtures) => Promise<number>;
 }
+
+const visibleCount = async (stack: BenchStack, query: string) => (await stack.temporal.client.workflow.count(query)).count;
 
 const exists = (stack: BenchStack) => async (workflowId: string) => {
   await stack.temporal.client.workflow.getHandle(workflowId).describe();
@@ -92,6 +100,9 @@ const SCENARIOS: Scenario[] = [
       };
     },
     durable: (stack, f, acked) => findMissing(acked, (id) => exists(stack)(slackEventWorkflowId(f.slack.connectionId, id))),
+    // The bench's Slack user is not linked: an invocation is processed once it waits for the link
+    // (its prompt was attempted), which is as far as the worker can take it alone.
+    processed: (stack) => visibleCount(stack, `WorkflowType = 'slackEvent' AND SlackEventStatus = 'awaiting_link'`),
   },
   {
     name: 'github-push',
@@ -113,6 +124,8 @@ const SCENARIOS: Scenario[] = [
       };
     },
     durable: (stack, _f, acked) => findMissing(acked, (id) => exists(stack)(githubDeliveryWorkflowId(id))),
+    // A delivery workflow completes only after its effect is in Postgres.
+    processed: (stack) => visibleCount(stack, `WorkflowType = 'githubDelivery' AND ExecutionStatus = 'Completed'`),
   },
   {
     name: 'run-events',
@@ -136,6 +149,10 @@ const SCENARIOS: Scenario[] = [
         return Number(row.rows[0]?.n ?? 0) >= acked.length - missingRuns.length;
       }, 120_000, { intervalMs: 1000 }).catch(() => undefined);
       return missingRuns;
+    },
+    processed: async (stack, f) => {
+      const row = await sql<{ n: string }>`SELECT count(*) AS n FROM automation_run_events WHERE organization_id = ${f.organizationId} AND run_id LIKE 'bench-%'`.execute(stack.database.db);
+      return Number(row.rows[0]?.n ?? 0);
     },
   },
   {
@@ -207,6 +224,27 @@ async function settle(stack: BenchStack): Promise<void> {
   ).catch(() => process.stderr.write('  (worker still busy after 3 min; measuring anyway)\n'));
 }
 
+/**
+ * After the load stops: how long the worker takes to finish what was acked. The count is
+ * cumulative, so it is taken from the baseline counted before the load; bounded at 3 minutes.
+ */
+async function drainAfterLoad(baseline: number, count: () => Promise<number>, acked: number): Promise<{ processed: number; seconds: number }> {
+  const started = Date.now();
+  let processed = 0;
+  while (Date.now() - started < 180_000) {
+    processed = (await count()) - baseline;
+    if (processed >= acked) break;
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+  return { processed: Math.min(processed, acked), seconds: (Date.now() - started) / 1000 };
+}
+
+async function processRssMiB(pid: number): Promise<number | undefined> {
+  const status = await fs.readFile(`/proc/${pid}/status`, 'utf8').catch(() => '');
+  const kb = /VmRSS:\s+(\d+) kB/.exec(status)?.[1];
+  return kb === undefined ? undefined : Math.round(Number(kb) / 1024);
+}
+
 async function rssMiB(url: string): Promise<number> {
   const text = await (await fetch(`${url}/metrics`)).text();
   const line = text.split('\n').find((l) => l.startsWith('process_resident_memory_bytes '));
@@ -239,9 +277,10 @@ function table(results: ScenarioResult[]): string {
     [
       r.scenario,
       r.rps.toFixed(0),
+      r.sustainedRps === undefined ? '—' : `${r.sustainedRps.toFixed(0)} (${r.drainSeconds!.toFixed(1)} s)`,
       `${r.latencyMs.p50} / ${r.latencyMs.p99} / ${r.latencyMs.max}`,
       String(r.non2xx),
-      String(r.apiRssMiB),
+      `${r.apiRssMiB} / ${r.workerRssMiB ?? '—'}`,
       r.ceilingRps.toFixed(0),
       r.ratioToCeiling.toFixed(2),
       r.noEnqueueRps === undefined ? '—' : r.noEnqueueRps.toFixed(0),
@@ -250,8 +289,8 @@ function table(results: ScenarioResult[]): string {
     ].join(' | '),
   );
   return [
-    '| scenario | req/s | p50 / p99 / max ms | non-2xx | API RSS MiB | ceiling (a) req/s | route ÷ (a) | no-enqueue (b) req/s | route ÷ (b) | acked / acked-but-missing |',
-    '|---|---|---|---|---|---|---|---|---|---|',
+    '| scenario | ingest req/s | sustained req/s (drain) | p50 / p99 / max ms | non-2xx | API / worker RSS MiB | ceiling (a) req/s | ingest ÷ (a) | no-enqueue (b) req/s | ingest ÷ (b) | acked / acked-but-missing |',
+    '|---|---|---|---|---|---|---|---|---|---|---|',
     ...rows.map((r) => `| ${r} |`),
   ].join('\n');
 }
@@ -282,8 +321,12 @@ async function loadScenarios(argv: string[]): Promise<number> {
     for (const scenario of chosen) {
       process.stderr.write(`${scenario.name}: ${connections} connections × ${duration} s\n`);
       await settle(stack);
+      const processed = scenario.processed ? () => scenario.processed!(stack, f) : undefined;
+      const baseline = processed ? await processed() : 0;
       const route: LoadResult = await runLoad({ url: stack.api.url!, connections, durationSeconds: duration, next: scenario.next(f) });
+      const drain = processed ? await drainAfterLoad(baseline, processed, route.acked.length) : undefined;
       const rss = await rssMiB(stack.api.url!);
+      const workerRss = stack.worker.pid === undefined ? undefined : await processRssMiB(stack.worker.pid);
       await settle(stack);
       const a = await ceiling(stack, connections, duration);
       await settle(stack);
@@ -305,6 +348,8 @@ async function loadScenarios(argv: string[]): Promise<number> {
         noEnqueueRps: b?.rps,
         ratioToCeiling: route.rps / a.rps,
         ratioToNoEnqueue: b ? route.rps / b.rps : undefined,
+        ...(drain ? { sustainedRps: drain.processed / (duration + drain.seconds), drainSeconds: drain.seconds } : {}),
+        workerRssMiB: workerRss,
       });
       process.stderr.write(`  ${route.rps.toFixed(0)} req/s, acked ${route.acked.length}, acked-but-missing ${missing.length}\n`);
     }
@@ -327,41 +372,55 @@ async function writeResults(json: object, markdown: string): Promise<void> {
   await fs.writeFile(path.join(dir, `${stamp}.md`), markdown);
 }
 
-/** N live runs heartbeating every S seconds for T seconds: coalescing ratio and false losses. */
+/**
+ * N live runs heartbeating every S seconds: started evenly over the ramp, then held for T
+ * seconds. Reports non-2xx after the ramp, the coalescing ratio, false lease losses and memory.
+ */
 async function heartbeats(argv: string[]): Promise<number> {
   const { values } = parseArgs({
     args: argv,
     options: {
       runs: { type: 'string', default: '200' },
       interval: { type: 'string', default: '10' },
+      ramp: { type: 'string', default: '10' },
       duration: { type: 'string', default: '60' },
       lease: { type: 'string', default: '60' },
+      fraction: { type: 'string', default: '0.25' },
     },
   });
   const runs = Number(values.runs);
   const intervalMs = Number(values.interval) * 1000;
+  const rampMs = Number(values.ramp) * 1000;
   const durationMs = Number(values.duration) * 1000;
-  const leaseEnv = { RUN_LEASE_TIMEOUT: `${values.lease}s` };
-  const stack = await startBenchStack({ apiEnv: leaseEnv, workerEnv: leaseEnv });
+  const env = { RUN_LEASE_TIMEOUT: `${values.lease}s`, RUN_HEARTBEAT_COALESCE_FRACTION: values.fraction };
+  const stack = await startBenchStack({ apiEnv: env, workerEnv: env });
   try {
     const org = await createTestOrg(stack.database.db, 'bench-heartbeats');
     const ids = Array.from({ length: runs }, () => `hb-${randomUUID()}`);
     let sent = 0;
     let failed = 0;
-    const deadline = Date.now() + durationMs;
+    let failedAfterRamp = 0;
+    const startedAt = Date.now();
+    const rampEnd = startedAt + rampMs;
+    const deadline = rampEnd + durationMs;
     await Promise.all(
       ids.map(async (id, index) => {
-        // Spread the runs over the interval, as independent runtimes would be.
-        await new Promise((r) => setTimeout(r, (index / runs) * intervalMs));
+        // Spread the runs over the ramp, as independent runtimes would start.
+        await new Promise((r) => setTimeout(r, (index / runs) * rampMs));
         while (Date.now() < deadline) {
+          const sentAt = Date.now();
           const res = await fetch(`${stack.api.url}/v1/automation-runs/${id}/heartbeat`, {
             method: 'POST',
             headers: { 'content-type': 'application/json', 'x-api-key': org.owner.apiKey },
             body: JSON.stringify({ attempt: 1 }),
           }).catch(() => undefined);
           sent += 1;
-          if (!res || res.status !== 200) failed += 1;
-          await new Promise((r) => setTimeout(r, intervalMs));
+          if (!res || res.status !== 200) {
+            failed += 1;
+            if (sentAt >= rampEnd) failedAfterRamp += 1;
+          }
+          await res?.arrayBuffer().catch(() => undefined);
+          await new Promise((r) => setTimeout(r, Math.max(0, intervalMs - (Date.now() - sentAt))));
         }
       }),
     );
@@ -369,20 +428,26 @@ async function heartbeats(argv: string[]): Promise<number> {
     const count = (result: string) => Number(new RegExp(`den_run_heartbeats_total\\{result="${result}"\\} (\\d+)`).exec(metrics)?.[1] ?? 0);
     const forwarded = count('forwarded');
     const coalesced = count('coalesced');
+    const apiRss = await rssMiB(stack.api.url!);
+    const workerRss = stack.worker.pid === undefined ? undefined : await processRssMiB(stack.worker.pid);
     let lost = 0;
     for (const id of ids) {
       const res = await fetch(`${stack.api.url}/v1/automation-runs/${id}`, { headers: { 'x-api-key': org.owner.apiKey } });
       const summary = (await res.json()) as { status?: string };
       if (summary.status !== 'running') lost += 1;
     }
+    const ratio = forwarded / Math.max(1, forwarded + coalesced);
     const markdown = [
-      `| runs | interval s | duration s | lease s | heartbeats sent | non-200 | forwarded | coalesced | forwarded ÷ received | wrongly lost |`,
-      '|---|---|---|---|---|---|---|---|---|---|',
-      `| ${runs} | ${values.interval} | ${values.duration} | ${values.lease} | ${sent} | ${failed} | ${forwarded} | ${coalesced} | ${(forwarded / Math.max(1, forwarded + coalesced)).toFixed(3)} | ${lost} |`,
+      `| runs | interval s | ramp s | held s | lease s | window (× lease) | heartbeats sent | non-200 (after the ramp) | forwarded | coalesced | forwarded ÷ received | wrongly lost | API / worker RSS MiB |`,
+      '|---|---|---|---|---|---|---|---|---|---|---|---|---|',
+      `| ${runs} | ${values.interval} | ${values.ramp} | ${values.duration} | ${values.lease} | ${values.fraction} | ${sent} | ${failed} (${failedAfterRamp}) | ${forwarded} | ${coalesced} | ${ratio.toFixed(3)} | ${lost} | ${apiRss} / ${workerRss ?? '—'} |`,
     ].join('\n');
     console.log(`\n${markdown}\n`);
-    await writeResults({ kind: 'heartbeats', runs, interval: values.interval, duration: values.duration, lease: values.lease, sent, failed, forwarded, coalesced, lost }, `${markdown}\n`);
-    return lost === 0 && failed === 0 ? 0 : 1;
+    await writeResults(
+      { kind: 'heartbeats', ...values, runs, sent, failed, failedAfterRamp, forwarded, coalesced, lost, apiRssMiB: apiRss, workerRssMiB: workerRss },
+      `${markdown}\n`,
+    );
+    return lost === 0 && failedAfterRamp === 0 ? 0 : 1;
   } finally {
     await stack.stop();
   }
