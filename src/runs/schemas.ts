@@ -12,8 +12,11 @@ export const TERMINAL_ERROR_MAX_LENGTH = 4096;
 export const EVENTS_PAGE_MAX = 500;
 export const RUNS_PAGE_MAX = 500;
 
-/** z.int() is the safe-integer range, so 2^53 and above fail ("numbers above 2^53−1 are invalid"). */
-const safeInt = (min: number) => z.int().min(min);
+/**
+ * z.int() is the safe-integer range, so 2^53 and above fail ("numbers above 2^53−1 are invalid").
+ * The document states that upper bound too (the generator only writes the lower one).
+ */
+const safeInt = (min: number) => z.int().min(min).openapi({ maximum: Number.MAX_SAFE_INTEGER });
 
 // The id becomes part of a Temporal workflow id and a Postgres text key: Postgres refuses NUL,
 // and lone surrogates do not survive UTF-8, so both would leave a run that cannot be stored.
@@ -26,7 +29,10 @@ export const RunIdParams = z.object({
     .min(1)
     .max(160)
     .refine(wellFormedId, 'must not contain control characters or unpaired surrogates')
-    .openapi({ description: 'The run id, 1 to 160 characters, chosen by the runtime.' }),
+    // The refinement, for the document: no C0 control or DEL. A lone surrogate cannot arrive in a
+    // path (percent-decoding UTF-8 never yields one), and schemathesis's regex engine drops any
+    // pattern that names the surrogate range.
+    .openapi({ description: 'The run id, 1 to 160 characters, chosen by the runtime.', pattern: '^[^\\u0000-\\u001f\\u007f]+$' }),
 });
 
 export const RunEventTypeSchema = z.enum(RUN_EVENT_TYPES).openapi('AutomationRunEventType');
@@ -37,6 +43,35 @@ const RunEventFields = z.object({
   payload: z.record(z.string(), z.unknown()).openapi({ description: 'Free-form object.' }),
   createdAt: safeInt(0).openapi({ description: "The runtime's timestamp (ms). Kept for the record; ordering uses `sequence`." }),
 });
+
+/**
+ * The refinement below, for the document (a refinement is invisible to the generator): the kind
+ * comes as `type`, as `kind`, or as both when they agree; a terminal event's payload `status` is
+ * one of TERMINAL_EVENT_STATUSES and its `error` a string of at most TERMINAL_ERROR_MAX_LENGTH.
+ */
+const runEventKindDocument = {
+  anyOf: [
+    { required: ['type'], not: { required: ['kind'] } },
+    { required: ['kind'], not: { required: ['type'] } },
+    ...RUN_EVENT_TYPES.map((kind) => ({ required: ['type', 'kind'], properties: { type: { const: kind }, kind: { const: kind } } })),
+  ],
+  if: {
+    anyOf: [
+      { required: ['type'], properties: { type: { const: 'terminal' } } },
+      { required: ['kind'], properties: { kind: { const: 'terminal' } } },
+    ],
+  },
+  then: {
+    properties: {
+      payload: {
+        properties: {
+          status: { enum: [...TERMINAL_EVENT_STATUSES] },
+          error: { type: 'string', maxLength: TERMINAL_ERROR_MAX_LENGTH },
+        },
+      },
+    },
+  },
+};
 
 // The kind rules are a separate half of an intersection so that their problems are reported
 // together with the other fields' (a refinement on one object is skipped once a field fails).
@@ -70,7 +105,8 @@ const RunEventKind = z
         message: `A terminal event's error is a string of at most ${TERMINAL_ERROR_MAX_LENGTH} characters.`,
       });
     }
-  });
+  })
+  .openapi(runEventKindDocument);
 
 export const RunEventBody = z
   .intersection(RunEventFields, RunEventKind)
@@ -91,7 +127,9 @@ const queryInt = (min: number, max: number) =>
     .string()
     .regex(/^\d{1,16}$/, 'must be a non-negative integer')
     .transform(Number)
-    .pipe(z.int().min(min).max(max));
+    .pipe(z.int().min(min).max(max))
+    // The document shows the integer the string must hold, with its bounds, not the string.
+    .openapi({ type: 'integer', minimum: min, maximum: max });
 
 export const RunEventsQuery = z.object({
   after: queryInt(0, Number.MAX_SAFE_INTEGER)

@@ -40,6 +40,9 @@ describe('methods', () => {
     ['PUT', '/v1/me', 'GET, HEAD'],
     ['DELETE', '/v1/webhooks/connectors/github', 'POST'],
     ['PROPFIND', '/v1/automation-runs/abc/events', 'GET, HEAD, POST'],
+    // A concrete path owns its methods (OpenAPI matches it before /v1/automation-runs/{id}).
+    ['GET', '/v1/automation-runs/claim', 'POST'],
+    ['OPTIONS', '/v1/automation-runs/claim', 'POST'],
   ])('%s %s → 405 with Allow, never a 5xx', async (method, path, allow) => {
     const res = await send(method, path);
     expect(res.status).toBe(405);

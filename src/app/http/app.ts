@@ -51,13 +51,24 @@ export function createApp(deps: AppDeps): Koa<AppState> {
  * A known path asked with a method it does not declare (TRACE, OPTIONS, a typo…) is a 405 with
  * `Allow`, never koa-router's 501: an unknown method is the client's mistake, not ours. The
  * label is the path's template, so no request can add a metric series of its own.
+ *
+ * A path that is a route of its own (no parameters, e.g. `/v1/automation-runs/claim`) answers
+ * with its own methods only, as OpenAPI matches concrete paths before templated ones: it never
+ * falls through to a templated route that also matches it (`/v1/automation-runs/{id}`).
  */
 async function methodNotAllowed(ctx: AppContext, next: Next, router: Router<AppState>): Promise<void> {
+  const layers = router.match(ctx.path, ctx.method).path;
+  const concrete = layers.filter((layer) => layer.paramNames.length === 0);
+  const owners = concrete.length > 0 ? concrete : layers;
+  const allowed = [...new Set(owners.flatMap((layer) => layer.methods))];
+  if (concrete.length > 0 && !allowed.includes(ctx.method)) return answer405(ctx, owners, allowed);
   await next();
   if (ctx.status !== 404 || ctx.body !== undefined) return;
-  const layers = router.match(ctx.path, ctx.method).path;
-  const allowed = [...new Set(layers.flatMap((layer) => layer.methods))];
   if (allowed.length === 0) return;
+  answer405(ctx, owners, allowed);
+}
+
+function answer405(ctx: AppContext, layers: { path: string | RegExp }[], allowed: string[]): void {
   ctx.state.routeTemplate ??= String(layers[0]!.path).replace(/:(\w+)/g, '{$1}');
   ctx.status = 405;
   ctx.set('allow', allowed.join(', '));

@@ -18,6 +18,7 @@ import type { AppContext, AppState } from './context';
 import { readRawBody } from './body';
 import type { OpenAPIRegistry } from '@asteasolutions/zod-to-openapi';
 import { requireAuth, type Authenticator, type AuthMode, type Principal } from './auth';
+import { authResponses, InvalidRequestError, PlainText, Unavailable } from './schemas';
 
 export type Method = 'get' | 'post' | 'put' | 'patch' | 'delete';
 
@@ -120,10 +121,38 @@ export function registerOpenApi(registry: OpenAPIRegistry, route: Route): void {
   for (const path of [route.path, ...(route.aliases ?? [])]) registerPath(registry, route, path);
 }
 
+/**
+ * The answers the pipeline itself gives, whatever the handler does: a route's document lists
+ * them even when its definition does not (its own entry, when present, wins).
+ */
+function pipelineResponses(route: Route): Record<number, ResponseSpec> {
+  const implied: Record<number, ResponseSpec> = {};
+  if (route.auth === 'authenticated' || route.auth === 'admin') {
+    implied[401] = authResponses[401];
+    if (route.auth === 'admin' || route.sessionOnly) implied[403] = authResponses[403];
+    // Credentials are looked up in Postgres on every request (src/identity/auth.ts).
+    implied[503] = { description: 'Postgres unavailable while checking the credentials: retry later.', schema: Unavailable };
+  }
+  if (route.params || route.query || route.body) {
+    implied[400] = { description: 'Invalid path parameter, query or body.', schema: InvalidRequestError };
+  }
+  if (route.body) {
+    implied[413] = { description: `Body over ${route.body.limitBytes} bytes.`, schema: PlainText, contentType: 'text/plain' };
+  }
+  return implied;
+}
+
+/** A JSON body is required when its schema refuses an empty one (parseJson reads it as undefined). */
+function bodyRequired(body: NonNullable<Route['body']>): boolean {
+  return body.kind === 'json' && !body.schema.safeParse(undefined).success;
+}
+
 function registerPath(registry: OpenAPIRegistry, route: Route, path: string): void {
   if (route.hidden) return;
   const responses: RouteConfig['responses'] = {};
-  for (const [status, spec] of Object.entries(route.responses)) {
+  const all = { ...pipelineResponses(route), ...route.responses };
+  for (const status of Object.keys(all)) {
+    const spec = all[Number(status)]!;
     responses[status] = spec.schema
       ? { description: spec.description, content: { [spec.contentType ?? 'application/json']: { schema: spec.schema } } }
       : { description: spec.description };
@@ -134,7 +163,11 @@ function registerPath(registry: OpenAPIRegistry, route: Route, path: string): vo
   if (route.body) {
     const schema = route.body.kind === 'json' ? route.body.schema : (route.body.schema ?? z.string());
     const contentType = route.body.kind === 'json' ? 'application/json' : route.body.contentType;
-    request.body = { content: { [contentType]: { schema } }, description: route.body.kind === 'raw' ? route.body.description : undefined };
+    request.body = {
+      content: { [contentType]: { schema } },
+      description: route.body.kind === 'raw' ? route.body.description : undefined,
+      required: bodyRequired(route.body),
+    };
   }
   registry.registerPath({
     method: route.method,
