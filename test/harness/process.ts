@@ -27,11 +27,15 @@ export function spawnDen(args: string[], env: Record<string, string | undefined>
   return spawnNode([path.join(root, 'bin', 'den.js'), ...args], env);
 }
 
+/** Only what a child process needs from the outside; everything else is the caller's config. */
+export function outsideEnv(): Record<string, string | undefined> {
+  return { PATH: process.env.PATH, HOME: process.env.HOME };
+}
+
 function spawnNode(args: string[], env: Record<string, string | undefined>): Spawned {
   const child = spawn(process.execPath, args, {
     cwd: root,
-    // Only what a process needs from the outside; everything else is the test's config.
-    env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env } as NodeJS.ProcessEnv,
+    env: { ...outsideEnv(), ...env } as NodeJS.ProcessEnv,
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';
