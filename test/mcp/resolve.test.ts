@@ -146,7 +146,11 @@ describe('validation (spec 2.4, §8)', () => {
     const doc = (await stack.request('GET', '/openapi.json')).json;
     const op = doc.paths[PATH].post;
     expect(op.security).toEqual([{ bearerAuth: [] }, { denApiKey: [] }]);
-    expect(Object.keys(op.responses).sort()).toEqual(['200', '400', '401', '403', '503']);
+    expect(Object.keys(op.responses).sort()).toEqual(['200', '400', '401', '403', '413', '503']);
+    expect(op.requestBody.required).toBe(true);
+    // The 413 the document lists is the one the body reader answers.
+    const big = await stack.request('POST', PATH, { headers: admin.headers, body: { query: 'x'.repeat(17 * 1024) } });
+    expect(big.status).toBe(413);
   });
 });
 
