@@ -29,6 +29,7 @@ import {
   type WorkflowSignalWithStartOptions,
   type WorkflowStartOptions,
 } from '@temporalio/client';
+import { errors } from './errors';
 import type { Metrics } from './metrics';
 import { temporalCall, type TemporalClientHandle } from './temporal/client';
 
@@ -156,7 +157,10 @@ export function createIngressGateway(deps: {
           // The server's answer when the workflow task that carried the Update ended the execution
           // (completed, or continued as new) without the worker seeing it: nothing was recorded.
           // Asking again reaches the next run, or finds the workflow closed.
-          if (failure instanceof ApplicationFailure && failure.type === UNPROCESSED_UPDATE && Date.now() < deadline) continue;
+          if (failure instanceof ApplicationFailure && failure.type === UNPROCESSED_UPDATE) {
+            if (Date.now() < deadline) continue;
+            throw errors.unavailable('temporal', error);
+          }
           if (failure instanceof ApplicationFailure) return { outcome: 'refused', refusal: failure };
           throw error;
         }
