@@ -10,6 +10,7 @@ import { createSlackConnection } from '../src/slack/connections';
 import { readMetric, runCampaign } from '../test/fuzz/campaign';
 import { waitFor } from '../test/harness/wait';
 import { startBenchStack } from './lib/stack';
+import { exitWith } from './lib/exit';
 
 async function main(): Promise<number> {
   const { values } = parseArgs({ options: { runs: { type: 'string', default: '2000' }, seed: { type: 'string' }, long: { type: 'boolean', default: false } } });
@@ -59,10 +60,4 @@ async function main(): Promise<number> {
   }
 }
 
-main().then(
-  (code) => process.exit(code),
-  (error: unknown) => {
-    console.error(error);
-    process.exit(1);
-  },
-);
+exitWith(main());

@@ -25,6 +25,7 @@ import { createTestOrg } from '../test/harness/identity';
 import { findMissing, runClosedLoop, runLoad, type GeneratedRequest, type LoadResult } from './lib/load';
 import { waitFor } from '../test/harness/wait';
 import { startBenchStack, type BenchStack } from './lib/stack';
+import { exitWith } from './lib/exit';
 
 interface ScenarioResult {
   scenario: string;
@@ -413,6 +414,7 @@ async function heartbeats(argv: string[]): Promise<number> {
             method: 'POST',
             headers: { 'content-type': 'application/json', 'x-api-key': org.owner.apiKey },
             body: JSON.stringify({ attempt: 1 }),
+            signal: AbortSignal.timeout(intervalMs),
           }).catch(() => undefined);
           sent += 1;
           if (!res || res.status !== 200) {
@@ -430,12 +432,18 @@ async function heartbeats(argv: string[]): Promise<number> {
     const coalesced = count('coalesced');
     const apiRss = await rssMiB(stack.api.url!);
     const workerRss = stack.worker.pid === undefined ? undefined : await processRssMiB(stack.worker.pid);
+    // Every run must still be running: 32 lookups at a time, each bounded.
     let lost = 0;
-    for (const id of ids) {
-      const res = await fetch(`${stack.api.url}/v1/automation-runs/${id}`, { headers: { 'x-api-key': org.owner.apiKey } });
-      const summary = (await res.json()) as { status?: string };
-      if (summary.status !== 'running') lost += 1;
-    }
+    const pending = [...ids];
+    await Promise.all(
+      Array.from({ length: 32 }, async () => {
+        for (let id = pending.pop(); id !== undefined; id = pending.pop()) {
+          const res = await fetch(`${stack.api.url}/v1/automation-runs/${id}`, { headers: { 'x-api-key': org.owner.apiKey }, signal: AbortSignal.timeout(10_000) }).catch(() => undefined);
+          const summary = ((await res?.json().catch(() => undefined)) ?? {}) as { status?: string };
+          if (summary.status !== 'running') lost += 1;
+        }
+      }),
+    );
     const ratio = forwarded / Math.max(1, forwarded + coalesced);
     const markdown = [
       `| runs | interval s | ramp s | held s | lease s | window (× lease) | heartbeats sent | non-200 (after the ramp) | forwarded | coalesced | forwarded ÷ received | wrongly lost | API / worker RSS MiB |`,
@@ -455,10 +463,4 @@ async function heartbeats(argv: string[]): Promise<number> {
 
 const [first, ...rest] = process.argv.slice(2);
 const run = first === 'heartbeats' ? heartbeats(rest) : loadScenarios(first ? [first, ...rest] : rest);
-run.then(
-  (code) => process.exit(code),
-  (error: unknown) => {
-    console.error(error);
-    process.exit(1);
-  },
-);
+exitWith(run);

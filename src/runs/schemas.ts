@@ -206,6 +206,9 @@ export const RunClaimNextBody = z
   .optional()
   .openapi('AutomationRunClaimNextRequest');
 
+/** A number a refusal carries for the runtime (which one depends on `error`). */
+const detail = (description: string) => z.number().int().optional().openapi({ description });
+
 export const RunConflictBody = z
   .object({
     error: z.enum([
@@ -220,20 +223,12 @@ export const RunConflictBody = z
       'terminal_not_last',
     ]),
     status: z.string().optional().openapi({ description: "The run's status (run_closed, already_claimed, not_claimed, stale_attempt)." }),
-    maxAttempts: z.number().int().optional().openapi({ description: 'attempt_out_of_range: the highest attempt the run takes.' }),
-    expected: z
-      .number()
-      .int()
-      .optional()
-      .openapi({ description: 'sequence_out_of_window, buffer_full: the sequence the run applies next; send it first.' }),
-    max: z.number().int().optional().openapi({ description: 'sequence_out_of_window: the highest sequence the run takes now.' }),
-    maxBufferedBytes: z
-      .number()
-      .int()
-      .optional()
-      .openapi({ description: 'buffer_full: the payload bytes the run keeps for out-of-order events.' }),
-    terminalSequence: z.number().int().optional().openapi({ description: 'after_terminal: the sequence of the run\'s terminal event.' }),
-    lastSequence: z.number().int().optional().openapi({ description: 'terminal_not_last: the highest sequence the run already holds.' }),
+    maxAttempts: detail('attempt_out_of_range: the highest attempt the run takes.'),
+    expected: detail('sequence_out_of_window, buffer_full: the sequence the run applies next; send it first.'),
+    max: detail('sequence_out_of_window: the highest sequence the run takes now.'),
+    maxBufferedBytes: detail('buffer_full: the payload bytes the run keeps for out-of-order events.'),
+    terminalSequence: detail("after_terminal: the sequence of the run's terminal event."),
+    lastSequence: detail('terminal_not_last: the highest sequence the run already holds.'),
   })
   .openapi('AutomationRunConflict');
 

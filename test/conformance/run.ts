@@ -14,6 +14,7 @@ import path from 'node:path';
 import { createTestOrg } from '../harness/identity';
 import { outsideEnv } from '../harness/process';
 import { startBenchStack } from '../../bench/lib/stack';
+import { exitWith } from '../../bench/lib/exit';
 
 const SCHEMATHESIS_VERSION = '4.32.5';
 const root = path.resolve(__dirname, '../..');
@@ -132,10 +133,4 @@ async function main(): Promise<number> {
   }
 }
 
-main().then(
-  (code) => process.exit(code),
-  (error: unknown) => {
-    console.error(error);
-    process.exit(1);
-  },
-);
+exitWith(main());
