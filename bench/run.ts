@@ -432,18 +432,24 @@ async function heartbeats(argv: string[]): Promise<number> {
     const coalesced = count('coalesced');
     const apiRss = await rssMiB(stack.api.url!);
     const workerRss = stack.worker.pid === undefined ? undefined : await processRssMiB(stack.worker.pid);
-    // Every run must still be running: 32 lookups at a time, each bounded.
+    // Every run must still be running: 32 lookups at a time, each bounded. Anything else counts
+    // as lost, and is tallied by what the lookup saw.
     let lost = 0;
+    const notRunning: Record<string, number> = {};
     const pending = [...ids];
     await Promise.all(
       Array.from({ length: 32 }, async () => {
         for (let id = pending.pop(); id !== undefined; id = pending.pop()) {
           const res = await fetch(`${stack.api.url}/v1/automation-runs/${id}`, { headers: { 'x-api-key': org.owner.apiKey }, signal: AbortSignal.timeout(10_000) }).catch(() => undefined);
-          const summary = ((await res?.json().catch(() => undefined)) ?? {}) as { status?: string };
-          if (summary.status !== 'running') lost += 1;
+          const summary = ((await res?.json().catch(() => undefined)) ?? {}) as { status?: string; error?: string | null };
+          if (summary.status === 'running') continue;
+          lost += 1;
+          const seen = res === undefined ? 'no answer' : summary.status === undefined ? `HTTP ${res.status}` : `${summary.status}${summary.error ? `/${summary.error}` : ''}`;
+          notRunning[seen] = (notRunning[seen] ?? 0) + 1;
         }
       }),
     );
+    if (lost > 0) console.log(`not running at the end: ${JSON.stringify(notRunning)}`);
     const ratio = forwarded / Math.max(1, forwarded + coalesced);
     const markdown = [
       `| runs | interval s | ramp s | held s | lease s | window (× lease) | heartbeats sent | non-200 (after the ramp) | forwarded | coalesced | forwarded ÷ received | wrongly lost | API / worker RSS MiB |`,
@@ -452,7 +458,7 @@ async function heartbeats(argv: string[]): Promise<number> {
     ].join('\n');
     console.log(`\n${markdown}\n`);
     await writeResults(
-      { kind: 'heartbeats', ...values, runs, sent, failed, failedAfterRamp, forwarded, coalesced, lost, apiRssMiB: apiRss, workerRssMiB: workerRss },
+      { kind: 'heartbeats', ...values, runs, sent, failed, failedAfterRamp, forwarded, coalesced, lost, notRunning, apiRssMiB: apiRss, workerRssMiB: workerRss },
       `${markdown}\n`,
     );
     return lost === 0 && failedAfterRamp === 0 ? 0 : 1;
