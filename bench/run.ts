@@ -449,7 +449,10 @@ async function heartbeats(argv: string[]): Promise<number> {
         }
       }),
     );
-    if (lost > 0) console.log(`not running at the end: ${JSON.stringify(notRunning)}`);
+    if (lost > 0) {
+      console.log(`not running at the end: ${JSON.stringify(notRunning)}`);
+      await printLeaseTimeline(stack, org.organizationId, ids, org.owner.apiKey);
+    }
     const ratio = forwarded / Math.max(1, forwarded + coalesced);
     const markdown = [
       `| runs | interval s | ramp s | held s | lease s | window (× lease) | heartbeats sent | non-200 (after the ramp) | forwarded | coalesced | forwarded ÷ received | wrongly lost | API / worker RSS MiB |`,
@@ -464,6 +467,28 @@ async function heartbeats(argv: string[]): Promise<number> {
     return lost === 0 && failedAfterRamp === 0 ? 0 : 1;
   } finally {
     await stack.stop();
+  }
+}
+
+/**
+ * For the first run found not running: when each heartbeat signal was written, which workflow
+ * task applied it, and when the lease timer fired, so a lost lease can be read against its
+ * heartbeats (issue #15).
+ */
+async function printLeaseTimeline(stack: BenchStack, organizationId: string, ids: string[], apiKey: string): Promise<void> {
+  for (const id of ids) {
+    const res = await fetch(`${stack.api.url}/v1/automation-runs/${id}`, { headers: { 'x-api-key': apiKey } }).catch(() => undefined);
+    const summary = ((await res?.json().catch(() => undefined)) ?? {}) as { status?: string; lastHeartbeatAt?: number | null };
+    if (summary.status === 'running') continue;
+    const history = await stack.temporal.client.workflow.getHandle(runWorkflowId(organizationId, id)).fetchHistory();
+    const t0 = Number(history.events?.[0]?.eventTime?.seconds ?? 0) * 1000;
+    const lines = (history.events ?? []).map((event) => {
+      const at = Number(event.eventTime?.seconds ?? 0) * 1000 + Math.floor((event.eventTime?.nanos ?? 0) / 1e6) - t0;
+      const kind = Object.keys(event).find((key) => key.endsWith('EventAttributes'))?.replace('EventAttributes', '') ?? '?';
+      return `${(at / 1000).toFixed(1).padStart(7)} s ${kind}`;
+    });
+    console.log(`lease timeline of ${id} (status ${summary.status}, lastHeartbeatAt ${summary.lastHeartbeatAt ?? 'none'}):\n${lines.join('\n')}`);
+    return;
   }
 }
 
