@@ -30,12 +30,21 @@ const sequencesOf = async (runId: string): Promise<number[]> => {
 };
 const range = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => from + i);
 
+/**
+ * Like a runtime, a 503 ("nothing recorded") is retried: Temporal takes 10 Updates in flight per
+ * run, so of many concurrent reports some can outwait TEMPORAL_UPDATE_TIMEOUT on a busy machine.
+ */
+async function send(runId: string, body: unknown): Promise<TestResponse> {
+  for (let attempt = 1; ; attempt++) {
+    const res = await runs.postEvent(runId, body);
+    if (res.status !== 503 || attempt === 5) return res;
+  }
+}
+
 /** Sends in parallel, 16 at a time, as a runtime with several connections would. */
 async function sendAll(runId: string, bodies: unknown[]): Promise<TestResponse[]> {
   const answers: TestResponse[] = [];
-  for (let i = 0; i < bodies.length; i += 16) {
-    answers.push(...(await Promise.all(bodies.slice(i, i + 16).map((body) => runs.postEvent(runId, body)))));
-  }
+  for (let i = 0; i < bodies.length; i += 16) answers.push(...(await Promise.all(bodies.slice(i, i + 16).map((body) => send(runId, body)))));
   return answers;
 }
 
@@ -67,7 +76,7 @@ it('an out-of-order flood past the buffer: 2..51 are kept, 52..80 refused with t
 it('three 200 KB out-of-order events: two fit the byte budget, the third is refused, and every 200 is persisted', async () => {
   const runId = newRunId();
   const big = (sequence: number) => event(1, sequence, 'user', { blob: 'x'.repeat(200 * 1024) });
-  const answers = await Promise.all([2, 3, 4].map((sequence) => runs.postEvent(runId, big(sequence))));
+  const answers = await Promise.all([2, 3, 4].map((sequence) => send(runId, big(sequence))));
   // Whichever arrives last finds 400 KB buffered.
   expect(answers.map((res) => res.status).sort()).toEqual([200, 200, 409]);
   const refused = answers.find((res) => res.status === 409)!;
@@ -95,7 +104,7 @@ it('reports racing the close: each is applied or refused with a reason, never ac
   const runId = newRunId();
   for (const sequence of [1, 2, 3]) expect((await runs.postEvent(runId, event(1, sequence))).status).toBe(200);
   // The terminal (4) and later events (5..12) at once: whichever the run sees first decides.
-  const raced = await Promise.all([event(1, 4, 'terminal'), ...range(5, 12).map((sequence) => event(1, sequence))].map((body) => runs.postEvent(runId, body)));
+  const raced = await Promise.all([event(1, 4, 'terminal'), ...range(5, 12).map((sequence) => event(1, sequence))].map((body) => send(runId, body)));
   const accepted = new Set<number>();
   raced.forEach((res, i) => {
     const sequence = i + 4;
