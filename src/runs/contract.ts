@@ -175,7 +175,6 @@ export const EVENT_REFUSALS = [
   'after_terminal',
   'terminal_not_last',
 ] as const;
-export type EventRefusalType = (typeof EVENT_REFUSALS)[number];
 
 /** What an accepted event became: applied now (and any buffered ones it released), or buffered for its gap. */
 export interface RunEventAck {
