@@ -404,11 +404,15 @@ async function heartbeats(argv: string[]): Promise<number> {
     const startedAt = Date.now();
     const rampEnd = startedAt + rampMs;
     const deadline = rampEnd + durationMs;
-    await Promise.all(
+    // The runtimes keep heartbeating until the lookups below are done: a lease is judged while it
+    // is being kept. (Judged after the heartbeats stop, a run whose last forwarded heartbeat was a
+    // window earlier can run out of lease during a slow final check, which is no false loss.)
+    let stopped = false;
+    const loops = Promise.all(
       ids.map(async (id, index) => {
         // Spread the runs over the ramp, as independent runtimes would start.
         await new Promise((r) => setTimeout(r, (index / runs) * rampMs));
-        while (Date.now() < deadline) {
+        while (!stopped) {
           const sentAt = Date.now();
           const res = await fetch(`${stack.api.url}/v1/automation-runs/${id}/heartbeat`, {
             method: 'POST',
@@ -416,16 +420,19 @@ async function heartbeats(argv: string[]): Promise<number> {
             body: JSON.stringify({ attempt: 1 }),
             signal: AbortSignal.timeout(intervalMs),
           }).catch(() => undefined);
-          sent += 1;
-          if (!res || res.status !== 200) {
-            failed += 1;
-            if (sentAt >= rampEnd) failedAfterRamp += 1;
+          if (sentAt < deadline) {
+            sent += 1;
+            if (!res || res.status !== 200) {
+              failed += 1;
+              if (sentAt >= rampEnd) failedAfterRamp += 1;
+            }
           }
           await res?.arrayBuffer().catch(() => undefined);
           await new Promise((r) => setTimeout(r, Math.max(0, intervalMs - (Date.now() - sentAt))));
         }
       }),
     );
+    await new Promise((r) => setTimeout(r, Math.max(0, deadline - Date.now())));
     const metrics = await (await fetch(`${stack.api.url}/metrics`)).text();
     const count = (result: string) => Number(new RegExp(`den_run_heartbeats_total\\{result="${result}"\\} (\\d+)`).exec(metrics)?.[1] ?? 0);
     const forwarded = count('forwarded');
@@ -453,6 +460,8 @@ async function heartbeats(argv: string[]): Promise<number> {
       console.log(`not running at the end: ${JSON.stringify(notRunning)}`);
       await printLeaseTimeline(stack, org.organizationId, ids, org.owner.apiKey);
     }
+    stopped = true;
+    await loops;
     const ratio = forwarded / Math.max(1, forwarded + coalesced);
     const markdown = [
       `| runs | interval s | ramp s | held s | lease s | window (× lease) | heartbeats sent | non-200 (after the ramp) | forwarded | coalesced | forwarded ÷ received | wrongly lost | API / worker RSS MiB |`,
