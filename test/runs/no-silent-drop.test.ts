@@ -5,7 +5,7 @@
  * dev server and Postgres; each test ends by checking that every 200 is in the persisted log.
  */
 import type { TestResponse } from '../harness/stack';
-import { runWorkflowId } from '../../src/runs/contract';
+import { runEventSignal, runWorkflowId } from '../../src/runs/contract';
 import { BUFFER_MAX_BYTES } from '../../src/runs/state';
 import { createTestOrg } from '../harness/identity';
 import { event, newRunId, runResult, runsClient } from '../harness/runs';
@@ -126,4 +126,28 @@ it('reports racing the close: each is applied or refused with a reason, never ac
   expect(await sequencesOf(runId)).toEqual([1, 2, 3, ...[...accepted].sort((a, b) => a - b)]);
   // After the close, a report is refused, except the same completion repeated.
   expect(await runs.postEvent(runId, event(1, 99))).toMatchObject({ status: 409, json: { error: 'run_closed', status: 'succeeded' } });
+});
+
+it("a run's events end at its terminal: 409 after_terminal past a buffered terminal, 409 terminal_not_last below a held sequence", async () => {
+  const runId = newRunId();
+  for (const body of [event(1, 1), event(1, 4, 'terminal')]) expect((await runs.postEvent(runId, body)).status).toBe(200);
+  expect(await runs.postEvent(runId, event(1, 5))).toMatchObject({ status: 409, json: { error: 'after_terminal', terminalSequence: 4 } });
+  const ahead = newRunId();
+  for (const body of [event(1, 1), event(1, 5)]) expect((await runs.postEvent(ahead, body)).status).toBe(200);
+  expect(await runs.postEvent(ahead, event(1, 3, 'terminal'))).toMatchObject({ status: 409, json: { error: 'terminal_not_last', lastSequence: 5 } });
+  // Filling the gaps ends both runs with exactly what was acked.
+  for (const body of [event(1, 2), event(1, 3)]) expect((await runs.postEvent(runId, body)).status).toBe(200);
+  expect(await runResult(stack, organizationId, runId)).toMatchObject({ status: 'succeeded', eventCount: 4 });
+  expect(await sequencesOf(runId)).toEqual([1, 2, 3, 4]);
+});
+
+it('a run live across the deploy takes events as signals (the old way) and then as Updates, in one order', async () => {
+  const runId = newRunId();
+  expect((await runs.postEvent(runId, event(1, 1))).status).toBe(200);
+  // What an API from before the Update sent: the event as a signal.
+  const handle = stack.services.temporal.client.workflow.getHandle(runWorkflowId(organizationId, runId));
+  await handle.signal(runEventSignal, { ...event(1, 2), receivedAt: Date.now() });
+  expect((await runs.postEvent(runId, event(1, 3, 'terminal'))).status).toBe(200);
+  expect(await runResult(stack, organizationId, runId)).toMatchObject({ status: 'succeeded', eventCount: 3 });
+  expect(await sequencesOf(runId)).toEqual([1, 2, 3]);
 });
