@@ -1,7 +1,7 @@
 /**
  * Which events are routed, and why the others are not (behaviour notes, "Slack events").
  * Pure, so each reason is a unit test. Quota is decided afterwards, by the route, because it
- * is process state (quota.ts).
+ * is shared state in Postgres (quota.ts).
  */
 import type { SlackInvocation, SlackLifecycleType } from './contract';
 

@@ -27,7 +27,7 @@ import { isSslCheck, parseEnvelope, parseSlashCommand } from './envelope';
 import { verifiedConnection } from './verify';
 import { createLinkToken } from './link-token';
 import { completeLink, LINK_REFUSAL_STATUS, type LinkRefusal } from './link-completion';
-import { SlidingWindowQuota, slackQuotaChecks } from './quota';
+import { slackQuotaChecks, type SlackQuota } from './quota';
 import { connectAccountText, connectLinkUrl, DISABLED_CONNECTION_TEXT } from './texts';
 
 export const EVENTS_BODY_LIMIT = 1_000_000;
@@ -58,12 +58,12 @@ export interface SlackRouteDeps {
   metrics: Metrics;
   log: Logger;
   now: () => number;
+  /** Shared by every replica (Postgres); built by the feature factory. */
+  quota: SlackQuota;
 }
 
 export function createSlackRoutes(deps: SlackRouteDeps): Route[] {
-  const { config, db, secretKey, temporal, ingress, metrics, now } = deps;
-  // Per process; issue #16 moves the count where every replica sees it.
-  const quota = new SlidingWindowQuota();
+  const { config, db, secretKey, temporal, ingress, metrics, now, quota } = deps;
   const verifyDeps = { db, secretKey, metrics, now };
 
   const events = defineRoute({
@@ -86,7 +86,7 @@ export function createSlackRoutes(deps: SlackRouteDeps): Route[] {
       401: { description: 'No such installation, or the signature is invalid.', schema: OkFalse },
       403: { description: 'team_id or api_app_id differs from the installation.', schema: OkFalse },
       413: { description: 'Body over 1,000,000 bytes.', schema: PlainText, contentType: 'text/plain' },
-      503: { description: 'Temporal could not take the event in time; Slack retries.' },
+      503: { description: 'Temporal could not take the event in time, or Postgres could not count it against the quotas; Slack retries.' },
     },
     handler: async ({ params, rawBody }, ctx) => {
       const log = ctx.state.log;
@@ -127,9 +127,9 @@ export function createSlackRoutes(deps: SlackRouteDeps): Route[] {
       };
 
       // Quota applies to invocations only: lifecycle events must always get through.
-      let release: (() => void) | undefined;
+      let release: (() => Promise<void>) | undefined;
       if (input.invocation) {
-        const verdict = quota.tryTake(slackQuotaChecks(config, connection.teamId, input.invocation.user), now());
+        const verdict = await quota.tryTake(slackQuotaChecks(config, connection.teamId, input.invocation.user), now());
         if (!verdict.ok) return notRouted(verdict.key.startsWith('workspace:') ? 'workspace_quota' : 'user_quota');
         release = verdict.release;
       }
@@ -144,11 +144,11 @@ export function createSlackRoutes(deps: SlackRouteDeps): Route[] {
           ],
         });
       } catch (error) {
-        release?.();
+        await release?.();
         throw error;
       }
       // A duplicate was counted against the quota by its first delivery already.
-      if (outcome !== 'enqueued') release?.();
+      if (outcome !== 'enqueued') await release?.();
       const retry = { retryNum: ctx.get('x-slack-retry-num') || undefined, retryReason: ctx.get('x-slack-retry-reason') || undefined };
       log.debug({ connectionId: connection.id, eventId, outcome, ...retry }, 'slack event acknowledged');
       return { ...ok(), outcome: { outcome, reason: input.lifecycle ? input.lifecycle.type : input.invocation!.type } };

@@ -1,4 +1,7 @@
-/** The slack feature's tables as Kysely sees them; the DDL is in src/app/store/migrations/0003_slack.ts. */
+/**
+ * The slack feature's tables as Kysely sees them; the DDL is in src/app/store/migrations/0003_slack.ts
+ * and 0006_slack_quotas.ts.
+ */
 import type { Timestamp, NullableTimestamp } from '../app/store/columns';
 
 export interface SlackTables {
@@ -61,5 +64,14 @@ export interface SlackTables {
     run_id: string;
     started_at: Timestamp;
     ended_at: NullableTimestamp;
+  };
+  /**
+   * Invocations counted per quota key (`workspace:T…`, `user:T…:U…`) and fixed window
+   * (src/slack/quota.ts). Windows older than the previous one are swept.
+   */
+  slack_quota_windows: {
+    key: string;
+    window_start: Date;
+    used: number;
   };
 }

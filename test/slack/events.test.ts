@@ -6,6 +6,7 @@ import { randomUUID } from 'node:crypto';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import { disableSlackConnection } from '../../src/slack/connections';
 import { slackSearchAttributes, slackEventStateQuery, slackEventWorkflowId } from '../../src/slack/contract';
+import { QUOTA_WINDOW_MS, windowStart } from '../../src/slack/quota';
 import { createTestOrg } from '../harness/identity';
 import {
   appMention,
@@ -333,8 +334,10 @@ describe('the workflow records who asked', () => {
 describe('quotas', () => {
   let quotaStack: TestStack;
   beforeAll(async () => {
-    // No worker: only the front door's decision matters here.
-    quotaStack = await startTestStack({ env: { SLACK_WORKSPACE_QUOTA_PER_MINUTE: '3', SLACK_USER_QUOTA_PER_MINUTE: '2' } });
+    // No worker: only the front door's decision matters here. Quotas count in fixed windows: a
+    // clock frozen mid-window keeps the five mentions in one (signatures allow it ±300 s).
+    const midWindow = windowStart(Date.now()) + QUOTA_WINDOW_MS / 2;
+    quotaStack = await startTestStack({ env: { SLACK_WORKSPACE_QUOTA_PER_MINUTE: '3', SLACK_USER_QUOTA_PER_MINUTE: '2' }, now: () => midWindow });
   });
   afterAll(() => quotaStack.stop());
 

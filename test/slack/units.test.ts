@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { createLinkToken, verifyLinkToken } from '../../src/slack/link-token';
-import { SlidingWindowQuota } from '../../src/slack/quota';
+import { loadConfigWith } from '../../src/app/config';
+import { QUOTA_WINDOW_MS, slackQuotaChecks, windowStart } from '../../src/slack/quota';
 import { connectAccountText, connectLinkUrl, escapeMrkdwn, runReplyText } from '../../src/slack/texts';
 import { parseRetryAfter } from '../../src/slack/web-api';
 import { withoutBotMention } from '../../src/slack/eligibility';
@@ -37,33 +38,25 @@ describe('link tokens', () => {
   });
 });
 
-describe('SlidingWindowQuota', () => {
-  const checks = (user: string) => [
-    { key: 'workspace:T1', limit: 3 },
-    { key: `user:T1:${user}`, limit: 2 },
-  ];
-
-  it('enforces the user and workspace limits within a minute and frees them after', () => {
-    const quota = new SlidingWindowQuota(60_000);
-    expect(quota.tryTake(checks('U1'), 0).ok).toBe(true);
-    expect(quota.tryTake(checks('U1'), 1).ok).toBe(true);
-    expect(quota.tryTake(checks('U1'), 2)).toEqual({ ok: false, key: 'user:T1:U1' });
-    expect(quota.tryTake(checks('U2'), 3).ok).toBe(true);
-    expect(quota.tryTake(checks('U3'), 4)).toEqual({ ok: false, key: 'workspace:T1' });
-    // The refused attempts took nothing.
-    expect(quota.used('workspace:T1', 4)).toBe(3);
-    expect(quota.tryTake(checks('U3'), 60_001).ok).toBe(true);
+describe('quota windows', () => {
+  it('starts each fixed window on a multiple of its length', () => {
+    expect(QUOTA_WINDOW_MS).toBe(60_000);
+    expect(windowStart(0)).toBe(0);
+    expect(windowStart(59_999)).toBe(0);
+    expect(windowStart(60_000)).toBe(60_000);
+    expect(windowStart(119_999)).toBe(60_000);
+    // 2023-11-14T22:13:32.345Z lies in the minute that starts at 22:13:00.
+    expect(windowStart(Date.parse('2023-11-14T22:13:32.345Z'))).toBe(Date.parse('2023-11-14T22:13:00.000Z'));
+    expect(windowStart(1_234, 1_000)).toBe(1_000);
+    expect(windowStart(-1)).toBe(-60_000);
   });
 
-  it('gives units back on release, once', () => {
-    const quota = new SlidingWindowQuota(60_000);
-    const first = quota.tryTake(checks('U1'), 10);
-    quota.tryTake(checks('U1'), 11);
-    if (!first.ok) throw new Error('expected ok');
-    first.release();
-    first.release();
-    expect(quota.used('user:T1:U1', 12)).toBe(1);
-    expect(quota.used('workspace:T1', 12)).toBe(1);
+  it('checks the workspace first, then the user, with the configured limits', () => {
+    const config = loadConfigWith({ SLACK_WORKSPACE_QUOTA_PER_MINUTE: '7', SLACK_USER_QUOTA_PER_MINUTE: '3' });
+    expect(slackQuotaChecks(config, 'T1', 'U1')).toEqual([
+      { key: 'workspace:T1', limit: 7 },
+      { key: 'user:T1:U1', limit: 3 },
+    ]);
   });
 });
 

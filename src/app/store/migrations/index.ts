@@ -4,6 +4,7 @@ import * as runs from './0002_runs';
 import * as slack from './0003_slack';
 import * as github from './0004_github';
 import * as runClaims from './0005_run_claims';
+import * as slackQuotas from './0006_slack_quotas';
 
 /** Ordered by name. Never edit a migration that has shipped: add a new one. */
 export const migrations: Record<string, Migration> = {
@@ -12,4 +13,5 @@ export const migrations: Record<string, Migration> = {
   '0003_slack': slack,
   '0004_github': github,
   '0005_run_claims': runClaims,
+  '0006_slack_quotas': slackQuotas,
 };
