@@ -151,6 +151,19 @@ export const envSchema = z.object({
   DEN_API_URL: z.string().url().default('http://127.0.0.1:8080'),
   DEN_API_KEY: optionalString,
 
+  // `npm run cluster` (docs/operations.md, "Production topology"): a Temporal server with
+  // Postgres persistence, API replicas on PORT, PORT+1, … and worker processes, on this machine.
+  CLUSTER_HISTORY_SHARDS: int(8, 1, 16384),
+  // Membership ports sit 300 below the gRPC ports and Temporal stores them as smallint.
+  CLUSTER_TEMPORAL_PORT: int(7233, 1324, 32767),
+  CLUSTER_API_REPLICAS: int(2, 1, 32),
+  CLUSTER_WORKERS: int(2, 1, 32),
+  CLUSTER_PG_PORT: port(54339),
+  CLUSTER_UI_PORT: port(8234),
+  TEMPORAL_SERVER_BIN: optionalString,
+  TEMPORAL_SQL_TOOL: optionalString,
+  TEMPORAL_UI_SERVER_BIN: optionalString,
+
   // Benchmarks only: verify and ack without the durable enqueue, to measure its cost.
   BENCH_DISABLE_ENQUEUE: bool(false),
 });
@@ -228,6 +241,17 @@ export const configSchema = envSchema
       probeTimeoutMs: e.MCP_PROBE_TIMEOUT,
       dns: e.MCP_DNS,
     },
+    cluster: {
+      historyShards: e.CLUSTER_HISTORY_SHARDS,
+      temporalPort: e.CLUSTER_TEMPORAL_PORT,
+      apiReplicas: e.CLUSTER_API_REPLICAS,
+      workers: e.CLUSTER_WORKERS,
+      postgresPort: e.CLUSTER_PG_PORT,
+      uiPort: e.CLUSTER_UI_PORT,
+      serverBin: e.TEMPORAL_SERVER_BIN,
+      sqlToolBin: e.TEMPORAL_SQL_TOOL,
+      uiServerBin: e.TEMPORAL_UI_SERVER_BIN,
+    },
     bench: { disableEnqueue: e.BENCH_DISABLE_ENQUEUE },
     runtimeClient: { apiUrl: e.DEN_API_URL, apiKey: e.DEN_API_KEY },
     runAdmission: { unpersistedMaxEvents: e.RUN_UNPERSISTED_MAX_EVENTS, heartbeatCoalesceFraction: e.RUN_HEARTBEAT_COALESCE_FRACTION },
@@ -261,4 +285,9 @@ export function publicBaseUrl(config: Config): string {
 /** The process environment with some variables replaced (tests, the bench and chaos scripts). */
 export function loadConfigWith(overrides: Record<string, string | undefined>): Config {
   return loadConfig({ ...process.env, ...overrides });
+}
+
+/** The environment for a child process this one starts: this process's, with some variables replaced. */
+export function childEnvironment(overrides: Record<string, string | undefined>): NodeJS.ProcessEnv {
+  return { ...process.env, ...overrides };
 }

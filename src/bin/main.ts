@@ -1,11 +1,11 @@
 import { ConfigError, loadConfig, type Config } from '../app/config';
 import { createLogger, type Logger } from '../app/log';
 import { startService } from '../app/compose';
+import { onStopSignals } from './signals';
 
 /**
  * Shared entry for start/serve/worker: validate config (every problem at once, exit non-zero),
- * start, print where things are, and shut down in order on SIGINT/SIGTERM. A second signal
- * forces the exit.
+ * start, print where things are, and shut down in order on SIGINT/SIGTERM (see signals.ts).
  */
 export async function main(options: {
   name: string;
@@ -53,25 +53,23 @@ export async function main(options: {
     );
   }
 
-  let signals = 0;
-  const onSignal = (signal: NodeJS.Signals) => {
-    signals += 1;
-    if (signals > 1) {
+  onStopSignals({
+    stop: (signal) => {
+      log.info({ signal }, 'shutting down');
+      service.stop().then(
+        () => {
+          log.info('stopped');
+          process.exit(0);
+        },
+        (error: unknown) => {
+          log.error({ err: error }, 'shutdown failed');
+          process.exit(1);
+        },
+      );
+    },
+    force: (signal) => {
       log.warn({ signal }, 'second signal: forcing exit');
       process.exit(130);
-    }
-    log.info({ signal }, 'shutting down');
-    service.stop().then(
-      () => {
-        log.info('stopped');
-        process.exit(0);
-      },
-      (error: unknown) => {
-        log.error({ err: error }, 'shutdown failed');
-        process.exit(1);
-      },
-    );
-  };
-  process.on('SIGINT', onSignal);
-  process.on('SIGTERM', onSignal);
+    },
+  });
 }

@@ -7,8 +7,11 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { temporal } from '@temporalio/proto';
-import { Worker } from '@temporalio/worker';
+import { DefaultLogger, Runtime, Worker } from '@temporalio/worker';
 import { loadConfig } from '../../src/app/config';
+
+// The SDK's default logger prints every replay worker's state changes at INFO: only problems here.
+Runtime.install({ logger: new DefaultLogger('WARN') });
 
 const DIR = path.resolve(__dirname, '../histories');
 const files = fs.readdirSync(DIR).filter((file) => file.endsWith('.json')).sort();

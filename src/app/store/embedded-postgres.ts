@@ -148,7 +148,9 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
   const child: ChildProcess = spawn(
     bins.postgres,
     ['-D', pgData, '-p', String(port), '-c', 'listen_addresses=127.0.0.1', '-c', "unix_socket_directories=", '-c', 'max_connections=200'],
-    { ...ids, stdio: ['ignore', 'pipe', 'pipe'] },
+    // Its own process group: a Ctrl-C in the terminal reaches only our process, which stops
+    // Postgres last, after the requests and workflows that use it have drained.
+    { ...ids, stdio: ['ignore', 'pipe', 'pipe'], detached: true },
   );
   child.stdout!.pipe(out, { end: false });
   child.stderr!.pipe(out, { end: false });

@@ -2,18 +2,16 @@
  * The embedded Temporal: `temporal server start-dev` as a child process, persisted to SQLite
  * under DATA_DIR. Used when TEMPORAL_ADDRESS is unset, and by the test suite's global setup.
  */
-import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { createWriteStream } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import { promisify } from 'node:util';
 import { Connection } from '@temporalio/client';
 import type { defineSearchAttributeKey } from '@temporalio/common';
 
 type SearchAttributeKey = ReturnType<typeof defineSearchAttributeKey>;
 import type { Logger } from '../log';
-
-const exec = promisify(execFile);
+import { goBinDir, goInstall, isExecutable, onPath } from './go-binaries';
 
 /** v1.5.1 is the newest CLI whose go.mod has no `replace` directive, so `go install` works. */
 export const TEMPORAL_CLI_MODULE = 'github.com/temporalio/cli/cmd/temporal@v1.5.1';
@@ -23,35 +21,6 @@ export type CliSource = 'TEMPORAL_CLI' | 'PATH' | 'GOPATH' | 'go install' | 'sdk
 export interface CliLocation {
   path: string | undefined;
   source: CliSource;
-}
-
-async function isExecutable(file: string): Promise<boolean> {
-  try {
-    await fs.access(file, fs.constants.X_OK);
-    return (await fs.stat(file)).isFile();
-  } catch {
-    return false;
-  }
-}
-
-async function onPath(name: string): Promise<string | undefined> {
-  try {
-    const { stdout } = await exec('sh', ['-c', `command -v ${name}`], { timeout: 5000 });
-    const found = stdout.trim();
-    return found && (await isExecutable(found)) ? found : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
-async function goBinDir(): Promise<string | undefined> {
-  try {
-    const { stdout } = await exec('go', ['env', 'GOPATH'], { timeout: 30_000 });
-    const gopath = stdout.trim().split(path.delimiter)[0];
-    return gopath ? path.join(gopath, 'bin') : undefined;
-  } catch {
-    return undefined;
-  }
 }
 
 /**
@@ -69,9 +38,8 @@ export async function findTemporalCli(configured: string | undefined, log: Logge
   if (bin) {
     const candidate = path.join(bin, 'temporal');
     if (await isExecutable(candidate)) return { path: candidate, source: 'GOPATH' };
-    log.info({ module: TEMPORAL_CLI_MODULE }, 'building the Temporal CLI with go install (several minutes, once)');
     try {
-      await exec('go', ['install', TEMPORAL_CLI_MODULE], { timeout: 30 * 60_000, maxBuffer: 64 * 1024 * 1024 });
+      await goInstall(TEMPORAL_CLI_MODULE, log);
       if (await isExecutable(candidate)) return { path: candidate, source: 'go install' };
     } catch (error) {
       log.warn({ err: error }, 'go install of the Temporal CLI failed; falling back to the SDK download');

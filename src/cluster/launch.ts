@@ -1,0 +1,191 @@
+/**
+ * `npm run cluster`: the production topology on one machine, without Docker (issue #16).
+ *
+ *   Postgres ── Temporal server (N history shards) ── Web UI
+ *      │               │
+ *      └── CLUSTER_WORKERS × `worker` ── CLUSTER_API_REPLICAS × `serve` on PORT, PORT+1, …
+ *
+ * Every program is a real process, configured the way a deployment configures it (environment
+ * variables; the Temporal server through deploy/temporal/cluster.yaml, which docker-compose.yml
+ * uses too). Stopping goes in the reverse order, so requests drain before workers, workers
+ * before Temporal, Temporal before Postgres.
+ */
+import fs from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { Connection } from '@temporalio/client';
+import { temporal as proto } from '@temporalio/proto';
+import { childEnvironment, type Config } from '../app/config';
+import type { Logger } from '../app/log';
+import { loadSecretKeys } from '../app/secrets';
+import { bundleWorkflows } from '../app/temporal/worker';
+import { clusterBinaries } from './binaries';
+import { clusterPostgres, ensureTemporalSchemas } from './postgres';
+import { startProcess, waitUntil, type ManagedProcess } from './process';
+import { ensureNamespace, REPO_ROOT, startTemporalServer } from './temporal-server';
+import { startUiServer } from './ui-server';
+
+/** What a running cluster looks like, written to DATA_DIR/cluster/cluster.json for tests and the bench. */
+export interface ClusterState {
+  temporal: { address: string; pid: number; historyShards: number };
+  ui: { url: string; pid: number } | undefined;
+  postgres: { embedded: boolean; port: number };
+  api: { url: string; pid: number }[];
+  workers: { pid: number; metricsPort: number | undefined }[];
+  logDir: string;
+}
+
+export interface RunningCluster {
+  state: ClusterState;
+  /** Stops everything in order; idempotent. */
+  stop(): Promise<void>;
+}
+
+export function clusterDir(config: Config): string {
+  return path.join(config.dataDir, 'cluster');
+}
+
+export function clusterStateFile(config: Config): string {
+  return path.join(clusterDir(config), 'cluster.json');
+}
+
+export async function launchCluster(config: Config, log: Logger): Promise<RunningCluster> {
+  const dir = clusterDir(config);
+  const logDir = path.join(dir, 'logs');
+  await fs.mkdir(logDir, { recursive: true });
+  // Stops in reverse order of start; on a failed start, whatever did start is stopped.
+  const started: { name: string; stop: () => Promise<void> }[] = [];
+  const stopAll = async () => {
+    for (const part of started.reverse()) {
+      await part.stop().catch((error: unknown) => log.warn({ err: error, part: part.name }, 'stop failed'));
+      log.info({ part: part.name }, 'stopped');
+    }
+  };
+  try {
+    const bundleFile = path.join(dir, 'workflow-bundle.js');
+    const [binaries, postgres] = await Promise.all([
+      clusterBinaries(config, log),
+      clusterPostgres(config, dir, log),
+      bundleWorkflows().then((code) => fs.writeFile(bundleFile, code)),
+    ]);
+    started.push({ name: 'postgres', stop: postgres.stop });
+    await ensureTemporalSchemas(postgres, binaries.sqlTool, log);
+
+    const server = await startTemporalServer({ config, binary: binaries.server, postgres, logDir });
+    started.push({ name: 'temporal-server', stop: () => server.stop(30_000) });
+    watch(server, log);
+    await ensureNamespace(server.address, config.temporal.namespace, log);
+
+    const ui = binaries.uiServer
+      ? await startUiServer({ config, binary: binaries.uiServer, temporalAddress: server.address, logDir }).catch((error: unknown) => {
+          log.warn({ err: error }, 'the Temporal Web UI did not start; the cluster runs without it');
+          return undefined;
+        })
+      : undefined;
+    if (ui) started.push({ name: 'temporal-ui', stop: () => ui.stop() });
+
+    const secretKey = config.secretKey ?? (await loadSecretKeys({ configured: undefined, previous: undefined, dataDir: dir, embedded: true })).current.toString('hex');
+    const serviceEnv = (overrides: Record<string, string>) =>
+      childEnvironment({
+        DATA_DIR: dir,
+        DATABASE_URL: postgres.url,
+        TEMPORAL_ADDRESS: server.address,
+        WORKFLOW_BUNDLE_PATH: bundleFile,
+        SECRET_KEY: secretKey,
+        ...overrides,
+      });
+
+    // Workers first: an API replica that acks work before any worker polls only queues it.
+    const workers = await Promise.all(
+      Array.from({ length: config.cluster.workers }, async (_, i) => {
+        const metricsPort = config.temporal.workerMetricsPort > 0 ? config.temporal.workerMetricsPort + i : undefined;
+        const worker = await startService('worker', i + 1, serviceEnv({ WORKER_METRICS_PORT: String(metricsPort ?? 0) }), logDir);
+        started.push({ name: worker.name, stop: () => worker.stop(config.http.shutdownGraceMs + 15_000) });
+        return { process: worker, metricsPort };
+      }),
+    );
+    await Promise.all(workers.map(({ process }) => waitForPoller(server.address, config, process)));
+    workers.forEach(({ process }) => watch(process, log));
+
+    const apis = await Promise.all(
+      Array.from({ length: config.cluster.apiReplicas }, async (_, i) => {
+        const port = config.http.port + i;
+        const api = await startService('api', i + 1, serviceEnv({ PORT: String(port) }), logDir);
+        started.push({ name: api.name, stop: () => api.stop(config.http.shutdownGraceMs + config.http.shutdownReadyDelayMs + 5000) });
+        return { process: api, url: `http://${config.http.host}:${port}` };
+      }),
+    );
+    await Promise.all(apis.map(({ process, url }) => waitUntil(`${process.name} /ready answered 200`, () => ready(url), { process, timeoutMs: 90_000 })));
+    apis.forEach(({ process }) => watch(process, log));
+
+    const state: ClusterState = {
+      temporal: { address: server.address, pid: server.pid, historyShards: config.cluster.historyShards },
+      ui: ui ? { url: ui.url, pid: ui.pid } : undefined,
+      postgres: { embedded: postgres.embedded, port: postgres.port },
+      api: apis.map(({ process, url }) => ({ url, pid: process.pid })),
+      workers: workers.map(({ process, metricsPort }) => ({ pid: process.pid, metricsPort })),
+      logDir,
+    };
+    await fs.writeFile(clusterStateFile(config), `${JSON.stringify(state, null, 2)}\n`);
+    let stopping: Promise<void> | undefined;
+    return {
+      state,
+      stop: () =>
+        (stopping ??= stopAll().finally(() => fs.rm(clusterStateFile(config), { force: true }))),
+    };
+  } catch (error) {
+    await stopAll();
+    throw error;
+  }
+}
+
+/** `serve` or `worker` from the sources, as its own process (tsx compiles on load, like `npm start`). */
+function startService(role: 'api' | 'worker', index: number, env: NodeJS.ProcessEnv, logDir: string): Promise<ManagedProcess> {
+  const entry = path.join(REPO_ROOT, 'src', 'bin', role === 'api' ? 'serve.ts' : 'worker.ts');
+  return startProcess({
+    name: `${role}-${index}`,
+    command: process.execPath,
+    args: ['--import', 'tsx', entry],
+    cwd: REPO_ROOT,
+    env,
+    logFile: path.join(logDir, `${role}-${index}.log`),
+  });
+}
+
+/** A process that ends while the cluster runs is reported, not restarted: a supervisor's job in production. */
+function watch(child: ManagedProcess, log: Logger): void {
+  void child.exited.then(({ code, signal }) => log.warn({ process: child.name, pid: child.pid, code, signal }, 'cluster process exited'));
+}
+
+async function ready(url: string): Promise<boolean> {
+  try {
+    return (await fetch(`${url}/ready`, { signal: AbortSignal.timeout(2000) })).status === 200;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * A worker is up when Temporal lists it among the pollers of the task queue: the SDK's default
+ * identity is `<pid>@<hostname>`.
+ */
+async function waitForPoller(address: string, config: Config, worker: ManagedProcess): Promise<void> {
+  const connection = await Connection.connect({ address });
+  const identity = `${worker.pid}@${os.hostname()}`;
+  try {
+    await waitUntil(
+      `${worker.name} polls ${config.temporal.taskQueue}`,
+      async () => {
+        const { pollers } = await connection.workflowService.describeTaskQueue({
+          namespace: config.temporal.namespace,
+          taskQueue: { name: config.temporal.taskQueue, kind: proto.api.enums.v1.TaskQueueKind.TASK_QUEUE_KIND_NORMAL },
+          taskQueueType: proto.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
+        });
+        return (pollers ?? []).some((poller) => poller.identity === identity);
+      },
+      { process: worker, timeoutMs: 90_000 },
+    );
+  } finally {
+    await connection.close();
+  }
+}
