@@ -31,10 +31,12 @@ import { localFirst } from './local-first';
 import {
   PERSIST_REJECTED,
   RUN_CLAIMS_PATCH,
+  RUN_OUTCOME_PATCH,
   claimRunUpdate,
   reportRunEventUpdate,
   runEventSignal,
   runHeartbeatSignal,
+  runOutcomeFailure,
   runSearchAttributes,
   runSummaryQuery,
   type RunSummary,
@@ -103,6 +105,17 @@ function refuse(verdict: { ok: true } | { ok: false; error: string; status?: str
 function settle(error: unknown): 'rejected' {
   if (isRejected(error)) return 'rejected';
   throw error;
+}
+
+/**
+ * The workflow's own end for the run's final (already persisted) summary: a failed, timed-out or
+ * skipped run ends the workflow Failed, carrying the summary, so operators see the outcome in the
+ * Web UI. Runs that ended before RUN_OUTCOME_PATCH completed; their histories replay that way.
+ */
+function finish(summary: RunSummary): RunSummary {
+  const failure = runOutcomeFailure(summary);
+  if (failure !== undefined && patched(RUN_OUTCOME_PATCH)) throw failure;
+  return summary;
 }
 
 export async function automationRun(input: RunWorkflowInput): Promise<RunSummary> {
@@ -243,7 +256,7 @@ export async function automationRun(input: RunWorkflowInput): Promise<RunSummary
     }
     // Closed runs ignore further reports, so this drains: the result is final only once persisted.
     while (needsSync()) await syncOnce();
-    return summarize(state);
+    return finish(summarize(state));
   } catch (error) {
     if (!isCancellation(error)) throw error;
     // Cancelled (issue #17): the run closes `cancelled` and its final state is persisted in a
@@ -253,7 +266,8 @@ export async function automationRun(input: RunWorkflowInput): Promise<RunSummary
       finishing = true;
       await syncLoop;
       while (needsSync()) await syncOnce();
-      return summarize(state);
+      // A cancel that came after the run had ended (failed, say) leaves that outcome as it was.
+      return finish(summarize(state));
     });
   }
 }

@@ -25,7 +25,7 @@ import {
 import type { Activities } from '../activities';
 import { automationRun } from './runs';
 import { limitText, runReplyText } from '../src/slack/texts';
-import { runWorkflowId, type RunSummary, type RunWorkflowInput } from '../src/runs/contract';
+import { runSummaryOfFailure, runWorkflowId, type RunSummary, type RunWorkflowInput } from '../src/runs/contract';
 import { LINK_DECISION_PATCH, slackSearchAttributes, slackAccountLinkedSignal, slackEventStateQuery, type SlackAccountLinked, type SlackEventInput, type SlackEventState, type SlackEventStatus } from '../src/slack/contract';
 
 /** Postgres work: retried until it succeeds (Postgres outages must not lose an invocation). */
@@ -168,7 +168,9 @@ async function handle(
   } catch (error) {
     // A cancel of this workflow goes to its caller, which releases the slot out of the cancel's reach.
     if (!(error instanceof ChildWorkflowFailure)) throw error;
-    summary = { status: 'failed', error: 'run_workflow_failed', lastAssistantText: null };
+    // A run that failed, timed out or was skipped ends its workflow Failed with its summary
+    // (RUN_OUTCOME_PATCH): the invocation still did its job and answers with that outcome.
+    summary = runSummaryOfFailure(error) ?? { status: 'failed', error: 'run_workflow_failed', lastAssistantText: null };
   }
   await records.slackReleaseInvocation({ connectionId, eventId });
   cleanup.reserved = false;

@@ -4,7 +4,7 @@
  * queries, payload types and search attributes. The routes and the workflow both import this
  * module, so it stays deterministic: no I/O, no clocks, no randomness.
  */
-import { defineSearchAttributeKey } from '@temporalio/common';
+import { ApplicationFailure, defineSearchAttributeKey } from '@temporalio/common';
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 
 /** Filters for the Temporal Web UI (registered at start-up, see src/app/temporal/search-attributes.ts). */
@@ -156,6 +156,50 @@ export interface RunClaim {
  * before it replay the way they ran. See docs/architecture.md, "Changing a workflow".
  */
 export const RUN_CLAIMS_PATCH = 'run-claims';
+/** A run whose outcome is a failure ends its workflow Failed instead of Completed (see runOutcomeFailure). */
+export const RUN_OUTCOME_PATCH = 'run-outcome-failure';
+
+/**
+ * ApplicationFailure types of the run outcomes that end the workflow Failed, so the Web UI and
+ * `ExecutionStatus = 'Failed'` tell them from successes at a glance. `cancelled` is not among
+ * them: it is a decision (the runtime's or an operator's), not a fault, and stays Completed.
+ */
+export const RUN_FAILURE_TYPES: Partial<Record<RunStatus, string>> = {
+  failed: 'RunFailed',
+  timed_out: 'RunTimedOut',
+  skipped: 'RunSkipped',
+};
+
+/**
+ * The failure a run's workflow ends with for this final summary, or undefined when it completes.
+ * Non-retryable (a run never starts again under its id), with the summary as its one detail, so
+ * whoever awaits the workflow still gets the outcome (runSummaryOfFailure).
+ */
+export function runOutcomeFailure(summary: RunSummary): ApplicationFailure | undefined {
+  const type = RUN_FAILURE_TYPES[summary.status];
+  if (type === undefined) return undefined;
+  return ApplicationFailure.create({
+    type,
+    message: `run ${summary.status}: ${summary.error ?? 'no error given'}`,
+    nonRetryable: true,
+    details: [summary],
+  });
+}
+
+/**
+ * The summary a failed run's workflow carries, from the error awaiting it raised (a client's
+ * WorkflowFailedError, a parent's ChildWorkflowFailure, or the ApplicationFailure itself): its
+ * cause chain holds the run's failure. Undefined for any other error.
+ */
+export function runSummaryOfFailure(error: unknown): RunSummary | undefined {
+  const types = Object.values(RUN_FAILURE_TYPES);
+  for (let cause = error, depth = 0; cause instanceof Error && depth < 5; cause = cause.cause, depth++) {
+    if (!(cause instanceof ApplicationFailure) || !types.includes(cause.type ?? '')) continue;
+    const summary = cause.details?.[0] as RunSummary | undefined;
+    return summary && typeof summary === 'object' && typeof summary.status === 'string' ? summary : undefined;
+  }
+  return undefined;
+}
 
 /** Failure type of a run batch Postgres will never take (a data or constraint error): set apart, not retried. */
 export const PERSIST_REJECTED = 'PersistRejected';

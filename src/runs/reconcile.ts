@@ -12,7 +12,7 @@ import { WorkflowNotFoundError } from '@temporalio/client';
 import type { Config } from '../app/config';
 import type { Db } from '../app/store/db';
 import { temporalCall, type TemporalClientHandle } from '../app/temporal/client';
-import { isClosedRunStatus, runSearchAttributes, runWorkflowId, type RunStatus } from './contract';
+import { RUN_FAILURE_TYPES, isClosedRunStatus, runSearchAttributes, runWorkflowId, type RunStatus } from './contract';
 import { closeRowOutsideLogic } from './store';
 
 export interface ReconcileDeps {
@@ -28,6 +28,17 @@ const OUTSIDE_LOGIC: Record<string, { status: RunStatus; error: string }> = {
   FAILED: { status: 'failed', error: 'workflow_failed' },
   CANCELLED: { status: 'cancelled', error: 'workflow_cancelled' },
 };
+
+/**
+ * Whether a closed workflow ended through the run's own logic: completed, or failed with the
+ * outcome failure, both after publishing a closed RunStatus. Any other end (terminated, timed
+ * out, failed before its run closed) happened outside it.
+ */
+export function endedByOwnLogic(workflowStatus: string, runStatus: string | undefined): boolean {
+  if (runStatus === undefined || !isClosedRunStatus(runStatus)) return false;
+  if (workflowStatus === 'COMPLETED') return true;
+  return workflowStatus === 'FAILED' && RUN_FAILURE_TYPES[runStatus as RunStatus] !== undefined;
+}
 
 /**
  * The run's status as Temporal knows it, closing the row when the workflow ended outside its
@@ -47,9 +58,10 @@ export async function reconcileRun(deps: ReconcileDeps, organizationId: string, 
   }
   const name = description.status.name;
   if (name === 'RUNNING' || name === 'CONTINUED_AS_NEW') return undefined;
-  // Completed by its own code: the row is (or is about to be) written by the workflow itself.
+  // Ended by its own code: the row is (or is about to be) written by the workflow itself. A run
+  // whose outcome is a failure ends Failed on purpose (RUN_OUTCOME_PATCH), after the row.
   const own = description.typedSearchAttributes.get(runSearchAttributes.RunStatus);
-  if (name === 'COMPLETED' && own && isClosedRunStatus(own)) return own as RunStatus;
+  if (endedByOwnLogic(name, own)) return own as RunStatus;
   const outcome = OUTSIDE_LOGIC[name] ?? { status: 'failed' as const, error: `workflow_${name.toLowerCase()}` };
   await closeRowOutsideLogic(deps.db, organizationId, runId, outcome);
   return outcome.status;

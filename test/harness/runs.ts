@@ -1,7 +1,7 @@
 /** Helpers for the automation-run tests: a small HTTP client, bounded polling, history checks. */
 import { randomUUID } from 'node:crypto';
 import { WorkflowIdReusePolicy } from '@temporalio/client';
-import { runWorkflowId, type RunEventType, type RunSummary, type RunWorkflowInput } from '../../src/runs/contract';
+import { runSummaryOfFailure, runWorkflowId, type RunEventType, type RunSummary, type RunWorkflowInput } from '../../src/runs/contract';
 import { automationRun } from '../../workflows/runs';
 import type { TestResponse, TestStack } from './stack';
 import { waitFor } from './wait';
@@ -58,13 +58,18 @@ export async function countSignals(stack: TestStack, organizationId: string, run
 }
 
 /**
- * The run workflow's result: its final summary, returned only after the last events and the
- * closed row are persisted (a live query may already say `succeeded` a moment before).
+ * The run workflow's final summary, returned only after the last events and the closed row are
+ * persisted (a live query may already say `succeeded` a moment before): its result, or, for a
+ * failed, timed-out or skipped run, the summary its Failed workflow carries.
  */
 export async function runResult(stack: TestStack, organizationId: string, runId: string, timeoutMs = 15_000): Promise<RunSummary> {
   const handle = stack.services.temporal.client.workflow.getHandle(runWorkflowId(organizationId, runId));
   return Promise.race([
-    handle.result() as Promise<RunSummary>,
+    (handle.result() as Promise<RunSummary>).catch((error: unknown) => {
+      const summary = runSummaryOfFailure(error);
+      if (summary === undefined) throw error;
+      return summary;
+    }),
     new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`run ${runId} did not end within ${timeoutMs} ms`)), timeoutMs).unref()),
   ]);
 }

@@ -89,6 +89,50 @@ it('records a cancelled run', async () => {
   await save('runs-cancelled', handle);
 });
 
+it('records runs that end failed (lease lost on the last attempt), timed_out and skipped', async () => {
+  const org = await createTestOrg(stack.services.database.db);
+  const runs = runsClient(stack, org.owner.headers);
+  const owner = { organizationId: org.organizationId, memberId: org.owner.memberId };
+  const lost = await startQueuedRun(stack, { ...owner, settings: { leaseTimeoutMs: 1_000, maxAttempts: 1 } });
+  const long = await startQueuedRun(stack, { ...owner, settings: { maxDurationMs: 2_000 } });
+  const unclaimed = await startQueuedRun(stack, { ...owner, settings: { claimDeadlineMs: 3_000 } });
+  expect((await runs.claim(lost.runId)).status).toBe(200);
+  expect((await runs.claim(long.runId)).status).toBe(200);
+  expect(await runResult(stack, org.organizationId, lost.runId)).toMatchObject({ status: 'failed', error: 'lease_lost' });
+  expect(await runResult(stack, org.organizationId, long.runId)).toMatchObject({ status: 'timed_out', error: 'max_duration_exceeded' });
+  expect(await runResult(stack, org.organizationId, unclaimed.runId)).toMatchObject({ status: 'skipped', error: 'runner_unavailable' });
+  await save('runs-lease-lost', lost.handle);
+  await save('runs-timed-out', long.handle);
+  await save('runs-skipped', unclaimed.handle);
+});
+
+it('records a Slack event whose run its runtime reports failed', async () => {
+  const org = await createTestOrg(stack.services.database.db);
+  const member = await org.addMember('member');
+  const connection = await createTestSlackConnection(stack.services.database.db, stack.services.secretKey, org.organizationId);
+  const slackUserId = newSlackUserId();
+  const command = await postSlashCommand(stack, connection, { user_id: slackUserId });
+  const linked = await stack.request('POST', `/v1/integrations/slack/${connection.connectionId}/account-links`, {
+    headers: member.headers,
+    body: { token: linkTokenFrom(command.json.text) },
+  });
+  expect(linked.status).toBe(201);
+  const envelope = eventEnvelope(connection, appMention(slackUserId, 'fail me'));
+  expect((await postSlackEvent(stack, connection, envelope)).status).toBe(200);
+  const handle = stack.services.temporal.client.workflow.getHandle(slackEventWorkflowId(connection.connectionId, envelope.event_id));
+  const state = await waitFor(async () => {
+    const s = await handle.query(slackEventStateQuery);
+    return s.status === 'run_created' ? s : undefined;
+  });
+  const runs = runsClient(stack, member.headers);
+  await waitFor(async () => (await runs.list('?status=queued')).json.runs.length === 1);
+  expect((await runs.claim(state.runId!)).status).toBe(200);
+  expect((await runs.postEvent(state.runId!, event(1, 1, 'terminal', { status: 'failed', error: 'tool_crashed' }))).status).toBe(200);
+  expect(await handle.result()).toMatchObject({ status: 'replied', runStatus: 'failed' });
+  await save('slack-event-run-failed', handle);
+  await save('slack-event-child-run-failed', stack.services.temporal.client.workflow.getHandle(runWorkflowId(org.organizationId, state.runId!)));
+});
+
 it('records a Slack event that waits for a link, then routes a run and replies', async () => {
   const org = await createTestOrg(stack.services.database.db);
   const member = await org.addMember('member');

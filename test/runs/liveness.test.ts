@@ -100,7 +100,7 @@ describe('run deadlines: max duration and unclaimed queued runs', () => {
       createdAt: Date.now(),
       settings: { ...stack.config.runs },
     };
-    const queued = await stack.services.temporal.client.workflow.start(automationRun, {
+    await stack.services.temporal.client.workflow.start(automationRun, {
       workflowId: runWorkflowId(org.organizationId, queuedId),
       taskQueue: stack.services.temporal.taskQueue,
       args: [input],
@@ -119,7 +119,7 @@ describe('run deadlines: max duration and unclaimed queued runs', () => {
     expect(result).toMatchObject({ status: 'timed_out', error: 'max_duration_exceeded' });
     expect(result.endedAt! - result.startedAt!).toBeGreaterThanOrEqual(2_500);
 
-    expect(await queued.result()).toMatchObject({ status: 'skipped', error: 'runner_unavailable', attempt: 0, startedAt: null });
+    expect(await runResult(stack, org.organizationId, queuedId)).toMatchObject({ status: 'skipped', error: 'runner_unavailable', attempt: 0, startedAt: null });
     const listed = await runs.list('?status=skipped');
     expect(listed.json.runs.map((r: { id: string }) => r.id)).toEqual([queuedId]);
   });
