@@ -122,13 +122,18 @@ export class SlackQuota {
    */
   private async release(keys: string[], start: Date): Promise<void> {
     try {
-      await this.db
-        .updateTable('slack_quota_windows')
-        .set({ used: sql<number>`used - 1` })
-        .where('key', 'in', keys)
-        .where('window_start', '=', start)
-        .where('used', '>', 0)
-        .execute();
+      // One row per statement: an UPDATE of both rows at once locks them in whatever order it
+      // finds them, and a take on another replica, holding the workspace row and waiting for the
+      // user row, would deadlock with it (Postgres then aborts the take with a 503).
+      for (const key of keys) {
+        await this.db
+          .updateTable('slack_quota_windows')
+          .set({ used: sql<number>`used - 1` })
+          .where('key', '=', key)
+          .where('window_start', '=', start)
+          .where('used', '>', 0)
+          .execute();
+      }
     } catch (error) {
       this.log.warn({ err: error, keys }, 'slack quota release failed; the units stay spent until their window ends');
     }

@@ -5,7 +5,7 @@
 import { randomInt, randomUUID } from 'node:crypto';
 import { signGithubPayload } from '../../src/github/signature';
 import { githubDeliveryWorkflowId, type GithubDeliverySummary } from '../../src/github/contract';
-import type { TestStack, TestResponse } from './stack';
+import type { HttpTarget, TestStack, TestResponse } from './stack';
 
 // Payloads are mutated freely by tests (fresh ids per test), so they are typed loosely.
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -49,7 +49,7 @@ export const GITHUB_PATH = '/v1/webhooks/connectors/github';
 export const CODEHOST_PATH = '/v1/webhooks/connectors/codehost';
 
 /** POSTs a delivery the way GitHub does: same headers, HMAC over the exact bytes sent. */
-export async function deliver(stack: TestStack, request: DeliveryRequest): Promise<TestResponse> {
+export async function deliver(stack: HttpTarget, request: DeliveryRequest): Promise<TestResponse> {
   const raw = request.raw ?? JSON.stringify(request.payload ?? {});
   const headers: Record<string, string> = {
     'content-type': request.contentType ?? 'application/json',

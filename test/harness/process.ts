@@ -22,19 +22,30 @@ export function spawnCompiled(file: string, env: Record<string, string | undefin
   return spawnNode(['--require', preload, file], { ...env, NODE_PATH: path.join(root, 'node_modules') });
 }
 
+/** Runs an entry point through tsx's ESM loader, as `npm run cluster` does, in a process group of its own. */
+export function spawnImportEntry(entry: string, env: Record<string, string | undefined>): Spawned {
+  return spawnNode(['--import', 'tsx', path.join(root, entry)], env, { detached: true });
+}
+
 /** Runs the `den` CLI (bin/den.js) as a real process. */
 export function spawnDen(args: string[], env: Record<string, string | undefined>): Spawned {
   return spawnNode([path.join(root, 'bin', 'den.js'), ...args], env);
 }
 
-/** Only what a child process needs from the outside; everything else is the caller's config. */
+/**
+ * Only what a child process needs from the outside; everything else is the caller's config.
+ * The Go variables let the cluster launcher find (or build) Temporal's programs as `npm run
+ * cluster` would.
+ */
 export function outsideEnv(): Record<string, string | undefined> {
-  return { PATH: process.env.PATH, HOME: process.env.HOME };
+  const go = Object.fromEntries(Object.entries(process.env).filter(([name]) => /^GO[A-Z]+$/.test(name)));
+  return { PATH: process.env.PATH, HOME: process.env.HOME, ...go };
 }
 
-function spawnNode(args: string[], env: Record<string, string | undefined>): Spawned {
+function spawnNode(args: string[], env: Record<string, string | undefined>, options: { detached?: boolean } = {}): Spawned {
   const child = spawn(process.execPath, args, {
     cwd: root,
+    detached: options.detached ?? false,
     env: { ...outsideEnv(), ...env } as NodeJS.ProcessEnv,
     stdio: ['ignore', 'pipe', 'pipe'],
   });

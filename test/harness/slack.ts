@@ -11,7 +11,7 @@ import { signSlackRequest } from '../../src/slack/signature';
 import type { Db } from '../../src/app/store/db';
 import type { SecretKeys } from '../../src/app/secrets';
 import { createTestOrg } from './identity';
-import { startTestStack, type TestResponse, type TestStack } from './stack';
+import { startTestStack, type HttpTarget, type TestResponse, type TestStack } from './stack';
 import { waitFor } from './wait';
 
 export interface SlackApiCall {
@@ -182,7 +182,7 @@ export const newSlackUserId = () => `U${randomUUID().replace(/-/g, '').slice(0, 
 
 /** Posts a signed JSON body to the events route (or its alias). */
 export async function postSlackEvent(
-  stack: TestStack,
+  stack: HttpTarget,
   connection: Pick<TestSlackConnection, 'connectionId' | 'signingSecret'>,
   body: unknown,
   options: { provider?: 'slack' | 'chatplatform'; headers?: Record<string, string>; raw?: string } = {},

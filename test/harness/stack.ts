@@ -27,6 +27,33 @@ export interface TestStack {
   stop(): Promise<void>;
 }
 
+/** What the request helpers need of an app: where it is and how to send it a request. */
+export type HttpTarget = Pick<TestStack, 'url' | 'request'>;
+
+/** Real HTTP requests to an app at `url`: one of the test's own, or a process it started. */
+export function httpTarget(url: string): HttpTarget {
+  return {
+    url,
+    async request(method, path, init = {}) {
+      const headers: Record<string, string> = { ...init.headers };
+      let body: string | Buffer | undefined = init.raw;
+      if (body === undefined && init.body !== undefined) {
+        body = JSON.stringify(init.body);
+        headers['content-type'] ??= 'application/json';
+      }
+      const response = await fetch(`${url}${path}`, { method, headers, body });
+      const text = await response.text();
+      let json: unknown;
+      try {
+        json = JSON.parse(text);
+      } catch {
+        json = undefined;
+      }
+      return { status: response.status, headers: response.headers, text, json };
+    },
+  };
+}
+
 export interface TestResponse {
   status: number;
   headers: Headers;
@@ -85,23 +112,7 @@ export async function startTestStack(
     worker,
     url: http.url,
     logs,
-    async request(method, path, init = {}) {
-      const headers: Record<string, string> = { ...init.headers };
-      let body: string | Buffer | undefined = init.raw;
-      if (body === undefined && init.body !== undefined) {
-        body = JSON.stringify(init.body);
-        headers['content-type'] ??= 'application/json';
-      }
-      const response = await fetch(`${http.url}${path}`, { method, headers, body });
-      const text = await response.text();
-      let json: unknown;
-      try {
-        json = JSON.parse(text);
-      } catch {
-        json = undefined;
-      }
-      return { status: response.status, headers: response.headers, text, json };
-    },
+    request: httpTarget(http.url).request,
     async stop() {
       services.lifecycle.shuttingDown = true;
       await http.close(1000);

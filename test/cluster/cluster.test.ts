@@ -1,0 +1,383 @@
+/**
+ * The production topology, run for real (issue #16): `npm run cluster`'s entry point started as a
+ * child process — a Temporal server v1.29.1 with 8 history shards on Postgres, two API replicas
+ * and two workers, each its own process — and real requests to both replicas. The tests run in
+ * order: the last ones kill -9 a worker and an API replica.
+ */
+import { randomBytes, randomUUID } from 'node:crypto';
+import fs from 'node:fs/promises';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { Client, Connection, WorkflowIdReusePolicy, WorkflowNotFoundError } from '@temporalio/client';
+import { createLogger } from '../../src/app/log';
+import { openDatabase, type DbHandle } from '../../src/app/store/db';
+import { startEmbeddedPostgres, type EmbeddedPostgres } from '../../src/app/store/embedded-postgres';
+import { migrateToLatest } from '../../src/app/store/migrate';
+import { parseSecretKey } from '../../src/app/secrets';
+import type { ClusterState } from '../../src/cluster/launch';
+import { githubDeliveryWorkflowId } from '../../src/github/contract';
+import { createTarget } from '../../src/github/targets';
+import { runWorkflowId, type RunWorkflowInput } from '../../src/runs/contract';
+import { slackEventWorkflowId } from '../../src/slack/contract';
+import { deliver, freshId, githubExample } from '../harness/github';
+import { createTestOrg } from '../harness/identity';
+import { freePort } from '../harness/ports';
+import { spawnImportEntry, type Spawned } from '../harness/process';
+import { appMention, createTestSlackConnection, eventEnvelope, newSlackUserId, postSlackEvent, startFakeSlack, type FakeSlack } from '../harness/slack';
+import { httpTarget, type HttpTarget } from '../harness/stack';
+import { waitFor } from '../harness/wait';
+
+const GITHUB_SECRET = `gh-${randomUUID()}`;
+const SECRET_KEY = randomBytes(32).toString('hex');
+const USER_QUOTA = 4;
+const LEASE_SECONDS = 4;
+
+let dataDir: string;
+let postgres: EmbeddedPostgres;
+let database: DbHandle;
+let slack: FakeSlack;
+let launcher: Spawned;
+let state: ClusterState;
+let apis: HttpTarget[];
+let connection: Connection;
+let temporal: Client;
+
+/** A port base whose derived Temporal ports (deploy/temporal/cluster.yaml) are all free. */
+async function freeTemporalPort(): Promise<number> {
+  const offsets = [0, 1, 2, 6, 10, 767, -300, -299, -298, -294];
+  for (let tries = 0; tries < 50; tries++) {
+    const base = 20_000 + Math.floor(Math.random() * 12_000);
+    const free = await Promise.all(offsets.map((offset) => isFree(base + offset)));
+    if (free.every(Boolean)) return base;
+  }
+  throw new Error('no free port range for the Temporal server');
+}
+
+function isFree(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const server = net.createServer();
+    server.once('error', () => resolve(false));
+    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
+  });
+}
+
+async function freeApiPorts(count: number): Promise<number> {
+  for (;;) {
+    const base = await freePort();
+    if (base + count < 65_536 && (await Promise.all(Array.from({ length: count }, (_, i) => isFree(base + i)))).every(Boolean)) return base;
+  }
+}
+
+beforeAll(async () => {
+  dataDir = await fs.mkdtemp(path.join(os.tmpdir(), 'den-cluster-'));
+  // The cluster's Postgres is "the server in DATABASE_URL": one this test owns and can read.
+  postgres = await startEmbeddedPostgres({
+    // Under the test's data dir itself: it makes that traversable for the postgres user.
+    dataDir,
+    port: await freePort(),
+    log: createLogger({ level: 'warn', name: 'cluster-test' }),
+    logFile: path.join(dataDir, 'external-postgres.log'),
+  });
+  database = openDatabase(postgres.url);
+  await migrateToLatest(database.db);
+  slack = await startFakeSlack();
+
+  const env = {
+    DATA_DIR: dataDir,
+    DATABASE_URL: postgres.url,
+    SECRET_KEY,
+    HOST: '127.0.0.1',
+    PORT: String(await freeApiPorts(2)),
+    CLUSTER_TEMPORAL_PORT: String(await freeTemporalPort()),
+    CLUSTER_UI_PORT: String(await freePort()),
+    CLUSTER_API_REPLICAS: '2',
+    CLUSTER_WORKERS: '2',
+    GITHUB_WEBHOOK_SECRET: GITHUB_SECRET,
+    SLACK_API_BASE_URL: slack.url,
+    SLACK_USER_QUOTA_PER_MINUTE: String(USER_QUOTA),
+    RUN_LEASE_TIMEOUT: `${LEASE_SECONDS}s`,
+    RUN_MAX_ATTEMPTS: '1',
+    LOG_LEVEL: 'info',
+  };
+  launcher = spawnImportEntry('src/bin/cluster.ts', env);
+  const stateFile = path.join(dataDir, 'cluster', 'cluster.json');
+  state = await waitFor(
+    async () => {
+      const exited = await Promise.race([launcher.exited, new Promise((resolve) => setTimeout(() => resolve(undefined), 10))]);
+      if (exited) throw new Error(`npm run cluster exited: ${JSON.stringify(exited)}\n${launcher.output()}`);
+      return JSON.parse(await fs.readFile(stateFile, 'utf8')) as ClusterState;
+    },
+    // A fresh machine builds the Temporal server, its SQL tool and the UI server first.
+    15 * 60_000,
+    { what: 'the cluster to be ready', intervalMs: 500 },
+  ).catch((error: unknown) => {
+    throw new Error(`${String(error)}\n--- launcher output ---\n${launcher.output()}`);
+  });
+  apis = state.api.map((api) => httpTarget(api.url));
+  connection = await Connection.connect({ address: state.temporal.address });
+  temporal = new Client({ connection, namespace: 'default' });
+}, 16 * 60_000);
+
+afterAll(async () => {
+  await connection?.close().catch(() => undefined);
+  if (launcher && launcher.child.exitCode === null) {
+    launcher.child.kill('SIGINT');
+    const stopped = await Promise.race([launcher.exited.then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), 90_000).unref())]);
+    if (!stopped) process.kill(-launcher.child.pid!, 'SIGKILL');
+  }
+  await slack?.close();
+  await database?.close();
+  await postgres?.stop();
+  await fs.rm(dataDir, { recursive: true, force: true }).catch(() => undefined);
+}, 180_000);
+
+async function workflowExists(workflowId: string): Promise<boolean> {
+  try {
+    await temporal.workflow.getHandle(workflowId).describe();
+    return true;
+  } catch (error) {
+    if (error instanceof WorkflowNotFoundError) return false;
+    throw error;
+  }
+}
+
+/** Executions with this id, open or closed, as Temporal's SQL visibility lists them. */
+async function executionsOf(workflowId: string): Promise<number> {
+  let count = 0;
+  for await (const _ of temporal.workflow.list({ query: `WorkflowId = '${workflowId}'` })) count++;
+  return count;
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+describe('the cluster', () => {
+  it('runs a Temporal server with the configured shards on Postgres, and answers /ready on every replica', async () => {
+    const info = await connection.workflowService.getClusterInfo({});
+    expect(info.historyShardCount).toBe(8);
+    expect(info.persistenceStore).toBe('postgres12');
+    expect(info.visibilityStore).toBe('postgres12');
+    expect(apis).toHaveLength(2);
+    for (const api of apis) expect((await api.request('GET', '/ready')).status).toBe(200);
+    expect(state.workers).toHaveLength(2);
+    expect(new Set([state.temporal.pid, ...state.api.map((a) => a.pid), ...state.workers.map((w) => w.pid)]).size).toBe(5);
+  });
+});
+
+describe('one workflow per delivery across replicas', () => {
+  it('the same Slack event sent concurrently to both replicas starts one workflow', async () => {
+    const org = await createTestOrg(database.db);
+    const key = parseSecretKey(SECRET_KEY);
+    const connectionRow = await createTestSlackConnection(database.db, key, org.organizationId);
+    const envelope = eventEnvelope(connectionRow, appMention(newSlackUserId()));
+    const answers = await Promise.all(Array.from({ length: 8 }, (_, i) => postSlackEvent(apis[i % 2]!, connectionRow, envelope)));
+    expect(answers.filter((a) => a.status !== 200).map((a) => `${a.status} ${a.text}`)).toEqual([]);
+    const workflowId = slackEventWorkflowId(connectionRow.connectionId, envelope.event_id);
+    expect(await workflowExists(workflowId)).toBe(true);
+    await waitFor(async () => (await executionsOf(workflowId)) >= 1, 15_000, { what: 'visibility to list the Slack event' });
+    expect(await executionsOf(workflowId)).toBe(1);
+  });
+
+  it('the same GitHub delivery sent concurrently to both replicas starts one workflow', async () => {
+    const org = await createTestOrg(database.db);
+    const payload = githubExample('push', (p) => p.ref === 'refs/heads/master' && p.installation);
+    const n = freshId();
+    payload.installation.id = freshId();
+    payload.repository.id = n;
+    payload.repository.full_name = `octo-${n}/hello-${n}`;
+    payload.repository.name = `hello-${n}`;
+    await createTarget(database.db, {
+      organizationId: org.organizationId,
+      installationId: payload.installation.id,
+      repositoryFullName: payload.repository.full_name,
+      repositoryId: n,
+    });
+    const deliveryId = randomUUID();
+    const answers = await Promise.all(
+      Array.from({ length: 8 }, (_, i) => deliver(apis[i % 2]!, { event: 'push', deliveryId, payload, secret: GITHUB_SECRET })),
+    );
+    expect(answers.map((a) => a.status)).toEqual(Array(8).fill(202));
+    const workflowId = githubDeliveryWorkflowId(deliveryId);
+    await waitFor(async () => (await executionsOf(workflowId)) >= 1, 15_000, { what: 'visibility to list the delivery' });
+    expect(await executionsOf(workflowId)).toBe(1);
+  });
+});
+
+describe('Slack quotas are shared by the replicas', () => {
+  it(`routes at most ${USER_QUOTA} of 8 mentions from one user alternating replicas`, async () => {
+    // Fixed one-minute windows: keep all 8 inside one, so the limit is exactly the one under test.
+    await waitFor(() => new Date().getSeconds() < 45, 20_000, { what: 'the start of a minute', intervalMs: 200 });
+    const org = await createTestOrg(database.db);
+    const connectionRow = await createTestSlackConnection(database.db, parseSecretKey(SECRET_KEY), org.organizationId);
+    const user = newSlackUserId();
+    const envelopes = Array.from({ length: 8 }, () => eventEnvelope(connectionRow, appMention(user)));
+    for (const [i, envelope] of envelopes.entries()) {
+      expect((await postSlackEvent(apis[i % 2]!, connectionRow, envelope)).status).toBe(200);
+    }
+    const routed = await Promise.all(envelopes.map((e) => workflowExists(slackEventWorkflowId(connectionRow.connectionId, e.event_id))));
+    expect(routed.filter(Boolean)).toHaveLength(USER_QUOTA);
+    // The first four, whichever replica took them: the count is shared, not per process.
+    expect(routed.slice(0, USER_QUOTA).every(Boolean)).toBe(true);
+  });
+});
+
+/** A queued run as the Slack feature starts it, for the org's owner to claim. */
+async function queuedRun(organizationId: string, memberId: string): Promise<string> {
+  const runId = `run-${randomUUID()}`;
+  const input: RunWorkflowInput = {
+    organizationId,
+    runId,
+    initialStatus: 'queued',
+    createdAt: Date.now(),
+    settings: {
+      leaseTimeoutMs: LEASE_SECONDS * 1000,
+      maxAttempts: 1,
+      retryWindowMs: 60_000,
+      maxDurationMs: 10 * 60_000,
+      claimDeadlineMs: 5 * 60_000,
+      continueAsNewEvents: 2000,
+      eventBufferMax: 1000,
+    },
+    memberId,
+    input: { text: 'cluster test' },
+  };
+  await temporal.workflow.start('automationRun', {
+    workflowId: runWorkflowId(organizationId, runId),
+    taskQueue: 'control-plane',
+    args: [input],
+    workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
+  });
+  return runId;
+}
+
+async function claim(api: HttpTarget, headers: Record<string, string>, runId: string): Promise<void> {
+  const res = await waitFor(
+    async () => {
+      const answer = await api.request('POST', `/v1/automation-runs/${runId}/claim`, { headers, body: {} });
+      return answer.status === 200 ? answer : undefined;
+    },
+    15_000,
+    { what: `a claim of ${runId}` },
+  );
+  expect(res.json.attempt).toBe(1);
+}
+
+async function status(api: HttpTarget, headers: Record<string, string>, runId: string): Promise<string> {
+  const res = await api.request('GET', `/v1/automation-runs/${runId}`, { headers });
+  expect(res.status).toBe(200);
+  return res.json.status as string;
+}
+
+async function heartbeatCounts(api: HttpTarget): Promise<{ forwarded: number; coalesced: number }> {
+  const text = (await api.request('GET', '/metrics')).text;
+  const read = (result: string) => Number(new RegExp(`^den_run_heartbeats_total\\{result="${result}"\\} (\\d+)`, 'm').exec(text)?.[1] ?? 0);
+  return { forwarded: read('forwarded'), coalesced: read('coalesced') };
+}
+
+describe('runs across replicas and workers', () => {
+  it('heartbeats for one run alternating replicas hold its lease; forwarded ÷ received is reported', async () => {
+    const org = await createTestOrg(database.db);
+    const headers = org.owner.headers;
+    const runId = await queuedRun(org.organizationId, org.owner.memberId);
+    await claim(apis[0]!, headers, runId);
+    const before = await Promise.all(apis.map(heartbeatCounts));
+    // Three leases long, a heartbeat every 200 ms, alternating replicas.
+    const beats = (LEASE_SECONDS * 3 * 1000) / 200;
+    for (let i = 0; i < beats; i++) {
+      const res = await apis[i % 2]!.request('POST', `/v1/automation-runs/${runId}/heartbeat`, { headers, body: { attempt: 1 } });
+      expect(res.status).toBe(200);
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    expect(await status(apis[1]!, headers, runId)).toBe('running');
+    const after = await Promise.all(apis.map(heartbeatCounts));
+    const forwarded = after.reduce((sum, a, i) => sum + a.forwarded - before[i]!.forwarded, 0);
+    const received = after.reduce((sum, a, i) => sum + a.forwarded + a.coalesced - before[i]!.forwarded - before[i]!.coalesced, 0);
+    expect(received).toBe(beats);
+    // Each replica coalesces on its own, to one forward per quarter lease (1 s): each sees a beat
+    // every 400 ms, so about one in three is forwarded, where one process alone would forward
+    // about one in five.
+    expect(forwarded).toBeGreaterThan(0);
+    expect(forwarded / received).toBeLessThan(0.5);
+    process.stdout.write(`cluster heartbeats: ${forwarded} forwarded of ${received} received (${(forwarded / received).toFixed(3)}) over 2 replicas\n`);
+  });
+
+  it('kill -9 of one worker while runs are leased: their lease timers still fire, through the other worker', async () => {
+    const org = await createTestOrg(database.db);
+    const headers = org.owner.headers;
+    const runIds = await Promise.all(Array.from({ length: 4 }, () => queuedRun(org.organizationId, org.owner.memberId)));
+    for (const runId of runIds) await claim(apis[0]!, headers, runId);
+    const victim = state.workers[0]!.pid;
+    process.kill(victim, 'SIGKILL');
+    await waitFor(() => !alive(victim), 5000, { what: 'the worker to die' });
+    // No heartbeats: every lease runs out, and with one attempt the run ends failed (lease_lost),
+    // its workflow Failed (docs/operations.md).
+    for (const runId of runIds) {
+      const final = await waitFor(
+        async () => {
+          const s = await status(apis[1]!, headers, runId);
+          return s === 'running' || s === 'queued' ? undefined : s;
+        },
+        60_000,
+        { what: `run ${runId} to end after its lease` },
+      );
+      expect(final).toBe('failed');
+      // The row is closed first, then the workflow fails.
+      const handle = temporal.workflow.getHandle(runWorkflowId(org.organizationId, runId));
+      await waitFor(async () => (await handle.describe()).status.name === 'FAILED', 10_000, { what: `run ${runId}'s workflow to be Failed` });
+    }
+  });
+
+  it('kill -9 of one API replica under load: no acked delivery is lost, and the other replica keeps answering', async () => {
+    const org = await createTestOrg(database.db);
+    const payload = githubExample('push', (p) => p.ref === 'refs/heads/master' && p.installation);
+    const n = freshId();
+    payload.installation.id = freshId();
+    payload.repository.id = n;
+    payload.repository.full_name = `octo-${n}/hello-${n}`;
+    payload.repository.name = `hello-${n}`;
+    await createTarget(database.db, {
+      organizationId: org.organizationId,
+      installationId: payload.installation.id,
+      repositoryFullName: payload.repository.full_name,
+      repositoryId: n,
+    });
+    const victim = state.api[0]!.pid;
+    const acked: string[] = [];
+    const survivorAnswers: number[] = [];
+    let victimErrors = 0;
+    let sent = 0;
+    const total = 200;
+    const sender = async () => {
+      while (sent < total) {
+        const i = sent++;
+        if (i === 60) process.kill(victim, 'SIGKILL');
+        const deliveryId = randomUUID();
+        try {
+          const res = await deliver(apis[i % 2]!, { event: 'push', deliveryId, payload, secret: GITHUB_SECRET });
+          if (res.status === 202) acked.push(deliveryId);
+          if (i % 2 === 1) survivorAnswers.push(res.status);
+        } catch {
+          // Connection refused or reset by the killed replica: never acked, so GitHub would redeliver.
+          if (i % 2 === 0) victimErrors++;
+          else survivorAnswers.push(0);
+        }
+      }
+    };
+    await Promise.all(Array.from({ length: 8 }, sender));
+    expect(alive(victim)).toBe(false);
+    expect(victimErrors).toBeGreaterThan(0);
+    expect(survivorAnswers).toHaveLength(total / 2);
+    expect(survivorAnswers.every((s) => s === 202)).toBe(true);
+    const missing: string[] = [];
+    for (const deliveryId of acked) if (!(await workflowExists(githubDeliveryWorkflowId(deliveryId)))) missing.push(deliveryId);
+    expect(missing).toEqual([]);
+    expect(acked.length).toBeGreaterThanOrEqual(total / 2);
+  });
+});
