@@ -6,12 +6,25 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { parse } from 'yaml';
-import { envSchema } from '../../src/app/config';
+import { envSchema, loadConfigWith } from '../../src/app/config';
+import { TEMPORAL_SERVER_VERSION } from '../../src/cluster/binaries';
+import { TEMPORAL_DATABASES } from '../../src/cluster/postgres';
+import { TEMPORAL_CONFIG_DIR } from '../../src/cluster/temporal-server';
 
 const root = path.resolve(__dirname, '../..');
 const read = (file: string) => fs.readFileSync(path.join(root, file), 'utf8');
 
-type Service = { command?: string[]; environment?: Record<string, unknown>; ports?: string[]; healthcheck?: unknown; depends_on?: Record<string, { condition: string }>; build?: unknown };
+type Service = {
+  image?: string;
+  command?: string[];
+  entrypoint?: string[];
+  environment?: Record<string, unknown>;
+  ports?: string[];
+  volumes?: string[];
+  healthcheck?: unknown;
+  depends_on?: Record<string, { condition: string }>;
+  build?: unknown;
+};
 const compose = parse(read('docker-compose.yml'), { merge: true }) as { services: Record<string, Service>; volumes: Record<string, unknown> };
 const readme = read('README.md');
 const pkg = JSON.parse(read('package.json')) as { scripts: Record<string, string> };
@@ -27,12 +40,29 @@ describe('docker-compose.yml', () => {
     }
   });
 
-  it('orders start-up with depends_on health conditions', () => {
-    for (const name of ['temporal', 'api', 'worker']) {
-      const deps = compose.services[name]!.depends_on ?? {};
-      expect(Object.keys(deps).length).toBeGreaterThan(0);
-      for (const dep of Object.values(deps)) expect(dep.condition).toBe('service_healthy');
+  it('orders start-up: schema, server, namespace, then the service, each step waiting for the last to be healthy or done', () => {
+    const after = (name: string) => Object.fromEntries(Object.entries(compose.services[name]!.depends_on ?? {}).map(([dep, { condition }]) => [dep, condition]));
+    expect(after('temporal-schema')).toEqual({ postgres: 'service_healthy' });
+    expect(after('temporal')).toEqual({ 'temporal-schema': 'service_completed_successfully' });
+    expect(after('temporal-namespace')).toEqual({ temporal: 'service_healthy' });
+    for (const name of ['api', 'worker']) {
+      expect(after(name)).toEqual({ postgres: 'service_healthy', 'temporal-namespace': 'service_completed_successfully' });
     }
+  });
+
+  it('runs the Temporal server `npm run cluster` runs: same version, same config file, same shard count, a production image', () => {
+    const temporal = compose.services.temporal!;
+    expect(temporal.image).toBe(`temporalio/server:${TEMPORAL_SERVER_VERSION}`);
+    expect(compose.services['temporal-schema']!.image).toMatch(new RegExp(`^temporalio/admin-tools:${TEMPORAL_SERVER_VERSION.replace(/\./g, '\\.')}-`));
+    expect(read('docker-compose.yml')).not.toContain('auto-setup:');
+    // deploy/temporal, the directory src/cluster/temporal-server.ts starts the server with.
+    expect(temporal.volumes).toContain(`./${path.relative(root, TEMPORAL_CONFIG_DIR)}:/etc/temporal/den:ro`);
+    expect(temporal.command!.join(' ')).toContain('--config den --env cluster');
+    expect(fs.existsSync(path.join(TEMPORAL_CONFIG_DIR, 'cluster.yaml'))).toBe(true);
+    expect(String(temporal.environment!.TEMPORAL_HISTORY_SHARDS)).toBe(String(loadConfigWith({}).cluster.historyShards));
+    // Both read the same schema names the launcher migrates.
+    const schemaScript = compose.services['temporal-schema']!.command!.join('\n');
+    for (const database of TEMPORAL_DATABASES) expect(schemaScript).toContain(`--db ${database.name} update-schema --schema-name ${database.schema}`);
   });
 
   it.each(['api', 'worker'])('%s passes only variables the config schema knows', (name) => {
@@ -68,7 +98,7 @@ describe('docker-compose.yml', () => {
   });
 
   it('uses named volumes for state', () => {
-    expect(Object.keys(compose.volumes)).toEqual(expect.arrayContaining(['postgres-data', 'temporal-config']));
+    expect(Object.keys(compose.volumes)).toEqual(expect.arrayContaining(['postgres-data']));
   });
 });
 
