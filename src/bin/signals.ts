@@ -4,9 +4,10 @@
  *
  * One Ctrl-C often arrives more than once: the terminal signals the whole foreground process
  * group, and `npm run` and the `tsx` CLI both forward the signal they got to their child as
- * well. A repeat within REPEAT_WINDOW_MS is taken as that same Ctrl-C, not as a second one.
+ * well (tsx after waiting 30 ms for its child to confirm). A repeat within REPEAT_WINDOW_MS is
+ * taken as that same Ctrl-C, not as a second one.
  */
-const REPEAT_WINDOW_MS = 1500;
+const REPEAT_WINDOW_MS = 250;
 
 export function onStopSignals(handlers: { stop: (signal: NodeJS.Signals) => void; force: (signal: NodeJS.Signals) => void }): void {
   let first: number | undefined;

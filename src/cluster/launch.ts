@@ -63,21 +63,26 @@ export async function launchCluster(config: Config, log: Logger): Promise<Runnin
   };
   try {
     const bundleFile = path.join(dir, 'workflow-bundle.js');
-    const [binaries, postgres] = await Promise.all([
+    // Side by side; settled rather than raced, so a Postgres that started is stopped when
+    // building a binary or the bundle fails.
+    const [binaries, postgres, bundle] = await Promise.allSettled([
       clusterBinaries(config, log),
       clusterPostgres(config, dir, log),
       bundleWorkflows().then((code) => fs.writeFile(bundleFile, code)),
     ]);
-    started.push({ name: 'postgres', stop: postgres.stop });
-    await ensureTemporalSchemas(postgres, binaries.sqlTool, log);
+    if (postgres.status === 'fulfilled') started.push({ name: 'postgres', stop: postgres.value.stop });
+    const { sqlTool, server: serverBinary, uiServer } = valueOf(binaries);
+    const pg = valueOf(postgres);
+    valueOf(bundle);
+    await ensureTemporalSchemas(pg, sqlTool, log);
 
-    const server = await startTemporalServer({ config, binary: binaries.server, postgres, logDir });
+    const server = await startTemporalServer({ config, binary: serverBinary, postgres: pg, logDir });
     started.push({ name: 'temporal-server', stop: () => server.stop(30_000) });
     watch(server, log);
     await ensureNamespace(server.address, config.temporal.namespace, log);
 
-    const ui = binaries.uiServer
-      ? await startUiServer({ config, binary: binaries.uiServer, temporalAddress: server.address, logDir }).catch((error: unknown) => {
+    const ui = uiServer
+      ? await startUiServer({ config, binary: uiServer, temporalAddress: server.address, logDir }).catch((error: unknown) => {
           log.warn({ err: error }, 'the Temporal Web UI did not start; the cluster runs without it');
           return undefined;
         })
@@ -88,7 +93,7 @@ export async function launchCluster(config: Config, log: Logger): Promise<Runnin
     const serviceEnv = (overrides: Record<string, string>) =>
       childEnvironment({
         DATA_DIR: dir,
-        DATABASE_URL: postgres.url,
+        DATABASE_URL: pg.url,
         TEMPORAL_ADDRESS: server.address,
         WORKFLOW_BUNDLE_PATH: bundleFile,
         SECRET_KEY: secretKey,
@@ -121,7 +126,7 @@ export async function launchCluster(config: Config, log: Logger): Promise<Runnin
     const state: ClusterState = {
       temporal: { address: server.address, pid: server.pid, historyShards: config.cluster.historyShards },
       ui: ui ? { url: ui.url, pid: ui.pid } : undefined,
-      postgres: { embedded: postgres.embedded, port: postgres.port },
+      postgres: { embedded: pg.embedded, port: pg.port },
       api: apis.map(({ process, url }) => ({ url, pid: process.pid })),
       workers: workers.map(({ process, metricsPort }) => ({ pid: process.pid, metricsPort })),
       logDir,
@@ -137,6 +142,11 @@ export async function launchCluster(config: Config, log: Logger): Promise<Runnin
     await stopAll();
     throw error;
   }
+}
+
+function valueOf<T>(result: PromiseSettledResult<T>): T {
+  if (result.status === 'rejected') throw result.reason;
+  return result.value;
 }
 
 /** `serve` or `worker` from the sources, as its own process (tsx compiles on load, like `npm start`). */
