@@ -1,4 +1,4 @@
-import { ConfigError, loadConfig } from '../app/config';
+import { loadConfigOrExit } from './config';
 import { createLogger } from '../app/log';
 import { launchCluster } from '../cluster/launch';
 import { killAll } from '../cluster/process';
@@ -9,16 +9,7 @@ import { onStopSignals } from './signals';
  * stops all of it, in order, on Ctrl-C. A second Ctrl-C kills what is left and exits.
  */
 async function main(): Promise<void> {
-  let config;
-  try {
-    config = loadConfig();
-  } catch (error) {
-    if (error instanceof ConfigError) {
-      process.stderr.write(`${error.message}\n`);
-      process.exit(2);
-    }
-    throw error;
-  }
+  const config = loadConfigOrExit();
   const log = createLogger({ level: config.logLevel, name: 'cluster' });
   const started = Date.now();
   let stopRequested = false;

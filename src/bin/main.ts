@@ -1,4 +1,5 @@
-import { ConfigError, loadConfig, type Config } from '../app/config';
+import type { Config } from '../app/config';
+import { loadConfigOrExit } from './config';
 import { createLogger, type Logger } from '../app/log';
 import { startService } from '../app/compose';
 import { onStopSignals } from './signals';
@@ -13,16 +14,7 @@ export async function main(options: {
   /** `npm start` may start embedded servers; serve/worker only with EMBEDDED=true. */
   allowEmbedded: (config: Config) => boolean;
 }): Promise<void> {
-  let config: Config;
-  try {
-    config = loadConfig();
-  } catch (error) {
-    if (error instanceof ConfigError) {
-      process.stderr.write(`${error.message}\n`);
-      process.exit(2);
-    }
-    throw error;
-  }
+  const config = loadConfigOrExit();
   const log: Logger = createLogger({ level: config.logLevel, name: options.name });
   const started = Date.now();
   let service: Awaited<ReturnType<typeof startService>>;

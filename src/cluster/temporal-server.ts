@@ -10,6 +10,7 @@ import { msToTs } from '@temporalio/common/lib/time';
 import { childEnvironment, type Config } from '../app/config';
 import type { Logger } from '../app/log';
 import { SEARCH_ATTRIBUTES } from '../app/compose';
+import { reachable } from '../app/temporal/dev-server';
 import { ensureSearchAttributes } from '../app/temporal/search-attributes';
 import type { ClusterPostgres } from './postgres';
 import { startProcess, waitUntil, type ManagedProcess } from './process';
@@ -45,26 +46,12 @@ export async function startTemporalServer(options: {
     logFile: path.join(options.logDir, 'temporal-server.log'),
   });
   try {
-    await waitUntil('the Temporal frontend answered', () => answers(address), { process: server, timeoutMs: 120_000 });
+    await waitUntil('the Temporal frontend answered', () => reachable(address, 1000), { process: server, timeoutMs: 120_000 });
   } catch (error) {
     await server.stop();
     throw error;
   }
   return Object.assign(server, { address });
-}
-
-async function answers(address: string): Promise<boolean> {
-  try {
-    const connection = await Connection.connect({ address, connectTimeout: 1000 });
-    try {
-      await connection.workflowService.getSystemInfo({});
-      return true;
-    } finally {
-      await connection.close();
-    }
-  } catch {
-    return false;
-  }
 }
 
 /**

@@ -106,31 +106,42 @@ it('records runs that end failed (lease lost on the last attempt), timed_out and
   await save('runs-skipped', unclaimed.handle);
 });
 
+/** The Slack user links their account through the slash command's link, as a member would. */
+async function linkSlackUser(connection: Awaited<ReturnType<typeof createTestSlackConnection>>, headers: Record<string, string>, slackUserId: string) {
+  const command = await postSlashCommand(stack, connection, { user_id: slackUserId });
+  const linked = await stack.request('POST', `/v1/integrations/slack/${connection.connectionId}/account-links`, {
+    headers,
+    body: { token: linkTokenFrom(command.json.text) },
+  });
+  expect(linked.status).toBe(201);
+}
+
+/** Waits for the Slack event to route its run, then claims it as the member's runtime. */
+async function claimRoutedRun(handle: ReturnType<typeof stack.services.temporal.client.workflow.getHandle>, headers: Record<string, string>) {
+  const state = await waitFor(async () => {
+    const s = await handle.query(slackEventStateQuery);
+    return s.status === 'run_created' ? s : undefined;
+  });
+  const runs = runsClient(stack, headers);
+  await waitFor(async () => (await runs.list('?status=queued')).json.runs.length === 1);
+  expect((await runs.claim(state.runId!)).status).toBe(200);
+  return { runs, runId: state.runId! };
+}
+
 it('records a Slack event whose run its runtime reports failed', async () => {
   const org = await createTestOrg(stack.services.database.db);
   const member = await org.addMember('member');
   const connection = await createTestSlackConnection(stack.services.database.db, stack.services.secretKey, org.organizationId);
   const slackUserId = newSlackUserId();
-  const command = await postSlashCommand(stack, connection, { user_id: slackUserId });
-  const linked = await stack.request('POST', `/v1/integrations/slack/${connection.connectionId}/account-links`, {
-    headers: member.headers,
-    body: { token: linkTokenFrom(command.json.text) },
-  });
-  expect(linked.status).toBe(201);
+  await linkSlackUser(connection, member.headers, slackUserId);
   const envelope = eventEnvelope(connection, appMention(slackUserId, 'fail me'));
   expect((await postSlackEvent(stack, connection, envelope)).status).toBe(200);
   const handle = stack.services.temporal.client.workflow.getHandle(slackEventWorkflowId(connection.connectionId, envelope.event_id));
-  const state = await waitFor(async () => {
-    const s = await handle.query(slackEventStateQuery);
-    return s.status === 'run_created' ? s : undefined;
-  });
-  const runs = runsClient(stack, member.headers);
-  await waitFor(async () => (await runs.list('?status=queued')).json.runs.length === 1);
-  expect((await runs.claim(state.runId!)).status).toBe(200);
-  expect((await runs.postEvent(state.runId!, event(1, 1, 'terminal', { status: 'failed', error: 'tool_crashed' }))).status).toBe(200);
+  const { runs, runId } = await claimRoutedRun(handle, member.headers);
+  expect((await runs.postEvent(runId, event(1, 1, 'terminal', { status: 'failed', error: 'tool_crashed' }))).status).toBe(200);
   expect(await handle.result()).toMatchObject({ status: 'replied', runStatus: 'failed' });
   await save('slack-event-run-failed', handle);
-  await save('slack-event-child-run-failed', stack.services.temporal.client.workflow.getHandle(runWorkflowId(org.organizationId, state.runId!)));
+  await save('slack-event-child-run-failed', stack.services.temporal.client.workflow.getHandle(runWorkflowId(org.organizationId, runId)));
 });
 
 it('records a Slack event that waits for a link, then routes a run and replies', async () => {
@@ -142,24 +153,13 @@ it('records a Slack event that waits for a link, then routes a run and replies',
   expect((await postSlackEvent(stack, connection, envelope)).status).toBe(200);
   const handle = stack.services.temporal.client.workflow.getHandle(slackEventWorkflowId(connection.connectionId, envelope.event_id));
   await waitFor(async () => (await handle.query(slackEventStateQuery)).status === 'awaiting_link');
-  const command = await postSlashCommand(stack, connection, { user_id: slackUserId });
-  const linked = await stack.request('POST', `/v1/integrations/slack/${connection.connectionId}/account-links`, {
-    headers: member.headers,
-    body: { token: linkTokenFrom(command.json.text) },
-  });
-  expect(linked.status).toBe(201);
-  const state = await waitFor(async () => {
-    const s = await handle.query(slackEventStateQuery);
-    return s.status === 'run_created' ? s : undefined;
-  });
-  const runs = runsClient(stack, member.headers);
-  await waitFor(async () => (await runs.list('?status=queued')).json.runs.length === 1);
-  expect((await runs.claim(state.runId!)).status).toBe(200);
-  expect((await runs.postEvent(state.runId!, event(1, 1, 'assistant', { text: 'recorded' }))).status).toBe(200);
-  expect((await runs.postEvent(state.runId!, event(1, 2, 'terminal'))).status).toBe(200);
+  await linkSlackUser(connection, member.headers, slackUserId);
+  const { runs, runId } = await claimRoutedRun(handle, member.headers);
+  expect((await runs.postEvent(runId, event(1, 1, 'assistant', { text: 'recorded' }))).status).toBe(200);
+  expect((await runs.postEvent(runId, event(1, 2, 'terminal'))).status).toBe(200);
   expect(await handle.result()).toMatchObject({ status: 'replied' });
   await save('slack-event-link-and-run', handle);
-  await save('slack-event-child-run', stack.services.temporal.client.workflow.getHandle(runWorkflowId(org.organizationId, state.runId!)));
+  await save('slack-event-child-run', stack.services.temporal.client.workflow.getHandle(runWorkflowId(org.organizationId, runId)));
 });
 
 it('records a GitHub push delivery', async () => {

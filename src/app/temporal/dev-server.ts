@@ -77,7 +77,8 @@ export interface DevServer {
   stop(): Promise<void>;
 }
 
-async function reachable(address: string, timeoutMs: number): Promise<boolean> {
+/** Whether a Temporal frontend answers at `address` (getSystemInfo within `timeoutMs`). */
+export async function reachable(address: string, timeoutMs: number): Promise<boolean> {
   try {
     const connection = await Connection.connect({ address, connectTimeout: timeoutMs });
     try {
