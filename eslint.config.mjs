@@ -28,7 +28,7 @@ export default tseslint.config(
     rules: { 'no-restricted-properties': 'off' },
   },
   {
-    files: ['bin/**/*.js', 'jest.config.js', 'jest.cluster.config.js'],
+    files: ['bin/**/*.js', 'jest.config.js', 'jest.system.config.js'],
     rules: { '@typescript-eslint/no-require-imports': 'off' },
   },
   {

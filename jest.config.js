@@ -11,8 +11,8 @@ module.exports = {
   globalSetup: '<rootDir>/test/setup/global-setup.ts',
   globalTeardown: '<rootDir>/test/setup/global-teardown.ts',
   testMatch: ['<rootDir>/test/**/*.test.ts'],
-  // Those run against the production topology: npm run test:cluster (jest.cluster.config.js).
-  testPathIgnorePatterns: ['/node_modules/', '<rootDir>/test/cluster/'],
+  // Those bring up whole stacks of their own, one at a time: npm run test:system (jest.system.config.js).
+  testPathIgnorePatterns: ['/node_modules/', '<rootDir>/test/cluster/', '<rootDir>/test/conformance/'],
   testTimeout: 60_000,
   // Two cores: Temporal, Postgres and the workers share them.
   maxWorkers: 2,
