@@ -1,8 +1,9 @@
 /**
- * `npm run bench [-- --duration 30 --connections 16 --only slack-events,github-push]`
- * `npm run bench -- heartbeats --runs N --interval S --ramp R --duration T [--lease L --fraction F]`
+ * `npm run bench [-- --duration 30 --connections 16 --only slack-events,github-push] [--cluster]`
+ * `npm run bench -- heartbeats --runs N --interval S --ramp R --duration T [--lease L --fraction F] [--cluster]`
  *
- * Drives the real API process (a separate `serve`, with a separate `worker`) with signed,
+ * Drives the real API process (a separate `serve`, with a separate `worker`) — or with `--cluster`
+ * the production topology of `npm run cluster`, the load spread over its API replicas — with signed,
  * unique requests, side by side with (a) the ceiling — the same number of workflow starts
  * straight through the Temporal client — and (b) the same route with the enqueue switched off.
  * After each scenario every acked request is checked for durability: acked-but-missing must be 0.
@@ -24,7 +25,8 @@ import { slackEventWorkflowId } from '../src/slack/contract';
 import { createTestOrg } from '../test/harness/identity';
 import { findMissing, runClosedLoop, runLoad, type GeneratedRequest, type LoadResult } from './lib/load';
 import { waitFor } from '../test/harness/wait';
-import { startBenchStack, type BenchStack } from './lib/stack';
+import { asLoadStack, BENCH_TASK_QUEUE, startBenchStack, type LoadStack } from './lib/stack';
+import { startClusterLoadStack } from './lib/cluster-stack';
 import { exitWith } from './lib/exit';
 
 interface ScenarioResult {
@@ -60,14 +62,14 @@ interface Scenario {
   next: (fixtures: Fixtures) => () => GeneratedRequest;
   /** Whether the no-enqueue comparison applies (routes whose ack is an enqueue). */
   compareNoEnqueue: boolean;
-  durable?: (stack: BenchStack, fixtures: Fixtures, acked: string[]) => Promise<string[]>;
+  durable?: (stack: LoadStack, fixtures: Fixtures, acked: string[]) => Promise<string[]>;
   /** How many items the worker has finished (workflow closed or at its resting state, effects in Postgres). */
-  processed?: (stack: BenchStack, fixtures: Fixtures) => Promise<number>;
+  processed?: (stack: LoadStack, fixtures: Fixtures) => Promise<number>;
 }
 
-const visibleCount = async (stack: BenchStack, query: string) => (await stack.temporal.client.workflow.count(query)).count;
+const visibleCount = async (stack: LoadStack, query: string) => (await stack.temporal.client.workflow.count(query)).count;
 
-const exists = (stack: BenchStack) => async (workflowId: string) => {
+const exists = (stack: LoadStack) => async (workflowId: string) => {
   await stack.temporal.client.workflow.getHandle(workflowId).describe();
   return true;
 };
@@ -192,7 +194,14 @@ const SCENARIOS: Scenario[] = [
 
 const benchSecrets = { github: '' };
 
-async function ceiling(stack: BenchStack, connections: number, durationSeconds: number) {
+/** The embedded stack, or with `--cluster` the production topology; `env` reaches every API and worker. */
+async function startLoadStack(cluster: boolean | undefined, env: Record<string, string>, options: { withNoEnqueueApi?: boolean } = {}): Promise<LoadStack> {
+  // The cluster's launcher passes its environment on to every replica and worker.
+  if (cluster) return startClusterLoadStack({ env });
+  return asLoadStack(await startBenchStack({ ...options, apiEnv: env, workerEnv: env }));
+}
+
+async function ceiling(stack: LoadStack, connections: number, durationSeconds: number) {
   // Workflow starts on a queue no worker polls: the cost of making work durable, nothing else.
   return runClosedLoop({
     concurrency: connections,
@@ -208,12 +217,12 @@ async function ceiling(stack: BenchStack, connections: number, durationSeconds: 
  * trip is quick again), so every phase is measured on the same, idle machine. Without it the
  * dev server's single SQLite connection is still busy with the last phase's workflows.
  */
-async function settle(stack: BenchStack): Promise<void> {
+async function settle(stack: LoadStack): Promise<void> {
   await waitFor(
     async () => {
       const started = Date.now();
       await stack.temporal.client.workflow.execute(ping, {
-        taskQueue: 'bench',
+        taskQueue: BENCH_TASK_QUEUE,
         workflowId: `ping/settle-${randomUUID()}`,
         args: ['settle'],
         workflowExecutionTimeout: '30s',
@@ -246,16 +255,21 @@ async function processRssMiB(pid: number): Promise<number | undefined> {
   return kb === undefined ? undefined : Math.round(Number(kb) / 1024);
 }
 
+async function largestRssMiB(pids: number[]): Promise<number | undefined> {
+  const values = (await Promise.all(pids.map(processRssMiB))).filter((v): v is number => v !== undefined);
+  return values.length ? Math.max(...values) : undefined;
+}
+
 async function rssMiB(url: string): Promise<number> {
   const text = await (await fetch(`${url}/metrics`)).text();
   const line = text.split('\n').find((l) => l.startsWith('process_resident_memory_bytes '));
   return Math.round(Number(line?.split(' ')[1] ?? 0) / 2 ** 20);
 }
 
-async function fixtures(stack: BenchStack): Promise<Fixtures> {
+async function fixtures(stack: LoadStack): Promise<Fixtures> {
   const org = await createTestOrg(stack.database.db, 'bench');
   const secret = randomUUID();
-  const key = Buffer.from(stack.env.SECRET_KEY!, 'hex');
+  const key = Buffer.from(stack.secretKey, 'hex');
   const connection = await createSlackConnection(stack.database.db, key, {
     organizationId: org.organizationId,
     teamId: 'TBENCH0001',
@@ -299,7 +313,12 @@ function table(results: ScenarioResult[]): string {
 async function loadScenarios(argv: string[]): Promise<number> {
   const { values } = parseArgs({
     args: argv,
-    options: { duration: { type: 'string', default: '30' }, connections: { type: 'string', default: '16' }, only: { type: 'string' } },
+    options: {
+      duration: { type: 'string', default: '30' },
+      connections: { type: 'string', default: '16' },
+      only: { type: 'string' },
+      cluster: { type: 'boolean', default: false },
+    },
   });
   const duration = Number(values.duration);
   const connections = Number(values.connections);
@@ -314,8 +333,8 @@ async function loadScenarios(argv: string[]): Promise<number> {
     RUN_LEASE_TIMEOUT: '1h',
     RUN_MAX_DURATION: '2h',
   };
-  const stack = await startBenchStack({ withNoEnqueueApi: true, apiEnv, workerEnv: apiEnv });
-  benchSecrets.github = stack.secrets.github;
+  const stack = await startLoadStack(values.cluster, apiEnv, { withNoEnqueueApi: true });
+  benchSecrets.github = stack.githubSecret;
   const results: ScenarioResult[] = [];
   try {
     const f = await fixtures(stack);
@@ -324,15 +343,15 @@ async function loadScenarios(argv: string[]): Promise<number> {
       await settle(stack);
       const processed = scenario.processed ? () => scenario.processed!(stack, f) : undefined;
       const baseline = processed ? await processed() : 0;
-      const route: LoadResult = await runLoad({ url: stack.api.url!, connections, durationSeconds: duration, next: scenario.next(f) });
+      const route: LoadResult = await runLoad({ url: stack.apiUrls, connections, durationSeconds: duration, next: scenario.next(f) });
       const drain = processed ? await drainAfterLoad(baseline, processed, route.acked.length) : undefined;
-      const rss = await rssMiB(stack.api.url!);
-      const workerRss = stack.worker.pid === undefined ? undefined : await processRssMiB(stack.worker.pid);
+      const rss = Math.max(...(await Promise.all(stack.apiUrls.map(rssMiB))));
+      const workerRss = await largestRssMiB(stack.workerPids);
       await settle(stack);
       const a = await ceiling(stack, connections, duration);
       await settle(stack);
-      const b = scenario.compareNoEnqueue
-        ? await runLoad({ url: stack.apiNoEnqueue!.url!, connections, durationSeconds: duration, next: scenario.next(f) })
+      const b = scenario.compareNoEnqueue && stack.apiNoEnqueueUrl
+        ? await runLoad({ url: stack.apiNoEnqueueUrl, connections, durationSeconds: duration, next: scenario.next(f) })
         : undefined;
       const missing = scenario.durable ? await scenario.durable(stack, f, route.acked) : [];
       results.push({
@@ -358,10 +377,11 @@ async function loadScenarios(argv: string[]): Promise<number> {
     await stack.stop();
   }
 
-  const machine = `${os.cpus().length} × ${os.cpus()[0]?.model ?? 'cpu'}, ${Math.round(os.totalmem() / 2 ** 30)} GiB, Node ${process.version}, embedded Temporal dev server (SQLite) and Postgres`;
-  const markdown = `Machine: ${machine}. ${connections} connections, ${duration} s per run.\n\n${table(results)}\n`;
+  const machine = `${os.cpus().length} × ${os.cpus()[0]?.model ?? 'cpu'}, ${Math.round(os.totalmem() / 2 ** 30)} GiB, Node ${process.version}`;
+  const topology = values.cluster ? 'cluster' : 'embedded';
+  const markdown = `Machine: ${machine}. Topology: ${stack.description}. ${connections} connections${stack.apiUrls.length > 1 ? ` spread over ${stack.apiUrls.length} replicas` : ''}, ${duration} s per run. RSS: the largest API and worker process.\n\n${table(results)}\n`;
   console.log(`\n${markdown}`);
-  await writeResults({ kind: 'load', machine, connections, duration, results }, markdown);
+  await writeResults({ kind: 'load', topology, machine, description: stack.description, connections, duration, results }, markdown);
   return results.every((r) => r.ackedButMissing === 0) ? 0 : 1;
 }
 
@@ -387,6 +407,7 @@ async function heartbeats(argv: string[]): Promise<number> {
       duration: { type: 'string', default: '60' },
       lease: { type: 'string', default: '60' },
       fraction: { type: 'string', default: '0.25' },
+      cluster: { type: 'boolean', default: false },
     },
   });
   const runs = Number(values.runs);
@@ -394,7 +415,11 @@ async function heartbeats(argv: string[]): Promise<number> {
   const rampMs = Number(values.ramp) * 1000;
   const durationMs = Number(values.duration) * 1000;
   const env = { RUN_LEASE_TIMEOUT: `${values.lease}s`, RUN_HEARTBEAT_COALESCE_FRACTION: values.fraction };
-  const stack = await startBenchStack({ apiEnv: env, workerEnv: env });
+  const stack = await startLoadStack(values.cluster, env);
+  // Each request to the next replica, as a round-robin load balancer would: the worst case for
+  // coalescing, which each replica does on its own.
+  let nextReplica = 0;
+  const api = () => stack.apiUrls[nextReplica++ % stack.apiUrls.length]!;
   try {
     const org = await createTestOrg(stack.database.db, 'bench-heartbeats');
     const ids = Array.from({ length: runs }, () => `hb-${randomUUID()}`);
@@ -414,7 +439,7 @@ async function heartbeats(argv: string[]): Promise<number> {
         await new Promise((r) => setTimeout(r, (index / runs) * rampMs));
         while (!stopped) {
           const sentAt = Date.now();
-          const res = await fetch(`${stack.api.url}/v1/automation-runs/${id}/heartbeat`, {
+          const res = await fetch(`${api()}/v1/automation-runs/${id}/heartbeat`, {
             method: 'POST',
             headers: { 'content-type': 'application/json', 'x-api-key': org.owner.apiKey },
             body: JSON.stringify({ attempt: 1 }),
@@ -433,12 +458,13 @@ async function heartbeats(argv: string[]): Promise<number> {
       }),
     );
     await new Promise((r) => setTimeout(r, Math.max(0, deadline - Date.now())));
-    const metrics = await (await fetch(`${stack.api.url}/metrics`)).text();
-    const count = (result: string) => Number(new RegExp(`den_run_heartbeats_total\\{result="${result}"\\} (\\d+)`).exec(metrics)?.[1] ?? 0);
+    const metrics = await Promise.all(stack.apiUrls.map(async (url) => (await fetch(`${url}/metrics`)).text()));
+    const count = (result: string) =>
+      metrics.reduce((sum, text) => sum + Number(new RegExp(`den_run_heartbeats_total\\{result="${result}"\\} (\\d+)`).exec(text)?.[1] ?? 0), 0);
     const forwarded = count('forwarded');
     const coalesced = count('coalesced');
-    const apiRss = await rssMiB(stack.api.url!);
-    const workerRss = stack.worker.pid === undefined ? undefined : await processRssMiB(stack.worker.pid);
+    const apiRss = Math.max(...(await Promise.all(stack.apiUrls.map(rssMiB))));
+    const workerRss = await largestRssMiB(stack.workerPids);
     // Every run must still be running: 32 lookups at a time, each bounded. Anything else counts
     // as lost, and is tallied by what the lookup saw.
     let lost = 0;
@@ -447,7 +473,7 @@ async function heartbeats(argv: string[]): Promise<number> {
     await Promise.all(
       Array.from({ length: 32 }, async () => {
         for (let id = pending.pop(); id !== undefined; id = pending.pop()) {
-          const res = await fetch(`${stack.api.url}/v1/automation-runs/${id}`, { headers: { 'x-api-key': org.owner.apiKey }, signal: AbortSignal.timeout(10_000) }).catch(() => undefined);
+          const res = await fetch(`${api()}/v1/automation-runs/${id}`, { headers: { 'x-api-key': org.owner.apiKey }, signal: AbortSignal.timeout(10_000) }).catch(() => undefined);
           const summary = ((await res?.json().catch(() => undefined)) ?? {}) as { status?: string; error?: string | null };
           if (summary.status === 'running') continue;
           lost += 1;
@@ -470,7 +496,7 @@ async function heartbeats(argv: string[]): Promise<number> {
     ].join('\n');
     console.log(`\n${markdown}\n`);
     await writeResults(
-      { kind: 'heartbeats', ...values, runs, sent, failed, failedAfterRamp, forwarded, coalesced, lost, notRunning, apiRssMiB: apiRss, workerRssMiB: workerRss },
+      { kind: 'heartbeats', topology: values.cluster ? 'cluster' : 'embedded', description: stack.description, ...values, runs, sent, failed, failedAfterRamp, forwarded, coalesced, lost, notRunning, apiRssMiB: apiRss, workerRssMiB: workerRss },
       `${markdown}\n`,
     );
     return lost === 0 && failedAfterRamp === 0 ? 0 : 1;
@@ -484,9 +510,9 @@ async function heartbeats(argv: string[]): Promise<number> {
  * task applied it, and when the lease timer fired, so a lost lease can be read against its
  * heartbeats (issue #15).
  */
-async function printLeaseTimeline(stack: BenchStack, organizationId: string, ids: string[], apiKey: string): Promise<void> {
+async function printLeaseTimeline(stack: LoadStack, organizationId: string, ids: string[], apiKey: string): Promise<void> {
   for (const id of ids) {
-    const res = await fetch(`${stack.api.url}/v1/automation-runs/${id}`, { headers: { 'x-api-key': apiKey } }).catch(() => undefined);
+    const res = await fetch(`${stack.apiUrls[0]}/v1/automation-runs/${id}`, { headers: { 'x-api-key': apiKey } }).catch(() => undefined);
     const summary = ((await res?.json().catch(() => undefined)) ?? {}) as { status?: string; lastHeartbeatAt?: number | null };
     if (summary.status === 'running') continue;
     const history = await stack.temporal.client.workflow.getHandle(runWorkflowId(organizationId, id)).fetchHistory();

@@ -25,7 +25,8 @@ export interface LoadResult {
 }
 
 export async function runLoad(options: {
-  url: string;
+  /** Several URLs: autocannon assigns connections to them in turn. */
+  url: string | string[];
   connections: number;
   durationSeconds: number;
   next: () => GeneratedRequest;
@@ -33,7 +34,8 @@ export async function runLoad(options: {
   const acked: string[] = [];
   const statuses: Record<string, number> = {};
   const result = await autocannon({
-    url: options.url,
+    // autocannon 8 takes an array of URLs; its published types say string.
+    url: options.url as string,
     connections: options.connections,
     duration: options.durationSeconds,
     pipelining: 1,

@@ -68,6 +68,58 @@ export class ServiceProcess {
   }
 }
 
+/** The task queue of the bench's workers; the ceiling starts its workflows on one nobody polls. */
+export const BENCH_TASK_QUEUE = 'bench';
+
+/** The environment of the service's processes under the bench, whichever topology runs them. */
+export function serviceEnvironment(options: { dataDir: string; databaseUrl: string; temporalAddress?: string; secretKey: string; githubSecret: string }): Record<string, string> {
+  return {
+    NODE_ENV: 'production',
+    LOG_LEVEL: 'warn',
+    DATA_DIR: options.dataDir,
+    DATABASE_URL: options.databaseUrl,
+    ...(options.temporalAddress ? { TEMPORAL_ADDRESS: options.temporalAddress } : {}),
+    TEMPORAL_TASK_QUEUE: BENCH_TASK_QUEUE,
+    SECRET_KEY: options.secretKey,
+    GITHUB_WEBHOOK_SECRET: options.githubSecret,
+    SLACK_API_BASE_URL: 'http://127.0.0.1:9/api',
+    // Production requires it (connect links); nothing opens them in a bench.
+    APP_BASE_URL: 'http://127.0.0.1:8080',
+    DATABASE_POOL_MAX: '20',
+  };
+}
+
+/** What the load scenarios drive: one API or several replicas, and the Temporal and Postgres behind them. */
+export interface LoadStack {
+  /** What ran, for the results. */
+  description: string;
+  /** The load is spread over these, connection by connection. */
+  apiUrls: string[];
+  /** The same API with BENCH_DISABLE_ENQUEUE=true, where there is one. */
+  apiNoEnqueueUrl?: string;
+  workerPids: number[];
+  database: DbHandle;
+  temporal: TemporalClientHandle;
+  secretKey: string;
+  githubSecret: string;
+  stop(): Promise<void>;
+}
+
+/** The embedded stack as the load scenarios see it. */
+export function asLoadStack(stack: BenchStack): LoadStack {
+  return {
+    description: 'embedded Temporal dev server (SQLite) and Postgres, one API and one worker process',
+    apiUrls: [stack.api.url!],
+    apiNoEnqueueUrl: stack.apiNoEnqueue?.url,
+    workerPids: stack.worker.pid === undefined ? [] : [stack.worker.pid],
+    database: stack.database,
+    temporal: stack.temporal,
+    secretKey: stack.env.SECRET_KEY!,
+    githubSecret: stack.secrets.github,
+    stop: () => stack.stop(),
+  };
+}
+
 export interface BenchStack {
   dataDir: string;
   env: Record<string, string | undefined>;
@@ -116,23 +168,10 @@ export async function startBenchStack(
 
   const database = openDatabase(postgres.url, { max: 20 });
   await migrateToLatest(database.db);
-  const temporal = createTemporalClient({ address: temporalServer.address, namespace: 'default', taskQueue: 'bench' });
+  const temporal = createTemporalClient({ address: temporalServer.address, namespace: 'default', taskQueue: BENCH_TASK_QUEUE });
 
   const secrets = { github: randomBytes(16).toString('hex') };
-  const env: Record<string, string | undefined> = {
-    NODE_ENV: 'production',
-    LOG_LEVEL: 'warn',
-    DATA_DIR: dataDir,
-    DATABASE_URL: postgres.url,
-    TEMPORAL_ADDRESS: temporalServer.address,
-    TEMPORAL_TASK_QUEUE: 'bench',
-    SECRET_KEY: randomBytes(32).toString('hex'),
-    GITHUB_WEBHOOK_SECRET: secrets.github,
-    SLACK_API_BASE_URL: 'http://127.0.0.1:9/api',
-    // Production requires it (connect links); nothing opens them in a bench.
-    APP_BASE_URL: 'http://127.0.0.1:8080',
-    DATABASE_POOL_MAX: '20',
-  };
+  const env = serviceEnvironment({ dataDir, databaseUrl: postgres.url, temporalAddress: temporalServer.address, secretKey: randomBytes(32).toString('hex'), githubSecret: secrets.github });
 
   const apiPort = await freePort();
   const api = new ServiceProcess('api', 'src/bin/serve.ts', { ...env, ...options.apiEnv, PORT: String(apiPort) }, `http://127.0.0.1:${apiPort}`);
@@ -148,7 +187,7 @@ export async function startBenchStack(
     // The worker is ready when it has completed a workflow (it bundles the workflows first).
     await waitFor(async () => {
       await temporal.client.workflow.execute(ping, {
-        taskQueue: 'bench',
+        taskQueue: BENCH_TASK_QUEUE,
         workflowId: `ping/bench-ready-${randomBytes(6).toString('hex')}`,
         args: ['ready'],
         workflowExecutionTimeout: '5s',

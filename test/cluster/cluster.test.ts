@@ -6,7 +6,6 @@
  */
 import { randomBytes, randomUUID } from 'node:crypto';
 import fs from 'node:fs/promises';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { Client, Connection, WorkflowIdReusePolicy, WorkflowNotFoundError } from '@temporalio/client';
@@ -23,7 +22,7 @@ import { slackEventWorkflowId } from '../../src/slack/contract';
 import { deliver, freshId, githubExample, type Payload } from '../harness/github';
 import { createTestOrg } from '../harness/identity';
 import { freePort } from '../harness/ports';
-import { spawnImportEntry, type Spawned } from '../harness/process';
+import { launchClusterProcess, type ClusterProcess } from '../harness/cluster';
 import { appMention, createTestSlackConnection, eventEnvelope, newSlackUserId, postSlackEvent, startFakeSlack, type FakeSlack } from '../harness/slack';
 import { httpTarget, type HttpTarget } from '../harness/stack';
 import { waitFor } from '../harness/wait';
@@ -37,37 +36,11 @@ let dataDir: string;
 let postgres: EmbeddedPostgres;
 let database: DbHandle;
 let slack: FakeSlack;
-let launcher: Spawned;
+let cluster: ClusterProcess;
 let state: ClusterState;
 let apis: HttpTarget[];
 let connection: Connection;
 let temporal: Client;
-
-/** A port base whose derived Temporal ports (deploy/temporal/cluster.yaml) are all free. */
-async function freeTemporalPort(): Promise<number> {
-  const offsets = [0, 1, 2, 6, 10, 767, -300, -299, -298, -294];
-  for (let tries = 0; tries < 50; tries++) {
-    const base = 20_000 + Math.floor(Math.random() * 12_000);
-    const free = await Promise.all(offsets.map((offset) => isFree(base + offset)));
-    if (free.every(Boolean)) return base;
-  }
-  throw new Error('no free port range for the Temporal server');
-}
-
-function isFree(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const server = net.createServer();
-    server.once('error', () => resolve(false));
-    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
-  });
-}
-
-async function freeApiPorts(count: number): Promise<number> {
-  for (;;) {
-    const base = await freePort();
-    if (base + count < 65_536 && (await Promise.all(Array.from({ length: count }, (_, i) => isFree(base + i)))).every(Boolean)) return base;
-  }
-}
 
 beforeAll(async () => {
   dataDir = await fs.mkdtemp(path.join(os.tmpdir(), 'den-cluster-'));
@@ -83,14 +56,10 @@ beforeAll(async () => {
   await migrateToLatest(database.db);
   slack = await startFakeSlack();
 
-  const env = {
+  cluster = await launchClusterProcess({
     DATA_DIR: dataDir,
     DATABASE_URL: postgres.url,
     SECRET_KEY,
-    HOST: '127.0.0.1',
-    PORT: String(await freeApiPorts(2)),
-    CLUSTER_TEMPORAL_PORT: String(await freeTemporalPort()),
-    CLUSTER_UI_PORT: String(await freePort()),
     CLUSTER_API_REPLICAS: '2',
     CLUSTER_WORKERS: '2',
     GITHUB_WEBHOOK_SECRET: GITHUB_SECRET,
@@ -99,21 +68,8 @@ beforeAll(async () => {
     RUN_LEASE_TIMEOUT: `${LEASE_SECONDS}s`,
     RUN_MAX_ATTEMPTS: '1',
     LOG_LEVEL: 'info',
-  };
-  launcher = spawnImportEntry('src/bin/cluster.ts', env);
-  const stateFile = path.join(dataDir, 'cluster', 'cluster.json');
-  state = await waitFor(
-    async () => {
-      const exited = await Promise.race([launcher.exited, new Promise((resolve) => setTimeout(() => resolve(undefined), 10))]);
-      if (exited) throw new Error(`npm run cluster exited: ${JSON.stringify(exited)}\n${launcher.output()}`);
-      return JSON.parse(await fs.readFile(stateFile, 'utf8')) as ClusterState;
-    },
-    // A fresh machine builds the Temporal server, its SQL tool and the UI server first.
-    15 * 60_000,
-    { what: 'the cluster to be ready', intervalMs: 500 },
-  ).catch((error: unknown) => {
-    throw new Error(`${String(error)}\n--- launcher output ---\n${launcher.output()}`);
   });
+  state = cluster.state;
   apis = state.api.map((api) => httpTarget(api.url));
   connection = await Connection.connect({ address: state.temporal.address });
   temporal = new Client({ connection, namespace: 'default' });
@@ -121,11 +77,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await connection?.close().catch(() => undefined);
-  if (launcher && launcher.child.exitCode === null) {
-    launcher.child.kill('SIGINT');
-    const stopped = await Promise.race([launcher.exited.then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), 90_000).unref())]);
-    if (!stopped) process.kill(-launcher.child.pid!, 'SIGKILL');
-  }
+  await cluster?.stop();
   await slack?.close();
   await database?.close();
   await postgres?.stop();

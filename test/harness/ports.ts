@@ -14,3 +14,20 @@ export async function freePort(): Promise<number> {
 
 /** A port with nothing listening: for "dependency unreachable" tests. */
 export const closedPort = freePort;
+
+/** Whether nothing listens on `port` of 127.0.0.1 right now. */
+export function isFree(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const server = net.createServer();
+    server.once('error', () => resolve(false));
+    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
+  });
+}
+
+/** The first of `count` consecutive free ports (the cluster's API replicas take PORT, PORT+1, …). */
+export async function freePortRange(count: number): Promise<number> {
+  for (;;) {
+    const base = await freePort();
+    if (base + count < 65_536 && (await Promise.all(Array.from({ length: count }, (_, i) => isFree(base + i)))).every(Boolean)) return base;
+  }
+}

@@ -1,0 +1,63 @@
+/**
+ * `npm run bench -- --cluster`: the production topology (issue #16) as the bench's target. The
+ * project's own `npm run cluster` entry point runs as a child process — Temporal server v1.29.1
+ * with its history shards on Postgres, API replicas and workers, each its own process — on a
+ * Postgres this script starts and hands over as `DATABASE_URL`, so it can read the records.
+ */
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import { loadConfig } from '../../src/app/config';
+import { createLogger } from '../../src/app/log';
+import { openDatabase } from '../../src/app/store/db';
+import { startEmbeddedPostgres } from '../../src/app/store/embedded-postgres';
+import { migrateToLatest } from '../../src/app/store/migrate';
+import { createTemporalClient } from '../../src/app/temporal/client';
+import { launchClusterProcess } from '../../test/harness/cluster';
+import { freePort } from '../../test/harness/ports';
+import { BENCH_TASK_QUEUE, serviceEnvironment, type LoadStack } from './stack';
+
+export async function startClusterLoadStack(options: { env?: Record<string, string> } = {}): Promise<LoadStack> {
+  const config = loadConfig();
+  const dataDir = path.join(config.dataDir, 'bench', `cluster-${Date.now()}`);
+  await fs.mkdir(dataDir, { recursive: true });
+  const postgres = await startEmbeddedPostgres({
+    dataDir,
+    port: await freePort(),
+    log: createLogger({ level: 'warn', name: 'bench' }),
+    logFile: path.join(dataDir, 'postgres.log'),
+  });
+  const database = openDatabase(postgres.url, { max: 20 });
+  const githubSecret = randomBytes(16).toString('hex');
+  const secretKey = randomBytes(32).toString('hex');
+  try {
+    await migrateToLatest(database.db);
+    const cluster = await launchClusterProcess({
+      ...serviceEnvironment({ dataDir, databaseUrl: postgres.url, secretKey, githubSecret }),
+      ...options.env,
+      DATA_DIR: dataDir,
+    });
+    const { state } = cluster;
+    const temporal = createTemporalClient({ address: state.temporal.address, namespace: 'default', taskQueue: BENCH_TASK_QUEUE });
+    return {
+      description: `npm run cluster: Temporal server (${state.temporal.historyShards} history shards, Postgres persistence and visibility), ${state.api.length} API replicas and ${state.workers.length} workers as separate processes, and Postgres`,
+      apiUrls: state.api.map((api) => api.url),
+      workerPids: state.workers.map((worker) => worker.pid),
+      database,
+      temporal,
+      secretKey,
+      githubSecret,
+      async stop() {
+        await temporal.close().catch(() => undefined);
+        await cluster.stop();
+        await database.close().catch(() => undefined);
+        await postgres.stop();
+        await fs.rm(dataDir, { recursive: true, force: true });
+      },
+    };
+  } catch (error) {
+    await database.close().catch(() => undefined);
+    await postgres.stop().catch(() => undefined);
+    throw error;
+  }
+}
