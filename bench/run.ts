@@ -1,6 +1,7 @@
 /**
  * `npm run bench [-- --duration 30 --connections 16 --only slack-events,github-push] [--cluster]`
  * `npm run bench -- heartbeats --runs N --interval S --ramp R --duration T [--lease L --fraction F] [--cluster]`
+ * `npm run bench -- histories`: history events, workflow tasks and activities per recorded item
  *
  * Drives the real API process (a separate `serve`, with a separate `worker`) — or with `--cluster`
  * the production topology of `npm run cluster`, the load spread over its API replicas — with signed,
@@ -27,6 +28,8 @@ import { findMissing, runClosedLoop, runLoad, type GeneratedRequest, type LoadRe
 import { waitFor } from '../test/harness/wait';
 import { asLoadStack, BENCH_TASK_QUEUE, startBenchStack, type LoadStack } from './lib/stack';
 import { startClusterLoadStack } from './lib/cluster-stack';
+import { measureCpu } from './lib/cpu';
+import { printHistoryCosts } from './history-cost';
 import { exitWith } from './lib/exit';
 
 interface ScenarioResult {
@@ -47,6 +50,8 @@ interface ScenarioResult {
   sustainedRps?: number;
   drainSeconds?: number;
   workerRssMiB?: number;
+  /** Share of one core of each part during the load, in percent (`bench` is the load generator). */
+  cpuPercent: Record<string, number>;
 }
 
 interface Fixtures {
@@ -73,6 +78,38 @@ const exists = (stack: LoadStack) => async (workflowId: string) => {
   await stack.temporal.client.workflow.getHandle(workflowId).describe();
   return true;
 };
+
+/** The next event of `run`; the request's id is `<run id>/<sequence>`, the key of its row. */
+function runEventRequest(f: Fixtures, run: { id: string; sequence: number }): GeneratedRequest {
+  run.sequence += 1;
+  return {
+    id: `${run.id}/${run.sequence}`,
+    method: 'POST',
+    path: `/v1/automation-runs/${run.id}/events`,
+    headers: { 'content-type': 'application/json', 'x-api-key': f.apiKey },
+    body: JSON.stringify({ attempt: 1, sequence: run.sequence, type: 'assistant', payload: { text: 'hi' }, createdAt: Date.now() }),
+  };
+}
+
+async function runEventsPersisted(stack: LoadStack, f: Fixtures): Promise<number> {
+  const row = await sql<{ n: string }>`SELECT count(*) AS n FROM automation_run_events WHERE organization_id = ${f.organizationId} AND run_id LIKE 'bench-%'`.execute(stack.database.db);
+  return Number(row.rows[0]?.n ?? 0);
+}
+
+/**
+ * An acked event was decided by its run before the ack; durable means its row reaches Postgres.
+ * Waits up to 2 minutes for the worker, then names the events without a row.
+ */
+async function runEventsStored(stack: LoadStack, f: Fixtures, acked: string[]): Promise<string[]> {
+  const stored = async (id: string) => {
+    const [runId, sequence] = id.split('/');
+    const row = await sql`SELECT 1 FROM automation_run_events WHERE organization_id = ${f.organizationId} AND run_id = ${runId} AND attempt = 1 AND sequence = ${Number(sequence)}`.execute(stack.database.db);
+    return row.rows.length === 1;
+  };
+  let missing = acked;
+  await waitFor(async () => (missing = await findMissing(missing, stored)).length === 0, 120_000, { intervalMs: 1000 }).catch(() => undefined);
+  return missing;
+}
 
 const SCENARIOS: Scenario[] = [
   {
@@ -133,30 +170,24 @@ const SCENARIOS: Scenario[] = [
   {
     name: 'run-events',
     compareNoEnqueue: true,
-    // One new run per request keeps every request a workflow start, like the ceiling.
-    next: (f) => () => {
-      const runId = `bench-${randomUUID()}`;
-      return {
-        id: runId,
-        method: 'POST',
-        path: `/v1/automation-runs/${runId}/events`,
-        headers: { 'content-type': 'application/json', 'x-api-key': f.apiKey },
-        body: JSON.stringify({ attempt: 1, sequence: 1, type: 'assistant', payload: { text: 'hi' }, createdAt: Date.now() }),
-      };
+    // Issue #15's scenario: events for 16 live runs, each run's sequence counting up. A run decides
+    // each event before the ack (an Update), so neighbours in one run may arrive out of order and
+    // wait in its buffer.
+    next: (f) => {
+      const runs = Array.from({ length: 16 }, () => ({ id: `bench-${randomUUID()}`, sequence: 0 }));
+      let i = 0;
+      return () => runEventRequest(f, runs[i++ % runs.length]!);
     },
-    durable: async (stack, f, acked) => {
-      // Durable means Temporal holds the run; the worker then persists the event to Postgres.
-      const missingRuns = await findMissing(acked, (id) => exists(stack)(runWorkflowId(f.organizationId, id)));
-      await waitFor(async () => {
-        const row = await sql<{ n: string }>`SELECT count(*) AS n FROM automation_run_events WHERE organization_id = ${f.organizationId} AND run_id LIKE 'bench-%'`.execute(stack.database.db);
-        return Number(row.rows[0]?.n ?? 0) >= acked.length - missingRuns.length;
-      }, 120_000, { intervalMs: 1000 }).catch(() => undefined);
-      return missingRuns;
-    },
-    processed: async (stack, f) => {
-      const row = await sql<{ n: string }>`SELECT count(*) AS n FROM automation_run_events WHERE organization_id = ${f.organizationId} AND run_id LIKE 'bench-%'`.execute(stack.database.db);
-      return Number(row.rows[0]?.n ?? 0);
-    },
+    durable: runEventsStored,
+    processed: runEventsPersisted,
+  },
+  {
+    name: 'run-events-new-runs',
+    compareNoEnqueue: true,
+    // One new run per request: every request is a workflow start, like the ceiling.
+    next: (f) => () => runEventRequest(f, { id: `bench-${randomUUID()}`, sequence: 0 }),
+    durable: runEventsStored,
+    processed: runEventsPersisted,
   },
   {
     name: 'run-heartbeats',
@@ -287,6 +318,16 @@ async function fixtures(stack: LoadStack): Promise<Fixtures> {
   };
 }
 
+/** Each part's share of one core during the load (the machine has os.cpus().length of them). */
+function cpuTable(results: ScenarioResult[]): string {
+  const parts = Object.keys(results[0]?.cpuPercent ?? {});
+  return [
+    `| scenario | ${parts.map((p) => `${p} %`).join(' | ')} | total % of ${os.cpus().length * 100} |`,
+    `|---|${parts.map(() => '---|').join('')}---|`,
+    ...results.map((r) => `| ${r.scenario} | ${parts.map((p) => r.cpuPercent[p]).join(' | ')} | ${Object.values(r.cpuPercent).reduce((a, b) => a + b, 0)} |`),
+  ].join('\n');
+}
+
 function table(results: ScenarioResult[]): string {
   const rows = results.map((r) =>
     [
@@ -343,7 +384,11 @@ async function loadScenarios(argv: string[]): Promise<number> {
       await settle(stack);
       const processed = scenario.processed ? () => scenario.processed!(stack, f) : undefined;
       const baseline = processed ? await processed() : 0;
+      const cpu = await measureCpu({ ...stack.processes, bench: [] });
+      const benchCpuBefore = process.cpuUsage();
       const route: LoadResult = await runLoad({ url: stack.apiUrls, connections, durationSeconds: duration, next: scenario.next(f) });
+      const benchCpu = process.cpuUsage(benchCpuBefore);
+      const cpuPercent = { ...(await cpu()), bench: Math.round((benchCpu.user + benchCpu.system) / 1e4 / duration) };
       const drain = processed ? await drainAfterLoad(baseline, processed, route.acked.length) : undefined;
       const rss = Math.max(...(await Promise.all(stack.apiUrls.map(rssMiB))));
       const workerRss = await largestRssMiB(stack.workerPids);
@@ -370,6 +415,7 @@ async function loadScenarios(argv: string[]): Promise<number> {
         ratioToNoEnqueue: b ? route.rps / b.rps : undefined,
         ...(drain ? { sustainedRps: drain.processed / (duration + drain.seconds), drainSeconds: drain.seconds } : {}),
         workerRssMiB: workerRss,
+        cpuPercent,
       });
       process.stderr.write(`  ${route.rps.toFixed(0)} req/s, acked ${route.acked.length}, acked-but-missing ${missing.length}\n`);
     }
@@ -379,7 +425,7 @@ async function loadScenarios(argv: string[]): Promise<number> {
 
   const machine = `${os.cpus().length} × ${os.cpus()[0]?.model ?? 'cpu'}, ${Math.round(os.totalmem() / 2 ** 30)} GiB, Node ${process.version}`;
   const topology = values.cluster ? 'cluster' : 'embedded';
-  const markdown = `Machine: ${machine}. Topology: ${stack.description}. ${connections} connections${stack.apiUrls.length > 1 ? ` spread over ${stack.apiUrls.length} replicas` : ''}, ${duration} s per run. RSS: the largest API and worker process.\n\n${table(results)}\n`;
+  const markdown = `Machine: ${machine}. Topology: ${stack.description}. ${connections} connections${stack.apiUrls.length > 1 ? ` spread over ${stack.apiUrls.length} replicas` : ''}, ${duration} s per run. RSS: the largest API and worker process.\n\n${table(results)}\n\nCPU during the load, in % of one core (each part with its child processes; bench is the load generator):\n\n${cpuTable(results)}\n`;
   console.log(`\n${markdown}`);
   await writeResults({ kind: 'load', topology, machine, description: stack.description, connections, duration, results }, markdown);
   return results.every((r) => r.ackedButMissing === 0) ? 0 : 1;
@@ -528,5 +574,5 @@ async function printLeaseTimeline(stack: LoadStack, organizationId: string, ids:
 }
 
 const [first, ...rest] = process.argv.slice(2);
-const run = first === 'heartbeats' ? heartbeats(rest) : loadScenarios(first ? [first, ...rest] : rest);
+const run = first === 'heartbeats' ? heartbeats(rest) : first === 'histories' ? printHistoryCosts() : loadScenarios(first ? [first, ...rest] : rest);
 exitWith(run);

@@ -43,6 +43,12 @@ export async function startClusterLoadStack(options: { env?: Record<string, stri
       description: `npm run cluster: Temporal server (${state.temporal.historyShards} history shards, Postgres persistence and visibility), ${state.api.length} API replicas and ${state.workers.length} workers as separate processes, and Postgres`,
       apiUrls: state.api.map((api) => api.url),
       workerPids: state.workers.map((worker) => worker.pid),
+      processes: {
+        api: state.api.map((api) => api.pid),
+        worker: state.workers.map((worker) => worker.pid),
+        temporal: [state.temporal.pid],
+        postgres: [postgres.pid!],
+      },
       database,
       temporal,
       secretKey,

@@ -98,6 +98,8 @@ export interface LoadStack {
   /** The same API with BENCH_DISABLE_ENQUEUE=true, where there is one. */
   apiNoEnqueueUrl?: string;
   workerPids: number[];
+  /** Each part's processes, for the CPU table (a part's share includes its children). */
+  processes: Record<string, number[]>;
   database: DbHandle;
   temporal: TemporalClientHandle;
   secretKey: string;
@@ -112,6 +114,12 @@ export function asLoadStack(stack: BenchStack): LoadStack {
     apiUrls: [stack.api.url!],
     apiNoEnqueueUrl: stack.apiNoEnqueue?.url,
     workerPids: stack.worker.pid === undefined ? [] : [stack.worker.pid],
+    processes: {
+      api: [stack.api.pid!],
+      worker: [stack.worker.pid!],
+      temporal: [stack.temporalServer.pid!],
+      postgres: [stack.postgres.pid!],
+    },
     database: stack.database,
     temporal: stack.temporal,
     secretKey: stack.env.SECRET_KEY!,
