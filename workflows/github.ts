@@ -7,7 +7,7 @@ import {
   type GithubDeliveryInput,
   type GithubDeliverySummary,
 } from '../src/github/contract';
-import { localFirst } from './local-first';
+import { LOCAL_POSTGRES_EFFECT, localFirst } from './local-first';
 
 // Retries are unbounded on purpose: the delivery was acknowledged to GitHub, which never
 // redelivers by itself, so the effects must eventually land (e.g. after a Postgres outage).
@@ -16,10 +16,7 @@ const activities = proxyActivities<Activities>({ startToCloseTimeout: '30s', ret
 // The effect is a few milliseconds of Postgres: locally first, which saves the history three
 // events and a round trip through the task queue (issue #15); after 10 s of failures, the same
 // effect as a regular activity, still retried without bound.
-const effect = localFirst(
-  { startToCloseTimeout: '30s', scheduleToCloseTimeout: '10s', localRetryThreshold: '1s', retry: { initialInterval: '250ms', backoffCoefficient: 2, maximumInterval: '10s' } },
-  { startToCloseTimeout: '30s', retry: UNBOUNDED_RETRY },
-);
+const effect = localFirst(LOCAL_POSTGRES_EFFECT, { startToCloseTimeout: '30s', retry: UNBOUNDED_RETRY });
 
 /** One workflow per GitHub delivery (id `github-delivery/{deliveryId}`): apply its table effects. */
 export async function githubDelivery(input: GithubDeliveryInput): Promise<GithubDeliverySummary> {

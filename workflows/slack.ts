@@ -23,16 +23,21 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import type { Activities } from '../activities';
+import { byName, localFirst, LOCAL_POSTGRES_EFFECT, type ActivityCall } from './local-first';
 import { automationRun } from './runs';
 import { limitText, runReplyText } from '../src/slack/texts';
 import { runSummaryOfFailure, runWorkflowId, type RunSummary, type RunWorkflowInput } from '../src/runs/contract';
-import { LINK_DECISION_PATCH, slackSearchAttributes, slackAccountLinkedSignal, slackEventStateQuery, type SlackAccountLinked, type SlackEventInput, type SlackEventState, type SlackEventStatus } from '../src/slack/contract';
+import { LINK_DECISION_PATCH, SLACK_LOCAL_RECORDS_PATCH, slackSearchAttributes, slackAccountLinkedSignal, slackEventStateQuery, type SlackAccountLinked, type SlackEventInput, type SlackEventState, type SlackEventStatus } from '../src/slack/contract';
 
 /** Postgres work: retried until it succeeds (Postgres outages must not lose an invocation). */
-const records = proxyActivities<Activities>({
-  startToCloseTimeout: '30s',
-  retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '30s' },
-});
+const RECORDS = { startToCloseTimeout: '30s', retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '30s' } } as const;
+/**
+ * The same work locally first (issue #15): a marker instead of an activity's three events, a
+ * workflow task and a task-queue round trip; after 10 s of failures, the regular activity, still
+ * retried without bound. Events started before SLACK_LOCAL_RECORDS_PATCH keep regular activities.
+ */
+const localRecords = localFirst(LOCAL_POSTGRES_EFFECT, RECORDS);
+const regularRecords = byName(RECORDS);
 
 /** Slack Web API: a 429's Retry-After overrides the interval (activities/slack.ts). Bounded. */
 const slackApi = proxyActivities<Activities>({
@@ -41,6 +46,7 @@ const slackApi = proxyActivities<Activities>({
 });
 
 export async function slackEvent(input: SlackEventInput): Promise<SlackEventState> {
+  const records = patched(SLACK_LOCAL_RECORDS_PATCH) ? localRecords : regularRecords;
   const state: SlackEventState = { status: 'received', memberId: null, runId: null, runStatus: null, detail: null };
   let linked: SlackAccountLinked | undefined;
   setHandler(slackEventStateQuery, () => state);
@@ -55,15 +61,15 @@ export async function slackEvent(input: SlackEventInput): Promise<SlackEventStat
   // What a cancel must undo, in a scope the cancel cannot reach.
   const cleanup: { pendingLink: boolean; reserved: boolean } = { pendingLink: false, reserved: false };
   try {
-    return await handle(input, state, setStatus, () => linked, cleanup);
+    return await handle(input, records, state, setStatus, () => linked, cleanup);
   } catch (error) {
     if (!isCancellation(error)) throw error;
     // Cancelled (issue #17): the run child got the cancel too and closed `cancelled` (the default
     // child cancellation waits for that); nothing of the member's may stay held.
     await CancellationScope.nonCancellable(async () => {
       const { connectionId, eventId } = input;
-      if (cleanup.pendingLink) await records.slackClearPending({ connectionId, eventId });
-      if (cleanup.reserved) await records.slackReleaseInvocation({ connectionId, eventId });
+      if (cleanup.pendingLink) await records('slackClearPending', { connectionId, eventId });
+      if (cleanup.reserved) await records('slackReleaseInvocation', { connectionId, eventId });
     });
     setStatus('cancelled', 'cancel_requested');
     return state;
@@ -72,13 +78,14 @@ export async function slackEvent(input: SlackEventInput): Promise<SlackEventStat
 
 async function handle(
   input: SlackEventInput,
+  records: ActivityCall,
   state: SlackEventState,
   setStatus: (status: SlackEventStatus, detail?: string | null) => void,
   recordedLink: () => SlackAccountLinked | undefined,
   cleanup: { pendingLink: boolean; reserved: boolean },
 ): Promise<SlackEventState> {
   if (input.lifecycle) {
-    await records.slackDisableConnection({ connectionId: input.connectionId, reason: input.lifecycle.type });
+    await records('slackDisableConnection', { connectionId: input.connectionId, reason: input.lifecycle.type });
     setStatus('connection_disabled', input.lifecycle.type);
     return state;
   }
@@ -88,7 +95,7 @@ async function handle(
   const thread = { connectionId, channel: invocation.channel, user: invocation.user, threadTs: invocation.threadTs };
 
   // 1. Who is asking: the linked member, or wait for the link.
-  let member: { organizationId: string; memberId: string } | null = await records.slackLinkOrWait({
+  let member: { organizationId: string; memberId: string } | null = await records('slackLinkOrWait', {
     connectionId,
     slackUserId: invocation.user,
     eventId,
@@ -100,7 +107,7 @@ async function handle(
     setStatus('awaiting_link');
     await bestEffort(() => slackApi.slackPostConnectPrompt({ ...thread, waitMs: settings.linkWaitMs }));
     const gotLink = await condition(() => recordedLink() !== undefined, settings.linkWaitMs);
-    await records.slackClearPending({ connectionId, eventId });
+    await records('slackClearPending', { connectionId, eventId });
     cleanup.pendingLink = false;
     // Decide on whether a link was recorded, not on how the wait ended: a link that lands in the
     // timer's activation, or while the pending row is being cleared, still routes the invocation.
@@ -115,7 +122,7 @@ async function handle(
 
   // 2. The member's limits.
   const run = settings.run;
-  const reservation = await records.slackReserveInvocation({
+  const reservation = await records('slackReserveInvocation', {
     connectionId,
     eventId,
     organizationId: member.organizationId,
@@ -172,7 +179,7 @@ async function handle(
     // (RUN_OUTCOME_PATCH): the invocation still did its job and answers with that outcome.
     summary = runSummaryOfFailure(error) ?? { status: 'failed', error: 'run_workflow_failed', lastAssistantText: null };
   }
-  await records.slackReleaseInvocation({ connectionId, eventId });
+  await records('slackReleaseInvocation', { connectionId, eventId });
   cleanup.reserved = false;
   state.runStatus = summary.status;
 

@@ -19,6 +19,12 @@ export const slackSearchAttributes = {
  */
 export const LINK_DECISION_PATCH = 'link-decision-reads-link';
 
+/**
+ * Workflow patch id: Postgres records as local activities first (issue #15); events started
+ * before it replay with regular activities.
+ */
+export const SLACK_LOCAL_RECORDS_PATCH = 'slack-local-records';
+
 export function slackEventWorkflowId(connectionId: string, eventId: string): string {
   return `slack-event/${connectionId}/${eventId}`;
 }
