@@ -228,8 +228,10 @@ const benchSecrets = { github: '' };
 /** The embedded stack, or with `--cluster` the production topology; `env` reaches every API and worker. */
 async function startLoadStack(cluster: boolean | undefined, env: Record<string, string>, options: { withNoEnqueueApi?: boolean } = {}): Promise<LoadStack> {
   // The cluster's launcher passes its environment on to every replica and worker.
-  if (cluster) return startClusterLoadStack({ env });
-  return asLoadStack(await startBenchStack({ ...options, apiEnv: env, workerEnv: env }));
+  const stack = cluster ? await startClusterLoadStack({ env }) : asLoadStack(await startBenchStack({ ...options, apiEnv: env, workerEnv: env }));
+  // Ctrl-C stops what the bench started before it exits.
+  process.once('SIGINT', () => void stack.stop().finally(() => process.exit(130)));
+  return stack;
 }
 
 async function ceiling(stack: LoadStack, connections: number, durationSeconds: number) {
@@ -306,6 +308,8 @@ async function fixtures(stack: LoadStack): Promise<Fixtures> {
     teamId: 'TBENCH0001',
     apiAppId: 'ABENCH0001',
     signingSecret: secret,
+    // With a bot token the connect prompt is posted (to the bench's Slack, on loopback), as in production.
+    botToken: 'xoxb-bench',
   });
   // eslint-disable-next-line @typescript-eslint/no-require-imports
   const examples = require('@octokit/webhooks-examples/api.github.com/index.json') as { name: string; examples: Record<string, unknown>[] }[];
@@ -472,6 +476,7 @@ async function heartbeats(argv: string[]): Promise<number> {
     let sent = 0;
     let failed = 0;
     let failedAfterRamp = 0;
+    const statuses: Record<string, number> = {};
     const startedAt = Date.now();
     const rampEnd = startedAt + rampMs;
     const deadline = rampEnd + durationMs;
@@ -493,6 +498,8 @@ async function heartbeats(argv: string[]): Promise<number> {
           }).catch(() => undefined);
           if (sentAt < deadline) {
             sent += 1;
+            const status = res ? String(res.status) : 'no answer';
+            statuses[status] = (statuses[status] ?? 0) + 1;
             if (!res || res.status !== 200) {
               failed += 1;
               if (sentAt >= rampEnd) failedAfterRamp += 1;
@@ -503,7 +510,11 @@ async function heartbeats(argv: string[]): Promise<number> {
         }
       }),
     );
+    // CPU while the runs are held (after the ramp): where the steady state's time goes.
+    await new Promise((r) => setTimeout(r, Math.max(0, rampEnd - Date.now())));
+    const cpu = await measureCpu(stack.processes);
     await new Promise((r) => setTimeout(r, Math.max(0, deadline - Date.now())));
+    const cpuPercent = await cpu();
     const metrics = await Promise.all(stack.apiUrls.map(async (url) => (await fetch(`${url}/metrics`)).text()));
     const count = (result: string) =>
       metrics.reduce((sum, text) => sum + Number(new RegExp(`den_run_heartbeats_total\\{result="${result}"\\} (\\d+)`).exec(text)?.[1] ?? 0), 0);
@@ -511,14 +522,15 @@ async function heartbeats(argv: string[]): Promise<number> {
     const coalesced = count('coalesced');
     const apiRss = Math.max(...(await Promise.all(stack.apiUrls.map(rssMiB))));
     const workerRss = await largestRssMiB(stack.workerPids);
-    // Every run must still be running: 32 lookups at a time, each bounded. Anything else counts
-    // as lost, and is tallied by what the lookup saw.
+    // Every run must still be running: 32 lookups at a time, each bounded, all within 5 minutes.
+    // Anything else counts as lost, and is tallied by what the lookup saw.
     let lost = 0;
     const notRunning: Record<string, number> = {};
     const pending = [...ids];
+    const checkUntil = Date.now() + 5 * 60_000;
     await Promise.all(
       Array.from({ length: 32 }, async () => {
-        for (let id = pending.pop(); id !== undefined; id = pending.pop()) {
+        for (let id = pending.pop(); id !== undefined && Date.now() < checkUntil; id = pending.pop()) {
           const res = await fetch(`${api()}/v1/automation-runs/${id}`, { headers: { 'x-api-key': org.owner.apiKey }, signal: AbortSignal.timeout(10_000) }).catch(() => undefined);
           const summary = ((await res?.json().catch(() => undefined)) ?? {}) as { status?: string; error?: string | null };
           if (summary.status === 'running') continue;
@@ -528,6 +540,11 @@ async function heartbeats(argv: string[]): Promise<number> {
         }
       }),
     );
+    if (pending.length > 0) {
+      lost += pending.length;
+      notRunning['not checked within 5 minutes'] = pending.length;
+    }
+    console.log(`statuses: ${JSON.stringify(statuses)}; CPU while held, % of one core: ${JSON.stringify(cpuPercent)}`);
     if (lost > 0) {
       console.log(`not running at the end: ${JSON.stringify(notRunning)}`);
       await printLeaseTimeline(stack, org.organizationId, ids, org.owner.apiKey);
@@ -542,8 +559,8 @@ async function heartbeats(argv: string[]): Promise<number> {
     ].join('\n');
     console.log(`\n${markdown}\n`);
     await writeResults(
-      { kind: 'heartbeats', topology: values.cluster ? 'cluster' : 'embedded', description: stack.description, ...values, runs, sent, failed, failedAfterRamp, forwarded, coalesced, lost, notRunning, apiRssMiB: apiRss, workerRssMiB: workerRss },
-      `${markdown}\n`,
+      { kind: 'heartbeats', topology: values.cluster ? 'cluster' : 'embedded', description: stack.description, ...values, runs, sent, failed, failedAfterRamp, statuses, forwarded, coalesced, lost, notRunning, apiRssMiB: apiRss, workerRssMiB: workerRss, cpuPercent },
+      `${markdown}\n\nStatuses: ${JSON.stringify(statuses)}. CPU while held, % of one core: ${JSON.stringify(cpuPercent)}.\n`,
     );
     return lost === 0 && failedAfterRamp === 0 ? 0 : 1;
   } finally {

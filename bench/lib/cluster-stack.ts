@@ -15,7 +15,7 @@ import { migrateToLatest } from '../../src/app/store/migrate';
 import { createTemporalClient } from '../../src/app/temporal/client';
 import { launchClusterProcess } from '../../test/harness/cluster';
 import { freePort } from '../../test/harness/ports';
-import { BENCH_TASK_QUEUE, serviceEnvironment, type LoadStack } from './stack';
+import { BENCH_TASK_QUEUE, serviceEnvironment, startBenchSlack, type LoadStack } from './stack';
 
 export async function startClusterLoadStack(options: { env?: Record<string, string> } = {}): Promise<LoadStack> {
   const config = loadConfig();
@@ -30,10 +30,11 @@ export async function startClusterLoadStack(options: { env?: Record<string, stri
   const database = openDatabase(postgres.url, { max: 20 });
   const githubSecret = randomBytes(16).toString('hex');
   const secretKey = randomBytes(32).toString('hex');
+  const slack = await startBenchSlack();
   try {
     await migrateToLatest(database.db);
     const cluster = await launchClusterProcess({
-      ...serviceEnvironment({ dataDir, databaseUrl: postgres.url, secretKey, githubSecret }),
+      ...serviceEnvironment({ dataDir, databaseUrl: postgres.url, secretKey, githubSecret, slackApiUrl: slack.url }),
       ...options.env,
       DATA_DIR: dataDir,
     });
@@ -58,12 +59,14 @@ export async function startClusterLoadStack(options: { env?: Record<string, stri
         await cluster.stop();
         await database.close().catch(() => undefined);
         await postgres.stop();
+        await slack.close();
         await fs.rm(dataDir, { recursive: true, force: true });
       },
     };
   } catch (error) {
     await database.close().catch(() => undefined);
     await postgres.stop().catch(() => undefined);
+    await slack.close();
     throw error;
   }
 }

@@ -8,6 +8,8 @@ import { ping } from '../../workflows/ping';
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs/promises';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { SEARCH_ATTRIBUTES } from '../../src/app/compose';
 import { loadConfig } from '../../src/app/config';
@@ -68,11 +70,32 @@ export class ServiceProcess {
   }
 }
 
+/**
+ * Slack's Web API for the bench, on loopback: every method answers `{ ok: true }` at once, as
+ * Slack does, so the prompts and replies of the load cost what they cost in production rather
+ * than retries against a closed port.
+ */
+export async function startBenchSlack(): Promise<{ url: string; close(): Promise<void> }> {
+  const server = http.createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ ok: true, ts: `${Date.now() / 1000}`, messages: [] }));
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}/api`,
+    close: () => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => resolve()); }),
+  };
+}
+
 /** The task queue of the bench's workers; the ceiling starts its workflows on one nobody polls. */
 export const BENCH_TASK_QUEUE = 'bench';
 
 /** The environment of the service's processes under the bench, whichever topology runs them. */
-export function serviceEnvironment(options: { dataDir: string; databaseUrl: string; temporalAddress?: string; secretKey: string; githubSecret: string }): Record<string, string> {
+export function serviceEnvironment(options: { dataDir: string; databaseUrl: string; temporalAddress?: string; secretKey: string; githubSecret: string; slackApiUrl: string }): Record<string, string> {
   return {
     NODE_ENV: 'production',
     LOG_LEVEL: 'warn',
@@ -82,7 +105,7 @@ export function serviceEnvironment(options: { dataDir: string; databaseUrl: stri
     TEMPORAL_TASK_QUEUE: BENCH_TASK_QUEUE,
     SECRET_KEY: options.secretKey,
     GITHUB_WEBHOOK_SECRET: options.githubSecret,
-    SLACK_API_BASE_URL: 'http://127.0.0.1:9/api',
+    SLACK_API_BASE_URL: options.slackApiUrl,
     // Production requires it (connect links); nothing opens them in a bench.
     APP_BASE_URL: 'http://127.0.0.1:8080',
     DATABASE_POOL_MAX: '20',
@@ -179,7 +202,8 @@ export async function startBenchStack(
   const temporal = createTemporalClient({ address: temporalServer.address, namespace: 'default', taskQueue: BENCH_TASK_QUEUE });
 
   const secrets = { github: randomBytes(16).toString('hex') };
-  const env = serviceEnvironment({ dataDir, databaseUrl: postgres.url, temporalAddress: temporalServer.address, secretKey: randomBytes(32).toString('hex'), githubSecret: secrets.github });
+  const slack = await startBenchSlack();
+  const env = serviceEnvironment({ dataDir, databaseUrl: postgres.url, temporalAddress: temporalServer.address, secretKey: randomBytes(32).toString('hex'), githubSecret: secrets.github, slackApiUrl: slack.url });
 
   const apiPort = await freePort();
   const api = new ServiceProcess('api', 'src/bin/serve.ts', { ...env, ...options.apiEnv, PORT: String(apiPort) }, `http://127.0.0.1:${apiPort}`);
@@ -210,6 +234,7 @@ export async function startBenchStack(
     await database.close().catch(() => undefined);
     await temporalServer.stop().catch(() => undefined);
     await postgres.stop().catch(() => undefined);
+    await slack.close();
     throw error;
   }
 
@@ -254,6 +279,7 @@ export async function startBenchStack(
       await database.close().catch(() => undefined);
       await temporalServer.stop();
       await postgres.stop();
+      await slack.close();
       await fs.rm(dataDir, { recursive: true, force: true });
     },
   };

@@ -99,6 +99,10 @@ export const envSchema = z.object({
   TEMPORAL_UPDATE_TIMEOUT: duration('5s'),
   WORKFLOW_BUNDLE_PATH: optionalString,
   WORKER_METRICS_PORT: port(0),
+  // The SDK's defaults (40, 10, 10); see docs/performance.md for what was measured.
+  WORKER_WORKFLOW_TASK_SLOTS: int(40, 2, 10_000),
+  WORKER_WORKFLOW_TASK_POLLERS: int(10, 1, 1000),
+  WORKER_ACTIVITY_TASK_POLLERS: int(10, 1, 1000),
 
   // Postgres. Unset DATABASE_URL means: start the embedded Postgres.
   DATABASE_URL: optionalString,
@@ -210,6 +214,11 @@ export const configSchema = envSchema
       updateTimeoutMs: e.TEMPORAL_UPDATE_TIMEOUT,
       workflowBundlePath: e.WORKFLOW_BUNDLE_PATH,
       workerMetricsPort: e.WORKER_METRICS_PORT,
+      worker: {
+        workflowTaskSlots: e.WORKER_WORKFLOW_TASK_SLOTS,
+        workflowTaskPollers: e.WORKER_WORKFLOW_TASK_POLLERS,
+        activityTaskPollers: e.WORKER_ACTIVITY_TASK_POLLERS,
+      },
     },
     database: { url: e.DATABASE_URL, embeddedPort: e.EMBEDDED_PG_PORT, poolMax: e.DATABASE_POOL_MAX },
     secretKey: e.SECRET_KEY,

@@ -106,6 +106,9 @@ export async function startWorker(options: {
             taskQueue: queue,
             workflowBundle,
             activities,
+            maxConcurrentWorkflowTaskExecutions: config.temporal.worker.workflowTaskSlots,
+            workflowTaskPollerBehavior: { type: 'simple-maximum', maximum: config.temporal.worker.workflowTaskPollers },
+            activityTaskPollerBehavior: { type: 'simple-maximum', maximum: config.temporal.worker.activityTaskPollers },
             // Let in-flight activities finish on shutdown before the worker gives up on them.
             shutdownGraceTime: '10s',
           }),
