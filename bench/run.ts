@@ -1,5 +1,5 @@
 /**
- * `npm run bench [-- --duration 30 --connections 16 --only slack-events,github-push] [--cluster]`
+ * `npm run bench [-- --duration 30 --connections 16 --only slack-events,github-push] [--cluster] [--env NAME=VALUE …]`
  * `npm run bench -- heartbeats --runs N --interval S --ramp R --duration T [--lease L --fraction F] [--cluster]`
  * `npm run bench -- histories`: history events, workflow tasks and activities per recorded item
  *
@@ -225,6 +225,16 @@ const SCENARIOS: Scenario[] = [
 
 const benchSecrets = { github: '' };
 
+function envOptions(pairs: string[]): Record<string, string> {
+  return Object.fromEntries(
+    pairs.map((pair) => {
+      const at = pair.indexOf('=');
+      if (at < 1) throw new Error(`--env ${pair}: expected NAME=VALUE`);
+      return [pair.slice(0, at), pair.slice(at + 1)];
+    }),
+  );
+}
+
 /** The embedded stack, or with `--cluster` the production topology; `env` reaches every API and worker. */
 async function startLoadStack(cluster: boolean | undefined, env: Record<string, string>, options: { withNoEnqueueApi?: boolean } = {}): Promise<LoadStack> {
   // The cluster's launcher passes its environment on to every replica and worker.
@@ -363,6 +373,8 @@ async function loadScenarios(argv: string[]): Promise<number> {
       connections: { type: 'string', default: '16' },
       only: { type: 'string' },
       cluster: { type: 'boolean', default: false },
+      // NAME=VALUE for the API and worker processes, e.g. --env WORKER_WORKFLOW_TASK_SLOTS=10.
+      env: { type: 'string', multiple: true, default: [] },
     },
   });
   const duration = Number(values.duration);
@@ -377,6 +389,7 @@ async function loadScenarios(argv: string[]): Promise<number> {
     // Runs created by the load must not hit their lease during later phases of the bench.
     RUN_LEASE_TIMEOUT: '1h',
     RUN_MAX_DURATION: '2h',
+    ...envOptions(values.env),
   };
   const stack = await startLoadStack(values.cluster, apiEnv, { withNoEnqueueApi: true });
   benchSecrets.github = stack.githubSecret;
@@ -429,9 +442,10 @@ async function loadScenarios(argv: string[]): Promise<number> {
 
   const machine = `${os.cpus().length} × ${os.cpus()[0]?.model ?? 'cpu'}, ${Math.round(os.totalmem() / 2 ** 30)} GiB, Node ${process.version}`;
   const topology = values.cluster ? 'cluster' : 'embedded';
-  const markdown = `Machine: ${machine}. Topology: ${stack.description}. ${connections} connections${stack.apiUrls.length > 1 ? ` spread over ${stack.apiUrls.length} replicas` : ''}, ${duration} s per run. RSS: the largest API and worker process.\n\n${table(results)}\n\nCPU during the load, in % of one core (each part with its child processes; bench is the load generator):\n\n${cpuTable(results)}\n`;
+  const settings = values.env.length ? ` Settings: ${values.env.join(', ')}.` : '';
+  const markdown = `Machine: ${machine}. Topology: ${stack.description}.${settings} ${connections} connections${stack.apiUrls.length > 1 ? ` spread over ${stack.apiUrls.length} replicas` : ''}, ${duration} s per run. RSS: the largest API and worker process.\n\n${table(results)}\n\nCPU during the load, in % of one core (each part with its child processes; bench is the load generator):\n\n${cpuTable(results)}\n`;
   console.log(`\n${markdown}`);
-  await writeResults({ kind: 'load', topology, machine, description: stack.description, connections, duration, results }, markdown);
+  await writeResults({ kind: 'load', topology, env: values.env, machine, description: stack.description, connections, duration, results }, markdown);
   return results.every((r) => r.ackedButMissing === 0) ? 0 : 1;
 }
 
@@ -522,32 +536,24 @@ async function heartbeats(argv: string[]): Promise<number> {
     const coalesced = count('coalesced');
     const apiRss = Math.max(...(await Promise.all(stack.apiUrls.map(rssMiB))));
     const workerRss = await largestRssMiB(stack.workerPids);
-    // Every run must still be running: 32 lookups at a time, each bounded, all within 5 minutes.
-    // Anything else counts as lost, and is tallied by what the lookup saw.
-    let lost = 0;
+    // Every run must still be running, by its row in Postgres (the record the run workflow keeps;
+    // a lost lease writes awaiting_retry there). One query rather than a Temporal query per run:
+    // under this load those time out, which says nothing about the lease.
+    const rows = await sql<{ run_id: string; status: string; error: string | null }>`
+      SELECT run_id, status, summary->>'error' AS error FROM automation_runs
+      WHERE organization_id = ${org.organizationId} AND run_id = ANY(${ids})`.execute(stack.database.db);
+    const seenById = new Map(rows.rows.map((row) => [row.run_id, row.error ? `${row.status}/${row.error}` : row.status]));
     const notRunning: Record<string, number> = {};
-    const pending = [...ids];
-    const checkUntil = Date.now() + 5 * 60_000;
-    await Promise.all(
-      Array.from({ length: 32 }, async () => {
-        for (let id = pending.pop(); id !== undefined && Date.now() < checkUntil; id = pending.pop()) {
-          const res = await fetch(`${api()}/v1/automation-runs/${id}`, { headers: { 'x-api-key': org.owner.apiKey }, signal: AbortSignal.timeout(10_000) }).catch(() => undefined);
-          const summary = ((await res?.json().catch(() => undefined)) ?? {}) as { status?: string; error?: string | null };
-          if (summary.status === 'running') continue;
-          lost += 1;
-          const seen = res === undefined ? 'no answer' : summary.status === undefined ? `HTTP ${res.status}` : `${summary.status}${summary.error ? `/${summary.error}` : ''}`;
-          notRunning[seen] = (notRunning[seen] ?? 0) + 1;
-        }
-      }),
-    );
-    if (pending.length > 0) {
-      lost += pending.length;
-      notRunning['not checked within 5 minutes'] = pending.length;
+    for (const id of ids) {
+      const seen = seenById.get(id) ?? 'no row';
+      if (seen !== 'running') notRunning[seen] = (notRunning[seen] ?? 0) + 1;
     }
+    const lost = Object.values(notRunning).reduce((a, b) => a + b, 0);
     console.log(`statuses: ${JSON.stringify(statuses)}; CPU while held, % of one core: ${JSON.stringify(cpuPercent)}`);
     if (lost > 0) {
       console.log(`not running at the end: ${JSON.stringify(notRunning)}`);
-      await printLeaseTimeline(stack, org.organizationId, ids, org.owner.apiKey);
+      const first = ids.find((id) => seenById.get(id) !== undefined && seenById.get(id) !== 'running');
+      if (first) await printLeaseTimeline(stack, org.organizationId, first, seenById.get(first)!);
     }
     stopped = true;
     await loops;
@@ -569,25 +575,19 @@ async function heartbeats(argv: string[]): Promise<number> {
 }
 
 /**
- * For the first run found not running: when each heartbeat signal was written, which workflow
- * task applied it, and when the lease timer fired, so a lost lease can be read against its
+ * For a run found not running: when each heartbeat signal was written, which workflow task
+ * applied it, and when the lease timer fired, so a lost lease can be read against its
  * heartbeats (issue #15).
  */
-async function printLeaseTimeline(stack: LoadStack, organizationId: string, ids: string[], apiKey: string): Promise<void> {
-  for (const id of ids) {
-    const res = await fetch(`${stack.apiUrls[0]}/v1/automation-runs/${id}`, { headers: { 'x-api-key': apiKey } }).catch(() => undefined);
-    const summary = ((await res?.json().catch(() => undefined)) ?? {}) as { status?: string; lastHeartbeatAt?: number | null };
-    if (summary.status === 'running') continue;
-    const history = await stack.temporal.client.workflow.getHandle(runWorkflowId(organizationId, id)).fetchHistory();
-    const t0 = Number(history.events?.[0]?.eventTime?.seconds ?? 0) * 1000;
-    const lines = (history.events ?? []).map((event) => {
-      const at = Number(event.eventTime?.seconds ?? 0) * 1000 + Math.floor((event.eventTime?.nanos ?? 0) / 1e6) - t0;
-      const kind = Object.keys(event).find((key) => key.endsWith('EventAttributes'))?.replace('EventAttributes', '') ?? '?';
-      return `${(at / 1000).toFixed(1).padStart(7)} s ${kind}`;
-    });
-    console.log(`lease timeline of ${id} (status ${summary.status}, lastHeartbeatAt ${summary.lastHeartbeatAt ?? 'none'}):\n${lines.join('\n')}`);
-    return;
-  }
+async function printLeaseTimeline(stack: LoadStack, organizationId: string, id: string, status: string): Promise<void> {
+  const history = await stack.temporal.client.workflow.getHandle(runWorkflowId(organizationId, id)).fetchHistory();
+  const t0 = Number(history.events?.[0]?.eventTime?.seconds ?? 0) * 1000;
+  const lines = (history.events ?? []).map((event) => {
+    const at = Number(event.eventTime?.seconds ?? 0) * 1000 + Math.floor((event.eventTime?.nanos ?? 0) / 1e6) - t0;
+    const kind = Object.keys(event).find((key) => key.endsWith('EventAttributes'))?.replace('EventAttributes', '') ?? '?';
+    return `${(at / 1000).toFixed(1).padStart(7)} s ${kind}`;
+  });
+  console.log(`lease timeline of ${id} (${status}):\n${lines.join('\n')}`);
 }
 
 const [first, ...rest] = process.argv.slice(2);
