@@ -539,9 +539,16 @@ async function heartbeats(argv: string[]): Promise<number> {
     // Every run must still be running, by its row in Postgres (the record the run workflow keeps;
     // a lost lease writes awaiting_retry there). One query rather than a Temporal query per run:
     // under this load those time out, which says nothing about the lease.
-    const rows = await sql<{ run_id: string; status: string; error: string | null }>`
-      SELECT run_id, status, summary->>'error' AS error FROM automation_runs
-      WHERE organization_id = ${org.organizationId} AND run_id = ANY(${ids})`.execute(stack.database.db);
+    const rows = await waitFor(
+      () =>
+        sql<{ run_id: string; status: string; error: string | null }>`
+          SELECT run_id, status, summary->>'error' AS error FROM automation_runs
+          WHERE organization_id = ${org.organizationId} AND run_id = ANY(${ids})`.execute(stack.database.db),
+      60_000,
+      { what: 'the runs\' rows', intervalMs: 2000 },
+    );
+    const connections = await sql<{ n: string }>`SELECT count(*) AS n FROM pg_stat_activity WHERE backend_type = 'client backend'`.execute(stack.database.db);
+    console.log(`Postgres client connections at the end: ${connections.rows[0]?.n}`);
     const seenById = new Map(rows.rows.map((row) => [row.run_id, row.error ? `${row.status}/${row.error}` : row.status]));
     const notRunning: Record<string, number> = {};
     for (const id of ids) {
