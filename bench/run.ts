@@ -303,8 +303,10 @@ async function largestRssMiB(pids: number[]): Promise<number | undefined> {
   return values.length ? Math.max(...values) : undefined;
 }
 
+/** NaN when the API does not answer (it is printed so, rather than failing the whole bench). */
 async function rssMiB(url: string): Promise<number> {
-  const text = await (await fetch(`${url}/metrics`)).text();
+  const text = await fetch(`${url}/metrics`).then((res) => res.text()).catch(() => '');
+  if (!text) return NaN;
   const line = text.split('\n').find((l) => l.startsWith('process_resident_memory_bytes '));
   return Math.round(Number(line?.split(' ')[1] ?? 0) / 2 ** 20);
 }
@@ -524,12 +526,29 @@ async function heartbeats(argv: string[]): Promise<number> {
         }
       }),
     );
+    // Postgres seen from outside every 5 s: its client connections, and whether one can be had
+    // at all. It also keeps a connection of the pool open for the check at the end.
+    const postgresSeen: string[] = [];
+    const watch = setInterval(() => {
+      const at = `${((Date.now() - startedAt) / 1000).toFixed(0)} s`;
+      sql<{ n: string }>`SELECT count(*) AS n FROM pg_stat_activity WHERE backend_type = 'client backend'`
+        .execute(stack.database.db)
+        .then((result) => postgresSeen.push(`${at}: ${result.rows[0]?.n}`))
+        .catch((error: unknown) => postgresSeen.push(`${at}: ${String((error as { cause?: unknown }).cause ?? error)}`));
+    }, 5000);
     // CPU while the runs are held (after the ramp): where the steady state's time goes.
     await new Promise((r) => setTimeout(r, Math.max(0, rampEnd - Date.now())));
     const cpu = await measureCpu(stack.processes);
     await new Promise((r) => setTimeout(r, Math.max(0, deadline - Date.now())));
     const cpuPercent = await cpu();
-    const metrics = await Promise.all(stack.apiUrls.map(async (url) => (await fetch(`${url}/metrics`)).text()));
+    const metrics = await Promise.all(
+      stack.apiUrls.map((url) =>
+        fetch(`${url}/metrics`).then((res) => res.text()).catch((error: unknown) => {
+          console.error(`${url}/metrics: ${String(error)}`);
+          return '';
+        }),
+      ),
+    );
     const count = (result: string) =>
       metrics.reduce((sum, text) => sum + Number(new RegExp(`den_run_heartbeats_total\\{result="${result}"\\} (\\d+)`).exec(text)?.[1] ?? 0), 0);
     const forwarded = count('forwarded');
@@ -546,9 +565,13 @@ async function heartbeats(argv: string[]): Promise<number> {
           WHERE organization_id = ${org.organizationId} AND run_id = ANY(${ids})`.execute(stack.database.db),
       60_000,
       { what: 'the runs\' rows', intervalMs: 2000 },
-    );
-    const connections = await sql<{ n: string }>`SELECT count(*) AS n FROM pg_stat_activity WHERE backend_type = 'client backend'`.execute(stack.database.db);
-    console.log(`Postgres client connections at the end: ${connections.rows[0]?.n}`);
+    ).catch((error: unknown) => {
+      // Still print what was measured: the leases count as unchecked.
+      console.error(String(error));
+      return { rows: ids.map((run_id) => ({ run_id, status: 'not checked (Postgres unreachable)', error: null })) };
+    });
+    clearInterval(watch);
+    console.log(`Postgres client connections, every 5 s: ${postgresSeen.join('; ')}`);
     const seenById = new Map(rows.rows.map((row) => [row.run_id, row.error ? `${row.status}/${row.error}` : row.status]));
     const notRunning: Record<string, number> = {};
     for (const id of ids) {

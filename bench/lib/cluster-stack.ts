@@ -61,6 +61,11 @@ export async function startClusterLoadStack(options: { env?: Record<string, stri
       async stop() {
         await temporal.close().catch(() => undefined);
         await cluster.stop();
+        // The parts' logs and the launcher's own outlive the run, for reading what happened.
+        const kept = path.join(config.dataDir, 'bench', `cluster-logs-${Date.now()}`);
+        await fs.cp(state.logDir, kept, { recursive: true }).catch(() => undefined);
+        await fs.writeFile(path.join(kept, 'launcher.log'), cluster.launcher.output()).catch(() => undefined);
+        console.error(`cluster logs: ${path.relative(process.cwd(), kept)}`);
         await database.close().catch(() => undefined);
         await postgres.stop();
         await slack.close();
