@@ -37,7 +37,7 @@ export async function startClusterLoadStack(options: { env?: Record<string, stri
       ...serviceEnvironment({ dataDir, databaseUrl: postgres.url, secretKey, githubSecret, slackApiUrl: slack.url }),
       // The default pool, as `npm run cluster` runs: Temporal's own pools (maxConns in
       // deploy/temporal/cluster.yaml) share this Postgres's max_connections (200) with every
-      // replica and worker. At 20 per process, one 5,000-run heartbeat bench lost its connection.
+      // replica and worker.
       DATABASE_POOL_MAX: '10',
       ...options.env,
       DATA_DIR: dataDir,
