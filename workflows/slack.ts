@@ -66,10 +66,14 @@ export async function slackEvent(input: SlackEventInput): Promise<SlackEventStat
     if (!isCancellation(error)) throw error;
     // Cancelled (issue #17): the run child got the cancel too and closed `cancelled` (the default
     // child cancellation waits for that); nothing of the member's may stay held.
+    // Regular activities here, even under SLACK_LOCAL_RECORDS_PATCH: done locally, the cleanup
+    // and the completion would share the cancel's workflow task, and an activity the cancel left
+    // running (the connect prompt) that reports back meanwhile makes Temporal refuse that
+    // completion (a workflow task failed with UnhandledCommand, retried, but shown to operators).
     await CancellationScope.nonCancellable(async () => {
       const { connectionId, eventId } = input;
-      if (cleanup.pendingLink) await records('slackClearPending', { connectionId, eventId });
-      if (cleanup.reserved) await records('slackReleaseInvocation', { connectionId, eventId });
+      if (cleanup.pendingLink) await regularRecords('slackClearPending', { connectionId, eventId });
+      if (cleanup.reserved) await regularRecords('slackReleaseInvocation', { connectionId, eventId });
     });
     setStatus('cancelled', 'cancel_requested');
     return state;
