@@ -22,7 +22,7 @@ interface Cost {
 
 const count = (types: string[], suffix: string) => types.filter((t) => t.endsWith(suffix)).length;
 
-export function costOf(history: string, eventTypes: string[]): Cost {
+function costOf(history: string, eventTypes: string[]): Cost {
   return {
     history,
     events: eventTypes.length,
@@ -35,7 +35,7 @@ export function costOf(history: string, eventTypes: string[]): Cost {
   };
 }
 
-export async function historyCosts(): Promise<Cost[]> {
+async function historyCosts(): Promise<Cost[]> {
   const files = (await fs.readdir(DIR)).filter((f) => f.endsWith('.json')).sort();
   return Promise.all(
     files.map(async (file) => {

@@ -15,7 +15,8 @@ import { migrateToLatest } from '../../src/app/store/migrate';
 import { createTemporalClient } from '../../src/app/temporal/client';
 import { launchClusterProcess } from '../../test/harness/cluster';
 import { freePort } from '../../test/harness/ports';
-import { BENCH_TASK_QUEUE, serviceEnvironment, startBenchSlack, type LoadStack } from './stack';
+import { startFakeSlack } from '../../test/harness/slack';
+import { BENCH_TASK_QUEUE, serviceEnvironment, type LoadStack } from './stack';
 
 export async function startClusterLoadStack(options: { env?: Record<string, string> } = {}): Promise<LoadStack> {
   const config = loadConfig();
@@ -30,7 +31,7 @@ export async function startClusterLoadStack(options: { env?: Record<string, stri
   const database = openDatabase(postgres.url, { max: 20 });
   const githubSecret = randomBytes(16).toString('hex');
   const secretKey = randomBytes(32).toString('hex');
-  const slack = await startBenchSlack();
+  const slack = await startFakeSlack();
   try {
     await migrateToLatest(database.db);
     const cluster = await launchClusterProcess({

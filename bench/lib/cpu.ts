@@ -50,7 +50,7 @@ function treeTicks(stats: ProcStat[], roots: number[]): number {
 }
 
 /** CPU seconds of each named group of process trees; `bench` is this process itself. */
-export async function cpuSeconds(parts: Record<string, number[]>): Promise<Record<string, number>> {
+async function cpuSeconds(parts: Record<string, number[]>): Promise<Record<string, number>> {
   const stats = await readStats();
   const result: Record<string, number> = {};
   for (const [name, pids] of Object.entries(parts)) result[name] = treeTicks(stats, pids) / TICKS_PER_SECOND;

@@ -8,8 +8,6 @@ import { ping } from '../../workflows/ping';
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs/promises';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { SEARCH_ATTRIBUTES } from '../../src/app/compose';
 import { loadConfig } from '../../src/app/config';
@@ -20,6 +18,7 @@ import { migrateToLatest } from '../../src/app/store/migrate';
 import { createTemporalClient, type TemporalClientHandle } from '../../src/app/temporal/client';
 import { findTemporalCli, startDevServer, type CliLocation, type DevServer } from '../../src/app/temporal/dev-server';
 import { freePort } from '../../test/harness/ports';
+import { startFakeSlack } from '../../test/harness/slack';
 import { waitFor } from '../../test/harness/wait';
 
 const root = path.resolve(__dirname, '../..');
@@ -68,27 +67,6 @@ export class ServiceProcess {
     if (!this.url) return;
     await waitFor(async () => (await fetch(`${this.url}/ready`)).status === 200, timeoutMs, { intervalMs: 200 });
   }
-}
-
-/**
- * Slack's Web API for the bench, on loopback: every method answers `{ ok: true }` at once, as
- * Slack does, so the prompts and replies of the load cost what they cost in production rather
- * than retries against a closed port.
- */
-export async function startBenchSlack(): Promise<{ url: string; close(): Promise<void> }> {
-  const server = http.createServer((req, res) => {
-    req.resume();
-    req.on('end', () => {
-      res.writeHead(200, { 'content-type': 'application/json' });
-      res.end(JSON.stringify({ ok: true, ts: `${Date.now() / 1000}`, messages: [] }));
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  return {
-    url: `http://127.0.0.1:${port}/api`,
-    close: () => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => resolve()); }),
-  };
 }
 
 /** The task queue of the bench's workers; the ceiling starts its workflows on one nobody polls. */
@@ -202,7 +180,8 @@ export async function startBenchStack(
   const temporal = createTemporalClient({ address: temporalServer.address, namespace: 'default', taskQueue: BENCH_TASK_QUEUE });
 
   const secrets = { github: randomBytes(16).toString('hex') };
-  const slack = await startBenchSlack();
+  // Slack's Web API on loopback, answering ok: prompts and replies cost what they cost in production.
+  const slack = await startFakeSlack();
   const env = serviceEnvironment({ dataDir, databaseUrl: postgres.url, temporalAddress: temporalServer.address, secretKey: randomBytes(32).toString('hex'), githubSecret: secrets.github, slackApiUrl: slack.url });
 
   const apiPort = await freePort();
