@@ -11,7 +11,22 @@ const PURE_MODULES = [
   'src/mcp/resolution',
   'src/mcp/types',
 ];
-const NODE_AND_IO = ['node:*', 'fs', 'crypto', 'http', 'https', 'net', 'pg', 'kysely', 'undici', 'koa', '@koa/*', '@temporalio/client', '@temporalio/activity', '@temporalio/worker'];
+const NODE_AND_IO = [
+  'node:*',
+  'fs',
+  'crypto',
+  'http',
+  'https',
+  'net',
+  'pg',
+  'kysely',
+  'undici',
+  'koa',
+  '@koa/*',
+  '@temporalio/client',
+  '@temporalio/activity',
+  '@temporalio/worker',
+];
 
 export default tseslint.config(
   { ignores: ['node_modules/**', 'dist/**', '.data/**', '.tools/**', 'coverage/**', 'bench/results/**'] },
@@ -20,7 +35,10 @@ export default tseslint.config(
     rules: {
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
       // The config module is the only reader of the environment.
-      'no-restricted-properties': ['error', { object: 'process', property: 'env', message: 'Read configuration through src/app/config.ts.' }],
+      'no-restricted-properties': [
+        'error',
+        { object: 'process', property: 'env', message: 'Read configuration through src/app/config.ts.' },
+      ],
     },
   },
   {
@@ -42,7 +60,10 @@ export default tseslint.config(
         {
           patterns: [
             { group: NODE_AND_IO, message: 'Workflows are deterministic: no I/O, no Node built-ins.' },
-            { group: ['../src/*/*', '../src/*/*/*', '../src/*/*/*/**', ...PURE_MODULES.map((m) => `!../${m}`)], message: 'Workflows import only contracts and pure modules (docs/architecture.md).' },
+            {
+              group: ['../src/*/*', '../src/*/*/*', '../src/*/*/*/**', ...PURE_MODULES.map((m) => `!../${m}`)],
+              message: 'Workflows import only contracts and pure modules (docs/architecture.md).',
+            },
             { group: ['../activities', '../activities/*'], allowTypeImports: true, message: 'Workflows import activities as types only.' },
           ],
         },
@@ -58,7 +79,10 @@ export default tseslint.config(
         {
           patterns: [
             { group: NODE_AND_IO, message: 'Contracts and pure modules run inside workflows: no I/O.' },
-            { group: ['../app/*', '../app/**', '!../app/temporal/contract', '../../app/**'], message: 'Contracts and pure modules import only each other.' },
+            {
+              group: ['../app/*', '../app/**', '!../app/temporal/contract', '../../app/**'],
+              message: 'Contracts and pure modules import only each other.',
+            },
           ],
         },
       ],

@@ -39,10 +39,17 @@ export function createMcpActivities(deps: ActivityDeps) {
         });
       } catch (error) {
         // A bug, not an answer about the server: retrying would not change it.
-        throw ApplicationFailure.nonRetryable(`probe of ${input.url} failed: ${(error as Error)?.message ?? String(error)}`, 'McpProbeError');
+        throw ApplicationFailure.nonRetryable(
+          `probe of ${input.url} failed: ${(error as Error)?.message ?? String(error)}`,
+          'McpProbeError',
+        );
       }
       deps.log.debug(
-        { url: input.url, status: outcome.discovery.status, requests: outcome.records.map((r) => ({ hops: r.hops, status: r.status, failure: r.failure?.code })) },
+        {
+          url: input.url,
+          status: outcome.discovery.status,
+          requests: outcome.records.map((r) => ({ hops: r.hops, status: r.status, failure: r.failure?.code })),
+        },
         'mcp probe finished',
       );
       // A reset connection is the one transient failure worth a second try (the workflow's

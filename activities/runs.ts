@@ -31,7 +31,10 @@ export function createRunActivities(deps: ActivityDeps) {
           return { inserted: 0, organizationGone: true };
         }
         if (isPermanent(code)) {
-          deps.log.error({ organizationId: input.organizationId, runId: input.runId, code, err: error }, 'Postgres rejected a run batch permanently');
+          deps.log.error(
+            { organizationId: input.organizationId, runId: input.runId, code, err: error },
+            'Postgres rejected a run batch permanently',
+          );
           throw ApplicationFailure.nonRetryable(`Postgres rejected the batch (SQLSTATE ${String(code)})`, PERSIST_REJECTED);
         }
         throw error;

@@ -36,7 +36,11 @@ export function createSlackActivities(deps: ActivityDeps) {
     if (!connection) return { posted: false, skipped: 'no_connection' };
     if (!connection.enabled) return { posted: false, skipped: 'connection_disabled' };
     if (!connection.botToken) return { posted: false, skipped: 'no_bot_token' };
-    const result = await callSlackApi({ baseUrl: deps.config.slack.apiBaseUrl, token: connection.botToken }, method, await body(connection));
+    const result = await callSlackApi(
+      { baseUrl: deps.config.slack.apiBaseUrl, token: connection.botToken },
+      method,
+      await body(connection),
+    );
     if (result.ok) return { posted: true };
     const message = `Slack ${method} failed: ${result.error}`;
     if (!result.retryable) throw ApplicationFailure.nonRetryable(message, 'SlackApiError');

@@ -72,10 +72,19 @@ async function main(): Promise<number> {
           body,
         };
       } else if (kind === 'github') {
-        const body = JSON.stringify({ ref: 'refs/heads/main', after: 'a'.repeat(40), installation: { id: 1 }, repository: { id: 1, full_name: 'chaos/repo' } });
+        const body = JSON.stringify({
+          ref: 'refs/heads/main',
+          after: 'a'.repeat(40),
+          installation: { id: 1 },
+          repository: { id: 1, full_name: 'chaos/repo' },
+        });
         request = {
           path: '/v1/webhooks/connectors/github',
-          headers: { 'x-github-event': 'push', 'x-github-delivery': id, 'x-hub-signature-256': signGithubPayload(stack.secrets.github, body) },
+          headers: {
+            'x-github-event': 'push',
+            'x-github-delivery': id,
+            'x-hub-signature-256': signGithubPayload(stack.secrets.github, body),
+          },
           body,
         };
       } else {
@@ -118,8 +127,12 @@ async function main(): Promise<number> {
     await new Promise((r) => setTimeout(r, 3000));
 
     const readyStatus = async () => (await fetch(`${api}/ready`).catch(() => undefined))?.status ?? 0;
-    const window = (from: number, to: number, kinds: Kind[]) => sent.filter((s) => s.sentAt >= from && s.sentAt < to && kinds.includes(s.kind));
-    const counts = (list: Sent[]) => Object.entries(list.reduce<Record<string, number>>((m, s) => ((m[s.status] = (m[s.status] ?? 0) + 1), m), {})).map(([k, v]) => `${k}×${v}`).join(' ');
+    const window = (from: number, to: number, kinds: Kind[]) =>
+      sent.filter((s) => s.sentAt >= from && s.sentAt < to && kinds.includes(s.kind));
+    const counts = (list: Sent[]) =>
+      Object.entries(list.reduce<Record<string, number>>((m, s) => ((m[s.status] = (m[s.status] ?? 0) + 1), m), {}))
+        .map(([k, v]) => `${k}×${v}`)
+        .join(' ');
     /** From `from` until the first request sent after it was acked. */
     const recoveryMs = async (from: number, kinds: Kind[]) => {
       const firstOk = () => sent.find((s) => s.sentAt >= from && kinds.includes(s.kind) && s.status >= 200 && s.status < 300);
@@ -144,7 +157,9 @@ async function main(): Promise<number> {
       if (acked.length > 0) problems.push(`temporal down: ${acked.length} requests answered 2xx while it was down`);
       if (ready !== 503) problems.push(`temporal down: /ready answered ${ready}`);
       if (during.length === 0) problems.push('temporal down: no requests were sent during the fault');
-      rows.push(`| kill -9 Temporal 10 s | ${during.length} | ${counts(during)} | /ready ${ready} | ${(recoverMs / 1000).toFixed(1)} s from restart to the first ack |`);
+      rows.push(
+        `| kill -9 Temporal 10 s | ${during.length} | ${counts(during)} | /ready ${ready} | ${(recoverMs / 1000).toFixed(1)} s from restart to the first ack |`,
+      );
     }
 
     // 2. Worker: kill -9, restart. Temporal holds the work, so acks continue; the restarted
@@ -168,7 +183,8 @@ async function main(): Promise<number> {
       });
       const recoverMs = Date.now() - restartAt;
       const failedDuring = during.filter((s) => s.status < 200 || s.status >= 300);
-      if (failedDuring.length > 0) problems.push(`worker down: ${failedDuring.length} Slack/GitHub requests were not acked (Temporal was up)`);
+      if (failedDuring.length > 0)
+        problems.push(`worker down: ${failedDuring.length} Slack/GitHub requests were not acked (Temporal was up)`);
       const runUnexpected = runsDuring.filter((s) => s.status !== 503 && (s.status < 200 || s.status >= 300));
       if (runUnexpected.length > 0) problems.push(`worker down: run events answered ${counts(runUnexpected)} (expected 2xx or 503)`);
       rows.push(
@@ -194,7 +210,9 @@ async function main(): Promise<number> {
       if (ready !== 503) problems.push(`postgres down: /ready answered ${ready}`);
       if (during.length === 0) problems.push('postgres down: no requests were sent during the fault');
       const github = window(downAt, restartAt, ['github']);
-      rows.push(`| stop Postgres 5 s | ${during.length} (+${github.length} GitHub) | ${counts(during)} (GitHub: ${counts(github)}) | /ready ${ready} | ${(recoverMs / 1000).toFixed(1)} s from restart to the first ack |`);
+      rows.push(
+        `| stop Postgres 5 s | ${during.length} (+${github.length} GitHub) | ${counts(during)} (GitHub: ${counts(github)}) | /ready ${ready} | ${(recoverMs / 1000).toFixed(1)} s from restart to the first ack |`,
+      );
     }
 
     // 4. Postgres read-only for 30 s: reads answer, writes are refused (SQLSTATE 25006), as after
@@ -203,7 +221,9 @@ async function main(): Promise<number> {
     let readOnlyRuns: Sent[] = [];
     {
       const setReadOnly = async (on: boolean) => {
-        await sql.raw(on ? 'ALTER SYSTEM SET default_transaction_read_only = on' : 'ALTER SYSTEM RESET default_transaction_read_only').execute(stack.database.db);
+        await sql
+          .raw(on ? 'ALTER SYSTEM SET default_transaction_read_only = on' : 'ALTER SYSTEM RESET default_transaction_read_only')
+          .execute(stack.database.db);
         await sql`SELECT pg_reload_conf()`.execute(stack.database.db);
       };
       await setReadOnly(true);
@@ -216,19 +236,25 @@ async function main(): Promise<number> {
       if (during.length === 0) problems.push('postgres read-only: no requests were sent during the fault');
       const persistedAfterMs = await (async () => {
         const started = Date.now();
-        await waitFor(async () => {
-          for (const run of readOnlyRuns) {
-            const res = await fetch(`${api}/v1/automation-runs/${run.id}/events`, { headers: { 'x-api-key': org.owner.apiKey } });
-            if (res.status !== 200 || ((await res.json()) as { events: unknown[] }).events.length === 0) return false;
-          }
-          return true;
-        }, 90_000, { intervalMs: 1000 });
+        await waitFor(
+          async () => {
+            for (const run of readOnlyRuns) {
+              const res = await fetch(`${api}/v1/automation-runs/${run.id}/events`, { headers: { 'x-api-key': org.owner.apiKey } });
+              if (res.status !== 200 || ((await res.json()) as { events: unknown[] }).events.length === 0) return false;
+            }
+            return true;
+          },
+          90_000,
+          { intervalMs: 1000 },
+        );
         return Date.now() - started;
       })().catch(() => {
         problems.push('postgres read-only: acked run events did not reach Postgres within 90 s of writes returning');
         return NaN;
       });
-      rows.push(`| Postgres read-only 30 s | ${during.length} | ${counts(during)} | reads answer, writes refused | ${(persistedAfterMs / 1000).toFixed(1)} s until every acked run event was persisted |`);
+      rows.push(
+        `| Postgres read-only 30 s | ${during.length} | ${counts(during)} | reads answer, writes refused | ${(persistedAfterMs / 1000).toFixed(1)} s until every acked run event was persisted |`,
+      );
     }
 
     // 5. An operator cancels 10 live runs, as the Web UI does: each closes `cancelled` with its
@@ -247,15 +273,20 @@ async function main(): Promise<number> {
       const closed = await Promise.all(
         live.map(async (id) => {
           const handle = stack.temporal.client.workflow.getHandle(runWorkflowId(org.organizationId, id));
-          const result = (await Promise.race([handle.result(), new Promise((r) => setTimeout(() => r(undefined), 30_000))])) as { status?: string } | undefined;
+          const result = (await Promise.race([handle.result(), new Promise((r) => setTimeout(() => r(undefined), 30_000))])) as
+            { status?: string } | undefined;
           const failures = ((await handle.fetchHistory()).events ?? []).filter((e) => e.workflowTaskFailedEventAttributes).length;
-          const row = await fetch(`${api}/v1/automation-runs/${id}`, { headers: { 'x-api-key': org.owner.apiKey } }).then((r) => r.json() as Promise<{ status?: string }>);
+          const row = await fetch(`${api}/v1/automation-runs/${id}`, { headers: { 'x-api-key': org.owner.apiKey } }).then(
+            (r) => r.json() as Promise<{ status?: string }>,
+          );
           return result?.status === 'cancelled' && row.status === 'cancelled' && failures === 0;
         }),
       );
       const stuck = closed.filter((ok) => !ok).length;
       if (stuck > 0) problems.push(`operator cancel: ${stuck} of 10 runs did not close cancelled cleanly`);
-      rows.push(`| operator cancels 10 live runs | 10 | cancelled×${10 - stuck}${stuck ? ` stuck×${stuck}` : ''} | — | ${((Date.now() - cancelAt) / 1000).toFixed(1)} s until all closed, rows cancelled, 0 workflow-task failures |`);
+      rows.push(
+        `| operator cancels 10 live runs | 10 | cancelled×${10 - stuck}${stuck ? ` stuck×${stuck}` : ''} | — | ${((Date.now() - cancelAt) / 1000).toFixed(1)} s until all closed, rows cancelled, 0 workflow-task failures |`,
+      );
     }
 
     loading = false;
@@ -266,7 +297,11 @@ async function main(): Promise<number> {
     // Every acked request is durable.
     const acked = sent.filter((s) => s.status >= 200 && s.status < 300);
     const workflowOf = (s: Sent) =>
-      s.kind === 'slack' ? slackEventWorkflowId(connectionId, s.id) : s.kind === 'github' ? githubDeliveryWorkflowId(s.id) : runWorkflowId(org.organizationId, s.id);
+      s.kind === 'slack'
+        ? slackEventWorkflowId(connectionId, s.id)
+        : s.kind === 'github'
+          ? githubDeliveryWorkflowId(s.id)
+          : runWorkflowId(org.organizationId, s.id);
     const byId = new Map(acked.map((s) => [workflowOf(s), s]));
     const missing = await findMissing([...byId.keys()], async (id) => {
       await stack.temporal.client.workflow.getHandle(id).describe();
@@ -275,14 +310,18 @@ async function main(): Promise<number> {
     if (missing.length > 0) problems.push(`${missing.length} acked requests are not in Temporal`);
 
     // In-flight runs: their lease timers still fire after the faults.
-    const leaseFired = await waitFor(async () => {
-      for (const id of inFlightRuns) {
-        const res = await fetch(`${api}/v1/automation-runs/${id}`, { headers: { 'x-api-key': org.owner.apiKey } });
-        const summary = (await res.json()) as { status?: string };
-        if (!['awaiting_retry', 'failed'].includes(summary.status ?? '')) return false;
-      }
-      return true;
-    }, 90_000, { intervalMs: 1000 }).then(
+    const leaseFired = await waitFor(
+      async () => {
+        for (const id of inFlightRuns) {
+          const res = await fetch(`${api}/v1/automation-runs/${id}`, { headers: { 'x-api-key': org.owner.apiKey } });
+          const summary = (await res.json()) as { status?: string };
+          if (!['awaiting_retry', 'failed'].includes(summary.status ?? '')) return false;
+        }
+        return true;
+      },
+      90_000,
+      { intervalMs: 1000 },
+    ).then(
       () => true,
       () => false,
     );
@@ -290,8 +329,12 @@ async function main(): Promise<number> {
 
     console.log('\n| fault | requests during | statuses | readiness | recovery |\n|---|---|---|---|---|');
     for (const row of rows) console.log(row);
-    console.log(`\nrequests sent: ${sent.length}, acked: ${acked.length}, acked-but-lost: ${missing.length}; run events acked while Postgres was read-only: ${readOnlyRuns.length}`);
-    console.log(`API restarted: ${stack.api.pid !== apiPid ? 'yes' : 'no'}; in-flight runs' lease timers fired: ${leaseFired ? 'yes' : 'no'}`);
+    console.log(
+      `\nrequests sent: ${sent.length}, acked: ${acked.length}, acked-but-lost: ${missing.length}; run events acked while Postgres was read-only: ${readOnlyRuns.length}`,
+    );
+    console.log(
+      `API restarted: ${stack.api.pid !== apiPid ? 'yes' : 'no'}; in-flight runs' lease timers fired: ${leaseFired ? 'yes' : 'no'}`,
+    );
     for (const problem of problems) console.log(`FAIL: ${problem}`);
     return problems.length === 0 ? 0 : 1;
   } catch (error) {
@@ -303,4 +346,3 @@ async function main(): Promise<number> {
 }
 
 exitWith(main());
-

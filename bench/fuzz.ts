@@ -13,7 +13,9 @@ import { startBenchStack } from './lib/stack';
 import { exitWith } from './lib/exit';
 
 async function main(): Promise<number> {
-  const { values } = parseArgs({ options: { runs: { type: 'string', default: '2000' }, seed: { type: 'string' }, long: { type: 'boolean', default: false } } });
+  const { values } = parseArgs({
+    options: { runs: { type: 'string', default: '2000' }, seed: { type: 'string' }, long: { type: 'boolean', default: false } },
+  });
   const runsPerRoute = Number(values.runs);
   // --long: at least 100,000 inputs, spread over the routes the server's OpenAPI document lists.
   const totalInputs = values.long ? 100_000 : undefined;
@@ -34,24 +36,43 @@ async function main(): Promise<number> {
     const port = Number(new URL(stack.api.url!).port);
     const heapBefore = await readMetric(stack.api.url!, 'nodejs_heap_size_used_bytes');
     const started = Date.now();
-    const { tallies, violations } = await runCampaign({ port, credentials, signers, runsPerRoute, totalInputs, seed: values.seed ? Number(values.seed) : undefined, hugeBodies: true });
+    const { tallies, violations } = await runCampaign({
+      port,
+      credentials,
+      signers,
+      runsPerRoute,
+      totalInputs,
+      seed: values.seed ? Number(values.seed) : undefined,
+      hugeBodies: true,
+    });
     const seconds = (Date.now() - started) / 1000;
 
     let heapAfter = Infinity;
     const limit = heapBefore * 1.5 + 32 * 1024 * 1024;
-    await waitFor(async () => {
-      for (let i = 0; i < 20; i++) await fetch(`${stack.api.url}/health`);
-      heapAfter = await readMetric(stack.api.url!, 'nodejs_heap_size_used_bytes');
-      return heapAfter <= limit;
-    }, 30_000, { intervalMs: 500 }).catch(() => undefined);
+    await waitFor(
+      async () => {
+        for (let i = 0; i < 20; i++) await fetch(`${stack.api.url}/health`);
+        heapAfter = await readMetric(stack.api.url!, 'nodejs_heap_size_used_bytes');
+        return heapAfter <= limit;
+      },
+      30_000,
+      { intervalMs: 500 },
+    ).catch(() => undefined);
 
     const total = tallies.reduce((n, t) => n + t.inputs, 0);
     console.log(`\n| route | inputs | statuses |\n|---|---|---|`);
-    for (const t of tallies) console.log(`| ${t.route} | ${t.inputs} | ${Object.entries(t.statuses).map(([s, n]) => `${s}×${n}`).join(' ')} |`);
+    for (const t of tallies)
+      console.log(
+        `| ${t.route} | ${t.inputs} | ${Object.entries(t.statuses)
+          .map(([s, n]) => `${s}×${n}`)
+          .join(' ')} |`,
+      );
     console.log(`\n${total} inputs over ${tallies.length} routes in ${seconds.toFixed(1)} s`);
     console.log(`violations (5xx or no answer): ${violations.length}`);
     console.log(`API process alive: ${stack.api.alive()}`);
-    console.log(`heap used: ${(heapBefore / 2 ** 20).toFixed(1)} MiB before, ${(heapAfter / 2 ** 20).toFixed(1)} MiB after (limit ${(limit / 2 ** 20).toFixed(1)} MiB)`);
+    console.log(
+      `heap used: ${(heapBefore / 2 ** 20).toFixed(1)} MiB before, ${(heapAfter / 2 ** 20).toFixed(1)} MiB after (limit ${(limit / 2 ** 20).toFixed(1)} MiB)`,
+    );
     for (const v of violations.slice(0, 10)) console.log(`  ${v.status} ${v.request.slice(0, 300)} → ${v.body}`);
     const crashed = !stack.api.alive() || /unhandled|uncaught/i.test(stack.api.output);
     return violations.length === 0 && !crashed && heapAfter <= limit ? 0 : 1;

@@ -40,7 +40,10 @@ async function historyCosts(): Promise<Cost[]> {
   return Promise.all(
     files.map(async (file) => {
       const { events } = JSON.parse(await fs.readFile(path.join(DIR, file), 'utf8')) as { events: { eventType: string }[] };
-      return costOf(file.replace(/\.json$/, ''), events.map((e) => e.eventType));
+      return costOf(
+        file.replace(/\.json$/, ''),
+        events.map((e) => e.eventType),
+      );
     }),
   );
 }
@@ -49,6 +52,9 @@ export async function printHistoryCosts(): Promise<number> {
   const rows = await historyCosts();
   console.log('| history | events | workflow tasks | activities | markers | timers | signals | updates |');
   console.log('|---|---|---|---|---|---|---|---|');
-  for (const r of rows) console.log(`| ${r.history} | ${r.events} | ${r.workflowTasks} | ${r.activities} | ${r.markers} | ${r.timers} | ${r.signals} | ${r.updates} |`);
+  for (const r of rows)
+    console.log(
+      `| ${r.history} | ${r.events} | ${r.workflowTasks} | ${r.activities} | ${r.markers} | ${r.timers} | ${r.signals} | ${r.updates} |`,
+    );
   return 0;
 }

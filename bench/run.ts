@@ -92,7 +92,11 @@ function runEventRequest(f: Fixtures, run: { id: string; sequence: number }): Ge
 }
 
 async function runEventsPersisted(stack: LoadStack, f: Fixtures): Promise<number> {
-  const row = await sql<{ n: string }>`SELECT count(*) AS n FROM automation_run_events WHERE organization_id = ${f.organizationId} AND run_id LIKE 'bench-%'`.execute(stack.database.db);
+  const row = await sql<{
+    n: string;
+  }>`SELECT count(*) AS n FROM automation_run_events WHERE organization_id = ${f.organizationId} AND run_id LIKE 'bench-%'`.execute(
+    stack.database.db,
+  );
   return Number(row.rows[0]?.n ?? 0);
 }
 
@@ -103,11 +107,16 @@ async function runEventsPersisted(stack: LoadStack, f: Fixtures): Promise<number
 async function runEventsStored(stack: LoadStack, f: Fixtures, acked: string[]): Promise<string[]> {
   const stored = async (id: string) => {
     const [runId, sequence] = id.split('/');
-    const row = await sql`SELECT 1 FROM automation_run_events WHERE organization_id = ${f.organizationId} AND run_id = ${runId} AND attempt = 1 AND sequence = ${Number(sequence)}`.execute(stack.database.db);
+    const row =
+      await sql`SELECT 1 FROM automation_run_events WHERE organization_id = ${f.organizationId} AND run_id = ${runId} AND attempt = 1 AND sequence = ${Number(sequence)}`.execute(
+        stack.database.db,
+      );
     return row.rows.length === 1;
   };
   let missing = acked;
-  await waitFor(async () => (missing = await findMissing(missing, stored)).length === 0, 120_000, { intervalMs: 1000 }).catch(() => undefined);
+  await waitFor(async () => (missing = await findMissing(missing, stored)).length === 0, 120_000, { intervalMs: 1000 }).catch(
+    () => undefined,
+  );
   return missing;
 }
 
@@ -236,9 +245,15 @@ function envOptions(pairs: string[]): Record<string, string> {
 }
 
 /** The embedded stack, or with `--cluster` the production topology; `env` reaches every API and worker. */
-async function startLoadStack(cluster: boolean | undefined, env: Record<string, string>, options: { withNoEnqueueApi?: boolean } = {}): Promise<LoadStack> {
+async function startLoadStack(
+  cluster: boolean | undefined,
+  env: Record<string, string>,
+  options: { withNoEnqueueApi?: boolean } = {},
+): Promise<LoadStack> {
   // The cluster's launcher passes its environment on to every replica and worker.
-  const stack = cluster ? await startClusterLoadStack({ env }) : asLoadStack(await startBenchStack({ ...options, apiEnv: env, workerEnv: env }));
+  const stack = cluster
+    ? await startClusterLoadStack({ env })
+    : asLoadStack(await startBenchStack({ ...options, apiEnv: env, workerEnv: env }));
   // Ctrl-C stops what the bench started before it exits.
   process.once('SIGINT', () => void stack.stop().finally(() => process.exit(130)));
   return stack;
@@ -281,7 +296,11 @@ async function settle(stack: LoadStack): Promise<void> {
  * After the load stops: how long the worker takes to finish what was acked. The count is
  * cumulative, so it is taken from the baseline counted before the load; bounded at 3 minutes.
  */
-async function drainAfterLoad(baseline: number, count: () => Promise<number>, acked: number): Promise<{ processed: number; seconds: number }> {
+async function drainAfterLoad(
+  baseline: number,
+  count: () => Promise<number>,
+  acked: number,
+): Promise<{ processed: number; seconds: number }> {
   const started = Date.now();
   let processed = 0;
   while (Date.now() - started < 180_000) {
@@ -305,7 +324,9 @@ async function largestRssMiB(pids: number[]): Promise<number | undefined> {
 
 /** NaN when the API does not answer (it is printed so, rather than failing the whole bench). */
 async function rssMiB(url: string): Promise<number> {
-  const text = await fetch(`${url}/metrics`).then((res) => res.text()).catch(() => '');
+  const text = await fetch(`${url}/metrics`)
+    .then((res) => res.text())
+    .catch(() => '');
   if (!text) return NaN;
   const line = text.split('\n').find((l) => l.startsWith('process_resident_memory_bytes '));
   return Math.round(Number(line?.split(' ')[1] ?? 0) / 2 ** 20);
@@ -324,7 +345,10 @@ async function fixtures(stack: LoadStack): Promise<Fixtures> {
     botToken: 'xoxb-bench',
   });
   // eslint-disable-next-line @typescript-eslint/no-require-imports
-  const examples = require('@octokit/webhooks-examples/api.github.com/index.json') as { name: string; examples: Record<string, unknown>[] }[];
+  const examples = require('@octokit/webhooks-examples/api.github.com/index.json') as {
+    name: string;
+    examples: Record<string, unknown>[];
+  }[];
   const push = examples.find((e) => e.name === 'push')!.examples.find((p) => (p as { installation?: unknown }).installation)!;
   return {
     apiKey: org.owner.apiKey,
@@ -340,7 +364,10 @@ function cpuTable(results: ScenarioResult[]): string {
   return [
     `| scenario | ${parts.map((p) => `${p} %`).join(' | ')} | total % of ${os.cpus().length * 100} |`,
     `|---|${parts.map(() => '---|').join('')}---|`,
-    ...results.map((r) => `| ${r.scenario} | ${parts.map((p) => r.cpuPercent[p]).join(' | ')} | ${Object.values(r.cpuPercent).reduce((a, b) => a + b, 0)} |`),
+    ...results.map(
+      (r) =>
+        `| ${r.scenario} | ${parts.map((p) => r.cpuPercent[p]).join(' | ')} | ${Object.values(r.cpuPercent).reduce((a, b) => a + b, 0)} |`,
+    ),
   ].join('\n');
 }
 
@@ -414,9 +441,10 @@ async function loadScenarios(argv: string[]): Promise<number> {
       await settle(stack);
       const a = await ceiling(stack, connections, duration);
       await settle(stack);
-      const b = scenario.compareNoEnqueue && stack.apiNoEnqueueUrl
-        ? await runLoad({ url: stack.apiNoEnqueueUrl, connections, durationSeconds: duration, next: scenario.next(f) })
-        : undefined;
+      const b =
+        scenario.compareNoEnqueue && stack.apiNoEnqueueUrl
+          ? await runLoad({ url: stack.apiNoEnqueueUrl, connections, durationSeconds: duration, next: scenario.next(f) })
+          : undefined;
       const missing = scenario.durable ? await scenario.durable(stack, f, route.acked) : [];
       results.push({
         scenario: scenario.name,
@@ -447,7 +475,10 @@ async function loadScenarios(argv: string[]): Promise<number> {
   const settings = values.env.length ? ` Settings: ${values.env.join(', ')}.` : '';
   const markdown = `Machine: ${machine}. Topology: ${stack.description}.${settings} ${connections} connections${stack.apiUrls.length > 1 ? ` spread over ${stack.apiUrls.length} replicas` : ''}, ${duration} s per run. RSS: the largest API and worker process.\n\n${table(results)}\n\nCPU during the load, in % of one core (each part with its child processes; bench is the load generator):\n\n${cpuTable(results)}\n`;
   console.log(`\n${markdown}`);
-  await writeResults({ kind: 'load', topology, env: values.env, machine, description: stack.description, connections, duration, results }, markdown);
+  await writeResults(
+    { kind: 'load', topology, env: values.env, machine, description: stack.description, connections, duration, results },
+    markdown,
+  );
   return results.every((r) => r.ackedButMissing === 0) ? 0 : 1;
 }
 
@@ -543,14 +574,19 @@ async function heartbeats(argv: string[]): Promise<number> {
     const cpuPercent = await cpu();
     const metrics = await Promise.all(
       stack.apiUrls.map((url) =>
-        fetch(`${url}/metrics`).then((res) => res.text()).catch((error: unknown) => {
-          console.error(`${url}/metrics: ${String(error)}`);
-          return '';
-        }),
+        fetch(`${url}/metrics`)
+          .then((res) => res.text())
+          .catch((error: unknown) => {
+            console.error(`${url}/metrics: ${String(error)}`);
+            return '';
+          }),
       ),
     );
     const count = (result: string) =>
-      metrics.reduce((sum, text) => sum + Number(new RegExp(`den_run_heartbeats_total\\{result="${result}"\\} (\\d+)`).exec(text)?.[1] ?? 0), 0);
+      metrics.reduce(
+        (sum, text) => sum + Number(new RegExp(`den_run_heartbeats_total\\{result="${result}"\\} (\\d+)`).exec(text)?.[1] ?? 0),
+        0,
+      );
     const forwarded = count('forwarded');
     const coalesced = count('coalesced');
     const apiRss = Math.max(...(await Promise.all(stack.apiUrls.map(rssMiB))));
@@ -564,7 +600,7 @@ async function heartbeats(argv: string[]): Promise<number> {
           SELECT run_id, status, summary->>'error' AS error FROM automation_runs
           WHERE organization_id = ${org.organizationId} AND run_id = ANY(${ids})`.execute(stack.database.db),
       60_000,
-      { what: 'the runs\' rows', intervalMs: 2000 },
+      { what: "the runs' rows", intervalMs: 2000 },
     ).catch((error: unknown) => {
       // Still print what was measured: the leases count as unchecked.
       console.error(String(error));
@@ -584,7 +620,10 @@ async function heartbeats(argv: string[]): Promise<number> {
       console.log(`not running at the end: ${JSON.stringify(notRunning)}`);
       const first = ids.find((id) => seenById.get(id) !== undefined && seenById.get(id) !== 'running');
       // Best effort: under this load Temporal may refuse the history too, and the table matters more.
-      if (first) await printLeaseTimeline(stack, org.organizationId, first, seenById.get(first)!).catch((error: unknown) => console.error(`no lease timeline: ${String(error)}`));
+      if (first)
+        await printLeaseTimeline(stack, org.organizationId, first, seenById.get(first)!).catch((error: unknown) =>
+          console.error(`no lease timeline: ${String(error)}`),
+        );
     }
     stopped = true;
     await loops;
@@ -596,7 +635,24 @@ async function heartbeats(argv: string[]): Promise<number> {
     ].join('\n');
     console.log(`\n${markdown}\n`);
     await writeResults(
-      { kind: 'heartbeats', topology: values.cluster ? 'cluster' : 'embedded', description: stack.description, ...values, runs, sent, failed, failedAfterRamp, statuses, forwarded, coalesced, lost, notRunning, apiRssMiB: apiRss, workerRssMiB: workerRss, cpuPercent },
+      {
+        kind: 'heartbeats',
+        topology: values.cluster ? 'cluster' : 'embedded',
+        description: stack.description,
+        ...values,
+        runs,
+        sent,
+        failed,
+        failedAfterRamp,
+        statuses,
+        forwarded,
+        coalesced,
+        lost,
+        notRunning,
+        apiRssMiB: apiRss,
+        workerRssMiB: workerRss,
+        cpuPercent,
+      },
       `${markdown}\n\nStatuses: ${JSON.stringify(statuses)}. CPU while held, % of one core: ${JSON.stringify(cpuPercent)}.\n`,
     );
     return lost === 0 && failedAfterRamp === 0 ? 0 : 1;
@@ -615,12 +671,16 @@ async function printLeaseTimeline(stack: LoadStack, organizationId: string, id: 
   const t0 = Number(history.events?.[0]?.eventTime?.seconds ?? 0) * 1000;
   const lines = (history.events ?? []).map((event) => {
     const at = Number(event.eventTime?.seconds ?? 0) * 1000 + Math.floor((event.eventTime?.nanos ?? 0) / 1e6) - t0;
-    const kind = Object.keys(event).find((key) => key.endsWith('EventAttributes'))?.replace('EventAttributes', '') ?? '?';
+    const kind =
+      Object.keys(event)
+        .find((key) => key.endsWith('EventAttributes'))
+        ?.replace('EventAttributes', '') ?? '?';
     return `${(at / 1000).toFixed(1).padStart(7)} s ${kind}`;
   });
   console.log(`lease timeline of ${id} (${status}):\n${lines.join('\n')}`);
 }
 
 const [first, ...rest] = process.argv.slice(2);
-const run = first === 'heartbeats' ? heartbeats(rest) : first === 'histories' ? printHistoryCosts() : loadScenarios(first ? [first, ...rest] : rest);
+const run =
+  first === 'heartbeats' ? heartbeats(rest) : first === 'histories' ? printHistoryCosts() : loadScenarios(first ? [first, ...rest] : rest);
 exitWith(run);

@@ -72,7 +72,8 @@ async function main(): Promise<void> {
     const headers = { 'x-api-key': org.owner.apiKey, 'content-type': 'application/json' };
     const base = stack.api.url!;
     const post = (path: string, body: unknown) => async () =>
-      (await fetch(`${base}${path}`, { method: 'POST', headers, body: JSON.stringify(body) }).then(async (r) => (await r.arrayBuffer(), r))).status;
+      (await fetch(`${base}${path}`, { method: 'POST', headers, body: JSON.stringify(body) }).then(async (r) => (await r.arrayBuffer(), r)))
+        .status;
 
     // Warm-up: one run end to end (workflow code loaded, pools open).
     const warm = `bench-warm-${randomUUID()}`;
@@ -85,7 +86,15 @@ async function main(): Promise<void> {
     for (let sequence = 1; sequence <= eventsPerRun; sequence++) {
       for (const id of runIds) {
         const type = sequence === eventsPerRun ? 'terminal' : 'assistant';
-        jobs.push(post(`/v1/automation-runs/${id}/events`, { attempt: 1, sequence, type, payload: { text: `message ${sequence}` }, createdAt: Date.now() }));
+        jobs.push(
+          post(`/v1/automation-runs/${id}/events`, {
+            attempt: 1,
+            sequence,
+            type,
+            payload: { text: `message ${sequence}` },
+            createdAt: Date.now(),
+          }),
+        );
       }
     }
     let index = 0;
@@ -93,11 +102,17 @@ async function main(): Promise<void> {
     const reports = await closedLoop(concurrency, deadline, () => jobs[index++]);
     const expected = reports.completed;
     const persistedCount = async () => {
-      const row = await sql<{ n: string }>`SELECT count(*) AS n FROM automation_run_events WHERE organization_id = ${org.organizationId} AND run_id LIKE 'bench-%' AND run_id <> ${warm}`.execute(stack.database.db);
+      const row = await sql<{
+        n: string;
+      }>`SELECT count(*) AS n FROM automation_run_events WHERE organization_id = ${org.organizationId} AND run_id LIKE 'bench-%' AND run_id <> ${warm}`.execute(
+        stack.database.db,
+      );
       return Number(row.rows[0]!.n);
     };
     let persisted = 0;
-    await waitFor(async () => (persisted = await persistedCount()) >= expected, Math.max(5_000, deadline - Date.now()), { intervalMs: 100 }).catch(() => undefined);
+    await waitFor(async () => (persisted = await persistedCount()) >= expected, Math.max(5_000, deadline - Date.now()), {
+      intervalMs: 100,
+    }).catch(() => undefined);
     const endToEnd = (Date.now() - started) / 1000;
 
     // 2. Heartbeats: many per (run, attempt), as runtimes send them; the API coalesces them.
@@ -108,7 +123,8 @@ async function main(): Promise<void> {
       hb < heartbeatLimit ? post(`/v1/automation-runs/${hbRuns[hb++ % hbRuns.length]}/heartbeat`, { attempt: 1 }) : undefined,
     );
     const metrics = await (await fetch(`${base}/metrics`)).text();
-    const counter = (result: string) => Number(new RegExp(`den_run_heartbeats_total\\{result="${result}"\\} (\\d+)`).exec(metrics)?.[1] ?? 0);
+    const counter = (result: string) =>
+      Number(new RegExp(`den_run_heartbeats_total\\{result="${result}"\\} (\\d+)`).exec(metrics)?.[1] ?? 0);
 
     // 3. Baseline: Temporal alone, same server, same concurrency, same signal shape.
     const baseRuns = Array.from({ length: runs }, () => `bench-baseline-${randomUUID()}`);
@@ -125,12 +141,25 @@ async function main(): Promise<void> {
           args: [{} as RunWorkflowInput],
           workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
           signal: runEventSignal,
-          signalArgs: [{ attempt: 1, sequence: i + 1, type: 'assistant', payload: { text: `message ${i}` }, createdAt: Date.now(), receivedAt: Date.now() }],
+          signalArgs: [
+            {
+              attempt: 1,
+              sequence: i + 1,
+              type: 'assistant',
+              payload: { text: `message ${i}` },
+              createdAt: Date.now(),
+              receivedAt: Date.now(),
+            },
+          ],
         });
         return 200;
       };
     });
-    for (const id of baseRuns) await stack.temporal.client.workflow.getHandle(id).terminate('bench baseline').catch(() => undefined);
+    for (const id of baseRuns)
+      await stack.temporal.client.workflow
+        .getHandle(id)
+        .terminate('bench baseline')
+        .catch(() => undefined);
 
     const cpus = (await import('node:os')).cpus().length;
     console.log(`\nAutomation-run path on ${cpus} cores (loopback; API, worker, Temporal dev server and Postgres on this machine)`);
@@ -142,9 +171,13 @@ async function main(): Promise<void> {
     console.log(`| non-200 answers | ${reports.failed} ${JSON.stringify(reports.statuses)} |`);
     console.log(`| events persisted, in order | ${persisted} of ${expected}, ${endToEnd.toFixed(1)} s from first report |`);
     console.log(`| **events/s (applied + persisted, end to end)** | **${(persisted / endToEnd).toFixed(0)}** |`);
-    console.log(`| heartbeats answered | ${heartbeats.completed} in ${heartbeats.seconds.toFixed(1)} s = ${(heartbeats.completed / heartbeats.seconds).toFixed(0)}/s (p50 ${heartbeats.p50} ms) |`);
+    console.log(
+      `| heartbeats answered | ${heartbeats.completed} in ${heartbeats.seconds.toFixed(1)} s = ${(heartbeats.completed / heartbeats.seconds).toFixed(0)}/s (p50 ${heartbeats.p50} ms) |`,
+    );
     console.log(`| heartbeats forwarded / coalesced | ${counter('forwarded')} / ${counter('coalesced')} |`);
-    console.log(`| baseline: raw signalWithStart to Temporal alone | ${(baseline.completed / baseline.seconds).toFixed(0)}/s (p50 ${baseline.p50} ms, p99 ${baseline.p99} ms) |`);
+    console.log(
+      `| baseline: raw signalWithStart to Temporal alone | ${(baseline.completed / baseline.seconds).toFixed(0)}/s (p50 ${baseline.p50} ms, p99 ${baseline.p99} ms) |`,
+    );
   } finally {
     await stack.stop();
   }

@@ -7,7 +7,13 @@
  * history, so it is bounded (`scheduleToCloseTimeout`); past that, the regular activity's retries
  * are kept by the server without a history event each, for as long as its own policy says.
  */
-import { isCancellation, proxyActivities, proxyLocalActivities, type ActivityOptions, type LocalActivityOptions } from '@temporalio/workflow';
+import {
+  isCancellation,
+  proxyActivities,
+  proxyLocalActivities,
+  type ActivityOptions,
+  type LocalActivityOptions,
+} from '@temporalio/workflow';
 import type { Activities } from '../activities';
 
 type Result<K extends keyof Activities> = Awaited<ReturnType<Activities[K]>>;
@@ -38,7 +44,11 @@ export function byName(options: ActivityOptions): ActivityCall {
 }
 
 /** `isFinal`: failures the regular activity would not fix either (they are rethrown at once). */
-export function localFirst(local: LocalActivityOptions, regular: ActivityOptions, isFinal: (error: unknown) => boolean = () => false): ActivityCall {
+export function localFirst(
+  local: LocalActivityOptions,
+  regular: ActivityOptions,
+  isFinal: (error: unknown) => boolean = () => false,
+): ActivityCall {
   const locals = proxyLocalActivities<Activities>(local);
   const regulars = proxyActivities<Activities>(regular);
   return async function call<K extends keyof Activities>(name: K, ...args: Parameters<Activities[K]>): Promise<Result<K>> {

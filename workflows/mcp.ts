@@ -34,9 +34,10 @@ export async function mcpResolve(input: McpResolveInput): Promise<McpResolveResu
   });
   const probes: McpProbeResult[] = await Promise.all(
     input.candidates.map((candidate) =>
-      probeMcpCandidate({ url: candidate.url, source: candidate.source }).catch(
-        (error: unknown): McpProbeResult => ({ url: candidate.url, discovery: unreachableDiscovery(candidate.url, whyFailed(error)) }),
-      ),
+      probeMcpCandidate({ url: candidate.url, source: candidate.source }).catch((error: unknown): McpProbeResult => ({
+        url: candidate.url,
+        discovery: unreachableDiscovery(candidate.url, whyFailed(error)),
+      })),
     ),
   );
   return assembleResponse(input, probes);

@@ -94,7 +94,8 @@ async function persistRunState(input: PersistInput): Promise<'persisted' | 'reje
   }
 }
 
-const isRejected = (error: unknown) => error instanceof ActivityFailure && error.cause instanceof ApplicationFailure && error.cause.type === PERSIST_REJECTED;
+const isRejected = (error: unknown) =>
+  error instanceof ActivityFailure && error.cause instanceof ApplicationFailure && error.cause.type === PERSIST_REJECTED;
 
 /** A validator's refusal: its type is the error code the API answers; its one detail carries the rest. */
 function refuse(verdict: { ok: true } | { ok: false; error: string; status?: string }): void {
@@ -227,8 +228,7 @@ export async function automationRun(input: RunWorkflowInput): Promise<RunSummary
     if (!isCancellation(error)) syncFailure = error;
   });
 
-  const continueAsNewDue = () =>
-    workflowInfo().continueAsNewSuggested || state.signalsThisExecution >= settings.continueAsNewEvents;
+  const continueAsNewDue = () => workflowInfo().continueAsNewSuggested || state.signalsThisExecution >= settings.continueAsNewEvents;
 
   try {
     while (!isClosed(state) && !continueAsNewDue()) {

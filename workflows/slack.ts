@@ -27,7 +27,17 @@ import { byName, localFirst, LOCAL_POSTGRES_EFFECT, type ActivityCall } from './
 import { automationRun } from './runs';
 import { limitText, runReplyText } from '../src/slack/texts';
 import { runSummaryOfFailure, runWorkflowId, type RunSummary, type RunWorkflowInput } from '../src/runs/contract';
-import { LINK_DECISION_PATCH, SLACK_LOCAL_RECORDS_PATCH, slackSearchAttributes, slackAccountLinkedSignal, slackEventStateQuery, type SlackAccountLinked, type SlackEventInput, type SlackEventState, type SlackEventStatus } from '../src/slack/contract';
+import {
+  LINK_DECISION_PATCH,
+  SLACK_LOCAL_RECORDS_PATCH,
+  slackSearchAttributes,
+  slackAccountLinkedSignal,
+  slackEventStateQuery,
+  type SlackAccountLinked,
+  type SlackEventInput,
+  type SlackEventState,
+  type SlackEventStatus,
+} from '../src/slack/contract';
 
 /** Postgres work: retried until it succeeds (Postgres outages must not lose an invocation). */
 const RECORDS = { startToCloseTimeout: '30s', retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '30s' } } as const;
@@ -189,7 +199,13 @@ async function handle(
 
   // 4. The answer, in the thread.
   const reply = await bestEffort(() =>
-    slackApi.slackPostMessage({ connectionId, channel: invocation.channel, threadTs, text: runReplyText(summary), replyKey: workflowInfo().workflowId }),
+    slackApi.slackPostMessage({
+      connectionId,
+      channel: invocation.channel,
+      threadTs,
+      text: runReplyText(summary),
+      replyKey: workflowInfo().workflowId,
+    }),
   );
   setStatus(reply === 'posted' ? 'replied' : reply === 'skipped' ? 'reply_skipped' : 'reply_failed');
   return state;

@@ -17,17 +17,19 @@ interface ProcStat {
 async function readStats(): Promise<ProcStat[]> {
   const entries = await fs.readdir('/proc').catch(() => [] as string[]);
   const stats = await Promise.all(
-    entries.filter((name) => /^\d+$/.test(name)).map(async (name) => {
-      const text = await fs.readFile(`/proc/${name}/stat`, 'utf8').catch(() => undefined);
-      if (!text) return undefined;
-      // The command name, in parentheses, may hold spaces: fields are counted after its last ')'.
-      const fields = text.slice(text.lastIndexOf(')') + 2).split(' ');
-      // After the name: state(3) ppid(4) … utime(14) stime(15) cutime(16) cstime(17), numbered
-      // from pid(1). The children's times count the ones that exited and were reaped (a Postgres
-      // backend whose connection closed): their time moves there rather than vanishing.
-      const ticks = [11, 12, 13, 14].reduce((sum, i) => sum + Number(fields[i]), 0);
-      return { pid: Number(name), ppid: Number(fields[1]), ticks };
-    }),
+    entries
+      .filter((name) => /^\d+$/.test(name))
+      .map(async (name) => {
+        const text = await fs.readFile(`/proc/${name}/stat`, 'utf8').catch(() => undefined);
+        if (!text) return undefined;
+        // The command name, in parentheses, may hold spaces: fields are counted after its last ')'.
+        const fields = text.slice(text.lastIndexOf(')') + 2).split(' ');
+        // After the name: state(3) ppid(4) … utime(14) stime(15) cutime(16) cstime(17), numbered
+        // from pid(1). The children's times count the ones that exited and were reaped (a Postgres
+        // backend whose connection closed): their time moves there rather than vanishing.
+        const ticks = [11, 12, 13, 14].reduce((sum, i) => sum + Number(fields[i]), 0);
+        return { pid: Number(name), ppid: Number(fields[1]), ticks };
+      }),
   );
   return stats.filter((s): s is ProcStat => s !== undefined);
 }

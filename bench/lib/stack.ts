@@ -73,7 +73,14 @@ export class ServiceProcess {
 export const BENCH_TASK_QUEUE = 'bench';
 
 /** The environment of the service's processes under the bench, whichever topology runs them. */
-export function serviceEnvironment(options: { dataDir: string; databaseUrl: string; temporalAddress?: string; secretKey: string; githubSecret: string; slackApiUrl: string }): Record<string, string> {
+export function serviceEnvironment(options: {
+  dataDir: string;
+  databaseUrl: string;
+  temporalAddress?: string;
+  secretKey: string;
+  githubSecret: string;
+  slackApiUrl: string;
+}): Record<string, string> {
   return {
     NODE_ENV: 'production',
     LOG_LEVEL: 'warn',
@@ -182,29 +189,50 @@ export async function startBenchStack(
   const secrets = { github: randomBytes(16).toString('hex') };
   // Slack's Web API on loopback, answering ok: prompts and replies cost what they cost in production.
   const slack = await startFakeSlack();
-  const env = serviceEnvironment({ dataDir, databaseUrl: postgres.url, temporalAddress: temporalServer.address, secretKey: randomBytes(32).toString('hex'), githubSecret: secrets.github, slackApiUrl: slack.url });
+  const env = serviceEnvironment({
+    dataDir,
+    databaseUrl: postgres.url,
+    temporalAddress: temporalServer.address,
+    secretKey: randomBytes(32).toString('hex'),
+    githubSecret: secrets.github,
+    slackApiUrl: slack.url,
+  });
 
   const apiPort = await freePort();
-  const api = new ServiceProcess('api', 'src/bin/serve.ts', { ...env, ...options.apiEnv, PORT: String(apiPort) }, `http://127.0.0.1:${apiPort}`);
+  const api = new ServiceProcess(
+    'api',
+    'src/bin/serve.ts',
+    { ...env, ...options.apiEnv, PORT: String(apiPort) },
+    `http://127.0.0.1:${apiPort}`,
+  );
   const worker = new ServiceProcess('worker', 'src/bin/worker.ts', { ...env, ...options.workerEnv });
   let apiNoEnqueue: ServiceProcess | undefined;
   if (options.withNoEnqueueApi) {
     const port = await freePort();
-    apiNoEnqueue = new ServiceProcess('api-no-enqueue', 'src/bin/serve.ts', { ...env, ...options.apiEnv, PORT: String(port), BENCH_DISABLE_ENQUEUE: 'true', NODE_ENV: 'development' }, `http://127.0.0.1:${port}`);
+    apiNoEnqueue = new ServiceProcess(
+      'api-no-enqueue',
+      'src/bin/serve.ts',
+      { ...env, ...options.apiEnv, PORT: String(port), BENCH_DISABLE_ENQUEUE: 'true', NODE_ENV: 'development' },
+      `http://127.0.0.1:${port}`,
+    );
   }
   for (const proc of [worker, api, apiNoEnqueue]) proc?.start();
   try {
     await Promise.all([api.ready(), apiNoEnqueue?.ready()]);
     // The worker is ready when it has completed a workflow (it bundles the workflows first).
-    await waitFor(async () => {
-      await temporal.client.workflow.execute(ping, {
-        taskQueue: BENCH_TASK_QUEUE,
-        workflowId: `ping/bench-ready-${randomBytes(6).toString('hex')}`,
-        args: ['ready'],
-        workflowExecutionTimeout: '5s',
-      });
-      return true;
-    }, 120_000, { intervalMs: 500 });
+    await waitFor(
+      async () => {
+        await temporal.client.workflow.execute(ping, {
+          taskQueue: BENCH_TASK_QUEUE,
+          workflowId: `ping/bench-ready-${randomBytes(6).toString('hex')}`,
+          args: ['ready'],
+          workflowExecutionTimeout: '5s',
+        });
+        return true;
+      },
+      120_000,
+      { intervalMs: 500 },
+    );
   } catch (error) {
     // A stack that never came up leaves nothing running behind it (what it printed helps most).
     console.error(`api output (tail):\n${api.output.slice(-2000)}`);

@@ -155,10 +155,7 @@ export async function createInfrastructure(
  * The API: every feature's routes behind the front door. `now` is the clock every route uses
  * (tests inject one); `removedRoutes` the 410 table (tests add entries of their own).
  */
-export function createApi(
-  infra: Infrastructure,
-  options: { now?: () => number; removedRoutes?: RemovedRoute[] } = {},
-): Koa<AppState> {
+export function createApi(infra: Infrastructure, options: { now?: () => number; removedRoutes?: RemovedRoute[] } = {}): Koa<AppState> {
   const { config, log, metrics, database, temporal, secretKey, lifecycle } = infra;
   const now = options.now ?? (() => Date.now());
   const db = database.db;

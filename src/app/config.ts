@@ -17,8 +17,7 @@ const bool = (fallback: boolean) =>
     .default(fallback ? 'true' : 'false')
     .transform((v) => v === 'true' || v === '1' || v === 'yes');
 
-const int = (fallback: number, min = 0, max = Number.MAX_SAFE_INTEGER) =>
-  z.coerce.number().int().min(min).max(max).default(fallback);
+const int = (fallback: number, min = 0, max = Number.MAX_SAFE_INTEGER) => z.coerce.number().int().min(min).max(max).default(fallback);
 
 const port = (fallback: number) => int(fallback, 0, 65535);
 
@@ -59,7 +58,10 @@ const originList = z
   .default('')
   .transform((value, ctx) => {
     const origins: string[] = [];
-    for (const raw of value.split(',').map((s) => s.trim()).filter(Boolean)) {
+    for (const raw of value
+      .split(',')
+      .map((s) => s.trim())
+      .filter(Boolean)) {
       try {
         const url = new URL(raw);
         origins.push(url.origin);
@@ -182,11 +184,19 @@ export const configSchema = envSchema
   .superRefine((e, ctx) => {
     // A benchmark switch that makes every ack non-durable must never reach production.
     if (e.NODE_ENV === 'production' && e.BENCH_DISABLE_ENQUEUE) {
-      ctx.addIssue({ code: 'custom', path: ['BENCH_DISABLE_ENQUEUE'], message: 'must not be true when NODE_ENV=production (acks would not be durable)' });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['BENCH_DISABLE_ENQUEUE'],
+        message: 'must not be true when NODE_ENV=production (acks would not be durable)',
+      });
     }
     // Connect links would point at HOST:PORT, an address members cannot open.
     if (e.NODE_ENV === 'production' && !e.APP_BASE_URL) {
-      ctx.addIssue({ code: 'custom', path: ['APP_BASE_URL'], message: 'is required when NODE_ENV=production (the public URL of the connect page Slack links point to)' });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['APP_BASE_URL'],
+        message: 'is required when NODE_ENV=production (the public URL of the connect page Slack links point to)',
+      });
     }
   })
   .transform((e) => ({

@@ -41,17 +41,14 @@ export function zodDetails(error: ZodError, prefix: (string | number)[] = []): I
 }
 
 export const errors = {
-  invalidRequest: (details: InvalidRequestDetail[]) =>
-    new AppError('invalid_request', 400, { error: 'invalid_request', details }),
-  invalidRequestFromZod: (error: ZodError, prefix: (string | number)[] = []) =>
-    errors.invalidRequest(zodDetails(error, prefix)),
+  invalidRequest: (details: InvalidRequestDetail[]) => new AppError('invalid_request', 400, { error: 'invalid_request', details }),
+  invalidRequestFromZod: (error: ZodError, prefix: (string | number)[] = []) => errors.invalidRequest(zodDetails(error, prefix)),
   unauthorized: () => new AppError('unauthorized', 401, { error: 'unauthorized' }),
   forbidden: (reason: string, message: string) => new AppError('forbidden', 403, { error: 'forbidden', reason, message }),
   notFound: (message = 'Not found') => new AppError('not_found', 404, { error: 'not_found', message }),
   conflict: (error: string, extra: Record<string, unknown> = {}) => new AppError(error, 409, { error, ...extra }),
   gone: (message = 'This route belonged to a removed feature.') => new AppError('gone', 410, { error: 'gone', message }),
-  payloadTooLarge: (limitBytes: number) =>
-    new AppError('payload_too_large', 413, `Payload too large: the limit is ${limitBytes} bytes.`),
+  payloadTooLarge: (limitBytes: number) => new AppError('payload_too_large', 413, `Payload too large: the limit is ${limitBytes} bytes.`),
   unsupportedMediaType: (expected: string) =>
     new AppError('unsupported_media_type', 415, { error: 'unsupported_media_type', message: `Expected ${expected}.` }),
   /** A dependency is down: the sender should retry, so never a 200 for work that is not durable. */
@@ -63,6 +60,5 @@ export const errors = {
       { cause, headers: { 'retry-after': '5' }, dependency },
     ),
   /** Webhook-shaped failures carry `{ok:false}` bodies (spec 4.1, 4.5, 4.6). */
-  webhook: (code: string, status: number, extra: Record<string, unknown> = {}) =>
-    new AppError(code, status, { ok: false, ...extra }),
+  webhook: (code: string, status: number, extra: Record<string, unknown> = {}) => new AppError(code, status, { ok: false, ...extra }),
 };

@@ -40,9 +40,7 @@ export type SignalOutcome = 'enqueued' | 'closed' | 'not_enqueued';
 const UNPROCESSED_UPDATE = 'UnprocessedUpdate';
 
 export type UpdateOutcome<R> =
-  | { outcome: 'enqueued'; result: R }
-  | { outcome: 'refused'; refusal: ApplicationFailure }
-  | { outcome: 'closed' | 'not_enqueued' };
+  { outcome: 'enqueued'; result: R } | { outcome: 'refused'; refusal: ApplicationFailure } | { outcome: 'closed' | 'not_enqueued' };
 
 export interface StartOptions {
   /** Known at start, so no upsert command is needed in the workflow (the Web UI filters on them). */

@@ -77,7 +77,11 @@ export function decryptSecret(keys: SecretKeys | Buffer, sealed: string): string
   throw new AppError(
     'secret_undecryptable',
     503,
-    { error: 'unavailable', dependency: 'secret_key', message: 'A stored secret cannot be decrypted with SECRET_KEY or SECRET_KEY_PREVIOUS.' },
+    {
+      error: 'unavailable',
+      dependency: 'secret_key',
+      message: 'A stored secret cannot be decrypted with SECRET_KEY or SECRET_KEY_PREVIOUS.',
+    },
     { headers: { 'retry-after': '30' }, dependency: 'secret_key' },
   );
 }

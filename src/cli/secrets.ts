@@ -18,7 +18,9 @@ export function registerSecretsCommands(program: Command): void {
         const counts = { slackConnections: await resealSlackSecrets(db, await secretKey()) };
         print(counts);
         if (counts.slackConnections.undecryptable > 0) {
-          throw new CliError(`${counts.slackConnections.undecryptable} stored secret(s) open with neither SECRET_KEY nor SECRET_KEY_PREVIOUS`);
+          throw new CliError(
+            `${counts.slackConnections.undecryptable} stored secret(s) open with neither SECRET_KEY nor SECRET_KEY_PREVIOUS`,
+          );
         }
       }),
     );

@@ -89,7 +89,9 @@ export async function launchCluster(config: Config, log: Logger): Promise<Runnin
       : undefined;
     if (ui) started.push({ name: 'temporal-ui', stop: () => ui.stop() });
 
-    const secretKey = config.secretKey ?? (await loadSecretKeys({ configured: undefined, previous: undefined, dataDir: dir, embedded: true })).current.toString('hex');
+    const secretKey =
+      config.secretKey ??
+      (await loadSecretKeys({ configured: undefined, previous: undefined, dataDir: dir, embedded: true })).current.toString('hex');
     const serviceEnv = (overrides: Record<string, string>) =>
       childEnvironment({
         DATA_DIR: dir,
@@ -120,7 +122,9 @@ export async function launchCluster(config: Config, log: Logger): Promise<Runnin
         return { process: api, url: `http://${config.http.host}:${port}` };
       }),
     );
-    await Promise.all(apis.map(({ process, url }) => waitUntil(`${process.name} /ready answered 200`, () => ready(url), { process, timeoutMs: 90_000 })));
+    await Promise.all(
+      apis.map(({ process, url }) => waitUntil(`${process.name} /ready answered 200`, () => ready(url), { process, timeoutMs: 90_000 })),
+    );
     apis.forEach(({ process }) => watch(process, log));
 
     const state: ClusterState = {
@@ -135,8 +139,7 @@ export async function launchCluster(config: Config, log: Logger): Promise<Runnin
     let stopping: Promise<void> | undefined;
     return {
       state,
-      stop: () =>
-        (stopping ??= stopAll().finally(() => fs.rm(clusterStateFile(config), { force: true }))),
+      stop: () => (stopping ??= stopAll().finally(() => fs.rm(clusterStateFile(config), { force: true }))),
     };
   } catch (error) {
     await stopAll();

@@ -65,8 +65,7 @@ export function readDeliveryHeaders(headers: Record<string, string | string[] | 
   return { ok: true, event, deliveryId };
 }
 
-const isObject = (value: unknown): value is Record<string, unknown> =>
-  typeof value === 'object' && value !== null && !Array.isArray(value);
+const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
 
 function positiveId(value: unknown): number | undefined {
   return typeof value === 'number' && Number.isSafeInteger(value) && value > 0 ? value : undefined;
@@ -102,7 +101,9 @@ function previousFullNames(action: string, payload: Record<string, unknown>, rep
     if (from) names.push(`${owner}/${from}`);
   }
   if (action === 'transferred') {
-    const from = stringAt(payload, 'changes', 'owner', 'from', 'user', 'login') ?? stringAt(payload, 'changes', 'owner', 'from', 'organization', 'login');
+    const from =
+      stringAt(payload, 'changes', 'owner', 'from', 'user', 'login') ??
+      stringAt(payload, 'changes', 'owner', 'from', 'organization', 'login');
     if (from) names.push(`${from}/${name}`);
   }
   return names.filter((n) => FULL_NAME_SHAPE.test(n) && n !== repository.fullName);

@@ -27,9 +27,7 @@ export const CODEHOST_WEBHOOK_PATH = '/v1/webhooks/connectors/codehost';
 /** GitHub caps payloads at 25 MB; anything larger is not GitHub (behaviour notes). */
 export const GITHUB_BODY_LIMIT_BYTES = 25 * 1024 * 1024;
 
-const NotAccepted = z
-  .object({ ok: z.literal(true), accepted: z.literal(false), reason: z.string() })
-  .openapi('GithubWebhookNotAccepted');
+const NotAccepted = z.object({ ok: z.literal(true), accepted: z.literal(false), reason: z.string() }).openapi('GithubWebhookNotAccepted');
 const Accepted = z
   .object({
     ok: z.literal(true),
@@ -39,7 +37,9 @@ const Accepted = z
     queued: z.literal(true),
   })
   .openapi('GithubWebhookAccepted');
-const Rejected = z.object({ ok: z.literal(false), error: z.string().openapi({ example: 'invalid signature' }) }).openapi('GithubWebhookRejected');
+const Rejected = z
+  .object({ ok: z.literal(false), error: z.string().openapi({ example: 'invalid signature' }) })
+  .openapi('GithubWebhookRejected');
 
 /** What the GitHub routes use, passed in by the composition root (src/app/compose.ts). */
 export interface GithubRouteDeps {
@@ -78,7 +78,10 @@ export function createGithubRoutes(deps: GithubRouteDeps): Route[] {
       400: { description: 'Signature matched but the body is not a JSON object.', schema: InvalidRequestError },
       401: { description: 'Missing or wrong signature.', schema: Rejected },
       413: { description: 'Body over 25 MB.', schema: z.string(), contentType: 'text/plain' },
-      503: { description: 'Webhook secret not configured, or Temporal unavailable: retry later.', schema: z.object({ ok: z.boolean().optional(), error: z.string() }).passthrough() },
+      503: {
+        description: 'Webhook secret not configured, or Temporal unavailable: retry later.',
+        schema: z.object({ ok: z.boolean().optional(), error: z.string() }).passthrough(),
+      },
     },
     handler: async ({ rawBody }, ctx) => {
       const log = ctx.state.log;
@@ -172,4 +175,4 @@ export function createGithubRoutes(deps: GithubRouteDeps): Route[] {
   });
 
   return [webhook, syncEvents];
-  }
+}

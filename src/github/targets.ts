@@ -249,7 +249,13 @@ export async function recordPush(db: Db, input: Extract<GithubDeliveryInput, { e
     };
     for (const target of targets) {
       effects.syncEvents.push(
-        await insertSyncEvent(trx, { ...common, organizationId: target.organization_id, targetId: target.id, status: 'queued', outcome: null }),
+        await insertSyncEvent(trx, {
+          ...common,
+          organizationId: target.organization_id,
+          targetId: target.id,
+          status: 'queued',
+          outcome: null,
+        }),
       );
     }
     if (targets.length === 0) {
@@ -361,9 +367,21 @@ export async function applyInstallationChange(
       .forUpdate()
       .execute();
     if (input.action === 'deleted') {
-      await setStatus(trx, targets.filter((t) => t.status !== 'disconnected'), 'disconnected', 'installation_deleted', effects);
+      await setStatus(
+        trx,
+        targets.filter((t) => t.status !== 'disconnected'),
+        'disconnected',
+        'installation_deleted',
+        effects,
+      );
     } else if (input.action === 'suspend') {
-      await setStatus(trx, targets.filter((t) => t.status === 'active'), 'disabled', 'installation_suspended', effects);
+      await setStatus(
+        trx,
+        targets.filter((t) => t.status === 'active'),
+        'disabled',
+        'installation_suspended',
+        effects,
+      );
     } else {
       // Only what the suspension disabled: a target disabled for another reason stays so.
       const suspended = targets.filter((t) => t.status === 'disabled' && t.status_reason === 'installation_suspended');
@@ -414,7 +432,13 @@ export async function applyInstallationRepositories(
         .forUpdate()
         .execute();
       if (input.action === 'removed') {
-        await setStatus(trx, targets.filter((t) => t.status !== 'disconnected'), 'disabled', 'repository_removed', effects);
+        await setStatus(
+          trx,
+          targets.filter((t) => t.status !== 'disconnected'),
+          'disabled',
+          'repository_removed',
+          effects,
+        );
       } else {
         const removed = targets.filter((t) => t.status === 'disabled' && t.status_reason === 'repository_removed');
         await setStatus(trx, removed, 'active', null, effects);

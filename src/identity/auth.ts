@@ -63,7 +63,13 @@ async function findKeyOrRemembered(
     memory.verifiedKeys.delete(hash);
     return undefined;
   }
-  const principal: Principal = { userId: found.userId, organizationId: found.organizationId, memberId: found.memberId, role: found.role, via: 'api_key' };
+  const principal: Principal = {
+    userId: found.userId,
+    organizationId: found.organizationId,
+    memberId: found.memberId,
+    role: found.role,
+    via: 'api_key',
+  };
   memory.verifiedKeys.delete(hash);
   memory.verifiedKeys.set(hash, { principal, expiresAt: found.expiresAt?.getTime() ?? 0 });
   // Insertion order is recency order: drop the least recently verified.

@@ -53,7 +53,7 @@ export function registerIdentityCommands(program: Command): void {
   const keys = program.command('api-keys').description('Organization API keys (sent in x-api-key).');
   keys
     .command('create')
-    .description("Create an API key scoped to a member. The raw key is printed once; only its hash is stored.")
+    .description('Create an API key scoped to a member. The raw key is printed once; only its hash is stored.')
     .requiredOption('--member <memberId>', 'member the key acts as')
     .option('--name <name>', 'a label for the key')
     .option('--expires-in-days <n>', 'lifetime in days (default 90)', positiveInt)
@@ -75,6 +75,8 @@ export function registerIdentityCommands(program: Command): void {
     .requiredOption('--member <memberId>', 'member')
     .option('--expires-in-hours <n>', 'lifetime in hours (default 24)', positiveInt)
     .action((opts: { member: string; expiresInHours?: number }) =>
-      withCliContext(async ({ db }) => print(await createSession(db, { memberId: opts.member, expiresInHours: opts.expiresInHours, now: new Date() }))),
+      withCliContext(async ({ db }) =>
+        print(await createSession(db, { memberId: opts.member, expiresInHours: opts.expiresInHours, now: new Date() })),
+      ),
     );
 }

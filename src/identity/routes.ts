@@ -6,7 +6,6 @@ import type { Db } from '../app/store/db';
 import { authResponses } from '../app/http/schemas';
 import { listMembers, switchActiveOrganization } from './store';
 
-
 export const PrincipalBody = z
   .object({
     userId: z.string(),
@@ -16,7 +15,6 @@ export const PrincipalBody = z
     via: z.enum(['api_key', 'session']),
   })
   .openapi('Principal');
-
 
 export function createIdentityRoutes({ db }: { db: Db }): Route[] {
   const whoami = defineRoute({
@@ -87,4 +85,4 @@ export function createIdentityRoutes({ db }: { db: Db }): Route[] {
   });
 
   return [whoami, switchOrganization, members];
-  }
+}

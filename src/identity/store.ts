@@ -1,4 +1,3 @@
-
 import type { Db } from '../app/store/db';
 import type { Role } from '../app/http/auth';
 import { hashSecret, newApiKey, newId, newSessionToken } from './credentials';
@@ -19,7 +18,15 @@ export async function findApiKey(db: Db, rawKey: string, now: Date): Promise<Res
   const row = await db
     .selectFrom('api_keys as k')
     .innerJoin('members as m', 'm.id', 'k.member_id')
-    .select(['k.id as keyId', 'k.key_hash as hash', 'k.issued_by_user_id as userId', 'm.organization_id as organizationId', 'm.id as memberId', 'm.role as role', 'k.expires_at as expiresAt'])
+    .select([
+      'k.id as keyId',
+      'k.key_hash as hash',
+      'k.issued_by_user_id as userId',
+      'm.organization_id as organizationId',
+      'm.id as memberId',
+      'm.role as role',
+      'k.expires_at as expiresAt',
+    ])
     .where('k.key_hash', '=', hashSecret(rawKey))
     .where('k.revoked_at', 'is', null)
     .where('k.expires_at', '>', now)
@@ -89,14 +96,22 @@ export async function addMember(db: Db, input: { organizationId: string; email: 
       .executeTakeFirst();
     if (existing) throw new IdentityError(`${input.email} is already a member (${existing.id})`);
     const memberId = newId('mem');
-    await trx.insertInto('members').values({ id: memberId, organization_id: input.organizationId, user_id: userId, role: input.role }).execute();
+    await trx
+      .insertInto('members')
+      .values({ id: memberId, organization_id: input.organizationId, user_id: userId, role: input.role })
+      .execute();
     return { userId, memberId, role: input.role };
   });
 }
 
 /** Removing a member disables their keys and sessions in that organization (they stop resolving). */
 export async function removeMember(db: Db, memberId: string, now: Date) {
-  const result = await db.updateTable('members').set({ removed_at: now }).where('id', '=', memberId).where('removed_at', 'is', null).executeTakeFirst();
+  const result = await db
+    .updateTable('members')
+    .set({ removed_at: now })
+    .where('id', '=', memberId)
+    .where('removed_at', 'is', null)
+    .executeTakeFirst();
   if (Number(result.numUpdatedRows) === 0) throw new IdentityError(`member ${memberId} not found or already removed`);
   return { memberId, removedAt: now.toISOString() };
 }
@@ -130,7 +145,12 @@ export async function createApiKey(db: Db, input: { memberId: string; name?: str
 }
 
 export async function revokeApiKey(db: Db, id: string, now: Date) {
-  const result = await db.updateTable('api_keys').set({ revoked_at: now }).where('id', '=', id).where('revoked_at', 'is', null).executeTakeFirst();
+  const result = await db
+    .updateTable('api_keys')
+    .set({ revoked_at: now })
+    .where('id', '=', id)
+    .where('revoked_at', 'is', null)
+    .executeTakeFirst();
   if (Number(result.numUpdatedRows) === 0) throw new IdentityError(`API key ${id} not found or already revoked`);
   return { id, revokedAt: now.toISOString() };
 }
@@ -141,7 +161,14 @@ export async function createSession(db: Db, input: { memberId: string; expiresIn
   const expiresAt = new Date(input.now.getTime() + (input.expiresInHours ?? 24) * 3_600_000);
   await db
     .insertInto('sessions')
-    .values({ id: newId('ses'), token_hash: token.hash, user_id: member.user_id, active_organization_id: member.organization_id, expires_at: expiresAt, created_at: input.now })
+    .values({
+      id: newId('ses'),
+      token_hash: token.hash,
+      user_id: member.user_id,
+      active_organization_id: member.organization_id,
+      expires_at: expiresAt,
+      created_at: input.now,
+    })
     .execute();
   return { token: token.raw, expiresAt: expiresAt.toISOString() };
 }
@@ -156,10 +183,13 @@ export async function switchActiveOrganization(db: Db, input: { tokenHash: strin
     .where('removed_at', 'is', null)
     .executeTakeFirst();
   if (!member) return undefined;
-  await db.updateTable('sessions').set({ active_organization_id: input.organizationId }).where('token_hash', '=', input.tokenHash).execute();
+  await db
+    .updateTable('sessions')
+    .set({ active_organization_id: input.organizationId })
+    .where('token_hash', '=', input.tokenHash)
+    .execute();
   return { organizationId: input.organizationId, memberId: member.id, role: member.role };
 }
-
 
 export async function listMembers(db: Db, organizationId: string) {
   return db

@@ -38,7 +38,13 @@ export function candidateUrls(query: Exclude<QueryClass, { kind: 'invalid' }>): 
   const urls: string[] = [];
   if (query.kind === 'name') {
     const s = query.slug;
-    urls.push(`https://mcp.${s}.com/mcp`, `https://mcp.${s}.com/`, `https://mcp.${s}.dev/mcp`, `https://mcp.${s}.io/mcp`, `https://mcp.${s}.ai/mcp`);
+    urls.push(
+      `https://mcp.${s}.com/mcp`,
+      `https://mcp.${s}.com/`,
+      `https://mcp.${s}.dev/mcp`,
+      `https://mcp.${s}.io/mcp`,
+      `https://mcp.${s}.ai/mcp`,
+    );
   } else {
     const url = new URL(query.url);
     urls.push(url.href);
@@ -50,9 +56,7 @@ export function candidateUrls(query: Exclude<QueryClass, { kind: 'invalid' }>): 
   return [...new Set(urls)].slice(0, MAX_CANDIDATES);
 }
 
-export type ResolvePlan =
-  | { kind: 'invalid' }
-  | { kind: 'probe'; query: QueryClass; preset?: McpPreset; candidates: McpCandidate[] };
+export type ResolvePlan = { kind: 'invalid' } | { kind: 'probe'; query: QueryClass; preset?: McpPreset; candidates: McpCandidate[] };
 
 /**
  * Classification → preset match → candidates. A preset matches by its normalised id or display

@@ -16,12 +16,7 @@ export function mcpResolveWorkflowId(requestId: string): string {
 }
 
 /** The payload types are defined with the feature (src/mcp/types.ts), once, and re-exported here. */
-export type {
-  McpResolveInput,
-  McpResolveResponse as McpResolveResult,
-  McpProbeInput,
-  McpProbeResult,
-} from './types';
+export type { McpResolveInput, McpResolveResponse as McpResolveResult, McpProbeInput, McpProbeResult } from './types';
 
 /** Failure type of a probe attempt that died on a connection reset: the only retried failure. */
 export const MCP_CONNECTION_RESET = 'McpConnectionReset';

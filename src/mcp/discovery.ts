@@ -64,7 +64,10 @@ function errorMessage(error: unknown): string {
 }
 
 /** MCP tool annotation defaults (spec, ToolAnnotations) when the server leaves a hint out. */
-function toolItem(tool: { name: string; annotations?: { readOnlyHint?: boolean; destructiveHint?: boolean; openWorldHint?: boolean } }): McpToolItem {
+function toolItem(tool: {
+  name: string;
+  annotations?: { readOnlyHint?: boolean; destructiveHint?: boolean; openWorldHint?: boolean };
+}): McpToolItem {
   const readOnlyHint = tool.annotations?.readOnlyHint ?? false;
   return {
     name: tool.name,
@@ -146,7 +149,8 @@ export async function discoverMcpServer(options: DiscoveryOptions): Promise<Disc
           status < 300
             ? `${url} answered HTTP ${status} (${initialize.contentType ?? 'no content type'}) to the MCP initialize request, but not as an MCP server.`
             : `${url} answered HTTP ${status} to the MCP initialize request.`;
-        const legacy = last !== initialize ? ` The legacy SSE transport got HTTP ${last!.status} (${last!.contentType ?? 'no content type'}).` : '';
+        const legacy =
+          last !== initialize ? ` The legacy SSE transport got HTTP ${last!.status} (${last!.contentType ?? 'no content type'}).` : '';
         warnings.push({ code: `mcp_http_${status}`, message: `${what}${legacy}` });
       }
     }
@@ -184,7 +188,12 @@ async function connect(
           fetch: guard.fetch,
           // The guard follows redirects itself, re-validating each hop.
           redirectPolicy: 'follow',
-          reconnectionOptions: { maxRetries: 0, initialReconnectionDelay: 1000, maxReconnectionDelay: 1000, reconnectionDelayGrowFactor: 1 },
+          reconnectionOptions: {
+            maxRetries: 0,
+            initialReconnectionDelay: 1000,
+            maxReconnectionDelay: 1000,
+            reconnectionDelayGrowFactor: 1,
+          },
         })
       : new SSEClientTransport(new URL(url), { fetch: guard.fetch, redirectPolicy: 'follow' });
   try {

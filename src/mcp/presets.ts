@@ -167,7 +167,11 @@ export function preregisteredClientFor(url: string, clients: PreregisteredClient
 /** MCP_PREREGISTERED_OAUTH_CLIENTS fills `defaultOAuthClientId` and drops `requiresOAuthClient`. */
 export function withPreregisteredClient(preset: McpPreset, clients: PreregisteredClients): McpPreset {
   const clientId = preregisteredClientFor(preset.url, clients);
-  const copy: McpPreset = { ...preset, supportedAuthTypes: [...preset.supportedAuthTypes], defaultOAuthScopes: [...preset.defaultOAuthScopes] };
+  const copy: McpPreset = {
+    ...preset,
+    supportedAuthTypes: [...preset.supportedAuthTypes],
+    defaultOAuthScopes: [...preset.defaultOAuthScopes],
+  };
   if (clientId === undefined) return copy;
   return { ...copy, defaultOAuthClientId: clientId, requiresOAuthClient: false };
 }

@@ -19,7 +19,15 @@ import { ResolveRequest, ResolveResponse } from './schemas';
 /** Waiting beyond the probes' own bound (timeout + retry room) means Temporal or the worker is not there. */
 const WAIT_SLACK_MS = 4_000;
 
-export function createMcpRoutes({ config, temporal, metrics }: { config: Config; temporal: TemporalClientHandle; metrics: Metrics }): Route[] {
+export function createMcpRoutes({
+  config,
+  temporal,
+  metrics,
+}: {
+  config: Config;
+  temporal: TemporalClientHandle;
+  metrics: Metrics;
+}): Route[] {
   const resolve = defineRoute({
     method: 'post',
     path: '/v1/mcp-connections/resolve',
@@ -67,4 +75,4 @@ export function createMcpRoutes({ config, temporal, metrics }: { config: Config;
   });
 
   return [resolve];
-  }
+}

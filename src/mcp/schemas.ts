@@ -19,11 +19,7 @@ export const QUERY_MAX_LENGTH = 200;
 
 export const ResolveRequest = z
   .object({
-    query: z
-      .string()
-      .min(1)
-      .max(QUERY_MAX_LENGTH)
-      .openapi({ description: 'A URL, a bare host or a product name.', example: 'notion' }),
+    query: z.string().min(1).max(QUERY_MAX_LENGTH).openapi({ description: 'A URL, a bare host or a product name.', example: 'notion' }),
   })
   .openapi('McpResolveRequest');
 
@@ -76,7 +72,9 @@ export const DiscoverySchema = z
       count: z.number().int(),
       items: z.array(z.object({ name: z.string(), readOnlyHint: z.boolean(), destructiveHint: z.boolean(), openWorldHint: z.boolean() })),
     }),
-    manualRequirements: z.array(z.object({ code: z.enum(MANUAL_REQUIREMENT_CODES), label: z.string(), reason: z.string(), required: z.boolean() })),
+    manualRequirements: z.array(
+      z.object({ code: z.enum(MANUAL_REQUIREMENT_CODES), label: z.string(), reason: z.string(), required: z.boolean() }),
+    ),
     warnings: z.array(
       z.object({
         code: z.string().openapi({

@@ -16,7 +16,7 @@ export function registerRunsCommands(program: Command): void {
   program
     .command('runtime')
     .description(
-      'Claim queued automation runs (Slack mentions) and run a command for each: the run\'s input on stdin, ' +
+      "Claim queued automation runs (Slack mentions) and run a command for each: the run's input on stdin, " +
         'its stdout reported as the answer. Ctrl-C stops claiming and lets the current command finish.',
     )
     .requiredOption('--exec <command>', 'the shell command to run per run (for example "tr a-z A-Z")')

@@ -14,27 +14,10 @@ export const runSearchAttributes = {
   RunAttempt: defineSearchAttributeKey('RunAttempt', 'INT'),
 } as const;
 
-export const RUN_EVENT_TYPES = [
-  'user',
-  'assistant',
-  'capability_search',
-  'capability_execution',
-  'usage',
-  'warning',
-  'terminal',
-] as const;
+export const RUN_EVENT_TYPES = ['user', 'assistant', 'capability_search', 'capability_execution', 'usage', 'warning', 'terminal'] as const;
 export type RunEventType = (typeof RUN_EVENT_TYPES)[number];
 
-export const RUN_STATUSES = [
-  'queued',
-  'running',
-  'awaiting_retry',
-  'succeeded',
-  'failed',
-  'cancelled',
-  'timed_out',
-  'skipped',
-] as const;
+export const RUN_STATUSES = ['queued', 'running', 'awaiting_retry', 'succeeded', 'failed', 'cancelled', 'timed_out', 'skipped'] as const;
 export type RunStatus = (typeof RUN_STATUSES)[number];
 export const CLOSED_RUN_STATUSES: readonly RunStatus[] = ['succeeded', 'failed', 'cancelled', 'timed_out', 'skipped'];
 export const isClosedRunStatus = (status: string): boolean => (CLOSED_RUN_STATUSES as readonly string[]).includes(status);

@@ -90,4 +90,3 @@ export async function sweepStaleRuns(deps: ReconcileDeps, now: Date, limit = 100
   for (const row of stale) if ((await reconcileRun(deps, row.organization_id, row.run_id)) !== undefined) closed += 1;
   return closed;
 }
-

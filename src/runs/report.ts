@@ -31,7 +31,6 @@ import { outlivedMs, reconcileRun } from './reconcile';
 import { findRun, type RunRow } from './store';
 import type { EventRefusal } from './state';
 
-
 export type RunReport = { kind: 'event'; event: RunEventReport } | { kind: 'heartbeat'; heartbeat: RunHeartbeat };
 
 export type ReportOutcome =
@@ -39,8 +38,7 @@ export type ReportOutcome =
    * `leaseTimeoutMs`: the run's own lease (its row's), or the current setting for a run this report
    * starts. `duplicate`: the run already holds this event (applied or buffered).
    */
-  | { result: 'enqueued' | 'not_enqueued' | 'duplicate'; leaseTimeoutMs: number }
-  | { result: 'closed'; status: string };
+  { result: 'enqueued' | 'not_enqueued' | 'duplicate'; leaseTimeoutMs: number } | { result: 'closed'; status: string };
 
 export async function deliverReport(
   deps: RunDeps,

@@ -46,9 +46,9 @@ const reportResponses = {
       'Decided by the run before the ack; nothing was recorded. `run_closed`: the run has ended; it is never started again. ' +
       '`not_claimed`: a queued (Slack-routed) run takes reports only after a claim. `stale_attempt`: an older attempt, ' +
       'an attempt whose lease was lost, or (claimed runs) an attempt no claim started. Events only: `attempt_out_of_range`: ' +
-      'above the run\'s `maxAttempts`; `sequence_out_of_window`: further ahead than the run buffers (`expected`, `max`); ' +
+      "above the run's `maxAttempts`; `sequence_out_of_window`: further ahead than the run buffers (`expected`, `max`); " +
       '`buffer_full`: the out-of-order payloads would exceed `maxBufferedBytes` (send `expected` first); ' +
-      '`after_terminal`: beyond the run\'s `terminal` event (`terminalSequence`); `terminal_not_last`: a `terminal` ' +
+      "`after_terminal`: beyond the run's `terminal` event (`terminalSequence`); `terminal_not_last`: a `terminal` " +
       'event below a sequence the run already holds (`lastSequence`).',
     schema: RunConflictBody,
   },
@@ -99,7 +99,7 @@ export function createRunRoutes(deps: RunDeps): Route[] {
     path: '/v1/automation-runs/{id}/heartbeat',
     summary: 'Send a heartbeat for an automation run',
     description:
-      'Extends the current attempt\'s lease; the first heartbeat of a newer attempt starts it. Each process ' +
+      "Extends the current attempt's lease; the first heartbeat of a newer attempt starts it. Each process " +
       "forwards at most one heartbeat per (run, attempt) per `RUN_HEARTBEAT_COALESCE_FRACTION` (default a quarter) of the run's own lease and answers the others at once.",
     tags: TAGS,
     auth: 'authenticated',
@@ -118,7 +118,13 @@ export function createRunRoutes(deps: RunDeps): Route[] {
       }
       let outcome;
       try {
-        outcome = await deliverReport(deps, principal, params.id, { kind: 'heartbeat', heartbeat: { attempt: body.attempt, receivedAt: at } }, backlog);
+        outcome = await deliverReport(
+          deps,
+          principal,
+          params.id,
+          { kind: 'heartbeat', heartbeat: { attempt: body.attempt, receivedAt: at } },
+          backlog,
+        );
       } catch (error) {
         // Nothing was recorded: the next heartbeat must be forwarded, not coalesced.
         coalescer.release(key, at);
@@ -328,4 +334,4 @@ export function createRunRoutes(deps: RunDeps): Route[] {
   });
 
   return [postEvent, postHeartbeat, postClaimNext, postClaim, getRun, getEvents, listRunsRoute];
-  }
+}

@@ -136,12 +136,16 @@ export const RunEventsQuery = z.object({
     .optional()
     .openapi({ description: 'Only events with a greater sequence (exclusive). Use with `attempt` to page.', type: 'integer' }),
   attempt: queryInt(1, Number.MAX_SAFE_INTEGER).optional().openapi({ description: 'Only this attempt.', type: 'integer' }),
-  limit: queryInt(1, EVENTS_PAGE_MAX).default(100).openapi({ description: `1 to ${EVENTS_PAGE_MAX}, default 100.`, type: 'integer' }),
+  limit: queryInt(1, EVENTS_PAGE_MAX)
+    .default(100)
+    .openapi({ description: `1 to ${EVENTS_PAGE_MAX}, default 100.`, type: 'integer' }),
 });
 
 export const RunListQuery = z.object({
   status: z.enum(RUN_STATUSES).optional(),
-  limit: queryInt(1, RUNS_PAGE_MAX).default(50).openapi({ description: `1 to ${RUNS_PAGE_MAX}, default 50.`, type: 'integer' }),
+  limit: queryInt(1, RUNS_PAGE_MAX)
+    .default(50)
+    .openapi({ description: `1 to ${RUNS_PAGE_MAX}, default 50.`, type: 'integer' }),
 });
 
 // ---- responses
@@ -174,7 +178,7 @@ export const RunSummaryBody = z
         connectionId: z.string(),
         teamId: z.string(),
         channelId: z.string(),
-        threadTs: z.string().openapi({ description: 'The thread the answer goes to: the message\'s thread_ts, else its ts.' }),
+        threadTs: z.string().openapi({ description: "The thread the answer goes to: the message's thread_ts, else its ts." }),
         userId: z.string(),
       })
       .nullable()

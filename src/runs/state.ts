@@ -15,7 +15,18 @@
  * - Every heartbeat or event of the current attempt moves the lease to now + leaseTimeout.
  * - A `terminal` event ends the run once every earlier sequence of its attempt is applied.
  */
-import { type RunEventReport, type RunEventType, type RunHeartbeat, type RunIgnoredCounts, type RunSettings, type RunStatus, type RunSummary, type RunWorkflowInput, TERMINAL_EVENT_STATUSES, isClosedRunStatus } from './contract';
+import {
+  type RunEventReport,
+  type RunEventType,
+  type RunHeartbeat,
+  type RunIgnoredCounts,
+  type RunSettings,
+  type RunStatus,
+  type RunSummary,
+  type RunWorkflowInput,
+  TERMINAL_EVENT_STATUSES,
+  isClosedRunStatus,
+} from './contract';
 
 /**
  * Out-of-order events are bounded by count (settings.eventBufferMax) and by payload bytes, so
@@ -254,7 +265,8 @@ export function eventVerdict(state: RunState, event: RunEventReport, settings: R
   const max = expected + settings.eventBufferMax;
   if (event.sequence > max) return { ok: false, error: 'sequence_out_of_window', expected, max };
   const buffered = newAttempt ? 0 : state.bufferBytes;
-  if (buffered + payloadBytes(event) > BUFFER_MAX_BYTES) return { ok: false, error: 'buffer_full', expected, maxBufferedBytes: BUFFER_MAX_BYTES };
+  if (buffered + payloadBytes(event) > BUFFER_MAX_BYTES)
+    return { ok: false, error: 'buffer_full', expected, maxBufferedBytes: BUFFER_MAX_BYTES };
   return { ok: true };
 }
 
@@ -440,8 +452,7 @@ export function nextDeadline(state: RunState, settings: RunSettings): number | n
   }
 }
 
-const maxDurationDeadline = (state: RunState, settings: RunSettings) =>
-  (state.startedAt ?? state.createdAt) + settings.maxDurationMs;
+const maxDurationDeadline = (state: RunState, settings: RunSettings) => (state.startedAt ?? state.createdAt) + settings.maxDurationMs;
 
 /** Applies every deadline that has passed at `now`: claim, max duration, lease, retry window. */
 export function tick(state: RunState, now: number, settings: RunSettings): RunState {

@@ -91,7 +91,13 @@ export async function findRun(db: Db, organizationId: string, runId: string): Pr
     .where('run_id', '=', runId)
     .executeTakeFirst();
   return row
-    ? { status: row.status as RunStatus, attempt: row.attempt, memberId: row.member_id, updatedAt: row.updated_at, summary: row.summary as RunSummary }
+    ? {
+        status: row.status as RunStatus,
+        attempt: row.attempt,
+        memberId: row.member_id,
+        updatedAt: row.updated_at,
+        summary: row.summary as RunSummary,
+      }
     : undefined;
 }
 
@@ -213,7 +219,13 @@ export async function closeRowOutsideLogic(
       .executeTakeFirst();
     if (!row || !OPEN_STATUSES.includes(row.status)) return false;
     // The summary is `json` (it keeps any string the runtime sent): edited here, not as jsonb.
-    const summary = { ...(row.summary as RunSummary), status: outcome.status, error: outcome.error, endedAt: now.getTime(), leaseExpiresAt: null };
+    const summary = {
+      ...(row.summary as RunSummary),
+      status: outcome.status,
+      error: outcome.error,
+      endedAt: now.getTime(),
+      leaseExpiresAt: null,
+    };
     await trx
       .updateTable('automation_runs')
       .set({ status: outcome.status, ended_at: now, updated_at: now, version: sql`version + 1`, summary: JSON.stringify(summary) })

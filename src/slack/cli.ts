@@ -21,7 +21,10 @@ function slackId(kind: string) {
 }
 
 function channels(value: string): string[] {
-  const list = value.split(',').map((c) => c.trim()).filter(Boolean);
+  const list = value
+    .split(',')
+    .map((c) => c.trim())
+    .filter(Boolean);
   for (const channel of list) {
     if (!/^[A-Z0-9]{2,32}$/.test(channel)) throw new InvalidArgumentError(`"${channel}" is not a Slack channel id`);
   }
@@ -109,23 +112,23 @@ export function registerSlackCommands(program: Command): void {
     .description('Enable or disable a connection, rotate its signing secret, or change its channel allowlist.')
     .option('--enabled <true|false>', 'enable or disable routing', boolean)
     .option('--signing-secret <s>', 'the new signing secret', nonEmpty)
-    .option('--previous-secret-valid-hours <n>', 'with --signing-secret: keep accepting the old secret for n hours (default 0)', nonNegativeHours)
+    .option(
+      '--previous-secret-valid-hours <n>',
+      'with --signing-secret: keep accepting the old secret for n hours (default 0)',
+      nonNegativeHours,
+    )
     .option('--channels <C1,C2>', 'replace the channel allowlist ("" clears it)', channels)
     .option('--bot-token <t>', 'replace the bot token ("" removes it)')
     .option('--bot-user-id <U>', "replace the bot's user id")
-    .action(
-      (
-        id: string,
-        opts: UpdateSlackConnectionInput,
-      ) =>
-        withCliContext(async ({ db, secretKey }) => {
-          connectionId(id);
-          if (opts.previousSecretValidHours !== undefined && opts.signingSecret === undefined) {
-            throw new CliError('--previous-secret-valid-hours only applies together with --signing-secret');
-          }
-          if (Object.values(opts).every((v) => v === undefined)) throw new CliError('nothing to update: pass at least one option');
-          await operatorErrors(async () => print(await updateSlackConnection(db, await secretKey(), id, opts)));
-        }),
+    .action((id: string, opts: UpdateSlackConnectionInput) =>
+      withCliContext(async ({ db, secretKey }) => {
+        connectionId(id);
+        if (opts.previousSecretValidHours !== undefined && opts.signingSecret === undefined) {
+          throw new CliError('--previous-secret-valid-hours only applies together with --signing-secret');
+        }
+        if (Object.values(opts).every((v) => v === undefined)) throw new CliError('nothing to update: pass at least one option');
+        await operatorErrors(async () => print(await updateSlackConnection(db, await secretKey(), id, opts)));
+      }),
     );
 
   connections
@@ -134,7 +137,7 @@ export function registerSlackCommands(program: Command): void {
     .requiredOption('--org <organizationId>', 'organization id')
     .action((opts: { org: string }) => withCliContext(async ({ db }) => print(await listSlackConnections(db, opts.org))));
 
-  const links = slack.command('links').description("Links between Slack users and members (what a connect page completes).");
+  const links = slack.command('links').description('Links between Slack users and members (what a connect page completes).');
 
   links
     .command('complete')
@@ -158,7 +161,8 @@ export function registerSlackCommands(program: Command): void {
             { db, secretKey: await secretKey(), temporal, startTimeoutMs: config.temporal.startTimeoutMs, now: () => Date.now() },
             { token: opts.token, organizationId: member.organization_id, memberId: member.id },
           );
-          if (!outcome.ok) throw new CliError(`link not completed: ${outcome.error} (the API would answer ${LINK_REFUSAL_STATUS[outcome.error]})`);
+          if (!outcome.ok)
+            throw new CliError(`link not completed: ${outcome.error} (the API would answer ${LINK_REFUSAL_STATUS[outcome.error]})`);
           const { ok: _ok, ...result } = outcome;
           print(result);
         } finally {

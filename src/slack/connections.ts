@@ -118,7 +118,13 @@ export interface UpdateSlackConnectionInput {
   botUserId?: string;
 }
 
-export async function updateSlackConnection(db: Db, key: SecretKeys | Buffer, id: string, input: UpdateSlackConnectionInput, now = new Date()) {
+export async function updateSlackConnection(
+  db: Db,
+  key: SecretKeys | Buffer,
+  id: string,
+  input: UpdateSlackConnectionInput,
+  now = new Date(),
+) {
   return db.transaction().execute(async (trx) => {
     const row = await trx.selectFrom('slack_connections').selectAll().where('id', '=', id).forUpdate().executeTakeFirst();
     if (!row) throw new SlackConnectionError(`Slack connection ${id} not found`);
@@ -144,7 +150,12 @@ export async function updateSlackConnection(db: Db, key: SecretKeys | Buffer, id
 }
 
 export async function listSlackConnections(db: Db, organizationId: string): Promise<SlackConnectionView[]> {
-  const rows = await db.selectFrom('slack_connections').selectAll().where('organization_id', '=', organizationId).orderBy('created_at').execute();
+  const rows = await db
+    .selectFrom('slack_connections')
+    .selectAll()
+    .where('organization_id', '=', organizationId)
+    .orderBy('created_at')
+    .execute();
   return rows.map(view);
 }
 

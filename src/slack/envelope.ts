@@ -18,11 +18,9 @@ export type SlackEnvelope =
 
 export type EnvelopeResult = { ok: true; envelope: SlackEnvelope } | { ok: false; details: InvalidRequestDetail[] };
 
-const isObject = (value: unknown): value is Record<string, unknown> =>
-  typeof value === 'object' && value !== null && !Array.isArray(value);
+const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
 
-const optionalString = (value: unknown): string | undefined =>
-  typeof value === 'string' && value.length > 0 ? value : undefined;
+const optionalString = (value: unknown): string | undefined => (typeof value === 'string' && value.length > 0 ? value : undefined);
 
 export function parseEnvelope(raw: Buffer): EnvelopeResult {
   let body: unknown;

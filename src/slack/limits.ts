@@ -16,15 +16,21 @@ export interface MemberLimits {
   staleAfterMs: number;
 }
 
-export type ReservationOutcome =
-  | { ok: true; runId: string }
-  | { ok: false; limit: 'daily' | 'concurrent'; used: number; max: number };
+export type ReservationOutcome = { ok: true; runId: string } | { ok: false; limit: 'daily' | 'concurrent'; used: number; max: number };
 
 const DAY_MS = 86_400_000;
 
 export async function reserveMemberInvocation(
   db: Db,
-  input: { connectionId: string; eventId: string; organizationId: string; memberId: string; runId: string; now: Date; limits: MemberLimits },
+  input: {
+    connectionId: string;
+    eventId: string;
+    organizationId: string;
+    memberId: string;
+    runId: string;
+    now: Date;
+    limits: MemberLimits;
+  },
 ): Promise<ReservationOutcome> {
   return db.transaction().execute(async (trx): Promise<ReservationOutcome> => {
     await sql`SELECT pg_advisory_xact_lock(hashtextextended(${`slack-member:${input.memberId}`}, 0))`.execute(trx);

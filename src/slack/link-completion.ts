@@ -34,8 +34,7 @@ export const LINK_REFUSAL_STATUS = {
 export type LinkRefusal = keyof typeof LINK_REFUSAL_STATUS;
 
 export type LinkCompletion =
-  | { ok: true; connectionId: string; slackUserId: string; memberId: string; resumed: number }
-  | { ok: false; error: LinkRefusal };
+  { ok: true; connectionId: string; slackUserId: string; memberId: string; resumed: number } | { ok: false; error: LinkRefusal };
 
 /**
  * `connectionId`: the connection the caller names (the route's path), or undefined to take the
@@ -92,5 +91,11 @@ export async function completeLink(
     },
   );
   if (!outcome.ok) return { ok: false, error: outcome.error };
-  return { ok: true, connectionId: connection.id, slackUserId: claims.slackUserId, memberId: input.memberId, resumed: outcome.waitingWorkflowIds.length };
+  return {
+    ok: true,
+    connectionId: connection.id,
+    slackUserId: claims.slackUserId,
+    memberId: input.memberId,
+    resumed: outcome.waitingWorkflowIds.length,
+  };
 }

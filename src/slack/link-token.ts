@@ -22,9 +22,7 @@ export interface LinkTokenClaims {
 }
 
 export type LinkTokenVerdict =
-  | { ok: true; claims: LinkTokenClaims }
-  | { ok: false; reason: 'invalid' }
-  | { ok: false; reason: 'expired'; claims: LinkTokenClaims };
+  { ok: true; claims: LinkTokenClaims } | { ok: false; reason: 'invalid' } | { ok: false; reason: 'expired'; claims: LinkTokenClaims };
 
 const TOKEN_SHAPE = /^[A-Za-z0-9_-]{10,2000}\.[A-Za-z0-9_-]{43}$/;
 

@@ -20,7 +20,11 @@ async function lockSlackUser(trx: Transaction<Database>, connectionId: string, s
   await sql`SELECT pg_advisory_xact_lock(hashtextextended(${`slack-link:${connectionId}:${slackUserId}`}, 0))`.execute(trx);
 }
 
-export async function findAccountLink(db: Db | Transaction<Database>, connectionId: string, slackUserId: string): Promise<AccountLink | undefined> {
+export async function findAccountLink(
+  db: Db | Transaction<Database>,
+  connectionId: string,
+  slackUserId: string,
+): Promise<AccountLink | undefined> {
   // A link to a member who has since been removed does not count.
   return db
     .selectFrom('slack_account_links as l')
@@ -64,8 +68,7 @@ export async function clearPendingInvocation(db: Db, connectionId: string, event
 }
 
 export type RedeemOutcome =
-  | { ok: true; created: boolean; waitingWorkflowIds: string[] }
-  | { ok: false; error: 'link_used' | 'already_linked' };
+  { ok: true; created: boolean; waitingWorkflowIds: string[] } | { ok: false; error: 'link_used' | 'already_linked' };
 
 /**
  * The link side, in one transaction: the token's nonce is spent, the link written, and
@@ -87,66 +90,71 @@ export async function redeemLink(
   },
   notify: (workflowIds: string[]) => Promise<void>,
 ): Promise<RedeemOutcome> {
-  return db.transaction().execute(async (trx): Promise<RedeemOutcome> => {
-    await lockSlackUser(trx, input.connectionId, input.slackUserId);
-    const used = await trx
-      .insertInto('slack_used_link_tokens')
-      .values({
-        nonce: input.nonce,
-        connection_id: input.connectionId,
-        slack_user_id: input.slackUserId,
-        member_id: input.memberId,
-        used_at: input.now,
-        expires_at: input.tokenExpiresAt,
-      })
-      .onConflict((oc) => oc.column('nonce').doNothing())
-      .returning('nonce')
-      .executeTakeFirst();
-    if (!used) return { ok: false, error: 'link_used' };
-
-    const existing = await trx
-      .selectFrom('slack_account_links as l')
-      .leftJoin('members as m', 'm.id', 'l.member_id')
-      .select(['l.member_id as memberId', 'm.removed_at as removedAt'])
-      .where('l.connection_id', '=', input.connectionId)
-      .where('l.slack_user_id', '=', input.slackUserId)
-      .executeTakeFirst();
-    if (existing && existing.memberId !== input.memberId && existing.removedAt === null) {
-      // Nothing of this transaction may stick, the spent nonce included: throw to roll back.
-      throw new AlreadyLinked();
-    }
-    let created = false;
-    if (!existing || existing.memberId !== input.memberId) {
-      // No link, or a link to a member who was removed since: (re)point it at the caller.
-      await trx
-        .insertInto('slack_account_links')
+  return db
+    .transaction()
+    .execute(async (trx): Promise<RedeemOutcome> => {
+      await lockSlackUser(trx, input.connectionId, input.slackUserId);
+      const used = await trx
+        .insertInto('slack_used_link_tokens')
         .values({
+          nonce: input.nonce,
           connection_id: input.connectionId,
           slack_user_id: input.slackUserId,
-          organization_id: input.organizationId,
           member_id: input.memberId,
-          created_at: input.now,
+          used_at: input.now,
+          expires_at: input.tokenExpiresAt,
         })
-        .onConflict((oc) =>
-          oc.columns(['connection_id', 'slack_user_id']).doUpdateSet({ member_id: input.memberId, organization_id: input.organizationId, created_at: input.now }),
-        )
-        .execute();
-      created = true;
-    }
+        .onConflict((oc) => oc.column('nonce').doNothing())
+        .returning('nonce')
+        .executeTakeFirst();
+      if (!used) return { ok: false, error: 'link_used' };
 
-    const waiting = await trx
-      .deleteFrom('slack_pending_invocations')
-      .where('connection_id', '=', input.connectionId)
-      .where('slack_user_id', '=', input.slackUserId)
-      .returning('workflow_id')
-      .execute();
-    const workflowIds = waiting.map((w) => w.workflow_id);
-    await notify(workflowIds);
-    return { ok: true, created, waitingWorkflowIds: workflowIds };
-  }).catch((error: unknown) => {
-    if (error instanceof AlreadyLinked) return { ok: false, error: 'already_linked' } as const;
-    throw error;
-  });
+      const existing = await trx
+        .selectFrom('slack_account_links as l')
+        .leftJoin('members as m', 'm.id', 'l.member_id')
+        .select(['l.member_id as memberId', 'm.removed_at as removedAt'])
+        .where('l.connection_id', '=', input.connectionId)
+        .where('l.slack_user_id', '=', input.slackUserId)
+        .executeTakeFirst();
+      if (existing && existing.memberId !== input.memberId && existing.removedAt === null) {
+        // Nothing of this transaction may stick, the spent nonce included: throw to roll back.
+        throw new AlreadyLinked();
+      }
+      let created = false;
+      if (!existing || existing.memberId !== input.memberId) {
+        // No link, or a link to a member who was removed since: (re)point it at the caller.
+        await trx
+          .insertInto('slack_account_links')
+          .values({
+            connection_id: input.connectionId,
+            slack_user_id: input.slackUserId,
+            organization_id: input.organizationId,
+            member_id: input.memberId,
+            created_at: input.now,
+          })
+          .onConflict((oc) =>
+            oc
+              .columns(['connection_id', 'slack_user_id'])
+              .doUpdateSet({ member_id: input.memberId, organization_id: input.organizationId, created_at: input.now }),
+          )
+          .execute();
+        created = true;
+      }
+
+      const waiting = await trx
+        .deleteFrom('slack_pending_invocations')
+        .where('connection_id', '=', input.connectionId)
+        .where('slack_user_id', '=', input.slackUserId)
+        .returning('workflow_id')
+        .execute();
+      const workflowIds = waiting.map((w) => w.workflow_id);
+      await notify(workflowIds);
+      return { ok: true, created, waitingWorkflowIds: workflowIds };
+    })
+    .catch((error: unknown) => {
+      if (error instanceof AlreadyLinked) return { ok: false, error: 'already_linked' } as const;
+      throw error;
+    });
 }
 
 class AlreadyLinked extends Error {}

@@ -42,9 +42,7 @@ const ConnectionParams = z.object({
 });
 
 const Challenge = z.object({ challenge: z.string() }).openapi('SlackUrlVerificationChallenge');
-const SlashCommandResponse = z
-  .object({ response_type: z.literal('ephemeral'), text: z.string() })
-  .openapi('SlackSlashCommandResponse');
+const SlashCommandResponse = z.object({ response_type: z.literal('ephemeral'), text: z.string() }).openapi('SlackSlashCommandResponse');
 
 const ok = () => ({ status: 200, body: { ok: true } });
 
@@ -72,7 +70,7 @@ export function createSlackRoutes(deps: SlackRouteDeps): Route[] {
     aliases: ['/v1/integrations/chatplatform/{connectionId}/events'],
     summary: 'Slack Events API request URL: verified, then durably enqueued before the ack.',
     description:
-      'Signed with the connection\'s signing secret (`X-Slack-Signature`, `X-Slack-Request-Timestamp`, ±300 s). ' +
+      "Signed with the connection's signing secret (`X-Slack-Signature`, `X-Slack-Request-Timestamp`, ±300 s). " +
       'Supported events start workflow `slack-event/{connectionId}/{event_id}` before the 200; a retry of the same ' +
       '`event_id` is acknowledged without a second workflow. Ineligible or disabled events are acknowledged and not routed.',
     tags: ['Slack'],
@@ -221,13 +219,14 @@ export function createSlackRoutes(deps: SlackRouteDeps): Route[] {
   });
 
   /** The route's answer to each refusal; the codes' statuses are defined with completeLink. */
-function linkRefusal(error: LinkRefusal): AppError {
-  if (error === 'no_connection') return errors.notFound('No such Slack connection.');
-  if (error === 'other_organization') return errors.forbidden('other_organization', 'This Slack connection belongs to another organization.');
-  return new AppError(error, LINK_REFUSAL_STATUS[error], { error });
-}
+  function linkRefusal(error: LinkRefusal): AppError {
+    if (error === 'no_connection') return errors.notFound('No such Slack connection.');
+    if (error === 'other_organization')
+      return errors.forbidden('other_organization', 'This Slack connection belongs to another organization.');
+    return new AppError(error, LINK_REFUSAL_STATUS[error], { error });
+  }
 
-const LinkBody = z.object({ token: z.string().max(4096) }).openapi('SlackAccountLinkRequest');
+  const LinkBody = z.object({ token: z.string().max(4096) }).openapi('SlackAccountLinkRequest');
   const LinkCreated = z.object({ slackUserId: z.string(), memberId: z.string() }).openapi('SlackAccountLink');
   const LinkError = z.object({ error: z.string() });
 
@@ -236,7 +235,7 @@ const LinkBody = z.object({ token: z.string().max(4096) }).openapi('SlackAccount
     path: '/v1/integrations/slack/{connectionId}/account-links',
     summary: "Completes a connect link: the token's Slack user becomes the calling member.",
     description:
-      'Called by the page behind the slash command\'s link, as the signed-in member. Invocations of that Slack user ' +
+      "Called by the page behind the slash command's link, as the signed-in member. Invocations of that Slack user " +
       'that are waiting for the link continue at once.',
     tags: ['Slack'],
     auth: 'authenticated',
@@ -244,11 +243,17 @@ const LinkBody = z.object({ token: z.string().max(4096) }).openapi('SlackAccount
     body: { kind: 'json', schema: LinkBody, limitBytes: 16_384 },
     responses: {
       201: { description: 'Linked.', schema: LinkCreated },
-      400: { description: '`{error:"invalid_link"}` for a forged or malformed token; InvalidRequestError for a bad body.', schema: LinkError },
+      400: {
+        description: '`{error:"invalid_link"}` for a forged or malformed token; InvalidRequestError for a bad body.',
+        schema: LinkError,
+      },
       401: { description: 'Not authenticated.', schema: LinkError },
       403: { description: 'The connection belongs to another organization.', schema: LinkError },
       404: { description: 'No such connection.', schema: LinkError },
-      409: { description: '`link_used` (token already redeemed) or `already_linked` (the Slack user is linked to another member).', schema: LinkError },
+      409: {
+        description: '`link_used` (token already redeemed) or `already_linked` (the Slack user is linked to another member).',
+        schema: LinkError,
+      },
       410: { description: '`link_expired`.', schema: LinkError },
       503: { description: 'Postgres or Temporal unavailable; nothing was recorded, retry.' },
     },
@@ -258,10 +263,13 @@ const LinkBody = z.object({ token: z.string().max(4096) }).openapi('SlackAccount
         { token: body.token, connectionId: params.connectionId, organizationId: principal.organizationId, memberId: principal.memberId },
       );
       if (!outcome.ok) throw linkRefusal(outcome.error);
-      ctx.state.log.info({ connectionId: outcome.connectionId, memberId: outcome.memberId, resumed: outcome.resumed }, 'slack account linked');
+      ctx.state.log.info(
+        { connectionId: outcome.connectionId, memberId: outcome.memberId, resumed: outcome.resumed },
+        'slack account linked',
+      );
       return { status: 201, body: { slackUserId: outcome.slackUserId, memberId: outcome.memberId } };
     },
   });
 
-    return [events, commands, accountLinks];
+  return [events, commands, accountLinks];
 }

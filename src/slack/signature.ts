@@ -15,12 +15,7 @@ export interface SlackSigningSecrets {
 }
 
 export type SignatureFailure =
-  | 'missing_headers'
-  | 'malformed_timestamp'
-  | 'malformed_signature'
-  | 'stale_timestamp'
-  | 'future_timestamp'
-  | 'mismatch';
+  'missing_headers' | 'malformed_timestamp' | 'malformed_signature' | 'stale_timestamp' | 'future_timestamp' | 'mismatch';
 
 export type SignatureVerdict = { ok: true; secret: 'current' | 'previous' } | { ok: false; reason: SignatureFailure };
 

@@ -18,7 +18,12 @@ export interface VerifyDeps {
 }
 
 /** 401 `{ok:false}` for both causes, so a caller learns nothing about which ids exist. */
-export async function verifiedConnection(deps: VerifyDeps, ctx: AppContext, connectionId: string, rawBody: Buffer): Promise<SlackConnection> {
+export async function verifiedConnection(
+  deps: VerifyDeps,
+  ctx: AppContext,
+  connectionId: string,
+  rawBody: Buffer,
+): Promise<SlackConnection> {
   const connection = await findSlackConnection(deps.db, deps.secretKey, connectionId);
   if (!connection) throw errors.webhook('unknown_installation', 401);
   const verdict = verifySlackSignature({ rawBody, headers: ctx.headers, secrets: connection.secrets, now: deps.now });

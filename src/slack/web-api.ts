@@ -5,8 +5,7 @@
  * turns that into Temporal's next retry delay.
  */
 export type SlackApiResult =
-  | { ok: true; body: Record<string, unknown> }
-  | { ok: false; retryable: boolean; error: string; retryAfterMs?: number };
+  { ok: true; body: Record<string, unknown> } | { ok: false; retryable: boolean; error: string; retryAfterMs?: number };
 
 /** Slack errors worth another try; everything else (channel_not_found, invalid_auth…) is final. */
 const RETRYABLE_ERRORS = new Set(['ratelimited', 'internal_error', 'fatal_error', 'service_unavailable', 'request_timeout']);
@@ -36,7 +35,9 @@ export async function callSlackApi(
         authorization: `Bearer ${options.token}`,
         'content-type': form ? 'application/x-www-form-urlencoded' : 'application/json; charset=utf-8',
       },
-      body: form ? new URLSearchParams(Object.entries(body).map(([k, v]): [string, string] => [k, String(v)])).toString() : JSON.stringify(body),
+      body: form
+        ? new URLSearchParams(Object.entries(body).map(([k, v]): [string, string] => [k, String(v)])).toString()
+        : JSON.stringify(body),
       signal: AbortSignal.timeout(options.timeoutMs ?? 10_000),
     });
   } catch (error) {

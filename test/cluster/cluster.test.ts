@@ -23,7 +23,15 @@ import { deliver, freshId, githubExample, type Payload } from '../harness/github
 import { createTestOrg } from '../harness/identity';
 import { freePort } from '../harness/ports';
 import { launchClusterProcess, type ClusterProcess } from '../harness/cluster';
-import { appMention, createTestSlackConnection, eventEnvelope, newSlackUserId, postSlackEvent, startFakeSlack, type FakeSlack } from '../harness/slack';
+import {
+  appMention,
+  createTestSlackConnection,
+  eventEnvelope,
+  newSlackUserId,
+  postSlackEvent,
+  startFakeSlack,
+  type FakeSlack,
+} from '../harness/slack';
 import { httpTarget, type HttpTarget } from '../harness/stack';
 import { waitFor } from '../harness/wait';
 
@@ -263,7 +271,9 @@ describe('runs across replicas and workers', () => {
     // about one in five.
     expect(forwarded).toBeGreaterThan(0);
     expect(forwarded / received).toBeLessThan(0.5);
-    process.stdout.write(`cluster heartbeats: ${forwarded} forwarded of ${received} received (${(forwarded / received).toFixed(3)}) over 2 replicas\n`);
+    process.stdout.write(
+      `cluster heartbeats: ${forwarded} forwarded of ${received} received (${(forwarded / received).toFixed(3)}) over 2 replicas\n`,
+    );
   });
 
   it('kill -9 of one worker while runs are leased: their lease timers still fire, through the other worker', async () => {
@@ -288,7 +298,9 @@ describe('runs across replicas and workers', () => {
       expect(final).toBe('failed');
       // The row is closed first, then the workflow fails.
       const handle = temporal.workflow.getHandle(runWorkflowId(org.organizationId, runId));
-      await waitFor(async () => (await handle.describe()).status.name === 'FAILED', 10_000, { what: `run ${runId}'s workflow to be Failed` });
+      await waitFor(async () => (await handle.describe()).status.name === 'FAILED', 10_000, {
+        what: `run ${runId}'s workflow to be Failed`,
+      });
     }
   });
 

@@ -46,7 +46,8 @@ export function ensureSchemathesis(log: (line: string) => void): void {
   log(`installing schemathesis==${SCHEMATHESIS_VERSION} …`);
   run(path.join(venv, 'bin', 'pip'), ['install', '--quiet', '--disable-pip-version-check', `schemathesis==${SCHEMATHESIS_VERSION}`], log);
   const version = installedVersion();
-  if (version !== SCHEMATHESIS_VERSION) throw new Error(`schemathesis ${version ?? 'missing'} after install, wanted ${SCHEMATHESIS_VERSION}`);
+  if (version !== SCHEMATHESIS_VERSION)
+    throw new Error(`schemathesis ${version ?? 'missing'} after install, wanted ${SCHEMATHESIS_VERSION}`);
 }
 
 /**
@@ -111,21 +112,29 @@ export async function runConformance(options: ConformanceOptions): Promise<Confo
     const configFile = path.join(stack.dataDir, 'schemathesis.toml');
     fs.writeFileSync(configFile, schemathesisConfig({ session: session.token, apiKey: org.owner.apiKey }));
     const args = [
-      '--config-file', configFile,
+      '--config-file',
+      configFile,
       'run',
       `${url}/openapi.json`,
-      '--checks', 'all',
-      '--phases', 'examples,coverage,fuzzing,stateful',
+      '--checks',
+      'all',
+      '--phases',
+      'examples,coverage,fuzzing,stateful',
       // Bounded so the whole run takes a few minutes on two cores; a fixed seed, so CI is
       // reproducible (pass `-- --seed N` to explore other inputs).
-      '--max-examples', '50',
-      '--seed', '1',
+      '--max-examples',
+      '50',
+      '--seed',
+      '1',
       // No example database in the working tree: the seed alone decides what is sent.
-      '--generation-database', 'none',
+      '--generation-database',
+      'none',
       // One worker: Python 3.11's ast.parse is not thread-safe, and hypothesis calls it while
       // generating ("AST constructor recursion depth mismatch" with several workers).
-      '--workers', '1',
-      '--request-timeout', '40',
+      '--workers',
+      '1',
+      '--request-timeout',
+      '40',
       '--no-color',
       ...(options.extraArgs ?? []),
     ];

@@ -62,9 +62,7 @@ function anchorsOf(markdown: string): Set<string> {
 /** Relative markdown links `[text](target)` of a file, code blocks excluded. */
 function relativeLinks(markdown: string): string[] {
   const withoutCode = markdown.replace(/^```[\s\S]*?^```/gm, '');
-  return [...withoutCode.matchAll(/\]\(([^)\s]+)\)/g)]
-    .map((m) => m[1]!)
-    .filter((target) => !/^[a-z]+:/i.test(target));
+  return [...withoutCode.matchAll(/\]\(([^)\s]+)\)/g)].map((m) => m[1]!).filter((target) => !/^[a-z]+:/i.test(target));
 }
 
 describe('README.md', () => {
@@ -129,7 +127,11 @@ describe('docs/configuration.md', () => {
     expect(documented.filter((name) => !variables.includes(name))).toEqual([]);
     const elsewhere = allDocs
       .filter((page) => page !== 'configuration.md')
-      .flatMap((page) => firstCodeCells(docText(page)).filter((cell) => /^[A-Z][A-Z0-9]*_[A-Z0-9_]+$/.test(cell)).map((cell) => `${page}: ${cell}`));
+      .flatMap((page) =>
+        firstCodeCells(docText(page))
+          .filter((cell) => /^[A-Z][A-Z0-9]*_[A-Z0-9_]+$/.test(cell))
+          .map((cell) => `${page}: ${cell}`),
+      );
     expect(elsewhere.filter((entry) => !variables.includes(entry.split(': ')[1]!))).toEqual([]);
   });
 

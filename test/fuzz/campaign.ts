@@ -196,22 +196,32 @@ const bodiesFor = (template: string, team = 'T1', app = 'A1'): fc.Arbitrary<Buff
   return provider ? fc.oneof({ weight: 1, arbitrary: anyBody }, { weight: 2, arbitrary: provider.map((b) => Buffer.from(b)) }) : anyBody;
 };
 
-const genericBodies = (team: string, app: string): fc.Arbitrary<Buffer> => fc.oneof(
-  { weight: 3, arbitrary: fc.json().map((s) => Buffer.from(s)) },
-  { weight: 2, arbitrary: fc.uint8Array({ maxLength: 2048 }).map((a) => Buffer.from(a)) },
-  { weight: 2, arbitrary: fc.string({ maxLength: 512 }).map((s) => Buffer.from(s)) },
-  { weight: 2, arbitrary: hugeNumbers.map((s) => Buffer.from(s)) },
-  { weight: 2, arbitrary: slackish(team, app).map((s) => Buffer.from(s)) },
-  { weight: 2, arbitrary: githubish.map((s) => Buffer.from(s)) },
-  { weight: 1, arbitrary: fc.dictionary(fc.string(), fc.string()).map((d) => Buffer.from(new URLSearchParams(d).toString())) },
-  { weight: 1, arbitrary: fc.constantFrom(DEEP_ARRAY, DEEP_OBJECT, Buffer.alloc(0), Buffer.from([0xc3, 0x28, 0xa0, 0xa1])) },
-);
+const genericBodies = (team: string, app: string): fc.Arbitrary<Buffer> =>
+  fc.oneof(
+    { weight: 3, arbitrary: fc.json().map((s) => Buffer.from(s)) },
+    { weight: 2, arbitrary: fc.uint8Array({ maxLength: 2048 }).map((a) => Buffer.from(a)) },
+    { weight: 2, arbitrary: fc.string({ maxLength: 512 }).map((s) => Buffer.from(s)) },
+    { weight: 2, arbitrary: hugeNumbers.map((s) => Buffer.from(s)) },
+    { weight: 2, arbitrary: slackish(team, app).map((s) => Buffer.from(s)) },
+    { weight: 2, arbitrary: githubish.map((s) => Buffer.from(s)) },
+    { weight: 1, arbitrary: fc.dictionary(fc.string(), fc.string()).map((d) => Buffer.from(new URLSearchParams(d).toString())) },
+    { weight: 1, arbitrary: fc.constantFrom(DEEP_ARRAY, DEEP_OBJECT, Buffer.alloc(0), Buffer.from([0xc3, 0x28, 0xa0, 0xa1])) },
+  );
 
 const headerValue = fc.oneof(fc.string({ maxLength: 120 }), fc.constantFrom(...INJECTIONS));
 const headers = fc.array(fc.tuple(fc.constantFrom(...HEADER_NAMES), headerValue), { maxLength: 6 });
 
 const segment = fc.oneof(
-  fc.constantFrom('emc_01h2xcejqtf2nbrexx3vqjhp41', 'emc_', 'EMC_01H2XCEJQTF2NBREXX3VQJHP41', '..', '%00', '%2e%2e%2f', 'run-1', 'a'.repeat(161)),
+  fc.constantFrom(
+    'emc_01h2xcejqtf2nbrexx3vqjhp41',
+    'emc_',
+    'EMC_01H2XCEJQTF2NBREXX3VQJHP41',
+    '..',
+    '%00',
+    '%2e%2e%2f',
+    'run-1',
+    'a'.repeat(161),
+  ),
   fc.string({ minLength: 1, maxLength: 200 }).map((s) => encodeURIComponent(s)),
 );
 
@@ -328,24 +338,27 @@ export async function runCampaign(options: CampaignOptions): Promise<{ tallies: 
 
     const signable = options.signers !== undefined && signatureHeaders(route.path, Buffer.alloc(0), options.signers).length > 0;
     const realConnection = options.signers?.slack.connectionId ?? 'emc_01h2xcejqtf2nbrexx3vqjhp41';
-    await fc.assert(
-      fc.asyncProperty(
-        fc.constantFrom(...paths),
-        fc.array(segment, { minLength: 1, maxLength: 3 }),
-        fc.constantFrom(...auths),
-        fc.constantFrom(...CONTENT_TYPES),
-        headers,
-        bodiesFor(route.path, options.signers?.slack.teamId, options.signers?.slack.apiAppId),
-        // Half of a signable route's inputs carry a valid signature for a real installation.
-        signable ? fc.boolean() : fc.constant(false),
-        async (template, values, auth, contentType, extra, body, sign) =>
-          send(concretePath(template, sign ? [realConnection] : values), auth, extra, contentType, body, sign),
-      ),
-      { numRuns: runsPerRoute, seed: options.seed, endOnFailure: true },
-    ).catch(() => undefined); // violations are collected above, with the request that caused them
+    await fc
+      .assert(
+        fc.asyncProperty(
+          fc.constantFrom(...paths),
+          fc.array(segment, { minLength: 1, maxLength: 3 }),
+          fc.constantFrom(...auths),
+          fc.constantFrom(...CONTENT_TYPES),
+          headers,
+          bodiesFor(route.path, options.signers?.slack.teamId, options.signers?.slack.apiAppId),
+          // Half of a signable route's inputs carry a valid signature for a real installation.
+          signable ? fc.boolean() : fc.constant(false),
+          async (template, values, auth, contentType, extra, body, sign) =>
+            send(concretePath(template, sign ? [realConnection] : values), auth, extra, contentType, body, sign),
+        ),
+        { numRuns: runsPerRoute, seed: options.seed, endOnFailure: true },
+      )
+      .catch(() => undefined); // violations are collected above, with the request that caused them
 
     if (options.hugeBodies) {
-      for (const auth of auths) await send(concretePath(route.path, ['emc_01h2xcejqtf2nbrexx3vqjhp41']), auth, [], 'application/json', HUGE);
+      for (const auth of auths)
+        await send(concretePath(route.path, ['emc_01h2xcejqtf2nbrexx3vqjhp41']), auth, [], 'application/json', HUGE);
     }
   }
   return { tallies, violations };

@@ -79,13 +79,19 @@ it('no input makes any route answer 5xx, crash the process, or keep memory', asy
 
   // Memory returns to its baseline once the garbage is collected (light traffic lets V8 run GC).
   const limit = heapBefore * 1.5 + 32 * 1024 * 1024;
-  const settled = await waitFor(async () => {
-    for (let i = 0; i < 20; i++) await fetch(`${url}/health`);
-    const heap = await readMetric(url, 'nodejs_heap_size_used_bytes');
-    return heap <= limit ? heap : undefined;
-  }, 20_000, { intervalMs: 250 });
+  const settled = await waitFor(
+    async () => {
+      for (let i = 0; i < 20; i++) await fetch(`${url}/health`);
+      const heap = await readMetric(url, 'nodejs_heap_size_used_bytes');
+      return heap <= limit ? heap : undefined;
+    },
+    20_000,
+    { intervalMs: 250 },
+  );
   expect(settled).toBeLessThanOrEqual(limit);
 
   const total = tallies.reduce((n, t) => n + t.inputs, 0);
-  process.stdout.write(`fuzz: ${total} inputs over ${tallies.length} routes\n${tallies.map((t) => `  ${t.route}: ${t.inputs} ${JSON.stringify(t.statuses)}`).join('\n')}\n`);
+  process.stdout.write(
+    `fuzz: ${total} inputs over ${tallies.length} routes\n${tallies.map((t) => `  ${t.route}: ${t.inputs} ${JSON.stringify(t.statuses)}`).join('\n')}\n`,
+  );
 }, 240_000);

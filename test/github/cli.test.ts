@@ -67,7 +67,9 @@ describe('den github targets', () => {
 
     const listed = await den('github', 'targets', 'list', '--org', org.organizationId);
     expect(listed.code).toBe(0);
-    const { targets } = JSON.parse(listed.stdout) as { targets: { targetId: string; repository: string; ref: string | null; status: string }[] };
+    const { targets } = JSON.parse(listed.stdout) as {
+      targets: { targetId: string; repository: string; ref: string | null; status: string }[];
+    };
     expect(targets.map((t) => [t.targetId, t.repository, t.ref, t.status]).sort()).toEqual(
       [
         [targetId, 'acme/widgets', 'refs/heads/main', 'active'],

@@ -20,7 +20,12 @@ describe('GitHub webhook outages', () => {
       const res = await deliver(stack, { event: 'push', payload: push(), secret: SECRET });
       expect(res.status).toBe(503);
       expect(res.json).toEqual({ ok: false, error: 'webhook secret not configured' });
-      const alias = await deliver(stack, { path: '/v1/webhooks/connectors/codehost', event: 'ping', payload: githubExample('ping'), secret: SECRET });
+      const alias = await deliver(stack, {
+        path: '/v1/webhooks/connectors/codehost',
+        event: 'ping',
+        payload: githubExample('ping'),
+        secret: SECRET,
+      });
       expect(alias.status).toBe(503);
       expect(alias.json).toEqual({ ok: false, error: 'webhook secret not configured' });
     } finally {

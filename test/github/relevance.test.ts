@@ -10,8 +10,15 @@ describe('readDeliveryHeaders', () => {
   it('needs X-GitHub-Event, then X-GitHub-Delivery', () => {
     expect(readDeliveryHeaders({})).toEqual({ ok: false, reason: IGNORED.missingEventHeader });
     expect(readDeliveryHeaders({ 'x-github-event': 'push' })).toEqual({ ok: false, reason: IGNORED.missingDeliveryHeader });
-    expect(readDeliveryHeaders({ 'x-github-event': ' ', 'x-github-delivery': 'abc' })).toEqual({ ok: false, reason: IGNORED.missingEventHeader });
-    expect(readDeliveryHeaders({ 'x-github-event': 'push', 'x-github-delivery': 'abc' })).toEqual({ ok: true, event: 'push', deliveryId: 'abc' });
+    expect(readDeliveryHeaders({ 'x-github-event': ' ', 'x-github-delivery': 'abc' })).toEqual({
+      ok: false,
+      reason: IGNORED.missingEventHeader,
+    });
+    expect(readDeliveryHeaders({ 'x-github-event': 'push', 'x-github-delivery': 'abc' })).toEqual({
+      ok: true,
+      event: 'push',
+      deliveryId: 'abc',
+    });
   });
 
   it('refuses delivery ids that could not be GitHub GUIDs', () => {
@@ -75,22 +82,40 @@ describe('classifyDelivery on real GitHub payloads', () => {
 
   it('ignores ping and irrelevant events', () => {
     expect(classifyDelivery(delivery('ping'), githubExample('ping'))).toEqual({ accepted: false, reason: 'ping' });
-    expect(classifyDelivery(delivery('issues'), githubExample('issues', (p) => p.action === 'opened'))).toEqual({
+    expect(
+      classifyDelivery(
+        delivery('issues'),
+        githubExample('issues', (p) => p.action === 'opened'),
+      ),
+    ).toEqual({
       accepted: false,
       reason: 'event ignored',
     });
-    expect(classifyDelivery(delivery('installation'), githubExample('installation', (p) => p.action === 'created'))).toEqual({
+    expect(
+      classifyDelivery(
+        delivery('installation'),
+        githubExample('installation', (p) => p.action === 'created'),
+      ),
+    ).toEqual({
       accepted: false,
       reason: 'action ignored',
     });
-    expect(classifyDelivery(delivery('repository'), githubExample('repository', (p) => p.action === 'edited'))).toEqual({
+    expect(
+      classifyDelivery(
+        delivery('repository'),
+        githubExample('repository', (p) => p.action === 'edited'),
+      ),
+    ).toEqual({
       accepted: false,
       reason: 'action ignored',
     });
   });
 
   it.each(['deleted', 'suspend', 'unsuspend'])('accepts installation.%s', (action) => {
-    const result = classifyDelivery(delivery('installation'), githubExample('installation', (p) => p.action === action));
+    const result = classifyDelivery(
+      delivery('installation'),
+      githubExample('installation', (p) => p.action === action),
+    );
     expect(result).toMatchObject({ accepted: true, event: 'installation', input: { action, installationId: expect.any(Number) } });
   });
 
@@ -103,7 +128,10 @@ describe('classifyDelivery on real GitHub payloads', () => {
       accepted: true,
       input: { action: 'removed', installationId: 2, repositories: [{ id: 1296269, fullName: 'octocat/Hello-World' }] },
     });
-    const added = classifyDelivery(delivery('installation_repositories'), githubExample('installation_repositories', (p) => p.action === 'added'));
+    const added = classifyDelivery(
+      delivery('installation_repositories'),
+      githubExample('installation_repositories', (p) => p.action === 'added'),
+    );
     expect(added).toMatchObject({
       accepted: true,
       input: { action: 'added', installationId: 957387, repositories: [{ id: 186853007, fullName: 'Codertocat/Space' }] },
@@ -111,7 +139,10 @@ describe('classifyDelivery on real GitHub payloads', () => {
   });
 
   it('accepts repository.renamed with the previous name', () => {
-    const result = classifyDelivery(delivery('repository'), githubExample('repository', (p) => p.action === 'renamed'));
+    const result = classifyDelivery(
+      delivery('repository'),
+      githubExample('repository', (p) => p.action === 'renamed'),
+    );
     expect(result).toMatchObject({
       accepted: true,
       input: {
@@ -170,7 +201,10 @@ describe('deliverySearchValues', () => {
       GithubDeliveryId: '72d3162e-cc78-11e3-81ab-4c9367dc0958',
       GithubRepository: 'Codertocat/Hello-World',
     });
-    const installation = classifyDelivery(delivery('installation'), githubExample('installation', (p) => p.action === 'deleted'));
+    const installation = classifyDelivery(
+      delivery('installation'),
+      githubExample('installation', (p) => p.action === 'deleted'),
+    );
     if (!installation.accepted) throw new Error('expected accepted');
     expect(deliverySearchValues(installation.input)).toEqual({ GithubEvent: 'installation', GithubDeliveryId: installation.deliveryId });
   });

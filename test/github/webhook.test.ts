@@ -7,15 +7,7 @@ import { WorkflowNotFoundError } from '@temporalio/client';
 import { signGithubPayload } from '../../src/github/signature';
 import { createTarget, getTarget } from '../../src/github/targets';
 import { githubDeliveryWorkflowId, githubSearchAttributes } from '../../src/github/contract';
-import {
-  CODEHOST_PATH,
-  deliver,
-  deliveryResult,
-  freshId,
-  githubExample,
-  
-  type Payload,
-} from '../harness/github';
+import { CODEHOST_PATH, deliver, deliveryResult, freshId, githubExample, type Payload } from '../harness/github';
 import { createTestOrg } from '../harness/identity';
 import { startTestStack, type TestStack } from '../harness/stack';
 import { waitFor } from '../harness/wait';
@@ -154,7 +146,13 @@ describe('push', () => {
       return found.length > 0 && found;
     });
     expect(rows).toEqual([
-      expect.objectContaining({ target_id: null, organization_id: null, status: 'skipped', outcome: 'no_target', repository_full_name: r.fullName }),
+      expect.objectContaining({
+        target_id: null,
+        organization_id: null,
+        status: 'skipped',
+        outcome: 'no_target',
+        repository_full_name: r.fullName,
+      }),
     ]);
   });
 
@@ -275,9 +273,9 @@ describe('installation and repository lifecycle', () => {
       { ...added.repositories_added[0], id: newcomer, full_name: `${r.owner}/newcomer` },
     ];
     const addedId = randomUUID();
-    expect((await deliver(stack, { event: 'installation_repositories', deliveryId: addedId, payload: added, secret: SECRET })).json).toEqual(
-      accepted('installation_repositories', addedId),
-    );
+    expect(
+      (await deliver(stack, { event: 'installation_repositories', deliveryId: addedId, payload: added, secret: SECRET })).json,
+    ).toEqual(accepted('installation_repositories', addedId));
     const summary = await deliveryResult(stack, addedId);
     expect(summary.repositoriesRecorded).toBe(2);
     expect((await availability()).map((row) => [row.repository_id, row.status]).sort()).toEqual(
@@ -286,7 +284,11 @@ describe('installation and repository lifecycle', () => {
         [String(newcomer), 'available'],
       ].sort(),
     );
-    const targets = await db().selectFrom('github_connector_targets').select('id').where('installation_id', '=', String(r.installationId)).execute();
+    const targets = await db()
+      .selectFrom('github_connector_targets')
+      .select('id')
+      .where('installation_id', '=', String(r.installationId))
+      .execute();
     expect(targets).toEqual([{ id: targetId }]);
     expect(await getTarget(db(), targetId)).toMatchObject({ status: 'active' });
   });
@@ -314,7 +316,14 @@ describe('installation and repository lifecycle', () => {
     });
     expect(rows.map((row) => row.target_id).sort()).toEqual([byId, byName].sort());
     for (const row of rows) {
-      expect(row).toMatchObject({ event: 'repository', action: 'renamed', kind: 'full_resync', status: 'queued', head_sha: null, repository_full_name: r.fullName });
+      expect(row).toMatchObject({
+        event: 'repository',
+        action: 'renamed',
+        kind: 'full_resync',
+        status: 'queued',
+        head_sha: null,
+        repository_full_name: r.fullName,
+      });
     }
     expect(await getTarget(db(), byId)).toMatchObject({ repository: r.fullName, repositoryId: r.repositoryId, status: 'active' });
     expect(await getTarget(db(), byName)).toMatchObject({ repository: r.fullName, repositoryId: r.repositoryId, ref: 'refs/heads/main' });
@@ -355,7 +364,12 @@ describe('not accepted', () => {
 
   it('an irrelevant event (issues.opened) → 200 event ignored; an irrelevant action → action ignored', async () => {
     const deliveryId = randomUUID();
-    const res = await deliver(stack, { event: 'issues', deliveryId, payload: githubExample('issues', (p) => p.action === 'opened'), secret: SECRET });
+    const res = await deliver(stack, {
+      event: 'issues',
+      deliveryId,
+      payload: githubExample('issues', (p) => p.action === 'opened'),
+      secret: SECRET,
+    });
     expect(res.status).toBe(200);
     expect(res.json).toEqual(notAccepted('event ignored'));
     await expectNoWorkflow(deliveryId);
@@ -384,7 +398,12 @@ describe('signature and body', () => {
     const cases = [
       await deliver(stack, { event: 'push', raw, secret: SECRET, signature: null }),
       await deliver(stack, { event: 'push', raw, secret: 'not-the-secret' }),
-      await deliver(stack, { event: 'push', raw: raw.replace('"master"', '"mastex"'), secret: SECRET, signature: signGithubPayload(SECRET, raw) }),
+      await deliver(stack, {
+        event: 'push',
+        raw: raw.replace('"master"', '"mastex"'),
+        secret: SECRET,
+        signature: signGithubPayload(SECRET, raw),
+      }),
       await deliver(stack, { event: 'push', raw, secret: SECRET, signature: 'sha1=0123456789abcdef0123456789abcdef01234567' }),
     ];
     for (const res of cases) {
@@ -398,7 +417,12 @@ describe('signature and body', () => {
   });
 
   it('the signature is checked before anything else: an unsigned ping or garbage body is 401', async () => {
-    const ping = await deliver(stack, { event: 'ping', payload: githubExample('ping'), secret: SECRET, signature: 'sha256=' + '0'.repeat(64) });
+    const ping = await deliver(stack, {
+      event: 'ping',
+      payload: githubExample('ping'),
+      secret: SECRET,
+      signature: 'sha256=' + '0'.repeat(64),
+    });
     expect(ping.status).toBe(401);
     const garbage = await deliver(stack, { event: 'push', raw: '{nope', secret: SECRET, signature: null });
     expect(garbage.status).toBe(401);
@@ -472,7 +496,9 @@ describe('redelivery', () => {
     expect(await syncRows(deliveryId)).toHaveLength(1);
 
     const metrics = (await stack.request('GET', '/metrics')).text;
-    expect(metrics).toMatch(/den_ingress_outcomes_total\{route="\/v1\/webhooks\/connectors\/github",outcome="duplicate",reason="push"\} [2-9]/);
+    expect(metrics).toMatch(
+      /den_ingress_outcomes_total\{route="\/v1\/webhooks\/connectors\/github",outcome="duplicate",reason="push"\} [2-9]/,
+    );
   });
 });
 
@@ -482,7 +508,13 @@ describe('codehost alias', () => {
     expect(ping.status).toBe(200);
     expect(ping.json).toEqual(notAccepted('ping'));
 
-    const unsigned = await deliver(stack, { path: CODEHOST_PATH, event: 'ping', payload: githubExample('ping'), secret: SECRET, signature: null });
+    const unsigned = await deliver(stack, {
+      path: CODEHOST_PATH,
+      event: 'ping',
+      payload: githubExample('ping'),
+      secret: SECRET,
+      signature: null,
+    });
     expect(unsigned.status).toBe(401);
     expect(unsigned.json).toEqual({ ok: false, error: 'invalid signature' });
 
@@ -531,9 +563,13 @@ describe('GET /v1/connectors/github/sync-events', () => {
       ref: 'refs/heads/master',
     });
 
-    const limited = await stack.request('GET', `/v1/connectors/github/sync-events?repo=${r.fullName}&limit=1&status=queued`, { headers: org.owner.headers });
+    const limited = await stack.request('GET', `/v1/connectors/github/sync-events?repo=${r.fullName}&limit=1&status=queued`, {
+      headers: org.owner.headers,
+    });
     expect(limited.json.events.map((e: { deliveryId: string }) => e.deliveryId)).toEqual([ids[1]]);
-    const none = await stack.request('GET', `/v1/connectors/github/sync-events?repo=${r.fullName}&status=completed`, { headers: org.owner.headers });
+    const none = await stack.request('GET', `/v1/connectors/github/sync-events?repo=${r.fullName}&status=completed`, {
+      headers: org.owner.headers,
+    });
     expect(none.json).toEqual({ events: [] });
 
     const stranger = await createTestOrg(db());

@@ -46,7 +46,10 @@ export async function launchClusterProcess(env: Record<string, string> & { DATA_
   const stop = async () => {
     if (launcher.child.exitCode !== null || launcher.child.signalCode !== null) return;
     launcher.child.kill('SIGINT');
-    const stopped = await Promise.race([launcher.exited.then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), 90_000).unref())]);
+    const stopped = await Promise.race([
+      launcher.exited.then(() => true),
+      new Promise<boolean>((r) => setTimeout(() => r(false), 90_000).unref()),
+    ]);
     if (!stopped) process.kill(-launcher.child.pid!, 'SIGKILL');
   };
   const stateFile = path.join(env.DATA_DIR, 'cluster', 'cluster.json');

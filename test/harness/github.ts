@@ -80,4 +80,3 @@ export function deliveryResult(stack: TestStack, deliveryId: string, ms = 15_000
   const handle = stack.services.temporal.client.workflow.getHandle(githubDeliveryWorkflowId(deliveryId));
   return withTimeout(handle.result() as Promise<GithubDeliverySummary>, ms, `github-delivery/${deliveryId}`);
 }
-

@@ -87,7 +87,6 @@ export async function startMcpStack(options: { env?: Record<string, string>; net
   return Object.assign(stack, { mcpWorker: stack.worker! });
 }
 
-
 /** Records the text of every SQL statement this process sends to Postgres. Restore in afterAll. */
 export function recordSql(): { statements: string[]; restore(): void } {
   const statements: string[] = [];
@@ -226,7 +225,9 @@ async function handleMcp(req: http.IncomingMessage, res: http.ServerResponse, bo
  * RFC 8414 metadata; `issuerMismatch` makes the authorization-server metadata name another
  * issuer, `resourceMismatch` makes the protected-resource metadata describe another resource. Every request is recorded in `seen`.
  */
-export async function startTestMcpServer(options: { oauth?: boolean; issuerMismatch?: boolean; resourceMismatch?: boolean; validToken?: string } = {}) {
+export async function startTestMcpServer(
+  options: { oauth?: boolean; issuerMismatch?: boolean; resourceMismatch?: boolean; validToken?: string } = {},
+) {
   const seen: SeenRequest[] = [];
   let origin = '';
   const server = http.createServer((req, res) => {
@@ -259,9 +260,14 @@ export async function startTestMcpServer(options: { oauth?: boolean; issuerMisma
       }
       if (url.pathname === '/mcp') {
         if (options.oauth && req.headers.authorization !== `Bearer ${options.validToken ?? 'valid-token'}`) {
-          return sendJson(res, 401, { error: 'invalid_token' }, {
-            'www-authenticate': `Bearer resource_metadata="${resourceMetadataUrl}", scope="files:read files:write"`,
-          });
+          return sendJson(
+            res,
+            401,
+            { error: 'invalid_token' },
+            {
+              'www-authenticate': `Bearer resource_metadata="${resourceMetadataUrl}", scope="files:read files:write"`,
+            },
+          );
         }
         if (req.method !== 'POST') return sendJson(res, 405, { error: 'method not allowed' });
         return handleMcp(req, res, body);
@@ -468,5 +474,11 @@ export async function startPagedToolsServer(pageSize: number) {
     });
   });
   const port = await listenHttp(server);
-  return { port, origin: `http://127.0.0.1:${port}`, url: `http://127.0.0.1:${port}/mcp`, listCalls: () => calls, stop: () => closeHttp(server) };
+  return {
+    port,
+    origin: `http://127.0.0.1:${port}`,
+    url: `http://127.0.0.1:${port}/mcp`,
+    listCalls: () => calls,
+    stop: () => closeHttp(server),
+  };
 }

@@ -57,4 +57,3 @@ function spawnNode(args: string[], env: Record<string, string | undefined>, opti
   );
   return { child, output: () => output, exited };
 }
-

@@ -23,7 +23,6 @@ export const event = (
 
 export const newRunId = () => `run-${randomUUID()}`;
 
-
 export function runsClient(stack: TestStack, headers: Record<string, string>) {
   const path = (id: string) => `/v1/automation-runs/${encodeURIComponent(id)}`;
   return {
@@ -37,7 +36,8 @@ export function runsClient(stack: TestStack, headers: Record<string, string>) {
     claimNext: (waitSeconds?: number): Promise<TestResponse> =>
       stack.request('POST', '/v1/automation-runs/claim', { headers, body: waitSeconds === undefined ? {} : { waitSeconds } }),
     /** Waits until GET answers with one of `statuses`; returns the summary. */
-    async waitForStatus(id: string, statuses: string[], timeoutMs = 10_000): Promise<any> { // eslint-disable-line @typescript-eslint/no-explicit-any
+    // eslint-disable-next-line @typescript-eslint/no-explicit-any
+    async waitForStatus(id: string, statuses: string[], timeoutMs = 10_000): Promise<any> {
       return waitFor(
         async () => {
           const res = await stack.request('GET', path(id), { headers });
@@ -70,7 +70,9 @@ export async function runResult(stack: TestStack, organizationId: string, runId:
       if (summary === undefined) throw error;
       return summary;
     }),
-    new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`run ${runId} did not end within ${timeoutMs} ms`)), timeoutMs).unref()),
+    new Promise<never>((_, reject) =>
+      setTimeout(() => reject(new Error(`run ${runId} did not end within ${timeoutMs} ms`)), timeoutMs).unref(),
+    ),
   ]);
 }
 
@@ -100,12 +102,14 @@ export async function startQueuedRun(
   });
   await waitFor(
     async () =>
-      (await stack.services.database.db
-        .selectFrom('automation_runs')
-        .select('status')
-        .where('organization_id', '=', options.organizationId)
-        .where('run_id', '=', runId)
-        .executeTakeFirst())?.status === 'queued',
+      (
+        await stack.services.database.db
+          .selectFrom('automation_runs')
+          .select('status')
+          .where('organization_id', '=', options.organizationId)
+          .where('run_id', '=', runId)
+          .executeTakeFirst()
+      )?.status === 'queued',
     10_000,
     { what: `run ${runId} to be listed as queued` },
   );

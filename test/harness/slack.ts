@@ -77,7 +77,13 @@ export async function startFakeSlack(): Promise<FakeSlack> {
       const reply = scripted.get(method)?.shift();
       const ts = `${Math.floor(Date.now() / 1000)}.${String(++clock).padStart(6, '0')}`;
       if (method === 'chat.postMessage' && (!reply || reply.accept)) {
-        messages.push({ channel: String(body.channel), ts, thread_ts: body.thread_ts as string | undefined, text: String(body.text), metadata: body.metadata });
+        messages.push({
+          channel: String(body.channel),
+          ts,
+          thread_ts: body.thread_ts as string | undefined,
+          text: String(body.text),
+          metadata: body.metadata,
+        });
       }
       if (reply?.reset) return req.socket.destroy();
       if (!reply && method === 'conversations.replies') {
@@ -111,7 +117,6 @@ export async function startFakeSlack(): Promise<FakeSlack> {
       }),
   };
 }
-
 
 export interface TestSlackConnection {
   connectionId: string;
@@ -212,7 +217,11 @@ export async function postSlashCommand(
   }).toString();
   return stack.request('POST', `/v1/integrations/${options.provider ?? 'slack'}/${connection.connectionId}/commands`, {
     raw,
-    headers: { 'content-type': 'application/x-www-form-urlencoded', ...slackSignatureHeaders(connection.signingSecret, raw), ...options.headers },
+    headers: {
+      'content-type': 'application/x-www-form-urlencoded',
+      ...slackSignatureHeaders(connection.signingSecret, raw),
+      ...options.headers,
+    },
   });
 }
 
@@ -253,7 +262,11 @@ export async function startSlackLoop(): Promise<{
 }
 
 /** Links a fresh Slack user to `member` as a member would: a real slash command, then account-links. */
-export async function linkSlackUser(stack: TestStack, connection: TestSlackConnection, member: { headers: Record<string, string> }): Promise<string> {
+export async function linkSlackUser(
+  stack: TestStack,
+  connection: TestSlackConnection,
+  member: { headers: Record<string, string> },
+): Promise<string> {
   const slackUserId = newSlackUserId();
   const command = await postSlashCommand(stack, connection, { user_id: slackUserId });
   const linked = await stack.request('POST', `/v1/integrations/slack/${connection.connectionId}/account-links`, {

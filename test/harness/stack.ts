@@ -23,7 +23,11 @@ export interface TestStack {
   /** Everything the app logged, as parsed JSON lines (for redaction and log assertions). */
   logs: Record<string, unknown>[];
   /** Sends a real HTTP request to the app. */
-  request(method: string, path: string, init?: { headers?: Record<string, string>; body?: unknown; raw?: string | Buffer }): Promise<TestResponse>;
+  request(
+    method: string,
+    path: string,
+    init?: { headers?: Record<string, string>; body?: unknown; raw?: string | Buffer },
+  ): Promise<TestResponse>;
   stop(): Promise<void>;
 }
 

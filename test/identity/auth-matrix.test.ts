@@ -114,7 +114,13 @@ describe('authentication matrix', () => {
     const session = await org.session(member.memberId);
     const res = await stack.request('GET', '/v1/me', { headers: { authorization: `Bearer ${session.token}` } });
     expect(res.status).toBe(200);
-    expect(res.json).toEqual({ userId: member.userId, organizationId: org.organizationId, memberId: member.memberId, role: 'admin', via: 'session' });
+    expect(res.json).toEqual({
+      userId: member.userId,
+      organizationId: org.organizationId,
+      memberId: member.memberId,
+      role: 'admin',
+      via: 'session',
+    });
   });
 
   it('an API key on a session-only route → 403 session_required', async () => {
@@ -130,7 +136,10 @@ describe('authentication matrix', () => {
     const other = await createTestOrg(db());
     const session = await org.session(org.owner.memberId);
     const auth = { authorization: `Bearer ${session.token}` };
-    const refused = await stack.request('POST', '/v1/session/active-organization', { headers: auth, body: { organizationId: other.organizationId } });
+    const refused = await stack.request('POST', '/v1/session/active-organization', {
+      headers: auth,
+      body: { organizationId: other.organizationId },
+    });
     expect(refused.status).toBe(404);
     expect(refused.json.error).toBe('not_found');
 
@@ -138,7 +147,10 @@ describe('authentication matrix', () => {
     const { addMember } = await import('../../src/identity/store');
     const owner = await db().selectFrom('users').select('email').where('id', '=', org.owner.userId).executeTakeFirstOrThrow();
     const membership = await addMember(db(), { organizationId: other.organizationId, email: owner.email, role: 'member' });
-    const switched = await stack.request('POST', '/v1/session/active-organization', { headers: auth, body: { organizationId: other.organizationId } });
+    const switched = await stack.request('POST', '/v1/session/active-organization', {
+      headers: auth,
+      body: { organizationId: other.organizationId },
+    });
     expect(switched.status).toBe(200);
     expect(switched.json).toMatchObject({ organizationId: other.organizationId, memberId: membership.memberId, role: 'member' });
     const me = await stack.request('GET', '/v1/me', { headers: auth });
@@ -161,7 +173,11 @@ describe('authentication matrix', () => {
     const deadline = Date.now() + 5000;
     let lastUsed: Date | null = null;
     while (!lastUsed && Date.now() < deadline) {
-      const row = await db().selectFrom('api_keys').select('last_used_at').where('member_id', '=', member.memberId).executeTakeFirstOrThrow();
+      const row = await db()
+        .selectFrom('api_keys')
+        .select('last_used_at')
+        .where('member_id', '=', member.memberId)
+        .executeTakeFirstOrThrow();
       lastUsed = row.last_used_at;
       if (!lastUsed) await new Promise((r) => setTimeout(r, 50));
     }

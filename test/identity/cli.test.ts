@@ -53,7 +53,17 @@ describe('den CLI', () => {
 
   it('members create/remove, api-keys create/revoke and sessions create work end to end', async () => {
     const boot = await den(stack, 'bootstrap', '--org-name', 'Beta', '--email', `b-${Date.now()}@beta.test`);
-    const member = await den(stack, 'members', 'create', '--org', boot.json.organizationId, '--email', `m-${Date.now()}@beta.test`, '--role', 'member');
+    const member = await den(
+      stack,
+      'members',
+      'create',
+      '--org',
+      boot.json.organizationId,
+      '--email',
+      `m-${Date.now()}@beta.test`,
+      '--role',
+      'member',
+    );
     expect(member.code).toBe(0);
     expect(member.json).toEqual({ userId: expect.stringMatching(/^usr_/), memberId: expect.stringMatching(/^mem_/), role: 'member' });
 

@@ -11,10 +11,7 @@ const name = (slug: string) => [
   `https://mcp.${slug}.ai/mcp`,
 ];
 
-type Expectation =
-  | { kind: 'invalid' }
-  | { kind: 'preset'; presetId: string }
-  | { kind: 'url' | 'domain' | 'name'; candidates: string[] };
+type Expectation = { kind: 'invalid' } | { kind: 'preset'; presetId: string } | { kind: 'url' | 'domain' | 'name'; candidates: string[] };
 
 const TABLE: [string, Expectation][] = [
   // Presets: by id, by display name, by the host of a URL or a bare host.

@@ -33,12 +33,22 @@ function server(overrides: Partial<McpAuthorizationServer> = {}): McpAuthorizati
   };
 }
 
-const prm = { url: 'https://mcp.example.com/.well-known/oauth-protected-resource/mcp', resource: URL_, scopesSupported: ['read', 'write'], authorizationServers: ['https://auth.example.com'] };
+const prm = {
+  url: 'https://mcp.example.com/.well-known/oauth-protected-resource/mcp',
+  resource: URL_,
+  scopesSupported: ['read', 'write'],
+  authorizationServers: ['https://auth.example.com'],
+};
 
 describe('decideDiscovery', () => {
   it('an open server: ready, succeeded, kind none, tools available without auth', () => {
     const d = decideDiscovery(
-      facts({ initializeSucceeded: true, lastStatus: 200, protocolVersion: '2025-06-18', tools: [{ name: 'a', readOnlyHint: true, destructiveHint: false, openWorldHint: false }] }),
+      facts({
+        initializeSucceeded: true,
+        lastStatus: 200,
+        protocolVersion: '2025-06-18',
+        tools: [{ name: 'a', readOnlyHint: true, destructiveHint: false, openWorldHint: false }],
+      }),
     );
     expect(d.status).toBe('ready');
     expect(d.server).toEqual({ url: URL_, initialize: 'succeeded', protocolVersion: '2025-06-18' });
@@ -46,7 +56,11 @@ describe('decideDiscovery', () => {
     expect(d.authentication.refreshSupport).toBe('unknown');
     expect(d.authentication.availableRegistrationMethods).toEqual(['pre_registered']);
     expect(d.authentication.recommendedRegistrationMethod).toBe('pre_registered');
-    expect(d.tools).toEqual({ visibility: 'available_without_auth', count: 1, items: [{ name: 'a', readOnlyHint: true, destructiveHint: false, openWorldHint: false }] });
+    expect(d.tools).toEqual({
+      visibility: 'available_without_auth',
+      count: 1,
+      items: [{ name: 'a', readOnlyHint: true, destructiveHint: false, openWorldHint: false }],
+    });
     expect(d.manualRequirements.map((r) => [r.code, r.required])).toEqual([
       ['provider_access', false],
       ['network_trust', false],
@@ -55,7 +69,12 @@ describe('decideDiscovery', () => {
 
   it('no HTTP response at all: unreachable, failed, unknown, unavailable', () => {
     const d = decideDiscovery(facts({ httpResponded: false, warnings: [{ code: 'mcp_unreachable', message: 'refused' }] }));
-    expect([d.status, d.server.initialize, d.authentication.kind, d.tools.visibility]).toEqual(['unreachable', 'failed', 'unknown', 'unavailable']);
+    expect([d.status, d.server.initialize, d.authentication.kind, d.tools.visibility]).toEqual([
+      'unreachable',
+      'failed',
+      'unknown',
+      'unavailable',
+    ]);
     expect(d.warnings).toEqual([{ code: 'mcp_unreachable', message: 'refused' }]);
   });
 
@@ -86,7 +105,12 @@ describe('decideDiscovery', () => {
         challengeScopes: ['files:read'],
         resourceMetadata: prm,
         authorizationServers: [
-          server({ clientIdMetadataDocumentSupported: true, registrationEndpoint: 'https://auth.example.com/register', grantTypesSupported: ['authorization_code', 'refresh_token'], scopesSupported: ['offline_access'] }),
+          server({
+            clientIdMetadataDocumentSupported: true,
+            registrationEndpoint: 'https://auth.example.com/register',
+            grantTypesSupported: ['authorization_code', 'refresh_token'],
+            scopesSupported: ['offline_access'],
+          }),
         ],
       }),
     );
@@ -105,14 +129,22 @@ describe('decideDiscovery', () => {
   });
 
   it('recommended scopes fall back to scopes_supported; offline_access only when a server lists it', () => {
-    const d = decideDiscovery(facts({ lastStatus: 401, resourceMetadata: prm, authorizationServers: [server({ grantTypesSupported: ['refresh_token'] })] }));
+    const d = decideDiscovery(
+      facts({ lastStatus: 401, resourceMetadata: prm, authorizationServers: [server({ grantTypesSupported: ['refresh_token'] })] }),
+    );
     expect(d.authentication.requiredScopes).toEqual([]);
     expect(d.authentication.recommendedScopes).toEqual(['read', 'write']);
     expect(d.authentication.refreshSupport).toBe('supported');
   });
 
   it('refresh not advertised; dynamic only → recommended dynamic', () => {
-    const d = decideDiscovery(facts({ lastStatus: 401, resourceMetadata: prm, authorizationServers: [server({ registrationEndpoint: 'https://auth.example.com/r' })] }));
+    const d = decideDiscovery(
+      facts({
+        lastStatus: 401,
+        resourceMetadata: prm,
+        authorizationServers: [server({ registrationEndpoint: 'https://auth.example.com/r' })],
+      }),
+    );
     expect(d.authentication.refreshSupport).toBe('not_advertised');
     expect(d.authentication.availableRegistrationMethods).toEqual(['pre_registered', 'dynamic']);
     expect(d.authentication.recommendedRegistrationMethod).toBe('dynamic');
@@ -147,14 +179,20 @@ describe('decideDiscovery', () => {
 
   it('unreachableDiscovery is complete', () => {
     const d = unreachableDiscovery(URL_, 'The probe timed out.');
-    expect(d).toMatchObject({ status: 'unreachable', server: { url: URL_, initialize: 'failed' }, tools: { visibility: 'unavailable', count: 0, items: [] } });
+    expect(d).toMatchObject({
+      status: 'unreachable',
+      server: { url: URL_, initialize: 'failed' },
+      tools: { visibility: 'unavailable', count: 0, items: [] },
+    });
     expect(d.warnings).toEqual([{ code: 'mcp_unreachable', message: 'The probe timed out.' }]);
   });
 });
 
 describe('qualifies', () => {
   const open = decideDiscovery(facts({ initializeSucceeded: true, tools: [] }));
-  const oauthReady = decideDiscovery(facts({ lastStatus: 401, resourceMetadata: prm, authorizationServers: [server({ registrationEndpoint: 'x' })] }));
+  const oauthReady = decideDiscovery(
+    facts({ lastStatus: 401, resourceMetadata: prm, authorizationServers: [server({ registrationEndpoint: 'x' })] }),
+  );
   const oauthManual = decideDiscovery(facts({ lastStatus: 401, resourceMetadata: prm }));
   const bearer = decideDiscovery(facts({ lastStatus: 401 }));
   const notMcp = decideDiscovery(facts({ lastStatus: 404 }));
@@ -208,7 +246,12 @@ describe('assembleResponse', () => {
   it('a preset without a qualifying probe still resolves preset, without match', () => {
     const preset = MCP_PRESETS[0]!;
     const response = assembleResponse(
-      { query: 'notion', probeTimeoutMs: 8000, preset, candidates: [{ url: preset.url, source: 'preset', suggestedName: preset.displayName }] },
+      {
+        query: 'notion',
+        probeTimeoutMs: 8000,
+        preset,
+        candidates: [{ url: preset.url, source: 'preset', suggestedName: preset.displayName }],
+      },
       [{ url: preset.url, discovery: down(preset.url) }],
     );
     expect(response.resolution).toBe('preset');
@@ -221,7 +264,12 @@ describe('assembleResponse', () => {
   it('a preset with a qualifying probe carries the match with the display name', () => {
     const preset = MCP_PRESETS[0]!;
     const response = assembleResponse(
-      { query: 'notion', probeTimeoutMs: 8000, preset, candidates: [{ url: preset.url, source: 'preset', suggestedName: preset.displayName }] },
+      {
+        query: 'notion',
+        probeTimeoutMs: 8000,
+        preset,
+        candidates: [{ url: preset.url, source: 'preset', suggestedName: preset.displayName }],
+      },
       [{ url: preset.url, discovery: open(preset.url) }],
     );
     expect(response.match).toEqual({ url: preset.url, suggestedName: 'Notion', discovery: open(preset.url) });

@@ -60,7 +60,9 @@ function probe(url: string, extra: Partial<DiscoveryOptions> = {}) {
     url,
     deadline: Date.now() + 7_000,
     allowPrivateNetwork: false,
-    privateAllowlist: [everything, oauth, mismatch, open, plain, legacy, resetting, paged, wide, otherResource].map((s) => s.origin).concat(`http://127.0.0.1:${closed}`),
+    privateAllowlist: [everything, oauth, mismatch, open, plain, legacy, resetting, paged, wide, otherResource]
+      .map((s) => s.origin)
+      .concat(`http://127.0.0.1:${closed}`),
     resolve: testResolver(),
     ...extra,
   });
@@ -147,7 +149,9 @@ it('an SDK McpServer behind OAuth: challenge, RFC 9728 and RFC 8414 metadata, no
 
 it('really is an MCP server behind that challenge (control: with a token it lists tools)', async () => {
   const client = new Client({ name: 'direct', version: '1' }, { capabilities: {} });
-  await client.connect(new StreamableHTTPClientTransport(new URL(oauth.url), { requestInit: { headers: { authorization: 'Bearer valid-token' } } }));
+  await client.connect(
+    new StreamableHTTPClientTransport(new URL(oauth.url), { requestInit: { headers: { authorization: 'Bearer valid-token' } } }),
+  );
   expect((await client.listTools()).tools.map((t) => t.name)).toEqual(['lookup', 'delete_everything']);
   await client.close();
 });
@@ -167,7 +171,9 @@ it('protected-resource metadata for another resource is not used (RFC 9728 §3.3
   expect(discovery.authentication.kind).toBe('manual_bearer');
   expect(discovery.authentication.protectedResourceMetadataUrl).toBeUndefined();
   expect(discovery.warnings.map((w) => w.code)).toEqual(['oauth_resource_metadata_unavailable']);
-  expect(discovery.warnings[0]!.message).toContain(`its resource ${otherResource.origin}/some-other-api does not cover ${otherResource.url}`);
+  expect(discovery.warnings[0]!.message).toContain(
+    `its resource ${otherResource.origin}/some-other-api does not cover ${otherResource.url}`,
+  );
   expect(discovery.status).toBe('manual_action_required');
 });
 
@@ -211,10 +217,18 @@ it('a refused target is unreachable with the guard reason, and discovery is stil
   expect(outcome.discovery).toMatchObject({
     status: 'unreachable',
     server: { url: everything.url, initialize: 'failed' },
-    authentication: { kind: 'unknown', authorizationServers: [], refreshSupport: 'unknown', availableRegistrationMethods: ['pre_registered'] },
+    authentication: {
+      kind: 'unknown',
+      authorizationServers: [],
+      refreshSupport: 'unknown',
+      availableRegistrationMethods: ['pre_registered'],
+    },
     tools: { visibility: 'unavailable', count: 0, items: [] },
   });
-  expect(outcome.discovery.warnings[0]).toEqual({ code: 'mcp_unreachable', message: `Blocked: ${everything.origin} uses plain http; only https is allowed` });
+  expect(outcome.discovery.warnings[0]).toEqual({
+    code: 'mcp_unreachable',
+    message: `Blocked: ${everything.origin} uses plain http; only https is allowed`,
+  });
 });
 
 it('protected-resource metadata URLs: challenge, then path-specific, then root', () => {

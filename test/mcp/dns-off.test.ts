@@ -17,7 +17,10 @@ it('refuses to resolve host names and reports the probe unreachable', async () =
       config,
       log: createLogger({ level: 'silent' }),
     } as Parameters<typeof createMcpActivities>[0]);
-    const result: Awaited<ReturnType<typeof activities.probeMcpCandidate>> = await new MockActivityEnvironment().run(activities.probeMcpCandidate, { url: 'https://mcp.notion.com/mcp', source: 'preset' as const });
+    const result: Awaited<ReturnType<typeof activities.probeMcpCandidate>> = await new MockActivityEnvironment().run(
+      activities.probeMcpCandidate,
+      { url: 'https://mcp.notion.com/mcp', source: 'preset' as const },
+    );
     expect(result.discovery.status).toBe('unreachable');
     expect(JSON.stringify(result.discovery.warnings)).toMatch(/mcp_unreachable/);
     // The refusal is the switch's own, not an accident of this machine's DNS: nobody asked it.

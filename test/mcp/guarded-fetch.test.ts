@@ -106,7 +106,10 @@ describe('refusals open no connection (flag off, counting server not allowlisted
 
   it('user info and other schemes are refused', async () => {
     const g = guard({ privateAllowlist: [counting.origin] });
-    expect(await failureOf(g.fetch(`http://user:secret@127.0.0.1:${counting.port}/`))).toMatchObject({ code: 'blocked_credentials', blocked: true });
+    expect(await failureOf(g.fetch(`http://user:secret@127.0.0.1:${counting.port}/`))).toMatchObject({
+      code: 'blocked_credentials',
+      blocked: true,
+    });
     expect(await failureOf(g.fetch(`ftp://127.0.0.1:${counting.port}/`))).toMatchObject({ code: 'blocked_scheme' });
     expect(await failureOf(g.fetch('file:///etc/passwd'))).toMatchObject({ code: 'blocked_scheme' });
     expect(await failureOf(g.fetch('not a url'))).toMatchObject({ code: 'invalid_url' });
@@ -203,7 +206,11 @@ describe('redirects', () => {
     const g = guard();
     const same = await g.fetch(`${u.origin}/redirect?status=302&to=/echo-headers`, { headers: { authorization: 'Bearer secret' } });
     expect(((await same.json()) as { headers: Record<string, string> }).headers.authorization).toBe('Bearer secret');
-    const see = await g.fetch(`${u.origin}/redirect?status=303&to=/echo-headers`, { method: 'POST', body: 'x', headers: { 'content-type': 'text/plain' } });
+    const see = await g.fetch(`${u.origin}/redirect?status=303&to=/echo-headers`, {
+      method: 'POST',
+      body: 'x',
+      headers: { 'content-type': 'text/plain' },
+    });
     const echoed = (await see.json()) as { method: string; headers: Record<string, string>; body: string };
     expect([echoed.method, echoed.body, echoed.headers['content-type']]).toEqual(['GET', '', undefined]);
     await g.close();

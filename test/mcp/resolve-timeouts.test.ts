@@ -71,13 +71,14 @@ it('every candidate hangs → not_found within ~10 s, each candidate unreachable
   expect(elapsed).toBeLessThan(10_500);
 }, 20_000);
 
-
 it('a backlog on the main task queue does not make probes wait: resolve runs on its own queue', async () => {
   const queue = `backlog-${randomUUID()}`;
   const temporal = stack.services.temporal.client;
   // 300 workflows wait on the main queue before any worker polls it.
   const backlog = await Promise.all(
-    Array.from({ length: 300 }, () => temporal.workflow.start(ping, { taskQueue: queue, workflowId: pingWorkflowId(randomUUID()), args: ['x'] })),
+    Array.from({ length: 300 }, () =>
+      temporal.workflow.start(ping, { taskQueue: queue, workflowId: pingWorkflowId(randomUUID()), args: ['x'] }),
+    ),
   );
   const busy = await startTestStack({ worker: true, env: { TEMPORAL_TASK_QUEUE: queue, MCP_PROBE_TIMEOUT: '2s' } });
   extraStacks.push(busy);
@@ -91,9 +92,14 @@ it('a backlog on the main task queue does not make probes wait: resolve runs on 
   const done = await Promise.all(backlog.map((handle) => handle.describe().then((d) => d.status.name === 'COMPLETED')));
   expect(done.filter(Boolean).length).toBeLessThan(300);
   // Visibility is eventually consistent: wait for the probe workflow to be listed on its queue.
-  await waitFor(async () => {
-    let onOwnQueue = 0;
-    for await (const _ of temporal.workflow.list({ query: `WorkflowType = 'mcpResolve' AND TaskQueue = '${mcpTaskQueue(queue)}'` })) onOwnQueue += 1;
-    return onOwnQueue === 1;
-  }, 10_000, { what: 'the resolve workflow on the MCP task queue' });
+  await waitFor(
+    async () => {
+      let onOwnQueue = 0;
+      for await (const _ of temporal.workflow.list({ query: `WorkflowType = 'mcpResolve' AND TaskQueue = '${mcpTaskQueue(queue)}'` }))
+        onOwnQueue += 1;
+      return onOwnQueue === 1;
+    },
+    10_000,
+    { what: 'the resolve workflow on the MCP task queue' },
+  );
 }, 60_000);

@@ -56,7 +56,9 @@ beforeAll(async () => {
     startCountingServer(),
     closedPort(),
   ]);
-  const allowlist = [everything, oauth, mismatch, open, plain, utility, resetting].map((s) => s.origin).concat(`http://127.0.0.1:${closed}`);
+  const allowlist = [everything, oauth, mismatch, open, plain, utility, resetting]
+    .map((s) => s.origin)
+    .concat(`http://127.0.0.1:${closed}`);
   stack = await startMcpStack({
     env: {
       MCP_PRIVATE_ALLOWLIST: allowlist.join(','),
@@ -79,7 +81,8 @@ afterAll(async () => {
   expect(tripwire.violations).toEqual([]);
 });
 
-const resolve = (query: unknown, headers: Record<string, string> = admin.headers) => stack.request('POST', PATH, { headers, body: { query } });
+const resolve = (query: unknown, headers: Record<string, string> = admin.headers) =>
+  stack.request('POST', PATH, { headers, body: { query } });
 
 describe('access (spec §7)', () => {
   it('no credentials → 401 {error:"unauthorized"}', async () => {
@@ -157,17 +160,20 @@ describe('validation (spec 2.4, §8)', () => {
 describe('presets', () => {
   const notion = MCP_PRESETS.find((p) => p.presetId === 'notion')!;
 
-  it.each(['notion', 'Notion', 'https://mcp.notion.com/mcp', 'mcp.notion.com'])('%p → preset with the full preset object', async (query) => {
-    const res = await resolve(query);
-    expect(res.status).toBe(200);
-    expect(res.json.resolution).toBe('preset');
-    expect(res.json.preset).toEqual(notion);
-    // Only the preset's URL is probed. Here it cannot be reached (the test resolver answers no
-    // public name), so there is no match, and the reason says why.
-    expect(res.json.attempted).toEqual(['https://mcp.notion.com/mcp']);
-    expect(res.json.match).toBeUndefined();
-    expect(res.json.reason).toContain('Could not resolve mcp.notion.com');
-  });
+  it.each(['notion', 'Notion', 'https://mcp.notion.com/mcp', 'mcp.notion.com'])(
+    '%p → preset with the full preset object',
+    async (query) => {
+      const res = await resolve(query);
+      expect(res.status).toBe(200);
+      expect(res.json.resolution).toBe('preset');
+      expect(res.json.preset).toEqual(notion);
+      // Only the preset's URL is probed. Here it cannot be reached (the test resolver answers no
+      // public name), so there is no match, and the reason says why.
+      expect(res.json.attempted).toEqual(['https://mcp.notion.com/mcp']);
+      expect(res.json.match).toBeUndefined();
+      expect(res.json.reason).toContain('Could not resolve mcp.notion.com');
+    },
+  );
 
   it('asked the injected resolver, never the network', () => {
     expect(resolver.asked).toContain('mcp.notion.com');
@@ -200,7 +206,11 @@ describe('discovery through the workflow', () => {
     expect(res.json.match.suggestedName).toBe('127.0.0.1');
     const d = res.json.match.discovery;
     expect(d.status).toBe('ready');
-    expect(d.server).toEqual({ url: everything.url, initialize: 'succeeded', protocolVersion: expect.stringMatching(/^\d{4}-\d{2}-\d{2}$/) });
+    expect(d.server).toEqual({
+      url: everything.url,
+      initialize: 'succeeded',
+      protocolVersion: expect.stringMatching(/^\d{4}-\d{2}-\d{2}$/),
+    });
     expect(d.authentication.kind).toBe('none');
     expect(d.tools.visibility).toBe('available_without_auth');
     expect(d.tools.count).toBe(real.length);
@@ -231,7 +241,11 @@ describe('discovery through the workflow', () => {
       protectedResourceMetadataUrl: `${oauth.origin}/.well-known/oauth-protected-resource/mcp`,
     });
     expect(d.authentication.authorizationServers).toEqual([
-      expect.objectContaining({ issuer: oauth.origin, clientIdMetadataDocumentSupported: true, registrationEndpoint: `${oauth.origin}/register` }),
+      expect.objectContaining({
+        issuer: oauth.origin,
+        clientIdMetadataDocumentSupported: true,
+        registrationEndpoint: `${oauth.origin}/register`,
+      }),
     ]);
     expect(oauth.seen.filter((r) => ['/register', '/token', '/authorize'].includes(r.path))).toEqual([]);
   });
@@ -322,7 +336,11 @@ describe('the SSRF battery over the network (flag off, counting server not allow
   });
 
   it('a redirect from an allowlisted server to the counting server is refused', async () => {
-    for (const target of [`http://127.0.0.1:${counting.port}/mcp`, `https://[::1]:${counting.port}/mcp`, `http://localhost:${counting.port}/mcp`]) {
+    for (const target of [
+      `http://127.0.0.1:${counting.port}/mcp`,
+      `https://[::1]:${counting.port}/mcp`,
+      `http://localhost:${counting.port}/mcp`,
+    ]) {
       const query = `${utility.origin}/redirect?status=307&to=${encodeURIComponent(target)}`;
       const res = await resolve(query);
       expect(res.json.resolution).toBe('not_found');

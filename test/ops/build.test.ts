@@ -27,7 +27,9 @@ const procs: Spawned[] = [];
 beforeAll(async () => {
   const pkg = JSON.parse(await fs.readFile(path.join(root, 'package.json'), 'utf8')) as { devDependencies: Record<string, string> };
   outDir = await fs.mkdtemp(path.join(os.tmpdir(), 'den-build-'));
-  await promisify(execFile)(process.execPath, [require.resolve('typescript/bin/tsc'), '-p', 'tsconfig.build.json', '--outDir', outDir], { cwd: root });
+  await promisify(execFile)(process.execPath, [require.resolve('typescript/bin/tsc'), '-p', 'tsconfig.build.json', '--outDir', outDir], {
+    cwd: root,
+  });
   // Throws on any devDependency, at the moment something requires it.
   guard = path.join(outDir, 'refuse-dev-dependencies.js');
   await fs.writeFile(

@@ -35,16 +35,31 @@ describe('API metrics', () => {
     const org = await createTestOrg(stack.services.database.db);
     const runId = `metrics-${randomUUID()}`;
     for (let i = 0; i < 5; i++) {
-      const res = await stack.request('POST', `/v1/automation-runs/${runId}/heartbeat`, { headers: org.owner.headers, body: { attempt: 1 } });
+      const res = await stack.request('POST', `/v1/automation-runs/${runId}/heartbeat`, {
+        headers: org.owner.headers,
+        body: { attempt: 1 },
+      });
       expect(res.status).toBe(200);
     }
 
     const text = (await stack.request('GET', '/metrics')).text;
     expect(metricValue(text, 'den_signature_failures_total', { route: '/v1/webhooks/connectors/github', reason: 'mismatch' })).toBe(1);
-    expect(metricValue(text, 'den_ingress_outcomes_total', { route: '/v1/webhooks/connectors/github', outcome: 'rejected', reason: 'invalid_signature' })).toBe(1);
+    expect(
+      metricValue(text, 'den_ingress_outcomes_total', {
+        route: '/v1/webhooks/connectors/github',
+        outcome: 'rejected',
+        reason: 'invalid_signature',
+      }),
+    ).toBe(1);
     expect(metricValue(text, 'den_run_heartbeats_total', { result: 'forwarded' })).toBe(1);
     expect(metricValue(text, 'den_run_heartbeats_total', { result: 'coalesced' })).toBe(4);
-    expect(metricValue(text, 'den_http_request_duration_seconds_count', { route: '/v1/automation-runs/{id}/heartbeat', method: 'POST', status: '200' })).toBe(5);
+    expect(
+      metricValue(text, 'den_http_request_duration_seconds_count', {
+        route: '/v1/automation-runs/{id}/heartbeat',
+        method: 'POST',
+        status: '200',
+      }),
+    ).toBe(5);
     expect(text).toContain('process_resident_memory_bytes');
   });
 
@@ -52,7 +67,10 @@ describe('API metrics', () => {
     const down = await startTestStack({ env: { TEMPORAL_ADDRESS: `127.0.0.1:${await closedPort()}`, TEMPORAL_START_TIMEOUT: '500ms' } });
     try {
       const org = await createTestOrg(down.services.database.db);
-      const res = await down.request('POST', `/v1/automation-runs/down-${randomUUID()}/heartbeat`, { headers: org.owner.headers, body: { attempt: 1 } });
+      const res = await down.request('POST', `/v1/automation-runs/down-${randomUUID()}/heartbeat`, {
+        headers: org.owner.headers,
+        body: { attempt: 1 },
+      });
       expect(res.status).toBe(503);
       const text = (await down.request('GET', '/metrics')).text;
       expect(metricValue(text, 'den_temporal_client_errors_total', { operation: 'signalWithStart' })).toBeGreaterThanOrEqual(1);

@@ -29,7 +29,12 @@ describe('configuration at start-up', () => {
   });
 
   it('refuses the benchmark no-enqueue switch in production, naming it (its acks would not be durable)', async () => {
-    const proc = spawnEntry('src/bin/serve.ts', { ...baseEnv(), NODE_ENV: 'production', APP_BASE_URL: 'https://den.example', BENCH_DISABLE_ENQUEUE: 'true' });
+    const proc = spawnEntry('src/bin/serve.ts', {
+      ...baseEnv(),
+      NODE_ENV: 'production',
+      APP_BASE_URL: 'https://den.example',
+      BENCH_DISABLE_ENQUEUE: 'true',
+    });
     const { code } = await proc.exited;
     expect(code).toBe(2);
     expect(proc.output()).toMatch(/BENCH_DISABLE_ENQUEUE: must not be true when NODE_ENV=production/);

@@ -25,7 +25,10 @@ type Service = {
   depends_on?: Record<string, { condition: string }>;
   build?: unknown;
 };
-const compose = parse(read('docker-compose.yml'), { merge: true }) as { services: Record<string, Service>; volumes: Record<string, unknown> };
+const compose = parse(read('docker-compose.yml'), { merge: true }) as {
+  services: Record<string, Service>;
+  volumes: Record<string, unknown>;
+};
 const readme = read('README.md');
 const pkg = JSON.parse(read('package.json')) as { scripts: Record<string, string> };
 const knownVariables = new Set(Object.keys(envSchema.shape));
@@ -41,7 +44,8 @@ describe('docker-compose.yml', () => {
   });
 
   it('orders start-up: schema, server, namespace, then the service, each step waiting for the last to be healthy or done', () => {
-    const after = (name: string) => Object.fromEntries(Object.entries(compose.services[name]!.depends_on ?? {}).map(([dep, { condition }]) => [dep, condition]));
+    const after = (name: string) =>
+      Object.fromEntries(Object.entries(compose.services[name]!.depends_on ?? {}).map(([dep, { condition }]) => [dep, condition]));
     expect(after('temporal-schema')).toEqual({ postgres: 'service_healthy' });
     expect(after('temporal')).toEqual({ 'temporal-schema': 'service_completed_successfully' });
     expect(after('temporal-namespace')).toEqual({ temporal: 'service_healthy' });
@@ -53,7 +57,9 @@ describe('docker-compose.yml', () => {
   it('runs the Temporal server `npm run cluster` runs: same version, same config file, same shard count, a production image', () => {
     const temporal = compose.services.temporal!;
     expect(temporal.image).toBe(`temporalio/server:${TEMPORAL_SERVER_VERSION}`);
-    expect(compose.services['temporal-schema']!.image).toMatch(new RegExp(`^temporalio/admin-tools:${TEMPORAL_SERVER_VERSION.replace(/\./g, '\\.')}-`));
+    expect(compose.services['temporal-schema']!.image).toMatch(
+      new RegExp(`^temporalio/admin-tools:${TEMPORAL_SERVER_VERSION.replace(/\./g, '\\.')}-`),
+    );
     expect(read('docker-compose.yml')).not.toContain('auto-setup:');
     // deploy/temporal, the directory src/cluster/temporal-server.ts starts the server with.
     expect(temporal.volumes).toContain(`./${path.relative(root, TEMPORAL_CONFIG_DIR)}:/etc/temporal/den:ro`);
@@ -62,7 +68,8 @@ describe('docker-compose.yml', () => {
     expect(String(temporal.environment!.TEMPORAL_HISTORY_SHARDS)).toBe(String(loadConfigWith({}).cluster.historyShards));
     // Both read the same schema names the launcher migrates.
     const schemaScript = compose.services['temporal-schema']!.command!.join('\n');
-    for (const database of TEMPORAL_DATABASES) expect(schemaScript).toContain(`--db ${database.name} update-schema --schema-name ${database.schema}`);
+    for (const database of TEMPORAL_DATABASES)
+      expect(schemaScript).toContain(`--db ${database.name} update-schema --schema-name ${database.schema}`);
   });
 
   it.each(['api', 'worker'])('%s passes only variables the config schema knows', (name) => {

@@ -9,7 +9,9 @@ import { rawRequest } from '../fuzz/raw-http';
 let stack: TestStack;
 let org: Awaited<ReturnType<typeof createTestOrg>>;
 beforeAll(async () => {
-  stack = await startTestStack({ removedRoutes: [{ path: '/v1/old-things/{*rest}', removedIn: '0.1.0', replacement: '/v1/automation-runs' }] });
+  stack = await startTestStack({
+    removedRoutes: [{ path: '/v1/old-things/{*rest}', removedIn: '0.1.0', replacement: '/v1/automation-runs' }],
+  });
   org = await createTestOrg(stack.services.database.db);
 });
 afterAll(() => stack.stop());
@@ -20,9 +22,13 @@ const send = (method: string, path: string, headers: [string, string][] = []) =>
 describe('credentials are all or nothing', () => {
   it('a valid API key with an invalid bearer token is 401, and so is an invalid key with a valid session', async () => {
     const { token } = await org.session(org.owner.memberId);
-    const validKeyBadBearer = await stack.request('GET', '/v1/me', { headers: { ...org.owner.headers, authorization: 'Bearer not-a-session' } });
+    const validKeyBadBearer = await stack.request('GET', '/v1/me', {
+      headers: { ...org.owner.headers, authorization: 'Bearer not-a-session' },
+    });
     expect(validKeyBadBearer).toMatchObject({ status: 401, json: { error: 'unauthorized' } });
-    const badKeyValidBearer = await stack.request('GET', '/v1/me', { headers: { 'x-api-key': 'den_nope', authorization: `Bearer ${token}` } });
+    const badKeyValidBearer = await stack.request('GET', '/v1/me', {
+      headers: { 'x-api-key': 'den_nope', authorization: `Bearer ${token}` },
+    });
     expect(badKeyValidBearer).toMatchObject({ status: 401, json: { error: 'unauthorized' } });
   });
 
@@ -68,7 +74,7 @@ it('10,000 requests with random paths and methods leave /metrics the same size (
   const methods = ['GET', 'POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS', 'TRACE', 'HEAD', 'PROPFIND', 'FOO', 'M-SEARCH'];
   const prefixes = ['/', '/v1/', '/v1/automation-runs/', '/v1/integrations/slack/', '/docs/assets/', '/v1/old-things/', '/health/'];
   let seed = 20261123;
-  const random = () => ((seed = (seed * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff);
+  const random = () => (seed = (seed * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff;
   const pick = <T>(list: T[]) => list[Math.floor(random() * list.length)]!;
   const flood = async (count: number) => {
     const statuses = new Set<number>();
@@ -86,8 +92,12 @@ it('10,000 requests with random paths and methods leave /metrics the same size (
   };
   // Node's GC histogram gains a series the first time each of its four GC kinds happens, at
   // moments no request controls: it is bounded, and left out of the count.
-  const size = async () => (await stack.request('GET', '/metrics')).text.split('\n').filter((l) => !l.includes('nodejs_gc_duration_seconds')).length;
-  const series = async () => new Set((await stack.request('GET', '/metrics')).text.split('\n').filter((l) => l.startsWith('den_http_request_duration_seconds_count')));
+  const size = async () =>
+    (await stack.request('GET', '/metrics')).text.split('\n').filter((l) => !l.includes('nodejs_gc_duration_seconds')).length;
+  const series = async () =>
+    new Set(
+      (await stack.request('GET', '/metrics')).text.split('\n').filter((l) => l.startsWith('den_http_request_duration_seconds_count')),
+    );
   // Each bounded label combination (template or `unmatched` × known method or `other` × status)
   // is seen in a first flood; a second one of the same size must add nothing.
   await flood(10_000);
@@ -97,7 +107,8 @@ it('10,000 requests with random paths and methods leave /metrics the same size (
   const after = await size();
   expect([...statuses].every((status) => status < 500)).toBe(true);
   // Every series is labelled by a template or `unmatched`, never a raw path.
-  for (const line of await series()) expect(line).toMatch(/route="(unmatched|\/[^"]*)",method="(GET|HEAD|POST|PUT|PATCH|DELETE|OPTIONS|TRACE|CONNECT|other)"/);
+  for (const line of await series())
+    expect(line).toMatch(/route="(unmatched|\/[^"]*)",method="(GET|HEAD|POST|PUT|PATCH|DELETE|OPTIONS|TRACE|CONNECT|other)"/);
   expect([...(await series())].some((line) => /route="\/[a-z0-9]{4,}\//.test(line))).toBe(false);
   expect(Math.abs(after - before)).toBeLessThanOrEqual(before * 0.01);
 }, 120_000);

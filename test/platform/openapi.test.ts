@@ -87,7 +87,10 @@ describe('bodies', () => {
     );
     const base = { attempt: 1, payload: {}, createdAt: 0 };
     const post = (sequence: number, extra: object) =>
-      stack.request('POST', '/v1/automation-runs/kind-alternative/events', { headers: org.owner.headers, body: { ...base, sequence, ...extra } });
+      stack.request('POST', '/v1/automation-runs/kind-alternative/events', {
+        headers: org.owner.headers,
+        body: { ...base, sequence, ...extra },
+      });
     expect((await post(1, {})).status).toBe(400);
     expect((await post(1, { type: 'user', kind: 'assistant' })).status).toBe(400);
     expect((await post(1, { kind: 'user' })).status).toBe(200);

@@ -30,7 +30,9 @@ it('a workflow and a Postgres row survive a restart of the embedded servers', as
   const workflowId = pingWorkflowId(randomUUID());
   const orgId = `org_${randomUUID()}`;
 
-  async function withStack<T>(fn: (handles: { db: ReturnType<typeof openDatabase>; temporal: ReturnType<typeof createTemporalClient> }) => Promise<T>) {
+  async function withStack<T>(
+    fn: (handles: { db: ReturnType<typeof openDatabase>; temporal: ReturnType<typeof createTemporalClient> }) => Promise<T>,
+  ) {
     const deps = await ensureDependencies(config, log, true);
     expect(deps.embedded).toEqual({ postgres: true, temporal: true });
     const db = openDatabase(deps.databaseUrl);

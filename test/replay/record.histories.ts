@@ -19,7 +19,16 @@ import { slackEventStateQuery, slackEventWorkflowId } from '../../src/slack/cont
 import { deliver, freshId, githubExample } from '../harness/github';
 import { createTestOrg } from '../harness/identity';
 import { event, newRunId, runResult, runsClient, startQueuedRun } from '../harness/runs';
-import { appMention, createTestSlackConnection, eventEnvelope, linkTokenFrom, newSlackUserId, postSlackEvent, postSlashCommand, startFakeSlack } from '../harness/slack';
+import {
+  appMention,
+  createTestSlackConnection,
+  eventEnvelope,
+  linkTokenFrom,
+  newSlackUserId,
+  postSlackEvent,
+  postSlashCommand,
+  startFakeSlack,
+} from '../harness/slack';
 import { startTestStack, type TestStack } from '../harness/stack';
 import { waitFor } from '../harness/wait';
 
@@ -29,7 +38,11 @@ const SECRET = 'replay-recording-secret';
 /** Saved as the proto's plain-object form (64-bit numbers and enums as strings), read back with fromObject. */
 async function save(name: string, handle: WorkflowHandle, runId?: string): Promise<void> {
   const history = await (runId ? stack.services.temporal.client.workflow.getHandle(handle.workflowId, runId) : handle).fetchHistory();
-  const plain = temporal.api.history.v1.History.toObject(temporal.api.history.v1.History.fromObject(history), { longs: String, enums: String, bytes: String });
+  const plain = temporal.api.history.v1.History.toObject(temporal.api.history.v1.History.fromObject(history), {
+    longs: String,
+    enums: String,
+    bytes: String,
+  });
   await fs.writeFile(path.join(OUT, `${name}.json`), `${JSON.stringify(plain)}\n`);
 }
 
@@ -38,7 +51,10 @@ let slack: Awaited<ReturnType<typeof startFakeSlack>>;
 beforeAll(async () => {
   await fs.mkdir(OUT, { recursive: true });
   slack = await startFakeSlack();
-  stack = await startTestStack({ worker: true, env: { SLACK_API_BASE_URL: slack.url, GITHUB_WEBHOOK_SECRET: SECRET, RUN_CONTINUE_AS_NEW_EVENTS: '12' } });
+  stack = await startTestStack({
+    worker: true,
+    env: { SLACK_API_BASE_URL: slack.url, GITHUB_WEBHOOK_SECRET: SECRET, RUN_CONTINUE_AS_NEW_EVENTS: '12' },
+  });
 });
 afterAll(async () => {
   await stack.stop();
@@ -49,8 +65,15 @@ it('records a run with events, out of order, to its terminal', async () => {
   const org = await createTestOrg(stack.services.database.db);
   const runs = runsClient(stack, org.owner.headers);
   const id = newRunId();
-  for (const [sequence, type] of [[1, 'user'], [3, 'usage'], [2, 'assistant'], [4, 'terminal']] as const) {
-    expect((await runs.postEvent(id, event(1, sequence, type, type === 'usage' ? { inputTokens: 3 } : { text: `e${sequence}` }))).status).toBe(200);
+  for (const [sequence, type] of [
+    [1, 'user'],
+    [3, 'usage'],
+    [2, 'assistant'],
+    [4, 'terminal'],
+  ] as const) {
+    expect(
+      (await runs.postEvent(id, event(1, sequence, type, type === 'usage' ? { inputTokens: 3 } : { text: `e${sequence}` }))).status,
+    ).toBe(200);
   }
   expect((await runResult(stack, org.organizationId, id)).status).toBe('succeeded');
   await save('runs-events', stack.services.temporal.client.workflow.getHandle(runWorkflowId(org.organizationId, id)));
@@ -59,7 +82,11 @@ it('records a run with events, out of order, to its terminal', async () => {
 it('records a claimed run that loses its lease, is claimed again, and succeeds', async () => {
   const org = await createTestOrg(stack.services.database.db);
   const runs = runsClient(stack, org.owner.headers);
-  const { runId, handle } = await startQueuedRun(stack, { organizationId: org.organizationId, memberId: org.owner.memberId, settings: { leaseTimeoutMs: 1_500 } });
+  const { runId, handle } = await startQueuedRun(stack, {
+    organizationId: org.organizationId,
+    memberId: org.owner.memberId,
+    settings: { leaseTimeoutMs: 1_500 },
+  });
   expect((await runs.claim(runId)).status).toBe(200);
   await runs.waitForStatus(runId, ['awaiting_retry'], 15_000);
   expect((await runs.claim(runId)).json.attempt).toBe(2);
@@ -107,7 +134,11 @@ it('records runs that end failed (lease lost on the last attempt), timed_out and
 });
 
 /** The Slack user links their account through the slash command's link, as a member would. */
-async function linkSlackUser(connection: Awaited<ReturnType<typeof createTestSlackConnection>>, headers: Record<string, string>, slackUserId: string) {
+async function linkSlackUser(
+  connection: Awaited<ReturnType<typeof createTestSlackConnection>>,
+  headers: Record<string, string>,
+  slackUserId: string,
+) {
   const command = await postSlashCommand(stack, connection, { user_id: slackUserId });
   const linked = await stack.request('POST', `/v1/integrations/slack/${connection.connectionId}/account-links`, {
     headers,
@@ -117,7 +148,10 @@ async function linkSlackUser(connection: Awaited<ReturnType<typeof createTestSla
 }
 
 /** Waits for the Slack event to route its run, then claims it as the member's runtime. */
-async function claimRoutedRun(handle: ReturnType<typeof stack.services.temporal.client.workflow.getHandle>, headers: Record<string, string>) {
+async function claimRoutedRun(
+  handle: ReturnType<typeof stack.services.temporal.client.workflow.getHandle>,
+  headers: Record<string, string>,
+) {
   const state = await waitFor(async () => {
     const s = await handle.query(slackEventStateQuery);
     return s.status === 'run_created' ? s : undefined;
@@ -170,7 +204,12 @@ it('records a GitHub push delivery', async () => {
   const fullName = `record/${randomUUID().slice(0, 8)}`;
   payload.installation = { ...(payload.installation ?? {}), id: installationId };
   payload.repository = { ...payload.repository, id: repositoryId, full_name: fullName };
-  await createTarget(stack.services.database.db, { organizationId: org.organizationId, installationId, repositoryFullName: fullName, repositoryId });
+  await createTarget(stack.services.database.db, {
+    organizationId: org.organizationId,
+    installationId,
+    repositoryFullName: fullName,
+    repositoryId,
+  });
   const deliveryId = randomUUID();
   expect((await deliver(stack, { event: 'push', deliveryId, payload, secret: SECRET })).status).toBe(202);
   const handle = stack.services.temporal.client.workflow.getHandle(githubDeliveryWorkflowId(deliveryId));

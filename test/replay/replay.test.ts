@@ -14,7 +14,10 @@ import { loadConfig } from '../../src/app/config';
 Runtime.install({ logger: new DefaultLogger('WARN') });
 
 const DIR = path.resolve(__dirname, '../histories');
-const files = fs.readdirSync(DIR).filter((file) => file.endsWith('.json')).sort();
+const files = fs
+  .readdirSync(DIR)
+  .filter((file) => file.endsWith('.json'))
+  .sort();
 /** The proto's plain-object form, as record.histories.ts wrote it. */
 const read = (file: string) => temporal.api.history.v1.History.fromObject(JSON.parse(fs.readFileSync(path.join(DIR, file), 'utf8')));
 

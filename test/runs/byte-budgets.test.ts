@@ -23,7 +23,10 @@ const cjk = (chars: number) => '漢'.repeat(chars); // 80,000 characters: 240,00
 async function executions(handle: WorkflowHandle): Promise<{ continuedAsNew: number; failures: unknown[] }> {
   const description = await handle.describe();
   const first = description.raw.workflowExecutionInfo?.firstRunId ?? undefined;
-  const histories = [await handle.fetchHistory(), ...(first ? [await stack.services.temporal.client.workflow.getHandle(handle.workflowId, first).fetchHistory()] : [])];
+  const histories = [
+    await handle.fetchHistory(),
+    ...(first ? [await stack.services.temporal.client.workflow.getHandle(handle.workflowId, first).fetchHistory()] : []),
+  ];
   const events = histories.flatMap((h) => h.events ?? []);
   return {
     continuedAsNew: events.filter((e) => e.workflowExecutionContinuedAsNewEventAttributes).length,
@@ -57,7 +60,11 @@ it('out-of-order CJK events fill the byte budget, are refused past it, and carry
   expect((await runs.postEvent(runId, event(1, 8, 'user', { text: 'gap' }))).status).toBe(200);
   expect((await runs.postEvent(runId, cjkEvent(11))).status).toBe(200);
   expect((await runs.postEvent(runId, event(1, 13, 'terminal'))).status).toBe(200);
-  expect(await runResult(stack, org.organizationId, runId)).toMatchObject({ status: 'succeeded', eventCount: 13, ignoredEvents: { overflow: 0 } });
+  expect(await runResult(stack, org.organizationId, runId)).toMatchObject({
+    status: 'succeeded',
+    eventCount: 13,
+    ignoredEvents: { overflow: 0 },
+  });
   // Every event answered 200 is in the log, once, in order.
   const log = await runs.events(runId, '?limit=100');
   expect(log.json.events.map((e: { sequence: number }) => e.sequence)).toEqual(Array.from({ length: 13 }, (_, i) => i + 1));

@@ -136,7 +136,15 @@ it('the OpenAPI document describes the claim routes and the run fields a runtime
   const stack = await startTestStack();
   try {
     const doc = (await stack.request('GET', '/openapi.json')).json;
-    expect(Object.keys(doc.paths['/v1/automation-runs/{id}/claim'].post.responses).sort()).toEqual(['200', '400', '401', '404', '409', '413', '503']);
+    expect(Object.keys(doc.paths['/v1/automation-runs/{id}/claim'].post.responses).sort()).toEqual([
+      '200',
+      '400',
+      '401',
+      '404',
+      '409',
+      '413',
+      '503',
+    ]);
     expect(Object.keys(doc.paths['/v1/automation-runs/claim'].post.responses).sort()).toEqual(['200', '204', '400', '401', '413', '503']);
     expect(doc.components.schemas.AutomationRun.properties).toHaveProperty('input');
     expect(doc.components.schemas.AutomationRun.properties).toHaveProperty('origin');

@@ -61,7 +61,7 @@ describe('automation run continue-as-new', () => {
     expect(result.ignoredEvents).toMatchObject({ duplicate: 0, overflow: 0 });
 
     const sequences: number[] = [];
-    for (let after = 0; ; ) {
+    for (let after = 0; ;) {
       const page = await runs.events(id, `?attempt=1&after=${after}&limit=500`);
       expect(page.status).toBe(200);
       if (page.json.events.length === 0) break;

@@ -35,7 +35,10 @@ describe('run liveness with a 2 s lease', () => {
     expect(Date.now() - lastReport).toBeGreaterThanOrEqual(1_900);
     expect(waiting).toMatchObject({ attempt: 1, leaseExpiresAt: null, endedAt: null, error: null });
     // The lost attempt cannot come back: its events are refused before the ack.
-    expect(await runs.postEvent(id, event(1, 2))).toMatchObject({ status: 409, json: { error: 'stale_attempt', status: 'awaiting_retry' } });
+    expect(await runs.postEvent(id, event(1, 2))).toMatchObject({
+      status: 409,
+      json: { error: 'stale_attempt', status: 'awaiting_retry' },
+    });
     const result = await runResult(stack, org.organizationId, id, 8_000);
     expect(result).toMatchObject({ status: 'failed', error: 'lease_lost', attempt: 1, eventCount: 1 });
     expect(result.endedAt! - waiting.startedAt).toBeGreaterThanOrEqual(3_900);
@@ -119,7 +122,12 @@ describe('run deadlines: max duration and unclaimed queued runs', () => {
     expect(result).toMatchObject({ status: 'timed_out', error: 'max_duration_exceeded' });
     expect(result.endedAt! - result.startedAt!).toBeGreaterThanOrEqual(2_500);
 
-    expect(await runResult(stack, org.organizationId, queuedId)).toMatchObject({ status: 'skipped', error: 'runner_unavailable', attempt: 0, startedAt: null });
+    expect(await runResult(stack, org.organizationId, queuedId)).toMatchObject({
+      status: 'skipped',
+      error: 'runner_unavailable',
+      attempt: 0,
+      startedAt: null,
+    });
     const listed = await runs.list('?status=skipped');
     expect(listed.json.runs.map((r: { id: string }) => r.id)).toEqual([queuedId]);
   });

@@ -44,7 +44,8 @@ async function send(runId: string, body: unknown): Promise<TestResponse> {
 /** Sends in parallel, 16 at a time, as a runtime with several connections would. */
 async function sendAll(runId: string, bodies: unknown[]): Promise<TestResponse[]> {
   const answers: TestResponse[] = [];
-  for (let i = 0; i < bodies.length; i += 16) answers.push(...(await Promise.all(bodies.slice(i, i + 16).map((body) => send(runId, body)))));
+  for (let i = 0; i < bodies.length; i += 16)
+    answers.push(...(await Promise.all(bodies.slice(i, i + 16).map((body) => send(runId, body)))));
   return answers;
 }
 
@@ -55,7 +56,10 @@ async function acceptedUpdates(runId: string): Promise<number> {
 
 it('an out-of-order flood past the buffer: 2..51 are kept, 52..80 refused with the window, and every 200 is persisted', async () => {
   const runId = newRunId();
-  const flood = await sendAll(runId, range(2, 80).map((sequence) => event(1, sequence)));
+  const flood = await sendAll(
+    runId,
+    range(2, 80).map((sequence) => event(1, sequence)),
+  );
   flood.forEach((res, i) => {
     const sequence = i + 2;
     if (sequence <= 51) expect(res).toMatchObject({ status: 200, json: { ok: true } });
@@ -69,7 +73,11 @@ it('an out-of-order flood past the buffer: 2..51 are kept, 52..80 refused with t
   // The window moved: the refused ones are taken now, then the run ends.
   const retried = await sendAll(runId, [...range(52, 80).map((sequence) => event(1, sequence)), event(1, 81, 'terminal')]);
   expect(retried.map((res) => res.status)).toEqual(range(52, 81).map(() => 200));
-  expect(await runResult(stack, organizationId, runId)).toMatchObject({ status: 'succeeded', eventCount: 81, ignoredEvents: { overflow: 0 } });
+  expect(await runResult(stack, organizationId, runId)).toMatchObject({
+    status: 'succeeded',
+    eventCount: 81,
+    ignoredEvents: { overflow: 0 },
+  });
   expect(await sequencesOf(runId)).toEqual(range(1, 81));
 });
 
@@ -96,7 +104,12 @@ it('an attempt above RUN_MAX_ATTEMPTS is 409 attempt_out_of_range; a repeat is 2
   expect(await runs.postEvent(runId, event(3, 1))).toMatchObject({ status: 409, json: { error: 'attempt_out_of_range', maxAttempts: 2 } });
   expect(await runs.postEvent(runId, event(1, 1))).toMatchObject({ status: 200, json: { ok: true } });
   expect((await runs.postEvent(runId, event(1, 2, 'terminal'))).status).toBe(200);
-  expect(await runResult(stack, organizationId, runId)).toMatchObject({ status: 'succeeded', attempt: 1, eventCount: 2, ignoredEvents: { rejected: 0 } });
+  expect(await runResult(stack, organizationId, runId)).toMatchObject({
+    status: 'succeeded',
+    attempt: 1,
+    eventCount: 2,
+    ignoredEvents: { rejected: 0 },
+  });
   expect(await sequencesOf(runId)).toEqual([1, 2]);
 });
 
@@ -104,7 +117,9 @@ it('reports racing the close: each is applied or refused with a reason, never ac
   const runId = newRunId();
   for (const sequence of [1, 2, 3]) expect((await runs.postEvent(runId, event(1, sequence))).status).toBe(200);
   // The terminal (4) and later events (5..12) at once: whichever the run sees first decides.
-  const raced = await Promise.all([event(1, 4, 'terminal'), ...range(5, 12).map((sequence) => event(1, sequence))].map((body) => send(runId, body)));
+  const raced = await Promise.all(
+    [event(1, 4, 'terminal'), ...range(5, 12).map((sequence) => event(1, sequence))].map((body) => send(runId, body)),
+  );
   const accepted = new Set<number>();
   raced.forEach((res, i) => {
     const sequence = i + 4;
@@ -134,7 +149,10 @@ it("a run's events end at its terminal: 409 after_terminal past a buffered termi
   expect(await runs.postEvent(runId, event(1, 5))).toMatchObject({ status: 409, json: { error: 'after_terminal', terminalSequence: 4 } });
   const ahead = newRunId();
   for (const body of [event(1, 1), event(1, 5)]) expect((await runs.postEvent(ahead, body)).status).toBe(200);
-  expect(await runs.postEvent(ahead, event(1, 3, 'terminal'))).toMatchObject({ status: 409, json: { error: 'terminal_not_last', lastSequence: 5 } });
+  expect(await runs.postEvent(ahead, event(1, 3, 'terminal'))).toMatchObject({
+    status: 409,
+    json: { error: 'terminal_not_last', lastSequence: 5 },
+  });
   // Filling the gaps ends both runs with exactly what was acked.
   for (const body of [event(1, 2), event(1, 3)]) expect((await runs.postEvent(runId, body)).status).toBe(200);
   expect(await runResult(stack, organizationId, runId)).toMatchObject({ status: 'succeeded', eventCount: 4 });

@@ -21,7 +21,11 @@ afterAll(() => worker.stop());
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** Each answer as `status` or `status dependency` (a 503 names what was unavailable). */
-async function heartbeatFor(ms: number, intervalMs: number, send: () => Promise<{ status: number; json?: { dependency?: string } }>): Promise<string[]> {
+async function heartbeatFor(
+  ms: number,
+  intervalMs: number,
+  send: () => Promise<{ status: number; json?: { dependency?: string } }>,
+): Promise<string[]> {
   const answers: string[] = [];
   for (const end = Date.now() + ms; Date.now() < end; await sleep(intervalMs)) {
     const res = await send();
@@ -48,7 +52,9 @@ describe('a Postgres outage of the API longer than the lease', () => {
     proxy = await startTcpProxy({ host: url.hostname, port: Number(url.port) });
     url.port = String(proxy.port);
     // The API alone, on the worker's task queue, reaching Postgres through the proxy.
-    api = await startTestStack({ env: { DATABASE_URL: url.toString(), TEMPORAL_TASK_QUEUE: worker.services.temporal.taskQueue, RUN_LEASE_TIMEOUT: '3s' } });
+    api = await startTestStack({
+      env: { DATABASE_URL: url.toString(), TEMPORAL_TASK_QUEUE: worker.services.temporal.taskQueue, RUN_LEASE_TIMEOUT: '3s' },
+    });
   });
   afterAll(async () => {
     await api.stop();
@@ -69,9 +75,7 @@ describe('a Postgres outage of the API longer than the lease', () => {
     proxy.restore();
 
     expectHeartbeatsThrough(during);
-    const live = await worker.services.temporal.client.workflow
-      .getHandle(runWorkflowId(org.organizationId, runId))
-      .query(runSummaryQuery);
+    const live = await worker.services.temporal.client.workflow.getHandle(runWorkflowId(org.organizationId, runId)).query(runSummaryQuery);
     expect(live).toMatchObject({ status: 'running', attempt: 1 });
   }, 30_000);
 });

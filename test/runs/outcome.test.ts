@@ -26,7 +26,8 @@ beforeAll(async () => {
 });
 afterAll(() => stack.stop());
 
-const handleOf = (runId: string): WorkflowHandle => stack.services.temporal.client.workflow.getHandle(runWorkflowId(org.organizationId, runId));
+const handleOf = (runId: string): WorkflowHandle =>
+  stack.services.temporal.client.workflow.getHandle(runWorkflowId(org.organizationId, runId));
 
 const row = (runId: string) =>
   stack.services.database.db
@@ -54,7 +55,10 @@ async function expectFailedWith(runId: string, type: string, expected: Partial<R
   const { failure } = await settle(runId);
   expect(failure).toBeInstanceOf(WorkflowFailedError);
   // Read before anything else: the row was closed before the workflow failed, not after.
-  expect(await row(runId)).toMatchObject({ status: expected.status, summary: expect.objectContaining({ status: expected.status, error: expected.error }) });
+  expect(await row(runId)).toMatchObject({
+    status: expected.status,
+    summary: expect.objectContaining({ status: expected.status, error: expected.error }),
+  });
   const cause = failure!.cause;
   expect(cause).toBeInstanceOf(ApplicationFailure);
   expect(cause).toMatchObject({ type, nonRetryable: true, message: `run ${expected.status}: ${expected.error}` });
@@ -78,7 +82,13 @@ describe('a run whose outcome is a failure ends its workflow Failed', () => {
   it('lease lost: FAILED (RunFailed, lease_lost), the row, the read route and later reports as before', async () => {
     const id = newRunId();
     expect((await runs.postEvent(id, event(1, 1, 'assistant', { text: 'half an answer' }))).status).toBe(200);
-    const summary = await expectFailedWith(id, 'RunFailed', { status: 'failed', error: 'lease_lost', attempt: 1, eventCount: 1, lastAssistantText: 'half an answer' });
+    const summary = await expectFailedWith(id, 'RunFailed', {
+      status: 'failed',
+      error: 'lease_lost',
+      attempt: 1,
+      eventCount: 1,
+      lastAssistantText: 'half an answer',
+    });
     expect(summary.endedAt).not.toBeNull();
 
     const read = await runs.get(id);
@@ -96,7 +106,12 @@ describe('a run whose outcome is a failure ends its workflow Failed', () => {
     expect((await runs.postEvent(id, event(1, 1, 'assistant', { text: 'trying' }))).status).toBe(200);
     expect((await runs.postEvent(id, terminal)).status).toBe(200);
     await expectFailedWith(id, 'RunFailed', { status: 'failed', error: 'tool_crashed', eventCount: 2 });
-    expect((await runs.get(id)).json).toMatchObject({ id, status: 'failed', error: 'tool_crashed', countsByType: { assistant: 1, terminal: 1 } });
+    expect((await runs.get(id)).json).toMatchObject({
+      id,
+      status: 'failed',
+      error: 'tool_crashed',
+      countsByType: { assistant: 1, terminal: 1 },
+    });
     // The same completion again (a runtime retrying after a lost response) is not refused.
     expect((await runs.postEvent(id, terminal)).status).toBe(200);
   });
@@ -117,10 +132,15 @@ describe('a run whose outcome is a failure ends its workflow Failed', () => {
     await expectFailedWith(id, 'RunFailed', { status: 'failed', error: 'lease_lost' });
     const query = `WorkflowType = 'automationRun' AND ExecutionStatus = 'Failed' AND RunStatus = 'failed' AND OrgId = '${org.organizationId}' AND CloseTime > '${new Date(Date.now() - 3_600_000).toISOString()}'`;
     // Visibility is eventually consistent.
-    await waitFor(async () => {
-      for await (const info of stack.services.temporal.client.workflow.list({ query })) if (info.workflowId === runWorkflowId(org.organizationId, id)) return true;
-      return false;
-    }, 10_000, { what: 'the run in the visibility query' });
+    await waitFor(
+      async () => {
+        for await (const info of stack.services.temporal.client.workflow.list({ query }))
+          if (info.workflowId === runWorkflowId(org.organizationId, id)) return true;
+        return false;
+      },
+      10_000,
+      { what: 'the run in the visibility query' },
+    );
   });
 });
 
@@ -140,7 +160,7 @@ describe('a run whose outcome is not a failure ends its workflow Completed', () 
   });
 });
 
-it('endedByOwnLogic: Failed is the run\'s own end only for a failure outcome it published', () => {
+it("endedByOwnLogic: Failed is the run's own end only for a failure outcome it published", () => {
   expect(endedByOwnLogic('COMPLETED', 'succeeded')).toBe(true);
   expect(endedByOwnLogic('COMPLETED', 'cancelled')).toBe(true);
   for (const status of ['failed', 'timed_out', 'skipped']) expect(endedByOwnLogic('FAILED', status)).toBe(true);

@@ -38,7 +38,10 @@ async function terminatedRun() {
 it('a terminated run: the next report gets 409 run_closed and the row is closed (failed, workflow_terminated)', async () => {
   const { org, runs, runId } = await terminatedRun();
   expect(await runs.heartbeat(runId, 1)).toMatchObject({ status: 409, json: { error: 'run_closed', status: 'failed' } });
-  expect(await row(org.organizationId, runId)).toMatchObject({ status: 'failed', summary: expect.objectContaining({ error: 'workflow_terminated' }) });
+  expect(await row(org.organizationId, runId)).toMatchObject({
+    status: 'failed',
+    summary: expect.objectContaining({ error: 'workflow_terminated' }),
+  });
 });
 
 it('a terminated run read by id is reconciled, not answered `running` from a replayed query', async () => {
@@ -76,11 +79,21 @@ it('a report for an id Temporal has forgotten (after retention) is refused from 
       member_id: org.owner.memberId,
       created_at: new Date(createdAt),
       version: 7,
-      summary: JSON.stringify({ id: runId, organizationId: org.organizationId, status: 'running', attempt: 1, createdAt, memberId: org.owner.memberId }),
+      summary: JSON.stringify({
+        id: runId,
+        organizationId: org.organizationId,
+        status: 'running',
+        attempt: 1,
+        createdAt,
+        memberId: org.owner.memberId,
+      }),
     })
     .execute();
   expect(await runs.postEvent(runId, event(1, 2))).toMatchObject({ status: 409, json: { error: 'run_closed', status: 'failed' } });
-  expect(await row(org.organizationId, runId)).toMatchObject({ status: 'failed', summary: expect.objectContaining({ error: 'workflow_not_found' }) });
+  expect(await row(org.organizationId, runId)).toMatchObject({
+    status: 'failed',
+    summary: expect.objectContaining({ error: 'workflow_not_found' }),
+  });
   // No workflow was started for it.
   await expect(stack.services.temporal.client.workflow.getHandle(runWorkflowId(org.organizationId, runId)).describe()).rejects.toThrow();
 });

@@ -95,19 +95,21 @@ describe('automation runs over HTTP', () => {
   });
 
   it('property: any permutation of a run with duplicates persists exactly the sorted unique log', async () => {
-    const arbitraryRun = fc
-      .integer({ min: 1, max: 15 })
-      .chain((n) =>
-        fc.record({
-          n: fc.constant(n),
-          // Every sequence 1..n+1 at least once (n+1 is the terminal), plus duplicates, in any order.
-          order: fc
-            .array(fc.integer({ min: 1, max: n + 1 }), { maxLength: n })
-            .chain((dupes) => fc.shuffledSubarray([...Array.from({ length: n + 1 }, (_, i) => i + 1), ...dupes], { minLength: n + 1 + dupes.length })),
-        }),
-      );
+    const arbitraryRun = fc.integer({ min: 1, max: 15 }).chain((n) =>
+      fc.record({
+        n: fc.constant(n),
+        // Every sequence 1..n+1 at least once (n+1 is the terminal), plus duplicates, in any order.
+        order: fc
+          .array(fc.integer({ min: 1, max: n + 1 }), { maxLength: n })
+          .chain((dupes) =>
+            fc.shuffledSubarray([...Array.from({ length: n + 1 }, (_, i) => i + 1), ...dupes], { minLength: n + 1 + dupes.length }),
+          ),
+      }),
+    );
     const eventOf = (n: number, sequence: number): EventInput =>
-      sequence === n + 1 ? event(1, sequence, 'terminal', { status: 'succeeded' }) : event(1, sequence, 'assistant', { text: `m${sequence}` });
+      sequence === n + 1
+        ? event(1, sequence, 'terminal', { status: 'succeeded' })
+        : event(1, sequence, 'assistant', { text: `m${sequence}` });
 
     for (const seed of [1, 42, 2024, 7, 99]) {
       await fc.assert(
@@ -140,7 +142,10 @@ describe('automation runs over HTTP', () => {
     await runs.postEvent(id, event(1, 2, 'user'));
     expect((await runs.heartbeat(id, 2)).status).toBe(200);
     // The old attempt: refused before the ack, so the run never holds it.
-    expect(await runs.postEvent(id, event(1, 3, 'user'))).toMatchObject({ status: 409, json: { error: 'stale_attempt', status: 'running' } });
+    expect(await runs.postEvent(id, event(1, 3, 'user'))).toMatchObject({
+      status: 409,
+      json: { error: 'stale_attempt', status: 'running' },
+    });
     await runs.postEvent(id, event(2, 1, 'assistant', { text: 'second try' }));
     await runs.postEvent(id, event(2, 2, 'terminal'));
     const done = await runResult(stack, org.organizationId, id);
@@ -182,7 +187,11 @@ describe('automation runs over HTTP', () => {
   });
 
   it('a queued run (as the Slack feature starts it) is listed, claimed, and returns the last assistant text', async () => {
-    const { runId, handle } = await startQueuedRun(stack, { organizationId: org.organizationId, memberId: org.owner.memberId, text: 'summarize my inbox' });
+    const { runId, handle } = await startQueuedRun(stack, {
+      organizationId: org.organizationId,
+      memberId: org.owner.memberId,
+      text: 'summarize my inbox',
+    });
     const queued = (await runs.list('?status=queued&limit=500')).json.runs.find((r: RunSummary) => r.id === runId);
     expect(queued).toMatchObject({ id: runId, status: 'queued', attempt: 0, memberId: org.owner.memberId, startedAt: null });
 
@@ -194,7 +203,12 @@ describe('automation runs over HTTP', () => {
     await runs.postEvent(runId, event(1, 2, 'assistant', { text: 'Here is your summary.' }));
     await runs.postEvent(runId, event(1, 3, 'terminal'));
     const result: RunSummary = await handle.result();
-    expect(result).toMatchObject({ status: 'succeeded', attempt: 1, lastAssistantText: 'Here is your summary.', input: { text: 'summarize my inbox' } });
+    expect(result).toMatchObject({
+      status: 'succeeded',
+      attempt: 1,
+      lastAssistantText: 'Here is your summary.',
+      input: { text: 'summarize my inbox' },
+    });
   });
 
   it('coalesces 100 heartbeats of one (run, attempt) into one signal', async () => {

@@ -48,7 +48,11 @@ const ev = (attempt: number, sequence: number, type: RunEventType = 'user', payl
 
 const running = (now = T0) => initialState({ organizationId: 'org', runId: 'r', initialStatus: 'running', createdAt: now }, now, settings);
 const queued = (now = T0) =>
-  initialState({ organizationId: 'org', runId: 'r', initialStatus: 'queued', createdAt: now, memberId: 'm', input: { text: 'hi' } }, now, settings);
+  initialState(
+    { organizationId: 'org', runId: 'r', initialStatus: 'queued', createdAt: now, memberId: 'm', input: { text: 'hi' } },
+    now,
+    settings,
+  );
 const applyAll = (state: RunState, events: RunEventReport[], now = T0) => events.reduce((s, e) => applyEvent(s, e, now, settings), state);
 const sequences = (state: RunState) => state.outbox.map((e) => [e.attempt, e.sequence]);
 
@@ -69,7 +73,12 @@ describe('run state: start and claim', () => {
     const claimed = claimRun(queued(), T0 + 5, settings);
     expect(claimed).toMatchObject({ status: 'running', attempt: 1, startedAt: T0 + 5, leaseExpiresAt: T0 + 5 + 60_000, transitions: 1 });
     expect(claimVerdict(claimed)).toEqual({ ok: false, error: 'already_claimed', status: 'running' });
-    expect(applyEvent(claimed, ev(1, 1), T0 + 7, settings)).toMatchObject({ status: 'running', attempt: 1, eventCount: 1, nextSequence: 2 });
+    expect(applyEvent(claimed, ev(1, 1), T0 + 7, settings)).toMatchObject({
+      status: 'running',
+      attempt: 1,
+      eventCount: 1,
+      nextSequence: 2,
+    });
     // A report of a newer attempt does not switch a claimed run's attempt: only the next claim does.
     expect(applyHeartbeat(claimed, { attempt: 2, receivedAt: 0 }, T0 + 8, settings)).toMatchObject({ attempt: 1, ignored: { stale: 1 } });
   });
@@ -118,16 +127,24 @@ describe('run state: ordering and dedupe', () => {
   it('property: any arrival order with duplicates applies exactly 1..n once, in order', () => {
     fc.assert(
       fc.property(
-        fc.integer({ min: 1, max: 40 }).chain((n) =>
-          fc.tuple(fc.constant(n), fc.array(fc.integer({ min: 1, max: n }), { maxLength: 20 })).chain(([size, dupes]) =>
-            fc.tuple(
-              fc.constant(size),
-              fc.shuffledSubarray([...Array.from({ length: size }, (_, i) => i + 1), ...dupes], { minLength: size + dupes.length }),
-            ),
+        fc
+          .integer({ min: 1, max: 40 })
+          .chain((n) =>
+            fc
+              .tuple(fc.constant(n), fc.array(fc.integer({ min: 1, max: n }), { maxLength: 20 }))
+              .chain(([size, dupes]) =>
+                fc.tuple(
+                  fc.constant(size),
+                  fc.shuffledSubarray([...Array.from({ length: size }, (_, i) => i + 1), ...dupes], { minLength: size + dupes.length }),
+                ),
+              ),
           ),
-        ),
         ([n, order]) => {
-          const s = applyAll(running(), order.map((sequence) => ev(1, sequence)), T0);
+          const s = applyAll(
+            running(),
+            order.map((sequence) => ev(1, sequence)),
+            T0,
+          );
           const wide = { ...settings, eventBufferMax: 1000 };
           const t = order.reduce((acc, sequence) => applyEvent(acc, ev(1, sequence), T0, wide), running());
           expect(t.outbox.map((e) => e.sequence)).toEqual(Array.from({ length: n }, (_, i) => i + 1));
@@ -189,7 +206,11 @@ describe('run state: ordering and dedupe', () => {
   });
 
   it('remembers the text of the last assistant event', () => {
-    const s = applyAll(running(), [ev(1, 1, 'assistant', { text: 'one' }), ev(1, 2, 'assistant', { text: 'two' }), ev(1, 3, 'assistant', { tool: 'x' })]);
+    const s = applyAll(running(), [
+      ev(1, 1, 'assistant', { text: 'one' }),
+      ev(1, 2, 'assistant', { text: 'two' }),
+      ev(1, 3, 'assistant', { tool: 'x' }),
+    ]);
     expect(s.lastAssistantText).toBe('two');
     expect(s.countsByType).toEqual({ assistant: 3 });
   });
@@ -210,17 +231,20 @@ describe('run state: the event verdict, decided before the ack', () => {
 
   it('property: every event the verdict accepts is applied or buffered, never dropped', () => {
     fc.assert(
-      fc.property(fc.array(fc.record({ sequence: fc.integer({ min: 1, max: 15 }), kb: fc.integer({ min: 0, max: 300 }) }), { maxLength: 40 }), (arrivals) => {
-        let state = running();
-        for (const { sequence, kb } of arrivals) {
-          const e = ev(1, sequence, 'user', { blob: 'x'.repeat(kb * 1024) });
-          if (!verdict(state, e).ok) continue;
-          state = applyEvent(state, e, T0, settings);
-          expect(state.ignored.overflow).toBe(0);
-          const held = state.outbox.some((o) => o.sequence === sequence) || state.buffer.some((b) => b.event.sequence === sequence);
-          expect(held).toBe(true);
-        }
-      }),
+      fc.property(
+        fc.array(fc.record({ sequence: fc.integer({ min: 1, max: 15 }), kb: fc.integer({ min: 0, max: 300 }) }), { maxLength: 40 }),
+        (arrivals) => {
+          let state = running();
+          for (const { sequence, kb } of arrivals) {
+            const e = ev(1, sequence, 'user', { blob: 'x'.repeat(kb * 1024) });
+            if (!verdict(state, e).ok) continue;
+            state = applyEvent(state, e, T0, settings);
+            expect(state.ignored.overflow).toBe(0);
+            const held = state.outbox.some((o) => o.sequence === sequence) || state.buffer.some((b) => b.event.sequence === sequence);
+            expect(held).toBe(true);
+          }
+        },
+      ),
     );
   });
 
@@ -338,7 +362,10 @@ describe('run state: liveness', () => {
 
 describe('run state: persistence and continue-as-new', () => {
   it('batches the outbox in order within count and byte bounds, and commits a prefix', () => {
-    const s = applyAll(running(), Array.from({ length: 10 }, (_, i) => ev(1, i + 1)));
+    const s = applyAll(
+      running(),
+      Array.from({ length: 10 }, (_, i) => ev(1, i + 1)),
+    );
     expect(outboxBatch(s, 4).map((e) => e.sequence)).toEqual([1, 2, 3, 4]);
     const big = applyAll(running(), [ev(1, 1, 'user', { x: 'y'.repeat(100) }), ev(1, 2, 'user', { x: 'y'.repeat(100) })]);
     expect(outboxBatch(big, 200, 150)).toHaveLength(1);
@@ -347,13 +374,20 @@ describe('run state: persistence and continue-as-new', () => {
 
   it('carries the compact state through continue-as-new, without persisted bodies', () => {
     const s = applyAll(running(), [ev(1, 1), ev(1, 2), ev(1, 4, 'user', { waiting: true })]);
-    const backlog = applyAll(running(), Array.from({ length: CARRY_MAX_EVENTS + 1 }, (_, i) => ev(1, i + 1)));
+    const backlog = applyAll(
+      running(),
+      Array.from({ length: CARRY_MAX_EVENTS + 1 }, (_, i) => ev(1, i + 1)),
+    );
     expect(canCarry(backlog)).toBe(false);
     expect(() => compactState(backlog)).toThrow(/outbox/);
     expect(canCarry(commitOutbox(backlog, 1))).toBe(true);
     const carried = compactState(commitOutbox(s, 2));
     expect(carried.outbox).toEqual([]);
-    const resumed = initialState({ organizationId: 'org', runId: 'r', initialStatus: 'running', createdAt: 0, carried }, T0 + 999, settings);
+    const resumed = initialState(
+      { organizationId: 'org', runId: 'r', initialStatus: 'running', createdAt: 0, carried },
+      T0 + 999,
+      settings,
+    );
     expect(resumed).toMatchObject({ eventCount: 2, nextSequence: 3, signalsThisExecution: 0, startedAt: T0 });
     expect(resumed.buffer.map((b) => b.event.sequence)).toEqual([4]);
     expect(applyEvent(resumed, ev(1, 3), T0, settings).outbox.map((e) => e.sequence)).toEqual([3, 4]);

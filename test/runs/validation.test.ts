@@ -22,7 +22,8 @@ describe('automation-run input validation', () => {
   });
   afterAll(() => stack.stop());
 
-  const expect400 = (res: { status: number; json: any }, paths: (string | number)[][]) => { // eslint-disable-line @typescript-eslint/no-explicit-any
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  const expect400 = (res: { status: number; json: any }, paths: (string | number)[][]) => {
     expect(res.status).toBe(400);
     expect(res.json.error).toBe('invalid_request');
     for (const detail of res.json.details) expect(typeof detail.message).toBe('string');
@@ -60,7 +61,11 @@ describe('automation-run input validation', () => {
     ['payload a string', { payload: 'text' }, [['payload']]],
     ['terminal with an unknown status', { type: 'terminal', payload: { status: 'done' } }, [['payload', 'status']]],
     ['terminal with a non-string error', { type: 'terminal', payload: { status: 'failed', error: 42 } }, [['payload', 'error']]],
-    ['several problems at once', { attempt: 0, sequence: -5, createdAt: 'x', type: undefined }, [['attempt'], ['sequence'], ['createdAt'], ['type']]],
+    [
+      'several problems at once',
+      { attempt: 0, sequence: -5, createdAt: 'x', type: undefined },
+      [['attempt'], ['sequence'], ['createdAt'], ['type']],
+    ],
   ];
 
   it.each(invalidEvents)('event: %s → 400 with its path', async (_name, change, paths) => {

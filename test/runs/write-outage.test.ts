@@ -31,18 +31,24 @@ beforeAll(async () => {
     END $$ LANGUAGE plpgsql`.execute(db);
   for (const table of ['automation_runs', 'automation_run_events']) {
     await sql`DROP TRIGGER IF EXISTS den_test_refuse_writes ON ${sql.table(table)}`.execute(db);
-    await sql`CREATE TRIGGER den_test_refuse_writes BEFORE INSERT OR UPDATE ON ${sql.table(table)} FOR EACH ROW EXECUTE FUNCTION den_test_refuse_writes()`.execute(db);
+    await sql`CREATE TRIGGER den_test_refuse_writes BEFORE INSERT OR UPDATE ON ${sql.table(table)} FOR EACH ROW EXECUTE FUNCTION den_test_refuse_writes()`.execute(
+      db,
+    );
   }
 });
 afterAll(async () => {
   const db = stack.services.database.db;
-  for (const table of ['automation_runs', 'automation_run_events']) await sql`DROP TRIGGER IF EXISTS den_test_refuse_writes ON ${sql.table(table)}`.execute(db);
+  for (const table of ['automation_runs', 'automation_run_events'])
+    await sql`DROP TRIGGER IF EXISTS den_test_refuse_writes ON ${sql.table(table)}`.execute(db);
   await stack.stop();
 });
 
 const refuse = (organizationId: string, code: '25006' | '23514') =>
-  sql`INSERT INTO den_test_refused_orgs VALUES (${organizationId}, ${code}) ON CONFLICT (organization_id) DO UPDATE SET code = EXCLUDED.code`.execute(stack.services.database.db);
-const allow = (organizationId: string) => sql`DELETE FROM den_test_refused_orgs WHERE organization_id = ${organizationId}`.execute(stack.services.database.db);
+  sql`INSERT INTO den_test_refused_orgs VALUES (${organizationId}, ${code}) ON CONFLICT (organization_id) DO UPDATE SET code = EXCLUDED.code`.execute(
+    stack.services.database.db,
+  );
+const allow = (organizationId: string) =>
+  sql`DELETE FROM den_test_refused_orgs WHERE organization_id = ${organizationId}`.execute(stack.services.database.db);
 
 it('acks while the backlog is small, then answers 503 for that run; nothing acked is lost once writes work again', async () => {
   const org = await createTestOrg(stack.services.database.db);
@@ -67,10 +73,14 @@ it('acks while the backlog is small, then answers 503 for that run; nothing acke
   expect((await runs.heartbeat(runId, 1)).status).toBe(200);
 
   await allow(org.organizationId);
-  const stored = await waitFor(async () => {
-    const res = await runs.events(runId, '?limit=100');
-    return res.status === 200 && res.json.events.length === acked ? (res.json.events as { sequence: number }[]) : undefined;
-  }, 30_000, { what: 'every acked event in Postgres' });
+  const stored = await waitFor(
+    async () => {
+      const res = await runs.events(runId, '?limit=100');
+      return res.status === 200 && res.json.events.length === acked ? (res.json.events as { sequence: number }[]) : undefined;
+    },
+    30_000,
+    { what: 'every acked event in Postgres' },
+  );
   expect(stored.map((e) => e.sequence)).toEqual(Array.from({ length: acked }, (_, i) => i + 1));
   // Admitted again once the backlog is gone.
   await waitFor(async () => (await runs.postEvent(runId, event(1, acked + 1))).status === 200, 10_000, { what: 'events admitted again' });

@@ -127,13 +127,18 @@ describe('completing a connect link', () => {
   });
 
   it('401 without credentials, 404 for an unknown connection, 400 for a body without token', async () => {
-    const anonymous = await stack.request('POST', `/v1/integrations/slack/${connection.connectionId}/account-links`, { body: { token: 'x' } });
+    const anonymous = await stack.request('POST', `/v1/integrations/slack/${connection.connectionId}/account-links`, {
+      body: { token: 'x' },
+    });
     expect(anonymous.status).toBe(401);
     expect(anonymous.json).toEqual({ error: 'unauthorized' });
     const unknown = await redeem(org.owner, 'x', 'emc_01h2xcejqtf2nbrexx3vqjhp41');
     expect(unknown.status).toBe(404);
     expect(unknown.json.error).toBe('not_found');
-    const noToken = await stack.request('POST', `/v1/integrations/slack/${connection.connectionId}/account-links`, { headers: org.owner.headers, body: {} });
+    const noToken = await stack.request('POST', `/v1/integrations/slack/${connection.connectionId}/account-links`, {
+      headers: org.owner.headers,
+      body: {},
+    });
     expect(noToken.status).toBe(400);
     expect(noToken.json.error).toBe('invalid_request');
     expect(noToken.json.details[0].path).toEqual(['token']);

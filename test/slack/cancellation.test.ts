@@ -6,14 +6,7 @@
 import type { WorkflowHandle } from '@temporalio/client';
 import { runWorkflowId } from '../../src/runs/contract';
 import { slackEventStateQuery, slackEventWorkflowId, type SlackEventState } from '../../src/slack/contract';
-import {
-  appMention,
-  eventEnvelope,
-  linkSlackUser,
-  newSlackUserId,
-  postSlackEvent,
-  startSlackLoop,
-} from '../harness/slack';
+import { appMention, eventEnvelope, linkSlackUser, newSlackUserId, postSlackEvent, startSlackLoop } from '../harness/slack';
 import { waitFor } from '../harness/wait';
 
 let loop: Awaited<ReturnType<typeof startSlackLoop>>;
@@ -30,10 +23,14 @@ async function mention(slackUserId: string) {
 }
 
 const stateOf = (handle: WorkflowHandle, status: SlackEventState['status']) =>
-  waitFor(async () => {
-    const state = await handle.query(slackEventStateQuery);
-    return state.status === status ? state : undefined;
-  }, 15_000, { what: status });
+  waitFor(
+    async () => {
+      const state = await handle.query(slackEventStateQuery);
+      return state.status === status ? state : undefined;
+    },
+    15_000,
+    { what: status },
+  );
 
 const taskFailures = async (handle: WorkflowHandle) =>
   ((await handle.fetchHistory()).events ?? []).filter((e) => e.workflowTaskFailedEventAttributes).length;
@@ -46,7 +43,9 @@ it('cancelling a Slack event with a running run child closes both cancelled and 
   const child = stack.services.temporal.client.workflow.getHandle(runWorkflowId(org.organizationId, created.runId!));
   // A runtime finds the run in the list once its row exists, then claims it.
   await waitFor(async () =>
-    (await stack.request('GET', '/v1/automation-runs?status=queued', { headers: member.headers })).json.runs.some((r: { id: string }) => r.id === created.runId),
+    (await stack.request('GET', '/v1/automation-runs?status=queued', { headers: member.headers })).json.runs.some(
+      (r: { id: string }) => r.id === created.runId,
+    ),
   );
   expect((await stack.request('POST', `/v1/automation-runs/${created.runId}/claim`, { headers: member.headers })).status).toBe(200);
 

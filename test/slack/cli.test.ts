@@ -53,12 +53,23 @@ describe('den slack connections', () => {
 
   it('create prints {connectionId} and stores secrets encrypted', async () => {
     const result = await den(
-      'slack', 'connections', 'create',
-      '--org', organizationId,
-      '--team-id', 'TCLI0001', '--app-id', 'ACLI0001',
-      '--signing-secret', 'first-signing-secret',
-      '--bot-token', 'xoxb-cli-bot-token', '--bot-user-id', 'UCLIBOT',
-      '--channels', 'C0001,C0002',
+      'slack',
+      'connections',
+      'create',
+      '--org',
+      organizationId,
+      '--team-id',
+      'TCLI0001',
+      '--app-id',
+      'ACLI0001',
+      '--signing-secret',
+      'first-signing-secret',
+      '--bot-token',
+      'xoxb-cli-bot-token',
+      '--bot-user-id',
+      'UCLIBOT',
+      '--channels',
+      'C0001,C0002',
     );
     expect(result.stderr).not.toMatch(/den:/);
     expect(result.code).toBe(0);
@@ -67,15 +78,26 @@ describe('den slack connections', () => {
     expect(printed.connectionId).toMatch(/^emc_[0-7][0-9a-hjkmnp-tv-z]{25}$/);
     connectionId = printed.connectionId;
 
-    const row = await stack.services.database.db.selectFrom('slack_connections').selectAll().where('id', '=', connectionId).executeTakeFirstOrThrow();
-    expect(row).toMatchObject({ organization_id: organizationId, team_id: 'TCLI0001', api_app_id: 'ACLI0001', bot_user_id: 'UCLIBOT', channels: ['C0001', 'C0002'], enabled: true });
+    const row = await stack.services.database.db
+      .selectFrom('slack_connections')
+      .selectAll()
+      .where('id', '=', connectionId)
+      .executeTakeFirstOrThrow();
+    expect(row).toMatchObject({
+      organization_id: organizationId,
+      team_id: 'TCLI0001',
+      api_app_id: 'ACLI0001',
+      bot_user_id: 'UCLIBOT',
+      channels: ['C0001', 'C0002'],
+      enabled: true,
+    });
     expect(row.signing_secret).toMatch(/^v1\./);
     expect(row.signing_secret).not.toContain('first-signing-secret');
     expect(row.bot_token).not.toContain('xoxb-cli-bot-token');
     expect((await challenge(connectionId, 'first-signing-secret')).json).toEqual({ challenge: 'cli' });
   });
 
-  it('list shows the organization\'s connections without secrets', async () => {
+  it("list shows the organization's connections without secrets", async () => {
     const result = await den('slack', 'connections', 'list', '--org', organizationId);
     expect(result.code).toBe(0);
     expect(result.stdout).not.toContain('first-signing-secret');
@@ -97,7 +119,16 @@ describe('den slack connections', () => {
   });
 
   it('update rotates the signing secret, keeping the previous one for the given hours', async () => {
-    const result = await den('slack', 'connections', 'update', connectionId, '--signing-secret', 'second-signing-secret', '--previous-secret-valid-hours', '2');
+    const result = await den(
+      'slack',
+      'connections',
+      'update',
+      connectionId,
+      '--signing-secret',
+      'second-signing-secret',
+      '--previous-secret-valid-hours',
+      '2',
+    );
     expect(result.code).toBe(0);
     const view = JSON.parse(result.stdout) as { previousSecretExpiresAt: string };
     const expires = Date.parse(view.previousSecretExpiresAt);
@@ -123,18 +154,59 @@ describe('den slack connections', () => {
   });
 
   it('create --disabled', async () => {
-    const result = await den('slack', 'connections', 'create', '--org', organizationId, '--team-id', 'TCLI0002', '--app-id', 'ACLI0002', '--signing-secret', 's', '--disabled');
+    const result = await den(
+      'slack',
+      'connections',
+      'create',
+      '--org',
+      organizationId,
+      '--team-id',
+      'TCLI0002',
+      '--app-id',
+      'ACLI0002',
+      '--signing-secret',
+      's',
+      '--disabled',
+    );
     expect(result.code).toBe(0);
     const { connectionId: id } = JSON.parse(result.stdout) as { connectionId: string };
-    const row = await stack.services.database.db.selectFrom('slack_connections').select(['enabled', 'bot_token']).where('id', '=', id).executeTakeFirstOrThrow();
+    const row = await stack.services.database.db
+      .selectFrom('slack_connections')
+      .select(['enabled', 'bot_token'])
+      .where('id', '=', id)
+      .executeTakeFirstOrThrow();
     expect(row).toEqual({ enabled: false, bot_token: null });
   });
 
   it('fails clearly on bad input', async () => {
-    const unknownOrg = await den('slack', 'connections', 'create', '--org', 'org_nope', '--team-id', 'T1', '--app-id', 'A1', '--signing-secret', 's');
+    const unknownOrg = await den(
+      'slack',
+      'connections',
+      'create',
+      '--org',
+      'org_nope',
+      '--team-id',
+      'T1',
+      '--app-id',
+      'A1',
+      '--signing-secret',
+      's',
+    );
     expect(unknownOrg.code).toBe(1);
     expect(unknownOrg.stderr).toContain('den: organization org_nope not found');
-    const badTeam = await den('slack', 'connections', 'create', '--org', organizationId, '--team-id', 'not a team', '--app-id', 'A1', '--signing-secret', 's');
+    const badTeam = await den(
+      'slack',
+      'connections',
+      'create',
+      '--org',
+      organizationId,
+      '--team-id',
+      'not a team',
+      '--app-id',
+      'A1',
+      '--signing-secret',
+      's',
+    );
     expect(badTeam.code).not.toBe(0);
     expect(badTeam.stderr).toContain('must be a Slack team id');
     const unknownId = await den('slack', 'connections', 'update', 'emc_01h2xcejqtf2nbrexx3vqjhp41', '--enabled', 'true');

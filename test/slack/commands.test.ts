@@ -39,7 +39,9 @@ describe.each(['slack', 'chatplatform'] as const)('POST /v1/integrations/%s/{con
     expect(res.headers.get('content-type')).toMatch(/^application\/json/);
     expect(Object.keys(res.json).sort()).toEqual(['response_type', 'text']);
     expect(res.json.response_type).toBe('ephemeral');
-    expect(res.json.text).toMatch(new RegExp(`<${APP_BASE_URL.replace(/\./g, '\\.')}/connect/slack\\?token=[A-Za-z0-9_.%-]+\\|Connect your account>`));
+    expect(res.json.text).toMatch(
+      new RegExp(`<${APP_BASE_URL.replace(/\./g, '\\.')}/connect/slack\\?token=[A-Za-z0-9_.%-]+\\|Connect your account>`),
+    );
     const verdict = verifyLinkToken(stack.services.secretKey, linkTokenFrom(res.json.text), Date.now());
     expect(verdict.ok).toBe(true);
     if (!verdict.ok) return;
@@ -63,7 +65,10 @@ describe.each(['slack', 'chatplatform'] as const)('POST /v1/integrations/%s/{con
     expect(res.status).toBe(200);
     expect(res.text).toBe('');
     // Unsigned, it is an ordinary request with a bad signature.
-    const unsigned = await stack.request('POST', path(connection.connectionId), { raw, headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+    const unsigned = await stack.request('POST', path(connection.connectionId), {
+      raw,
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    });
     expect(unsigned.status).toBe(401);
   });
 
@@ -126,7 +131,9 @@ describe.each(['slack', 'chatplatform'] as const)('POST /v1/integrations/%s/{con
   });
 
   it('on a disabled connection: an ephemeral notice and no link', async () => {
-    const disabled = await createTestSlackConnection(stack.services.database.db, stack.services.secretKey, organizationId, { enabled: false });
+    const disabled = await createTestSlackConnection(stack.services.database.db, stack.services.secretKey, organizationId, {
+      enabled: false,
+    });
     const res = await send({ user_id: 'U1' }, disabled);
     expect(res.status).toBe(200);
     expect(res.json.response_type).toBe('ephemeral');

@@ -16,7 +16,6 @@ import {
   postSlackEvent,
   slackSignatureHeaders,
   startFakeSlack,
-  
   type FakeSlack,
   type TestSlackConnection,
 } from '../harness/slack';
@@ -77,7 +76,9 @@ describe.each(['slack', 'chatplatform'] as const)('POST /v1/integrations/%s/{con
     expect(res.json).toEqual({ ok: true });
     // The ack came after the start: the workflow is there the moment we look.
     expect(await workflowExists(connection.connectionId, envelope.event_id)).toBe(true);
-    const description = await stack.services.temporal.client.workflow.getHandle(slackEventWorkflowId(connection.connectionId, envelope.event_id)).describe();
+    const description = await stack.services.temporal.client.workflow
+      .getHandle(slackEventWorkflowId(connection.connectionId, envelope.event_id))
+      .describe();
     expect(description.type).toBe('slackEvent');
     expect(description.taskQueue).toBe(stack.services.temporal.taskQueue);
   });
@@ -127,7 +128,10 @@ describe.each(['slack', 'chatplatform'] as const)('POST /v1/integrations/%s/{con
     ['upper case', 'emc_01H2XCEJQTF2NBREXX3VQJHP41'],
   ])('400 InvalidRequestError for a bad connectionId (%s)', async (_name, id) => {
     const raw = JSON.stringify({ type: 'url_verification', challenge: 'c' });
-    const res = await stack.request('POST', path(id), { raw, headers: { 'content-type': 'application/json', ...slackSignatureHeaders('x', raw) } });
+    const res = await stack.request('POST', path(id), {
+      raw,
+      headers: { 'content-type': 'application/json', ...slackSignatureHeaders('x', raw) },
+    });
     expect(res.status).toBe(400);
     expect(res.json.error).toBe('invalid_request');
     expect(res.json.details[0].path).toEqual(['connectionId']);
@@ -171,20 +175,33 @@ describe.each(['slack', 'chatplatform'] as const)('POST /v1/integrations/%s/{con
     expect(wrongSecret.json).toEqual({ ok: false });
     const stale = await stack.request('POST', path(connection.connectionId), {
       raw: body,
-      headers: { 'content-type': 'application/json', ...slackSignatureHeaders(connection.signingSecret, body, Math.floor(Date.now() / 1000) - 301) },
+      headers: {
+        'content-type': 'application/json',
+        ...slackSignatureHeaders(connection.signingSecret, body, Math.floor(Date.now() / 1000) - 301),
+      },
     });
     expect(stale.status).toBe(401);
     expect(stale.json).toEqual({ ok: false });
-    const unsigned = await stack.request('POST', path(connection.connectionId), { raw: body, headers: { 'content-type': 'application/json' } });
+    const unsigned = await stack.request('POST', path(connection.connectionId), {
+      raw: body,
+      headers: { 'content-type': 'application/json' },
+    });
     expect(unsigned.status).toBe(401);
     expect(unsigned.json).toEqual({ ok: false });
     const text = await metricsText();
-    expect(text).toMatch(/den_signature_failures_total\{route="\/v1\/integrations\/slack\/\{connectionId\}\/events",reason="mismatch"\} [1-9]/);
-    expect(text).toMatch(/den_signature_failures_total\{route="\/v1\/integrations\/slack\/\{connectionId\}\/events",reason="stale_timestamp"\} [1-9]/);
+    expect(text).toMatch(
+      /den_signature_failures_total\{route="\/v1\/integrations\/slack\/\{connectionId\}\/events",reason="mismatch"\} [1-9]/,
+    );
+    expect(text).toMatch(
+      /den_signature_failures_total\{route="\/v1\/integrations\/slack\/\{connectionId\}\/events",reason="stale_timestamp"\} [1-9]/,
+    );
   });
 
   it('401 before 400: an unsigned non-JSON body is a signature failure', async () => {
-    const res = await stack.request('POST', path(connection.connectionId), { raw: 'not json', headers: { 'content-type': 'application/json' } });
+    const res = await stack.request('POST', path(connection.connectionId), {
+      raw: 'not json',
+      headers: { 'content-type': 'application/json' },
+    });
     expect(res.status).toBe(401);
     expect(res.json).toEqual({ ok: false });
   });
@@ -244,13 +261,17 @@ describe('retries and dedupe', () => {
     const before = await metricsText();
     const count = (text: string, outcome: string) =>
       Number(
-        new RegExp(`den_ingress_outcomes_total\\{route="/v1/integrations/slack/\\{connectionId\\}/events",outcome="${outcome}",reason="app_mention"\\} (\\d+)`).exec(text)?.[1] ?? 0,
+        new RegExp(
+          `den_ingress_outcomes_total\\{route="/v1/integrations/slack/\\{connectionId\\}/events",outcome="${outcome}",reason="app_mention"\\} (\\d+)`,
+        ).exec(text)?.[1] ?? 0,
       );
     const [first, second] = await Promise.all([
       postSlackEvent(stack, connection, envelope),
       postSlackEvent(stack, connection, envelope, { headers: { 'x-slack-retry-num': '1', 'x-slack-retry-reason': 'http_timeout' } }),
     ]);
-    const third = await postSlackEvent(stack, connection, envelope, { headers: { 'x-slack-retry-num': '2', 'x-slack-retry-reason': 'http_error' } });
+    const third = await postSlackEvent(stack, connection, envelope, {
+      headers: { 'x-slack-retry-num': '2', 'x-slack-retry-reason': 'http_error' },
+    });
     for (const res of [first, second, third]) {
       expect(res.status).toBe(200);
       expect(res.json).toEqual({ ok: true });
@@ -258,13 +279,18 @@ describe('retries and dedupe', () => {
     const workflowId = slackEventWorkflowId(connection.connectionId, envelope.event_id);
     const list = async () => {
       const ids: string[] = [];
-      for await (const execution of stack.services.temporal.client.workflow.list({ query: `WorkflowId = '${workflowId}'` })) ids.push(execution.runId);
+      for await (const execution of stack.services.temporal.client.workflow.list({ query: `WorkflowId = '${workflowId}'` }))
+        ids.push(execution.runId);
       return ids;
     };
-    const runs = await waitFor(async () => {
-      const ids = await list();
-      return ids.length > 0 ? ids : undefined;
-    }, 10_000, { what: 'visibility' });
+    const runs = await waitFor(
+      async () => {
+        const ids = await list();
+        return ids.length > 0 ? ids : undefined;
+      },
+      10_000,
+      { what: 'visibility' },
+    );
     expect(runs).toHaveLength(1);
     const after = await metricsText();
     expect(count(after, 'enqueued') - count(before, 'enqueued')).toBe(1);
@@ -295,7 +321,11 @@ describe('lifecycle events', () => {
     const handle = stack.services.temporal.client.workflow.getHandle(slackEventWorkflowId(connection.connectionId, envelope.event_id));
     const result = await handle.result();
     expect(result).toMatchObject({ status: 'connection_disabled', detail: type });
-    const row = await stack.services.database.db.selectFrom('slack_connections').select(['enabled', 'disabled_reason']).where('id', '=', connection.connectionId).executeTakeFirstOrThrow();
+    const row = await stack.services.database.db
+      .selectFrom('slack_connections')
+      .select(['enabled', 'disabled_reason'])
+      .where('id', '=', connection.connectionId)
+      .executeTakeFirstOrThrow();
     expect(row).toEqual({ enabled: false, disabled_reason: type });
     const description = await handle.describe();
     expect(description.typedSearchAttributes.get(slackSearchAttributes.SlackEventStatus)).toBe('connection_disabled');
@@ -337,12 +367,17 @@ describe('quotas', () => {
     // No worker: only the front door's decision matters here. Quotas count in fixed windows: a
     // clock frozen mid-window keeps the five mentions in one (signatures allow it ±300 s).
     const midWindow = windowStart(Date.now()) + QUOTA_WINDOW_MS / 2;
-    quotaStack = await startTestStack({ env: { SLACK_WORKSPACE_QUOTA_PER_MINUTE: '3', SLACK_USER_QUOTA_PER_MINUTE: '2' }, now: () => midWindow });
+    quotaStack = await startTestStack({
+      env: { SLACK_WORKSPACE_QUOTA_PER_MINUTE: '3', SLACK_USER_QUOTA_PER_MINUTE: '2' },
+      now: () => midWindow,
+    });
   });
   afterAll(() => quotaStack.stop());
 
   it('acknowledges but does not route over the per-user and per-workspace quotas', async () => {
-    const connection = await createTestSlackConnection(quotaStack.services.database.db, quotaStack.services.secretKey, organizationId, { botToken: null });
+    const connection = await createTestSlackConnection(quotaStack.services.database.db, quotaStack.services.secretKey, organizationId, {
+      botToken: null,
+    });
     const [u1, u2, u3] = [newSlackUserId(), newSlackUserId(), newSlackUserId()];
     const send = async (user: string) => {
       const envelope = eventEnvelope(connection, appMention(user));

@@ -50,23 +50,38 @@ async function mentionAsLinkedMember(member: TestMember, text: string) {
   expect(res.json).toEqual({ ok: true });
 
   const handle = stack.services.temporal.client.workflow.getHandle(slackEventWorkflowId(connection.connectionId, envelope.event_id));
-  const state = await waitFor(async () => {
-    const s = await handle.query(slackEventStateQuery);
-    return s.status === 'run_created' ? s : undefined;
-  }, 15_000, { what: 'run_created' });
+  const state = await waitFor(
+    async () => {
+      const s = await handle.query(slackEventStateQuery);
+      return s.status === 'run_created' ? s : undefined;
+    },
+    15_000,
+    { what: 'run_created' },
+  );
   const runId = state.runId!;
-  const queued = await waitFor(async () => {
-    const list = await stack.request('GET', '/v1/automation-runs?status=queued', { headers: member.headers });
-    expect(list.status).toBe(200);
-    return (list.json.runs as { id: string; status: string; memberId: string | null }[]).find((r) => r.id === runId);
-  }, 15_000, { what: 'the run in GET /v1/automation-runs?status=queued' });
+  const queued = await waitFor(
+    async () => {
+      const list = await stack.request('GET', '/v1/automation-runs?status=queued', { headers: member.headers });
+      expect(list.status).toBe(200);
+      return (list.json.runs as { id: string; status: string; memberId: string | null }[]).find((r) => r.id === runId);
+    },
+    15_000,
+    { what: 'the run in GET /v1/automation-runs?status=queued' },
+  );
   expect(queued).toMatchObject({
     id: runId,
     status: 'queued',
     memberId: member.memberId,
     // The work itself: what was asked (bot mention removed) and where the answer goes.
     input: { text },
-    origin: { kind: 'slack', connectionId: connection.connectionId, teamId: connection.teamId, channelId: mention.channel, threadTs: mention.ts, userId: slackUserId },
+    origin: {
+      kind: 'slack',
+      connectionId: connection.connectionId,
+      teamId: connection.teamId,
+      channelId: mention.channel,
+      threadTs: mention.ts,
+      userId: slackUserId,
+    },
   });
   return { mention, handle, runId };
 }
@@ -130,7 +145,10 @@ describe('exactly one reply per run', () => {
     const runtime = (path: string, body: unknown) =>
       stack.request('POST', `/v1/automation-runs/${encodeURIComponent(runId)}/${path}`, { headers: member.headers, body });
     expect((await runtime('claim', {})).status).toBe(200);
-    expect((await runtime('events', { attempt: 1, sequence: 1, type: 'assistant', payload: { text: `answer to ${text}` }, createdAt: 0 })).status).toBe(200);
+    expect(
+      (await runtime('events', { attempt: 1, sequence: 1, type: 'assistant', payload: { text: `answer to ${text}` }, createdAt: 0 }))
+        .status,
+    ).toBe(200);
     expect((await runtime('events', { attempt: 1, sequence: 2, type: 'terminal', payload: {}, createdAt: 0 })).status).toBe(200);
     return { mention, handle };
   }
@@ -139,14 +157,21 @@ describe('exactly one reply per run', () => {
 
   it.each([
     ['answers internal_error after accepting the message', { status: 200, body: { ok: false, error: 'internal_error' }, accept: true }],
-    ['accepts the message and hangs up before answering (as a worker stopped after Slack\'s 200 would leave it)', { status: 200, accept: true, reset: true }],
-  ])('Slack %s: the retry finds the reply in the thread and posts nothing more', async (_case, reply) => {
-    slack.script('chat.postMessage', reply);
-    const text = `exactly once ${Math.random()}`;
-    const { mention, handle } = await answeredRun(text);
-    expect(await handle.result()).toMatchObject({ status: 'replied', runStatus: 'succeeded' });
-    // The retry looked in the thread first (conversations.replies, with metadata) and found it.
-    expect(slack.calls.some((c) => c.method === 'conversations.replies' && c.body.ts === mention.ts)).toBe(true);
-    expect(repliesIn(mention)).toEqual([expect.objectContaining({ text: `answer to ${text}` })]);
-  }, 60_000);
+    [
+      "accepts the message and hangs up before answering (as a worker stopped after Slack's 200 would leave it)",
+      { status: 200, accept: true, reset: true },
+    ],
+  ])(
+    'Slack %s: the retry finds the reply in the thread and posts nothing more',
+    async (_case, reply) => {
+      slack.script('chat.postMessage', reply);
+      const text = `exactly once ${Math.random()}`;
+      const { mention, handle } = await answeredRun(text);
+      expect(await handle.result()).toMatchObject({ status: 'replied', runStatus: 'succeeded' });
+      // The retry looked in the thread first (conversations.replies, with metadata) and found it.
+      expect(slack.calls.some((c) => c.method === 'conversations.replies' && c.body.ts === mention.ts)).toBe(true);
+      expect(repliesIn(mention)).toEqual([expect.objectContaining({ text: `answer to ${text}` })]);
+    },
+    60_000,
+  );
 });

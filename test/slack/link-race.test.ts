@@ -52,9 +52,13 @@ it('a link that lands while the pending row is being cleared, after the wait tim
   release();
   await holder;
 
-  const state = await waitFor(async () => {
-    const s = await handle.query(slackEventStateQuery);
-    return ['run_created', 'link_expired'].includes(s.status) ? s : undefined;
-  }, 15_000, { what: 'the link decision' });
+  const state = await waitFor(
+    async () => {
+      const s = await handle.query(slackEventStateQuery);
+      return ['run_created', 'link_expired'].includes(s.status) ? s : undefined;
+    },
+    15_000,
+    { what: 'the link decision' },
+  );
   expect(state).toMatchObject({ status: 'run_created', memberId: member.memberId });
 });

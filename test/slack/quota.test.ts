@@ -8,7 +8,14 @@ import { slackEventWorkflowId } from '../../src/slack/contract';
 import { QUOTA_WINDOW_MS, SlackQuota, windowStart } from '../../src/slack/quota';
 import { createTestOrg } from '../harness/identity';
 import { closedPort } from '../harness/ports';
-import { appMention, createTestSlackConnection, eventEnvelope, newSlackUserId, postSlackEvent, type TestSlackConnection } from '../harness/slack';
+import {
+  appMention,
+  createTestSlackConnection,
+  eventEnvelope,
+  newSlackUserId,
+  postSlackEvent,
+  type TestSlackConnection,
+} from '../harness/slack';
 import { startTestStack, type TestStack } from '../harness/stack';
 
 // Every replica reads one frozen clock in the middle of the current window, so no test straddles
@@ -30,7 +37,14 @@ beforeAll(async () => {
   organizationId = (await createTestOrg(a.services.database.db)).organizationId;
 });
 afterAll(async () => {
-  await Promise.all(started.map(({ stack, workflowId }) => stack.services.temporal.client.workflow.getHandle(workflowId).terminate('test done').catch(() => undefined)));
+  await Promise.all(
+    started.map(({ stack, workflowId }) =>
+      stack.services.temporal.client.workflow
+        .getHandle(workflowId)
+        .terminate('test done')
+        .catch(() => undefined),
+    ),
+  );
   await Promise.all([a.stop(), b.stop()]);
 });
 
@@ -160,7 +174,11 @@ describe('releasing units', () => {
     // The next window starts from nothing.
     const next = NOW + QUOTA_WINDOW_MS;
     expect((await quota.tryTake(checks('U1'), next)).ok).toBe(true);
-    await a.services.database.db.deleteFrom('slack_quota_windows').where('window_start', '=', new Date(windowStart(next))).where('key', 'like', `%${team}%`).execute();
+    await a.services.database.db
+      .deleteFrom('slack_quota_windows')
+      .where('window_start', '=', new Date(windowStart(next)))
+      .where('key', 'like', `%${team}%`)
+      .execute();
   });
 });
 
@@ -171,9 +189,14 @@ describe('expired windows', () => {
     // Older than any window a test can write: the sweep, oldest first, reaches these before any other.
     const ancient = [0, 1, 2].map((i) => ({ key: `user:${team}:ancient${i}`, window_start: new Date(i * QUOTA_WINDOW_MS), used: 1 }));
     const previous = { key: `user:${team}:previous`, window_start: new Date(windowStart(NOW) - QUOTA_WINDOW_MS), used: 1 };
-    await db.insertInto('slack_quota_windows').values([...ancient, previous]).execute();
+    await db
+      .insertInto('slack_quota_windows')
+      .values([...ancient, previous])
+      .execute();
     const left = async () =>
-      (await db.selectFrom('slack_quota_windows').select('key').where('key', 'like', `user:${team}:%`).orderBy('key').execute()).map((r) => r.key);
+      (await db.selectFrom('slack_quota_windows').select('key').where('key', 'like', `user:${team}:%`).orderBy('key').execute()).map(
+        (r) => r.key,
+      );
 
     const quota = new SlackQuota(db, a.services.log, { sweepEvery: 2, sweepBatch: 2 });
     const take = () => quota.tryTake([{ key: `user:${team}:taker`, limit: 10 }], NOW);

@@ -16,7 +16,6 @@ import {
   postSlackEvent,
   postSlashCommand,
   startFakeSlack,
-  
   type FakeSlack,
   type TestSlackConnection,
 } from '../harness/slack';
@@ -57,10 +56,14 @@ async function stateOf(eventId: string, via = connection): Promise<SlackEventSta
 }
 
 async function waitForStatus(eventId: string, status: SlackEventState['status'], timeoutMs = 15_000, via = connection) {
-  return waitFor(async () => {
-    const state = await stateOf(eventId, via);
-    return state.status === status ? state : undefined;
-  }, timeoutMs, { what: `slack event ${eventId} to reach ${status}` });
+  return waitFor(
+    async () => {
+      const state = await stateOf(eventId, via);
+      return state.status === status ? state : undefined;
+    },
+    timeoutMs,
+    { what: `slack event ${eventId} to reach ${status}` },
+  );
 }
 
 async function send(event: Record<string, unknown>, via = connection): Promise<string> {
@@ -135,7 +138,9 @@ describe('an unlinked Slack user', () => {
   });
 
   it('with no bot token: waits for the link without calling Slack', async () => {
-    const silent = await createTestSlackConnection(stack.services.database.db, stack.services.secretKey, org.organizationId, { botToken: null });
+    const silent = await createTestSlackConnection(stack.services.database.db, stack.services.secretKey, org.organizationId, {
+      botToken: null,
+    });
     const user = newSlackUserId();
     const eventId = await send(appMention(user), silent);
     await waitForStatus(eventId, 'awaiting_link', 15_000, silent);
@@ -148,10 +153,14 @@ describe('an unlinked Slack user', () => {
     const user = newSlackUserId();
     slack.script('chat.postEphemeral', { status: 429, headers: { 'retry-after': '2' }, body: { ok: false, error: 'ratelimited' } });
     const eventId = await send(appMention(user));
-    const second = await waitFor(() => {
-      const calls = slack.calls.filter((c) => c.method === 'chat.postEphemeral' && c.body.user === user);
-      return calls.length >= 2 ? calls : undefined;
-    }, 15_000, { what: 'a retried chat.postEphemeral' });
+    const second = await waitFor(
+      () => {
+        const calls = slack.calls.filter((c) => c.method === 'chat.postEphemeral' && c.body.user === user);
+        return calls.length >= 2 ? calls : undefined;
+      },
+      15_000,
+      { what: 'a retried chat.postEphemeral' },
+    );
     expect(second[1]!.at - second[0]!.at).toBeGreaterThanOrEqual(1900);
     await handleOf(eventId).terminate('test done');
   });

@@ -41,15 +41,26 @@ it('a mention in a thread is answered in that thread by `den runtime --exec "tr 
   const mention = { ...appMention(slackUserId, 'shout this please'), thread_ts: threadTs };
   expect((await postSlackEvent(stack, connection, eventEnvelope(connection, mention))).json).toEqual({ ok: true });
 
-  const queued = await waitFor(async () => {
-    const res = await stack.request('GET', '/v1/automation-runs?status=queued', { headers: member.headers });
-    return res.json.runs[0];
-  }, 15_000, { what: 'the queued run' });
+  const queued = await waitFor(
+    async () => {
+      const res = await stack.request('GET', '/v1/automation-runs?status=queued', { headers: member.headers });
+      return res.json.runs[0];
+    },
+    15_000,
+    { what: 'the queued run' },
+  );
   expect(queued).toMatchObject({
     status: 'queued',
     memberId: member.memberId,
     input: { text: 'shout this please' },
-    origin: { kind: 'slack', connectionId: connection.connectionId, teamId: connection.teamId, channelId: mention.channel, threadTs, userId: slackUserId },
+    origin: {
+      kind: 'slack',
+      connectionId: connection.connectionId,
+      teamId: connection.teamId,
+      channelId: mention.channel,
+      threadTs,
+      userId: slackUserId,
+    },
   });
   // Only that member sees it.
   expect((await stack.request('GET', '/v1/automation-runs?status=queued', { headers: other.headers })).json.runs).toEqual([]);

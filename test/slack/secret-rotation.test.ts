@@ -46,7 +46,13 @@ it('opens with the previous key during a rotation, re-seals with the new one, an
   // During the rotation both work, and link tokens signed with the old key still verify.
   const rotating = await stackWith({ SECRET_KEY: newKey.toString('hex'), SECRET_KEY_PREVIOUS: oldKey.toString('hex') });
   expect((await challenge(rotating, connection)).json).toEqual({ challenge: 'rotate' });
-  const { token } = createLinkToken(oldKey, { connectionId: connection.connectionId, teamId: connection.teamId, slackUserId: 'U1', now: Date.now(), ttlMs: 60_000 });
+  const { token } = createLinkToken(oldKey, {
+    connectionId: connection.connectionId,
+    teamId: connection.teamId,
+    slackUserId: 'U1',
+    now: Date.now(),
+    ttlMs: 60_000,
+  });
   expect(verifyLinkToken({ current: newKey, previous: oldKey }, token, Date.now()).ok).toBe(true);
   expect(verifyLinkToken(newKey, token, Date.now()).ok).toBe(false);
 
@@ -65,7 +71,11 @@ it('opens with the previous key during a rotation, re-seals with the new one, an
   expect((await challenge(newOnly, connection)).json).toEqual({ challenge: 'rotate' });
   // Idempotent: nothing of ours is left to re-seal.
   const again = await resealSlackSecrets(before.services.database.db, { current: newKey, previous: oldKey });
-  const row = await before.services.database.db.selectFrom('slack_connections').select('id').where('id', '=', connection.connectionId).executeTakeFirstOrThrow();
+  const row = await before.services.database.db
+    .selectFrom('slack_connections')
+    .select('id')
+    .where('id', '=', connection.connectionId)
+    .executeTakeFirstOrThrow();
   expect(row.id).toBe(connection.connectionId);
   expect(again.resealed).toBe(0);
 }, 60_000);

@@ -13,7 +13,15 @@ const headers = (signature = SIGNATURE, timestamp: string | number = TIMESTAMP):
   'x-slack-request-timestamp': String(timestamp),
 });
 
-function verify(overrides: { body?: string | Buffer; headers?: HeaderBag; now?: () => number; previous?: { secret: string; expiresAt: number }; current?: string } = {}) {
+function verify(
+  overrides: {
+    body?: string | Buffer;
+    headers?: HeaderBag;
+    now?: () => number;
+    previous?: { secret: string; expiresAt: number };
+    current?: string;
+  } = {},
+) {
   return verifySlackSignature({
     rawBody: overrides.body ?? Buffer.from(BODY),
     headers: overrides.headers ?? headers(),
@@ -74,12 +82,14 @@ describe('Slack signature verifier (pure)', () => {
     });
   });
 
-  it.each([['letters', 'abc'], ['negative', '-1531420618'], ['fraction', '1531420618.5'], ['huge', '9'.repeat(40)]])(
-    'rejects a malformed timestamp: %s',
-    (_name, timestamp) => {
-      expect(verify({ headers: headers(SIGNATURE, timestamp) })).toEqual({ ok: false, reason: 'malformed_timestamp' });
-    },
-  );
+  it.each([
+    ['letters', 'abc'],
+    ['negative', '-1531420618'],
+    ['fraction', '1531420618.5'],
+    ['huge', '9'.repeat(40)],
+  ])('rejects a malformed timestamp: %s', (_name, timestamp) => {
+    expect(verify({ headers: headers(SIGNATURE, timestamp) })).toEqual({ ok: false, reason: 'malformed_timestamp' });
+  });
 
   it('rejects a correct-looking signature under another secret', () => {
     expect(verify({ current: 'another-secret' })).toEqual({ ok: false, reason: 'mismatch' });

@@ -28,7 +28,10 @@ describe('link tokens', () => {
     const [claims, mac] = token.split('.') as [string, string];
     const otherUser = createLinkToken(key, { ...base, slackUserId: 'U2' }).token.split('.')[0]!;
     expect(verifyLinkToken(key, `${otherUser}.${mac}`, base.now)).toEqual({ ok: false, reason: 'invalid' });
-    expect(verifyLinkToken(key, `${claims}.${mac.startsWith('A') ? 'B' : 'A'}${mac.slice(1)}`, base.now)).toEqual({ ok: false, reason: 'invalid' });
+    expect(verifyLinkToken(key, `${claims}.${mac.startsWith('A') ? 'B' : 'A'}${mac.slice(1)}`, base.now)).toEqual({
+      ok: false,
+      reason: 'invalid',
+    });
     expect(verifyLinkToken(randomBytes(32), token, base.now)).toEqual({ ok: false, reason: 'invalid' });
     for (const junk of ['', 'abc', `${claims}.`, `.${mac}`, `${token}.x`, 'a'.repeat(5000)]) {
       expect(verifyLinkToken(key, junk, base.now)).toEqual({ ok: false, reason: 'invalid' });

@@ -33,9 +33,7 @@ export function createApp(deps: AppDeps): Koa<AppState> {
   for (const removed of deps.removedRoutes) {
     router.all(removed.path.replace(/\{(\w+)\}/g, ':$1'), (ctx) => {
       ctx.state.routeTemplate = removed.path;
-      throw errors.gone(
-        `Removed in ${removed.removedIn}.${removed.replacement ? ` Use ${removed.replacement} instead.` : ''}`,
-      );
+      throw errors.gone(`Removed in ${removed.removedIn}.${removed.replacement ? ` Use ${removed.replacement} instead.` : ''}`);
     });
   }
 

@@ -14,18 +14,14 @@ export const OkFalse = z.object({ ok: z.literal(false) }).openapi('WebhookReject
 export const InvalidRequestError = z
   .object({
     error: z.literal('invalid_request'),
-    details: z.array(
-      z.object({ message: z.string(), path: z.array(z.union([z.string(), z.number()])).optional() }).passthrough(),
-    ),
+    details: z.array(z.object({ message: z.string(), path: z.array(z.union([z.string(), z.number()])).optional() }).passthrough()),
     capability: z.string().optional(),
   })
   .openapi('InvalidRequestError');
 
 export const Unauthorized = z.object({ error: z.literal('unauthorized') }).openapi('Unauthorized');
 
-export const Forbidden = z
-  .object({ error: z.literal('forbidden'), reason: z.string(), message: z.string() })
-  .openapi('Forbidden');
+export const Forbidden = z.object({ error: z.literal('forbidden'), reason: z.string(), message: z.string() }).openapi('Forbidden');
 
 /** A dependency is down: retry later (src/errors.ts `errors.unavailable`). */
 export const Unavailable = z

@@ -59,10 +59,7 @@ export function createSystemRoutes(deps: SystemRouteDeps): Route[] {
       503: { description: 'A dependency is down, or shutdown has begun; the body names which.', schema: Readiness },
     },
     handler: async () => {
-      const [postgres, temporalCheck] = await Promise.all([
-        check(() => pingDatabase(database.pool)),
-        check(() => pingTemporal(temporal)),
-      ]);
+      const [postgres, temporalCheck] = await Promise.all([check(() => pingDatabase(database.pool)), check(() => pingTemporal(temporal))]);
       const checks: { postgres: string; temporal: string; shutdown?: string } = { postgres, temporal: temporalCheck };
       if (lifecycle.shuttingDown) checks.shutdown = 'in progress';
       const ok = postgres === 'ok' && temporalCheck === 'ok' && !lifecycle.shuttingDown;
@@ -149,4 +146,3 @@ const docsAsset = defineRoute({
     };
   },
 });
-

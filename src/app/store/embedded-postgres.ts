@@ -147,7 +147,7 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
 
   const child: ChildProcess = spawn(
     bins.postgres,
-    ['-D', pgData, '-p', String(port), '-c', 'listen_addresses=127.0.0.1', '-c', "unix_socket_directories=", '-c', 'max_connections=200'],
+    ['-D', pgData, '-p', String(port), '-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories=', '-c', 'max_connections=200'],
     // Its own process group: a Ctrl-C in the terminal reaches only our process, which stops
     // Postgres last, after the requests and workflows that use it have drained.
     { ...ids, stdio: ['ignore', 'pipe', 'pipe'], detached: true },
@@ -166,9 +166,7 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
     };
     child.stderr!.on('data', onData);
     child.once('error', reject);
-    child.once('exit', (code) =>
-      reject(new Error(`postgres exited with ${code} during start-up; see ${options.logFile}`)),
-    );
+    child.once('exit', (code) => reject(new Error(`postgres exited with ${code} during start-up; see ${options.logFile}`)));
   });
   log.info({ port, pid: child.pid }, 'embedded postgres started');
 

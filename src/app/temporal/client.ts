@@ -1,4 +1,10 @@
-import { Client, Connection, WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError, WorkflowUpdateFailedError } from '@temporalio/client';
+import {
+  Client,
+  Connection,
+  WorkflowExecutionAlreadyStartedError,
+  WorkflowNotFoundError,
+  WorkflowUpdateFailedError,
+} from '@temporalio/client';
 import { status as grpcStatus } from '@grpc/grpc-js';
 import { AppError, errors } from '../errors';
 import type { Metrics } from '../metrics';
@@ -99,7 +105,5 @@ export async function temporalCall<T>(
 
 /** Temporal's own answer to "is it there?", bounded, for /ready. */
 export async function pingTemporal(temporal: TemporalClientHandle, timeoutMs = 2000): Promise<void> {
-  await temporal.connection.withDeadline(Date.now() + timeoutMs, () =>
-    temporal.connection.workflowService.getSystemInfo({}),
-  );
+  await temporal.connection.withDeadline(Date.now() + timeoutMs, () => temporal.connection.workflowService.getSystemInfo({}));
 }

@@ -65,7 +65,8 @@ export async function findOrInstall(options: {
   log: Logger;
 }): Promise<string> {
   if (options.configured) {
-    if (!(await isExecutable(options.configured))) throw new Error(`${options.configuredBy}=${options.configured} is not an executable file`);
+    if (!(await isExecutable(options.configured)))
+      throw new Error(`${options.configuredBy}=${options.configured} is not an executable file`);
     return options.configured;
   }
   const bin = await goBinDir();

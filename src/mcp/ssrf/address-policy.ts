@@ -172,7 +172,10 @@ export function isAllowed(decision: AddressDecision, policy: AddressPolicy): boo
 }
 
 /** The guard's question for one address: allowed, or refused with a reason fit for a warning. */
-export function decideAddress(address: string, policy: AddressPolicy): { allowed: true; decision: AddressDecision } | { allowed: false; decision: AddressDecision; reason: string } {
+export function decideAddress(
+  address: string,
+  policy: AddressPolicy,
+): { allowed: true; decision: AddressDecision } | { allowed: false; decision: AddressDecision; reason: string } {
   const decision = classifyAddress(address);
   if (isAllowed(decision, policy)) return { allowed: true, decision };
   const why =

@@ -48,7 +48,10 @@ export interface FetchFailure {
 }
 
 export class GuardedFetchError extends Error {
-  constructor(readonly failure: FetchFailure, options?: { cause?: unknown }) {
+  constructor(
+    readonly failure: FetchFailure,
+    options?: { cause?: unknown },
+  ) {
     super(failure.message, options);
     this.name = 'GuardedFetchError';
   }
@@ -177,7 +180,9 @@ function describeNetworkError(error: unknown, url: URL, deadlinePassed: boolean)
     const e = current as { name?: string; code?: string; message?: string; cause?: unknown };
     const where = url.host;
     if (e.name === 'AbortError' || e.name === 'TimeoutError') {
-      return deadlinePassed ? fail('timeout', `No answer from ${where} before the probe deadline`, error) : fail('aborted', `Request to ${where} was aborted`, error);
+      return deadlinePassed
+        ? fail('timeout', `No answer from ${where} before the probe deadline`, error)
+        : fail('aborted', `Request to ${where} was aborted`, error);
     }
     switch (e.code) {
       case 'ECONNREFUSED':
@@ -264,7 +269,8 @@ export function createGuardedFetch(options: GuardedFetchOptions): GuardedFetch {
 
   /** The checks that need no connection: scheme, user info, addresses, plain http. */
   async function admit(url: URL): Promise<void> {
-    if (url.protocol !== 'https:' && url.protocol !== 'http:') throw refuse('blocked_scheme', `Blocked: ${url.protocol} URLs are not fetched`);
+    if (url.protocol !== 'https:' && url.protocol !== 'http:')
+      throw refuse('blocked_scheme', `Blocked: ${url.protocol} URLs are not fetched`);
     if (url.username !== '' || url.password !== '') throw refuse('blocked_credentials', 'Blocked: URLs with credentials are not fetched');
     const allowlisted = allowlist.has(url.origin);
     if (url.protocol === 'http:' && !allowlisted && !options.allowPrivateNetwork) {
@@ -404,7 +410,9 @@ export function createGuardedFetch(options: GuardedFetchOptions): GuardedFetch {
       }
     } catch (error) {
       const guarded =
-        error instanceof GuardedFetchError ? error : fail('network_error', `Request to ${first} failed: ${(error as Error)?.message ?? String(error)}`, error);
+        error instanceof GuardedFetchError
+          ? error
+          : fail('network_error', `Request to ${first} failed: ${(error as Error)?.message ?? String(error)}`, error);
       record.failure = guarded.failure;
       throw guarded;
     }

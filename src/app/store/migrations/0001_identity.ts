@@ -23,9 +23,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addColumn('removed_at', 'timestamptz')
     .execute();
   // One live membership per (organization, user); a removed one may be re-added.
-  await sql`CREATE UNIQUE INDEX members_live_unique ON members (organization_id, user_id) WHERE removed_at IS NULL`.execute(
-    db,
-  );
+  await sql`CREATE UNIQUE INDEX members_live_unique ON members (organization_id, user_id) WHERE removed_at IS NULL`.execute(db);
   await db.schema
     .createTable('api_keys')
     .addColumn('id', 'text', (c) => c.primaryKey())

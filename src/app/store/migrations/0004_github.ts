@@ -9,7 +9,12 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addColumn('repository_id', 'bigint')
     .addColumn('repository_full_name', 'text', (c) => c.notNull())
     .addColumn('ref', 'text')
-    .addColumn('status', 'text', (c) => c.notNull().defaultTo('active').check(sql`status IN ('active', 'disabled', 'disconnected')`))
+    .addColumn('status', 'text', (c) =>
+      c
+        .notNull()
+        .defaultTo('active')
+        .check(sql`status IN ('active', 'disabled', 'disconnected')`),
+    )
     .addColumn('status_reason', 'text')
     .addColumn('created_at', 'timestamptz', (c) => c.notNull().defaultTo(sql`now()`))
     .addColumn('updated_at', 'timestamptz', (c) => c.notNull().defaultTo(sql`now()`))
@@ -34,9 +39,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addColumn('repository_full_name', 'text')
     .addColumn('ref', 'text')
     .addColumn('head_sha', 'text')
-    .addColumn('status', 'text', (c) =>
-      c.notNull().check(sql`status IN ('queued', 'running', 'completed', 'skipped', 'failed')`),
-    )
+    .addColumn('status', 'text', (c) => c.notNull().check(sql`status IN ('queued', 'running', 'completed', 'skipped', 'failed')`))
     .addColumn('outcome', 'text')
     .addColumn('created_at', 'timestamptz', (c) => c.notNull().defaultTo(sql`now()`))
     .addColumn('updated_at', 'timestamptz', (c) => c.notNull().defaultTo(sql`now()`))
