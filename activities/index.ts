@@ -1,24 +1,15 @@
 /**
- * The activity registry. Each feature contributes a factory; the worker registers their union
- * and the workflows proxy it by type (`Activities`).
+ * The activities' type as workflows proxy it (`Activities`). The worker registers each feature's
+ * activities through its descriptor (src/main/compose.ts); this union only types the proxies.
  */
-import { createGithubActivities } from './github';
-import { createMcpActivities } from './mcp';
-import { createPlatformActivities } from './platform';
-import { createRunActivities } from './runs';
-import { createSlackActivities } from './slack';
-import type { ActivityDeps } from './deps';
+import type { createGithubActivities } from './github';
+import type { createMcpActivities } from './mcp';
+import type { createPlatformActivities } from './platform';
+import type { createRunActivities } from './runs';
+import type { createSlackActivities } from './slack';
 
-export type { ActivityDeps } from './deps';
-
-export function createActivities(deps: ActivityDeps) {
-  return {
-    ...createPlatformActivities(deps),
-    ...createRunActivities(deps),
-    ...createSlackActivities(deps),
-    ...createGithubActivities(deps),
-    ...createMcpActivities(deps),
-  };
-}
-
-export type Activities = ReturnType<typeof createActivities>;
+export type Activities = ReturnType<typeof createPlatformActivities> &
+  ReturnType<typeof createRunActivities> &
+  ReturnType<typeof createSlackActivities> &
+  ReturnType<typeof createGithubActivities> &
+  ReturnType<typeof createMcpActivities>;

@@ -1,7 +1,6 @@
 import { Context } from '@temporalio/activity';
-import type { ActivityDeps } from './deps';
 
-export function createPlatformActivities(_deps: ActivityDeps) {
+export function createPlatformActivities() {
   return {
     /** The platform round-trip check: proves a workflow reached an activity on a live worker. */
     async echo(text: string): Promise<{ text: string; workflowId: string }> {

@@ -5,12 +5,13 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { bundleWorkflows } from '../src/app/temporal/worker';
+import { WORKFLOW_MODULES } from '../src/main/compose';
 
 async function main(): Promise<void> {
   const out = process.argv[2];
   if (!out) throw new Error('usage: tsx scripts/bundle-workflows.ts <out.js>');
   await fs.mkdir(path.dirname(path.resolve(out)), { recursive: true });
-  await fs.writeFile(out, await bundleWorkflows());
+  await fs.writeFile(out, await bundleWorkflows(WORKFLOW_MODULES));
   process.stdout.write(`wrote ${out}\n`);
 }
 

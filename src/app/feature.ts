@@ -1,11 +1,94 @@
+/**
+ * The one thing a feature hands the composition root (src/main/features.ts lists them): its
+ * settings, routes, activities, workflows, search attributes, CLI commands and background sweeps.
+ * The API, the worker, the CLI, the dev server and the start-up checks all read these
+ * descriptors, so adding a feature touches no hand-kept list outside its own files and that one
+ * line in the root.
+ */
+import type { Command } from 'commander';
+import type { Config } from './config';
+import type { SearchAttributeKey } from './temporal/search-attributes';
+import type { Authenticator } from './http/auth';
 import type { Route } from './http/route';
+import type { IngressGateway } from './ingress';
+import type { Logger } from './log';
+import type { Metrics } from './metrics';
+import type { SecretKeys } from './secrets';
+import type { SettingsSlice } from './settings';
+import type { Db } from './store/db';
+import type { TemporalClientHandle } from './temporal/client';
+
+/** The platform's values a feature may use besides its own settings. */
+export interface PlatformSettings {
+  /** The URL the service is reachable at, for links it hands out. */
+  publicBaseUrl: string;
+  /** The task queue this process's workflows and activities run on. */
+  taskQueue: string;
+  /** Bounds every start, signal and query a route or activity sends Temporal. */
+  temporalCallTimeoutMs: number;
+}
+
+/** What the API process hands a feature's routes: its own settings and the shared clients. */
+export interface ApiDeps<S> {
+  settings: S;
+  /** The whole configuration: being replaced by `settings` and `platform`. */
+  config: Config;
+  platform: PlatformSettings;
+  db: Db;
+  log: Logger;
+  metrics: Metrics;
+  temporal: TemporalClientHandle;
+  ingress: IngressGateway;
+  secretKey: SecretKeys;
+  /** The clock every route uses (tests inject one). */
+  now: () => number;
+}
+
+/** What a worker process hands a feature's activities and sweeps. */
+export interface WorkerDeps<S> {
+  settings: S;
+  /** The whole configuration: being replaced by `settings` and `platform`. */
+  config: Config;
+  platform: PlatformSettings;
+  db: Db;
+  log: Logger;
+  temporal: TemporalClientHandle;
+  secretKey: SecretKeys;
+}
+
+/** A periodic job the worker role runs, e.g. closing rows whose workflow ended outside its logic. */
+export interface Sweep<S> {
+  name: string;
+  intervalMs: number;
+  run(deps: WorkerDeps<S>, now: Date): Promise<void>;
+}
+
+/** An activity as Temporal registers it. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type ActivityFunction = (...args: any[]) => Promise<unknown>;
 
 /**
- * What a feature's factory (`createSlackFeature(deps)`, …) gives the composition root. Its
- * workflows and activities are registered by the worker (workflows/index.ts, activities/index.ts),
- * its CLI commands by src/cli/den.ts.
+ * A feature's descriptor. Methods (not function properties) keep a `Feature<SlackSettings>`
+ * assignable to the root's `Feature<unknown>[]`: each part only ever receives its own settings.
  */
-export interface Feature {
+export interface Feature<S = unknown> {
   name: string;
-  routes: Route[];
+  /** The feature's slice of the environment; the root validates every slice at once. */
+  settings?: SettingsSlice<S>;
+  /** The module with the feature's workflow types, without extension; bundled for the worker. */
+  workflows?: string;
+  searchAttributes?: readonly SearchAttributeKey[];
+  /** Extra task queues the worker polls, derived from the main one. */
+  taskQueues?(mainQueue: string): string[];
+  routes?(deps: ApiDeps<S>): Route[];
+  /** The identity feature's: turns credentials into a principal for every authenticated route. */
+  authenticator?(deps: ApiDeps<S>): Authenticator;
+  activities?(deps: WorkerDeps<S>): Record<string, ActivityFunction>;
+  sweeps?: readonly Sweep<S>[];
+  cli?(program: Command): void;
+}
+
+/** Declares a descriptor with its settings type inferred from the slice. */
+export function defineFeature<S>(feature: Feature<S>): Feature<S> {
+  return feature;
 }

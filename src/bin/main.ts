@@ -1,7 +1,7 @@
 import type { Config } from '../app/config';
 import { loadConfigOrExit } from './config';
 import { createLogger, type Logger } from '../app/log';
-import { startService } from '../app/compose';
+import { startService } from '../main/compose';
 import { onStopSignals } from './signals';
 
 /**

@@ -7,10 +7,7 @@ import { ConfigError } from '../app/config';
 import { AppError } from '../app/errors';
 import { IdentityError } from '../identity/store';
 import { CliError } from './context';
-import { registerGithubCommands } from '../github';
-import { registerIdentityCommands } from '../identity';
-import { registerSlackCommands } from '../slack';
-import { registerRunsCommands } from '../runs';
+import { features } from '../main/features';
 import { registerSecretsCommands } from './secrets';
 
 export function buildProgram(): Command {
@@ -18,10 +15,7 @@ export function buildProgram(): Command {
     .description('Operate the den control plane: organizations, members, API keys, sessions and integrations.')
     .showHelpAfterError()
     .exitOverride();
-  registerIdentityCommands(program);
-  registerSlackCommands(program);
-  registerGithubCommands(program);
-  registerRunsCommands(program);
+  for (const feature of features()) feature.cli?.(program);
   registerSecretsCommands(program);
   return program;
 }

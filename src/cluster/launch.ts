@@ -19,6 +19,7 @@ import { childEnvironment, type Config } from '../app/config';
 import type { Logger } from '../app/log';
 import { loadSecretKeys } from '../app/secrets';
 import { bundleWorkflows } from '../app/temporal/worker';
+import { WORKFLOW_MODULES } from '../main/compose';
 import { clusterBinaries } from './binaries';
 import { clusterPostgres, ensureTemporalSchemas } from './postgres';
 import { startProcess, waitUntil, type ManagedProcess } from './process';
@@ -68,7 +69,7 @@ export async function launchCluster(config: Config, log: Logger): Promise<Runnin
     const [binaries, postgres, bundle] = await Promise.allSettled([
       clusterBinaries(config, log),
       clusterPostgres(config, dir, log),
-      bundleWorkflows().then((code) => fs.writeFile(bundleFile, code)),
+      bundleWorkflows(WORKFLOW_MODULES).then((code) => fs.writeFile(bundleFile, code)),
     ]);
     if (postgres.status === 'fulfilled') started.push({ name: 'postgres', stop: postgres.value.stop });
     const { sqlTool, server: serverBinary, uiServer } = valueOf(binaries);

@@ -9,7 +9,7 @@ import { Connection } from '@temporalio/client';
 import { msToTs } from '@temporalio/common/lib/time';
 import { childEnvironment, type Config } from '../app/config';
 import type { Logger } from '../app/log';
-import { SEARCH_ATTRIBUTES } from '../app/compose';
+import { SEARCH_ATTRIBUTES } from '../main/compose';
 import { reachable } from '../app/temporal/dev-server';
 import { ensureSearchAttributes } from '../app/temporal/search-attributes';
 import type { ClusterPostgres } from './postgres';

@@ -1,10 +1,16 @@
 /** GitHub App webhooks (spec 4.5): verified deliveries become durable sync work. */
-import type { Feature } from '../app/feature';
-import { createGithubRoutes, type GithubRouteDeps } from './routes';
+import path from 'node:path';
+import { defineFeature } from '../app/feature';
+import { createGithubActivities } from '../../activities/github';
+import { registerGithubCommands } from './cli';
+import { githubSearchAttributes } from './contract';
+import { createGithubRoutes } from './routes';
 
-export { githubSearchAttributes } from './contract';
-export { registerGithubCommands } from './cli';
-
-export function createGithubFeature(deps: GithubRouteDeps): Feature {
-  return { name: 'github', routes: createGithubRoutes(deps) };
-}
+export const githubFeature = defineFeature({
+  name: 'github',
+  workflows: path.join(__dirname, '..', '..', 'workflows', 'github'),
+  searchAttributes: Object.values(githubSearchAttributes),
+  routes: (deps) => createGithubRoutes(deps),
+  activities: (deps) => createGithubActivities(deps),
+  cli: registerGithubCommands,
+});

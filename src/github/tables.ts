@@ -52,3 +52,8 @@ export interface GithubTables {
     updated_at: Timestamp;
   };
 }
+
+declare module '../app/store/schema' {
+  // eslint-disable-next-line @typescript-eslint/no-empty-object-type
+  interface Database extends GithubTables {}
+}

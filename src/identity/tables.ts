@@ -38,3 +38,8 @@ export interface IdentityTables {
     expires_at: Timestamp;
   };
 }
+
+declare module '../app/store/schema' {
+  // eslint-disable-next-line @typescript-eslint/no-empty-object-type
+  interface Database extends IdentityTables {}
+}

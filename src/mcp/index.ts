@@ -1,7 +1,21 @@
 /** MCP resolve (spec 4.2): presets first, then a bounded, SSRF-guarded probe workflow. */
-import type { Feature } from '../app/feature';
+import path from 'node:path';
+import { defineFeature } from '../app/feature';
+import { createMcpActivities } from '../../activities/mcp';
+import { mcpTaskQueue } from './contract';
+import type { McpNetworkOverrides } from './network';
 import { createMcpRoutes } from './routes';
 
-export function createMcpFeature(deps: Parameters<typeof createMcpRoutes>[0]): Feature {
-  return { name: 'mcp', routes: createMcpRoutes(deps) };
+export type { McpNetworkOverrides } from './network';
+
+export function createMcpFeature(options: { network?: McpNetworkOverrides } = {}) {
+  return defineFeature({
+    name: 'mcp',
+    workflows: path.join(__dirname, '..', '..', 'workflows', 'mcp'),
+    // Probes poll a queue of their own, so a backlog of deliveries or runs never makes an
+    // interactive probe wait in line and time out.
+    taskQueues: (mainQueue) => [mcpTaskQueue(mainQueue)],
+    routes: (deps) => createMcpRoutes(deps),
+    activities: (deps) => createMcpActivities({ ...deps, mcpNetwork: options.network }),
+  });
 }

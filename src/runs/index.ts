@@ -1,12 +1,30 @@
 /** Automation runs (spec 4.3, 4.4): one actor workflow per run; events, heartbeats, reads. */
-import type { Feature } from '../app/feature';
-import type { RunDeps } from './deps';
+import path from 'node:path';
+import { defineFeature } from '../app/feature';
+import { createRunActivities } from '../../activities/runs';
+import { registerRunsCommands } from './cli';
+import { runSearchAttributes } from './contract';
+import { sweepStaleRuns } from './reconcile';
 import { createRunRoutes } from './routes';
 
-export { runSearchAttributes } from './contract';
-export { registerRunsCommands } from './cli';
-export { sweepStaleRuns } from './reconcile';
+/** How often a worker process reconciles runs that ended outside their own logic. */
+const RUN_SWEEP_INTERVAL_MS = 60_000;
 
-export function createRunsFeature(deps: RunDeps): Feature {
-  return { name: 'runs', routes: createRunRoutes(deps) };
-}
+export const runsFeature = defineFeature({
+  name: 'runs',
+  workflows: path.join(__dirname, '..', '..', 'workflows', 'runs'),
+  searchAttributes: Object.values(runSearchAttributes),
+  routes: (deps) => createRunRoutes(deps),
+  activities: (deps) => createRunActivities(deps),
+  sweeps: [
+    {
+      name: 'stale runs',
+      intervalMs: RUN_SWEEP_INTERVAL_MS,
+      run: async (deps, now) => {
+        const closed = await sweepStaleRuns(deps, now);
+        if (closed > 0) deps.log.warn({ closed }, 'closed the rows of runs that ended outside their own logic');
+      },
+    },
+  ],
+  cli: registerRunsCommands,
+});

@@ -45,3 +45,8 @@ export interface RunTables {
     persisted_at: Timestamp;
   };
 }
+
+declare module '../app/store/schema' {
+  // eslint-disable-next-line @typescript-eslint/no-empty-object-type
+  interface Database extends RunTables {}
+}

@@ -1,15 +1,20 @@
 /** Slack (spec 4.1, 4.6): signed events and slash commands, account links. */
-import type { Feature } from '../app/feature';
+import path from 'node:path';
+import { defineFeature } from '../app/feature';
+import { createSlackActivities } from '../../activities/slack';
+import { registerSlackCommands } from './cli';
+import { slackSearchAttributes } from './contract';
 import { SlackQuota } from './quota';
-import { createSlackRoutes, type SlackRouteDeps } from './routes';
+import { createSlackRoutes } from './routes';
 
-export { slackSearchAttributes } from './contract';
-export { registerSlackCommands } from './cli';
 export { resealSlackSecrets } from './connections';
 
-/** What the composition root passes; the feature builds its own stores from them. */
-export type SlackFeatureDeps = Omit<SlackRouteDeps, 'quota'>;
-
-export function createSlackFeature(deps: SlackFeatureDeps): Feature {
-  return { name: 'slack', routes: createSlackRoutes({ ...deps, quota: new SlackQuota(deps.db, deps.log) }) };
-}
+export const slackFeature = defineFeature({
+  name: 'slack',
+  workflows: path.join(__dirname, '..', '..', 'workflows', 'slack'),
+  searchAttributes: Object.values(slackSearchAttributes),
+  // The quota is shared by every replica through Postgres; the feature builds it from the deps.
+  routes: (deps) => createSlackRoutes({ ...deps, quota: new SlackQuota(deps.db, deps.log) }),
+  activities: (deps) => createSlackActivities(deps),
+  cli: registerSlackCommands,
+});

@@ -75,3 +75,8 @@ export interface SlackTables {
     used: number;
   };
 }
+
+declare module '../app/store/schema' {
+  // eslint-disable-next-line @typescript-eslint/no-empty-object-type
+  interface Database extends SlackTables {}
+}

@@ -8,8 +8,8 @@ import { loadConfigWith, type Config } from '../../src/app/config';
 import { listen, type HttpServer } from '../../src/app/http/server';
 import type { RemovedRoute } from '../../src/app/http/deprecated';
 import { createLogger } from '../../src/app/log';
-import { activityDeps, createApi, createInfrastructure, type Infrastructure } from '../../src/app/compose';
-import { startWorker, type WorkerHandle } from '../../src/app/temporal/worker';
+import { createApi, createInfrastructure, startFeatureWorker, type Infrastructure } from '../../src/main/compose';
+import type { WorkerHandle } from '../../src/app/temporal/worker';
 import type { McpNetworkOverrides } from '../../src/mcp/network';
 import { testResolver } from './no-dns';
 
@@ -99,12 +99,10 @@ export async function startTestStack(
   });
   let worker: WorkerHandle | undefined;
   if (options.worker) {
-    worker = await startWorker({
-      config,
+    worker = await startFeatureWorker(services, {
       address: config.temporal.address!,
-      log,
       // No test worker ever asks the system's DNS: MCP probes only reach names a test maps.
-      deps: activityDeps(services, options.mcpNetwork ?? { resolve: testResolver() }),
+      mcpNetwork: options.mcpNetwork ?? { resolve: testResolver() },
     });
   }
   const http = await listen(createApi(services, { now: options.now, removedRoutes: options.removedRoutes }), '127.0.0.1', 0);

@@ -8,7 +8,7 @@ import { randomBytes } from 'node:crypto';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { SEARCH_ATTRIBUTES } from '../../src/app/compose';
+import { SEARCH_ATTRIBUTES, WORKFLOW_MODULES } from '../../src/main/compose';
 import { loadConfig } from '../../src/app/config';
 import { startEmbeddedPostgres } from '../../src/app/store/embedded-postgres';
 import { createLogger } from '../../src/app/log';
@@ -52,7 +52,7 @@ export default async function globalSetup(): Promise<void> {
   await database.close();
 
   const bundlePath = path.join(dataDir, 'workflow-bundle.js');
-  await fs.writeFile(bundlePath, await bundleWorkflows());
+  await fs.writeFile(bundlePath, await bundleWorkflows(WORKFLOW_MODULES));
 
   Object.assign(process.env, {
     DATA_DIR: dataDir,

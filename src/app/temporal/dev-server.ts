@@ -7,9 +7,8 @@ import { createWriteStream } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { Connection } from '@temporalio/client';
-import type { defineSearchAttributeKey } from '@temporalio/common';
 
-type SearchAttributeKey = ReturnType<typeof defineSearchAttributeKey>;
+import type { SearchAttributeKey } from './search-attributes';
 import type { Logger } from '../log';
 import { goBinDir, goInstall, isExecutable, onPath } from './go-binaries';
 
@@ -64,7 +63,7 @@ export interface DevServerOptions {
   sqliteSynchronous?: 'full' | 'normal';
   namespace: string;
   /** Registered with `--search-attribute`, so the Web UI can filter on them from the first start. */
-  searchAttributes: SearchAttributeKey[];
+  searchAttributes: readonly SearchAttributeKey[];
   logFile: string;
   log: Logger;
 }
@@ -92,7 +91,7 @@ export async function reachable(address: string, timeoutMs: number): Promise<boo
   }
 }
 
-function searchAttributeArgs(keys: SearchAttributeKey[]): string[] {
+function searchAttributeArgs(keys: readonly SearchAttributeKey[]): string[] {
   // The CLI spells types as Keyword / Int.
   const cliType = (type: string) => type.charAt(0) + type.slice(1).toLowerCase();
   return keys.flatMap((key) => ['--search-attribute', `${key.name}=${cliType(key.type)}`]);
@@ -189,7 +188,7 @@ async function startWithSdkDownload(options: DevServerOptions, address: string, 
       ...(options.headless ? {} : { ui: true, uiPort: options.uiPort }),
       dbFilename: options.dbFile,
       namespace: options.namespace,
-      searchAttributes: options.searchAttributes,
+      searchAttributes: [...options.searchAttributes],
     },
   });
   return { address, uiUrl, adopted: false, pid: undefined, stop: () => env.teardown() };

@@ -5,10 +5,10 @@
  */
 import type { Connection } from '@temporalio/client';
 import type { defineSearchAttributeKey } from '@temporalio/common';
-
-type SearchAttributeKey = ReturnType<typeof defineSearchAttributeKey>;
 import { temporal } from '@temporalio/proto';
 import type { Logger } from '../log';
+
+export type SearchAttributeKey = ReturnType<typeof defineSearchAttributeKey>;
 
 const INDEXED_TYPE: Record<string, temporal.api.enums.v1.IndexedValueType> = {
   KEYWORD: temporal.api.enums.v1.IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD,

@@ -1,21 +1,32 @@
 /**
- * The Temporal worker: runs every workflow of `workflows/` and every activity of `activities/`
- * on one task queue. Scale it out by running more `npm run worker` processes.
+ * The Temporal worker: runs the workflows and activities the composition root hands it
+ * (src/main/compose.ts reads them from the feature descriptors) on the main task queue and on
+ * any extra queue a feature asks for. Scale it out by running more `npm run worker` processes.
  */
+import fs from 'node:fs/promises';
 import path from 'node:path';
 import { type LogLevel, type LogMetadata, NativeConnection, Runtime, Worker, bundleWorkflowCode } from '@temporalio/worker';
-import { createActivities, type ActivityDeps } from '../../../activities';
 import type { Config } from '../config';
+import type { ActivityFunction } from '../feature';
 import type { Logger } from '../log';
-import { mcpTaskQueue } from '../../mcp/contract';
 
-// index.ts from the sources (tsx), index.js from a build (dist/): whichever this file is.
-export const WORKFLOWS_ENTRY = path.resolve(__dirname, '..', '..', '..', 'workflows', `index${path.extname(__filename)}`);
-
-/** Bundles the workflow code once (tests do it in the global setup; production at build time). */
-export async function bundleWorkflows(): Promise<string> {
-  const { code } = await bundleWorkflowCode({ workflowsPath: WORKFLOWS_ENTRY, logger: quietBundlerLogger });
-  return code;
+/**
+ * Bundles the workflow modules once (tests do it in the global setup; production at build time).
+ * The bundle's entry re-exports each module, so the list of workflow types is the descriptors'.
+ */
+export async function bundleWorkflows(modules: readonly string[]): Promise<string> {
+  // The entry must sit where the SDK's own workflow modules resolve from: under node_modules.
+  const nodeModules = path.resolve(require.resolve('@temporalio/workflow/package.json'), '..', '..', '..');
+  await fs.mkdir(path.join(nodeModules, '.cache'), { recursive: true });
+  const dir = await fs.mkdtemp(path.join(nodeModules, '.cache', 'den-workflows-'));
+  const entry = path.join(dir, 'index.js');
+  try {
+    await fs.writeFile(entry, modules.map((module) => `export * from ${JSON.stringify(module)};\n`).join(''));
+    const { code } = await bundleWorkflowCode({ workflowsPath: entry, logger: quietBundlerLogger });
+    return code;
+  } finally {
+    await fs.rm(dir, { recursive: true, force: true });
+  }
 }
 
 const noop = () => undefined;
@@ -81,7 +92,11 @@ export async function startWorker(options: {
   config: Config;
   address: string;
   log: Logger;
-  deps: ActivityDeps;
+  activities: Record<string, ActivityFunction>;
+  /** The workflow modules to bundle when WORKFLOW_BUNDLE_PATH names no prebuilt bundle. */
+  workflowModules: readonly string[];
+  /** Queues polled beside the main one, derived from it. */
+  extraTaskQueues: (mainQueue: string) => string[];
   /** Overrides config.temporal.taskQueue (tests isolate workers per file). */
   taskQueue?: string;
 }): Promise<WorkerHandle> {
@@ -90,16 +105,16 @@ export async function startWorker(options: {
   const taskQueue = options.taskQueue ?? config.temporal.taskQueue;
   const bundlePath = config.temporal.workflowBundlePath;
   // Bundled once: a restart must not pay for webpack again.
-  const workflowBundle = bundlePath ? { codePath: bundlePath } : { code: await bundleWorkflows() };
-  const activities = createActivities(options.deps);
+  const workflowBundle = bundlePath ? { codePath: bundlePath } : { code: await bundleWorkflows(options.workflowModules) };
+  const { activities } = options;
+  const queues = [taskQueue, ...options.extraTaskQueues(taskQueue)];
 
-  // Two pollers on one connection: the main queue, and MCP resolve's own queue (issue #17), so a
-  // backlog of deliveries or runs never makes an interactive probe wait in line and time out.
+  // One poller per queue, all on one connection.
   const create = async () => {
     const connection = await NativeConnection.connect({ address: options.address });
     try {
       const workers = await Promise.all(
-        [taskQueue, mcpTaskQueue(taskQueue)].map((queue) =>
+        queues.map((queue) =>
           Worker.create({
             connection,
             namespace: config.temporal.namespace,

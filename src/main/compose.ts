@@ -1,8 +1,8 @@
 /**
- * The composition root: the one place that constructs things. It builds the infrastructure
- * (config, logger, metrics, Postgres, the Temporal client, the ingress gateway), then each
- * feature from exactly the dependencies it declares, and hands the routes to the front door and
- * the activities to the worker.
+ * The composition root: the one place that decides what exists. It builds the infrastructure
+ * (config, logger, metrics, Postgres, the Temporal client, the ingress gateway), then reads every
+ * feature's descriptor (src/main/features.ts): routes for the front door; workflows, activities,
+ * task queues and sweeps for the worker; search attributes for Temporal.
  *
  * `npm start` runs everything in one process (embedded Temporal and Postgres when their
  * addresses are unset); `npm run serve` and `npm run worker` are the production split and
@@ -10,41 +10,33 @@
  */
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import type { Config } from './config';
-import { createApp } from './http/app';
-import { listen, type HttpServer } from './http/server';
 import type Koa from 'koa';
-import type { AppState } from './http/context';
-import { REMOVED_ROUTES, type RemovedRoute } from './http/deprecated';
-import { createOpenApi } from './http/openapi';
-import { createSystemRoutes } from './http/system-routes';
-import { createIngressGateway, createNoEnqueueGateway } from './ingress';
-import type { Metrics } from './metrics';
-import type { DbHandle } from './store/db';
-import type { TemporalClientHandle } from './temporal/client';
-import type { McpNetworkOverrides } from '../mcp/network';
-import type { Logger } from './log';
-import { createMetrics } from './metrics';
-import { loadSecretKeys, type SecretKeys } from './secrets';
-import { embeddedPostgresOptions, startEmbeddedPostgres } from './store/embedded-postgres';
-import { openDatabase } from './store/db';
-import { migrateToLatest } from './store/migrate';
-import { createTemporalClient } from './temporal/client';
-import { ensureSearchAttributes } from './temporal/search-attributes';
-import { devServerDbFile, findTemporalCli, startDevServer } from './temporal/dev-server';
-import { startWorker, type WorkerHandle } from './temporal/worker';
-import { createGithubFeature, githubSearchAttributes } from '../github';
-import { createIdentityFeature } from '../identity';
-import { createMcpFeature } from '../mcp';
-import { createRunsFeature, runSearchAttributes, sweepStaleRuns } from '../runs';
-import { createSlackFeature, slackSearchAttributes } from '../slack';
+import { publicBaseUrl, type Config } from '../app/config';
+import type { ActivityFunction, ApiDeps, Feature, PlatformSettings, WorkerDeps } from '../app/feature';
+import { createApp } from '../app/http/app';
+import type { AppState } from '../app/http/context';
+import { REMOVED_ROUTES, type RemovedRoute } from '../app/http/deprecated';
+import { createOpenApi } from '../app/http/openapi';
+import { listen, type HttpServer } from '../app/http/server';
+import { createSystemRoutes } from '../app/http/system-routes';
+import { createIngressGateway, createNoEnqueueGateway } from '../app/ingress';
+import type { Logger } from '../app/log';
+import { createMetrics, type Metrics } from '../app/metrics';
+import { loadSecretKeys, type SecretKeys } from '../app/secrets';
+import { openDatabase, type DbHandle } from '../app/store/db';
+import { embeddedPostgresOptions, startEmbeddedPostgres } from '../app/store/embedded-postgres';
+import { migrateToLatest } from '../app/store/migrate';
+import { createTemporalClient, type TemporalClientHandle } from '../app/temporal/client';
+import { devServerDbFile, findTemporalCli, startDevServer } from '../app/temporal/dev-server';
+import { ensureSearchAttributes } from '../app/temporal/search-attributes';
+import { startWorker, type WorkerHandle } from '../app/temporal/worker';
+import { features, type FeatureOptions } from './features';
 
 /** Every feature's custom search attributes, registered on the dev server and at start-up. */
-export const SEARCH_ATTRIBUTES = [
-  ...Object.values(runSearchAttributes),
-  ...Object.values(slackSearchAttributes),
-  ...Object.values(githubSearchAttributes),
-];
+export const SEARCH_ATTRIBUTES = features().flatMap((feature) => feature.searchAttributes ?? []);
+
+/** Every feature's workflow module, bundled for the worker. */
+export const WORKFLOW_MODULES = features().flatMap((feature) => (feature.workflows ? [feature.workflows] : []));
 
 export interface Dependencies {
   databaseUrl: string;
@@ -151,14 +143,21 @@ export async function createInfrastructure(
   };
 }
 
+/** The platform's values a feature may read besides its own settings. */
+function platformSettings(config: Config): PlatformSettings {
+  return {
+    publicBaseUrl: publicBaseUrl(config),
+    taskQueue: config.temporal.taskQueue,
+    temporalCallTimeoutMs: config.temporal.startTimeoutMs,
+  };
+}
+
 /**
  * The API: every feature's routes behind the front door. `now` is the clock every route uses
  * (tests inject one); `removedRoutes` the 410 table (tests add entries of their own).
  */
 export function createApi(infra: Infrastructure, options: { now?: () => number; removedRoutes?: RemovedRoute[] } = {}): Koa<AppState> {
   const { config, log, metrics, database, temporal, secretKey, lifecycle } = infra;
-  const now = options.now ?? (() => Date.now());
-  const db = database.db;
   // The benchmark gateway acks without Temporal; only this line can choose it.
   const ingress = config.bench.disableEnqueue
     ? createNoEnqueueGateway()
@@ -168,39 +167,85 @@ export function createApi(infra: Infrastructure, options: { now?: () => number; 
         updateTimeoutMs: config.temporal.updateTimeoutMs,
         metrics,
       });
-
-  const identity = createIdentityFeature({ db, log, now });
-  const features = [
-    identity,
-    createRunsFeature({ config, db, temporal, ingress, metrics, now }),
-    createSlackFeature({ config, db, secretKey, temporal, ingress, metrics, log, now }),
-    createGithubFeature({ config, db, ingress, metrics, now }),
-    createMcpFeature({ config, temporal, metrics }),
-  ];
+  const deps = (feature: Feature): ApiDeps<unknown> => ({
+    settings: settingsOf(config, feature),
+    config,
+    platform: platformSettings(config),
+    db: database.db,
+    log,
+    metrics,
+    temporal,
+    ingress,
+    secretKey,
+    now: options.now ?? (() => Date.now()),
+  });
+  const all = features();
+  const authenticators = all.flatMap((feature) => (feature.authenticator ? [feature.authenticator(deps(feature))] : []));
+  if (authenticators.length !== 1) throw new Error(`exactly one feature must authenticate requests, found ${authenticators.length}`);
   const system = createSystemRoutes({ database, temporal, metrics, lifecycle, openapiDocument: () => openapi.document() });
-  const routes = [...system, ...features.flatMap((feature) => feature.routes)];
+  const routes = [...system, ...all.flatMap((feature) => feature.routes?.(deps(feature)) ?? [])];
   const openapi = createOpenApi(routes);
-  return createApp({ routes, authenticate: identity.authenticate, log, metrics, removedRoutes: options.removedRoutes ?? REMOVED_ROUTES });
+  return createApp({ routes, authenticate: authenticators[0]!, log, metrics, removedRoutes: options.removedRoutes ?? REMOVED_ROUTES });
 }
 
-/** How often a worker process reconciles runs that ended outside their own logic. */
-const RUN_SWEEP_INTERVAL_MS = 60_000;
-
-/** The worker role's periodic sweep of stale run rows (src/runs/reconcile.ts). */
-function startRunSweep(infra: Infrastructure): { stop(): void } {
-  const timer = setInterval(() => {
-    sweepStaleRuns({ config: infra.config, db: infra.database.db, temporal: infra.temporal }, new Date()).then(
-      (closed) => closed > 0 && infra.log.warn({ closed }, 'closed the rows of runs that ended outside their own logic'),
-      (error: unknown) => infra.log.warn({ err: error }, 'run sweep failed; retrying at the next interval'),
-    );
-  }, RUN_SWEEP_INTERVAL_MS);
-  timer.unref();
-  return { stop: () => clearInterval(timer) };
+/** A feature's own settings, as the configuration parsed them. */
+function settingsOf(config: Config, feature: Feature): unknown {
+  return (config as unknown as Record<string, unknown>)[feature.name];
 }
 
-/** What the worker's activities use. `mcpNetwork`: tests inject a resolver that needs no DNS. */
-export function activityDeps(infra: Infrastructure, mcpNetwork?: McpNetworkOverrides) {
-  return { config: infra.config, db: infra.database.db, log: infra.log, temporal: infra.temporal, secretKey: infra.secretKey, mcpNetwork };
+/** What a worker process hands each feature. */
+function workerDeps(infra: Infrastructure, feature: Feature): WorkerDeps<unknown> {
+  return {
+    settings: settingsOf(infra.config, feature),
+    config: infra.config,
+    platform: platformSettings(infra.config),
+    db: infra.database.db,
+    log: infra.log,
+    temporal: infra.temporal,
+    secretKey: infra.secretKey,
+  };
+}
+
+/** Every feature's activities, keyed by the name workflows proxy them by. */
+export function workerActivities(infra: Infrastructure, options: FeatureOptions = {}): Record<string, ActivityFunction> {
+  const activities: Record<string, ActivityFunction> = {};
+  for (const feature of features(options)) {
+    for (const [name, activity] of Object.entries(feature.activities?.(workerDeps(infra, feature)) ?? {})) {
+      if (name in activities) throw new Error(`activity ${name} is registered by two features`);
+      activities[name] = activity;
+    }
+  }
+  return activities;
+}
+
+/** Starts a worker for every feature's workflows, activities and task queues. */
+export function startFeatureWorker(infra: Infrastructure, options: FeatureOptions & { address: string; taskQueue?: string }) {
+  const all = features(options);
+  return startWorker({
+    config: infra.config,
+    address: options.address,
+    log: infra.log,
+    taskQueue: options.taskQueue,
+    activities: workerActivities(infra, options),
+    workflowModules: WORKFLOW_MODULES,
+    extraTaskQueues: (mainQueue) => all.flatMap((feature) => feature.taskQueues?.(mainQueue) ?? []),
+  });
+}
+
+/** The worker role's periodic jobs, each feature's, on their own intervals. */
+function startSweeps(infra: Infrastructure): { stop(): void } {
+  const timers = features().flatMap((feature) =>
+    (feature.sweeps ?? []).map((sweep) => {
+      const timer = setInterval(() => {
+        sweep
+          .run(workerDeps(infra, feature), new Date())
+          .catch((error: unknown) => infra.log.warn({ err: error, sweep: sweep.name }, 'sweep failed; retrying at the next interval'));
+      }, sweep.intervalMs);
+      timer.unref();
+      return timer;
+    }),
+  );
+  return { stop: () => timers.forEach((timer) => clearInterval(timer)) };
 }
 
 export interface RunningService {
@@ -229,13 +274,8 @@ export async function startService(options: {
     if (applied.length > 0) log.info({ applied }, 'applied migrations');
     await ensureSearchAttributes(infra.temporal.connection, config.temporal.namespace, SEARCH_ATTRIBUTES, log);
     if (roles.worker) {
-      worker = await startWorker({
-        config,
-        address: dependencies.temporalAddress,
-        log,
-        deps: activityDeps(infra),
-      });
-      sweep = startRunSweep(infra);
+      worker = await startFeatureWorker(infra, { address: dependencies.temporalAddress });
+      sweep = startSweeps(infra);
     }
     if (roles.api) http = await listen(createApi(infra), config.http.host, config.http.port);
   } catch (error) {

@@ -1,0 +1,20 @@
+/**
+ * The one list of features. Everything that runs reads it: the API's routes, the worker's
+ * workflows, activities, task queues and sweeps, the search attributes, the settings and `den`.
+ */
+import type { Feature } from '../app/feature';
+import { githubFeature } from '../github';
+import { identityFeature } from '../identity';
+import { createMcpFeature, type McpNetworkOverrides } from '../mcp';
+import { runsFeature } from '../runs';
+import { slackFeature } from '../slack';
+import { platformFeature } from './platform';
+
+export interface FeatureOptions {
+  /** MCP probes' network: tests inject a resolver that needs no DNS. */
+  mcpNetwork?: McpNetworkOverrides;
+}
+
+export function features(options: FeatureOptions = {}): readonly Feature[] {
+  return [platformFeature, identityFeature, runsFeature, slackFeature, githubFeature, createMcpFeature({ network: options.mcpNetwork })];
+}
