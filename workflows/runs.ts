@@ -43,7 +43,6 @@ import {
   type RunWorkflowInput,
 } from '../src/runs/contract';
 import {
-  applyEvent,
   applyHeartbeat,
   cancelRun,
   canCarry,
@@ -51,7 +50,7 @@ import {
   claimVerdict,
   commitOutbox,
   compactState,
-  eventVerdict,
+  decideEvent,
   initialState,
   isClosed,
   nextDeadline,
@@ -127,17 +126,17 @@ export async function automationRun(input: RunWorkflowInput): Promise<RunSummary
 
   // Handlers first, so the signal that came with signalWithStart is applied before anything else.
   setHandler(runEventSignal, (event) => {
-    state = applyEvent(state, event, Date.now(), settings);
+    state = decideEvent(state, event, Date.now(), settings).next;
   });
   // The validator is the decision the API waits for: a refusal never reaches the history, and
   // an accepted event is applied or has room in the buffer, so a 200 never precedes a drop.
   setHandler(
     reportRunEventUpdate,
     (event) => {
-      state = applyEvent(state, event, Date.now(), settings);
+      state = decideEvent(state, event, Date.now(), settings).next;
       return { disposition: state.nextSequence > event.sequence ? 'applied' : 'buffered', status: state.status };
     },
-    { validator: (event) => refuse(eventVerdict(state, event, settings)) },
+    { validator: (event) => refuse(decideEvent(state, event, Date.now(), settings).verdict) },
   );
   setHandler(runHeartbeatSignal, (heartbeat) => {
     state = applyHeartbeat(state, heartbeat, Date.now(), settings);

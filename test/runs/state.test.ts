@@ -1,4 +1,4 @@
-/** Pure unit tests of the run actor's rules (workflows/automation-run-state.ts) and the heartbeat coalescer. */
+/** Pure unit tests of the run actor's rules (src/runs/state.ts) and the heartbeat coalescer. */
 import fc from 'fast-check';
 import { HeartbeatCoalescer } from '../../src/runs/heartbeat-coalescer';
 import type { RunEventReport, RunEventType, RunSettings } from '../../src/runs/contract';
@@ -8,12 +8,11 @@ import {
   utf8Bytes,
   claimRun,
   claimVerdict,
-  eventVerdict,
+  decideEvent,
   BUFFER_MAX_BYTES,
   CARRY_MAX_EVENTS,
   USAGE_MAX_KEYS,
   addUsage,
-  applyEvent,
   applyHeartbeat,
   canCarry,
   commitOutbox,
@@ -53,6 +52,9 @@ const queued = (now = T0) =>
     now,
     settings,
   );
+/** The state once an event is taken in: what a signal does whatever the verdict, and an Update after an `ok` one. */
+const applyEvent = (state: RunState, event: RunEventReport, now: number, runSettings: RunSettings) =>
+  decideEvent(state, event, now, runSettings).next;
 const applyAll = (state: RunState, events: RunEventReport[], now = T0) => events.reduce((s, e) => applyEvent(s, e, now, settings), state);
 const sequences = (state: RunState) => state.outbox.map((e) => [e.attempt, e.sequence]);
 
@@ -217,7 +219,7 @@ describe('run state: ordering and dedupe', () => {
 });
 
 describe('run state: the event verdict, decided before the ack', () => {
-  const verdict = (state: RunState, event: RunEventReport) => eventVerdict(state, event, settings);
+  const verdict = (state: RunState, event: RunEventReport) => decideEvent(state, event, T0, settings).verdict;
 
   it('accepts the next sequence and whatever the window and byte budget can hold', () => {
     const r = applyAll(running(), [ev(1, 1)]);
@@ -237,8 +239,9 @@ describe('run state: the event verdict, decided before the ack', () => {
           let state = running();
           for (const { sequence, kb } of arrivals) {
             const e = ev(1, sequence, 'user', { blob: 'x'.repeat(kb * 1024) });
-            if (!verdict(state, e).ok) continue;
-            state = applyEvent(state, e, T0, settings);
+            const decision = decideEvent(state, e, T0, settings);
+            if (!decision.verdict.ok) continue;
+            state = decision.next;
             expect(state.ignored.overflow).toBe(0);
             const held = state.outbox.some((o) => o.sequence === sequence) || state.buffer.some((b) => b.event.sequence === sequence);
             expect(held).toBe(true);
@@ -286,6 +289,91 @@ describe('run state: the event verdict, decided before the ack', () => {
     const ahead = applyAll(running(), [ev(1, 1), ev(1, 5)]);
     expect(verdict(ahead, ev(1, 2, 'terminal'))).toEqual({ ok: false, error: 'terminal_not_last', lastSequence: 5 });
     expect(verdict(ahead, ev(1, 6, 'terminal'))).toEqual({ ok: true });
+  });
+});
+
+describe('run state: one decision for the Update and the signal', () => {
+  const decide = (state: RunState, event: RunEventReport) => decideEvent(state, event, T0, settings);
+  /** What ignoring a report changes: one more signal of this execution, one more ignored under `reason`. */
+  const ignoredAs = (state: RunState, reason: keyof RunState['ignored']): RunState => ({
+    ...state,
+    signalsThisExecution: state.signalsThisExecution + 1,
+    ignored: { ...state.ignored, [reason]: state.ignored[reason] + 1 },
+  });
+
+  it('a refused report is ignored, and counted under the reason its refusal names', () => {
+    const closed = applyAll(running(), [ev(1, 1, 'terminal')]);
+    const second = applyAll(running(), [ev(2, 1), ev(2, 3)]);
+    const awaiting = tick(applyAll(running(), [ev(1, 1)]), T0 + 61_000, settings);
+    const cases: [RunState, RunEventReport, string, keyof RunState['ignored']][] = [
+      [closed, ev(1, 2), 'run_closed', 'afterClose'],
+      [second, ev(3, 1), 'attempt_out_of_range', 'rejected'],
+      [second, ev(1, 2), 'stale_attempt', 'stale'],
+      [queued(), ev(1, 1), 'not_claimed', 'stale'],
+      [awaiting, ev(1, 2), 'stale_attempt', 'stale'],
+    ];
+    for (const [state, event, error, reason] of cases) {
+      const { verdict, next } = decide(state, event);
+      expect(verdict).toMatchObject({ ok: false, error });
+      expect(next).toEqual(ignoredAs(state, reason));
+    }
+    // A duplicate of the current attempt still moves its lease (the runtime is alive).
+    for (const duplicate of [ev(2, 1), ev(2, 3)]) {
+      const { verdict, next } = decide(second, duplicate);
+      expect(verdict).toEqual({ ok: false, error: 'duplicate' });
+      expect(next).toEqual({ ...ignoredAs(second, 'duplicate'), leaseExpiresAt: T0 + 60_000 });
+    }
+  });
+
+  it('a signal the verdict refuses only for room is still held, at the cost of the furthest-ahead event', () => {
+    const big = { blob: 'x'.repeat(300 * 1024) };
+    const held = applyAll(running(), [ev(1, 1), ev(1, 4, 'user', big)]);
+    const full = decide(held, ev(1, 3, 'user', big));
+    expect(full.verdict).toMatchObject({ ok: false, error: 'buffer_full' });
+    expect(full.next.buffer.map((b) => b.event.sequence)).toEqual([3]);
+    expect(full.next.ignored.overflow).toBe(1);
+    const window = applyAll(running(), [ev(1, 1), ev(1, 3), ev(1, 4), ev(1, 5), ev(1, 6), ev(1, 7)]);
+    const beyond = decide(window, ev(1, 8));
+    expect(beyond.verdict).toEqual({ ok: false, error: 'sequence_out_of_window', expected: 2, max: 7 });
+    expect(beyond.next.buffer.map((b) => b.event.sequence)).toEqual([3, 4, 5, 6, 7]);
+    expect(beyond.next.ignored.overflow).toBe(1);
+    // A terminal below a buffered event: refused as an Update, applied (ending the run) as a signal.
+    const ahead = decide(applyAll(running(), [ev(1, 1), ev(1, 5)]), ev(1, 2, 'terminal'));
+    expect(ahead.verdict).toEqual({ ok: false, error: 'terminal_not_last', lastSequence: 5 });
+    expect(ahead.next).toMatchObject({ status: 'succeeded', eventCount: 2, buffer: [] });
+  });
+
+  it('property: an accepted event is held with nothing dropped; of refused ones only a terminal is ever applied', () => {
+    fc.assert(
+      fc.property(
+        fc.array(
+          fc.record({
+            attempt: fc.integer({ min: 0, max: 3 }),
+            sequence: fc.integer({ min: 1, max: 12 }),
+            terminal: fc.boolean(),
+            kb: fc.integer({ min: 0, max: 300 }),
+          }),
+          { maxLength: 40 },
+        ),
+        (arrivals) => {
+          let state = running();
+          for (const { attempt, sequence, terminal, kb } of arrivals) {
+            const e = ev(attempt, sequence, terminal ? 'terminal' : 'user', { blob: 'x'.repeat(kb * 1024) });
+            const { verdict, next } = decide(state, e);
+            if (verdict.ok) {
+              expect(next.ignored).toEqual(state.ignored);
+              const held = next.outbox.includes(e) || next.buffer.some((b) => b.event === e);
+              expect(held).toBe(true);
+            } else {
+              expect(next.outbox.length - state.outbox.length).toBeLessThanOrEqual(e.type === 'terminal' ? 1 : 0);
+              if (verdict.error === 'duplicate') expect(next.ignored.duplicate).toBe(state.ignored.duplicate + 1);
+            }
+            state = next;
+          }
+        },
+      ),
+      { seed: 7, numRuns: 300 },
+    );
   });
 });
 
