@@ -164,7 +164,7 @@ const ignore = (state: RunState, reason: keyof RunIgnoredCounts): RunState => ({
   ignored: { ...state.ignored, [reason]: state.ignored[reason] + 1 },
 });
 
-/** The refusals a report's attempt alone decides: the same for events and heartbeats. */
+/** The refusals that depend on a report's attempt alone; a heartbeat is ignored by the same rules, with nothing to answer. */
 type AttemptRefusal = Extract<EventRefusal, { error: 'run_closed' | 'attempt_out_of_range' | 'stale_attempt' | 'not_claimed' }>;
 
 type Admission = { admitted: true; state: RunState } | { admitted: false; state: RunState; refusal: AttemptRefusal };

@@ -53,9 +53,9 @@ const queued = (now = T0) =>
     settings,
   );
 /** The state once an event is taken in: what a signal does whatever the verdict, and an Update after an `ok` one. */
-const applyEvent = (state: RunState, event: RunEventReport, now: number, runSettings: RunSettings) =>
+const nextState = (state: RunState, event: RunEventReport, now: number, runSettings: RunSettings) =>
   decideEvent(state, event, now, runSettings).next;
-const applyAll = (state: RunState, events: RunEventReport[], now = T0) => events.reduce((s, e) => applyEvent(s, e, now, settings), state);
+const applyAll = (state: RunState, events: RunEventReport[], now = T0) => events.reduce((s, e) => nextState(s, e, now, settings), state);
 const sequences = (state: RunState) => state.outbox.map((e) => [e.attempt, e.sequence]);
 
 describe('run state: start and claim', () => {
@@ -75,7 +75,7 @@ describe('run state: start and claim', () => {
     const claimed = claimRun(queued(), T0 + 5, settings);
     expect(claimed).toMatchObject({ status: 'running', attempt: 1, startedAt: T0 + 5, leaseExpiresAt: T0 + 5 + 60_000, transitions: 1 });
     expect(claimVerdict(claimed)).toEqual({ ok: false, error: 'already_claimed', status: 'running' });
-    expect(applyEvent(claimed, ev(1, 1), T0 + 7, settings)).toMatchObject({
+    expect(nextState(claimed, ev(1, 1), T0 + 7, settings)).toMatchObject({
       status: 'running',
       attempt: 1,
       eventCount: 1,
@@ -90,7 +90,7 @@ describe('run state: start and claim', () => {
     expect(lost.status).toBe('awaiting_retry');
     expect(claimVerdict(lost)).toEqual({ ok: true });
     expect(claimRun(lost, T0 + 61_000, settings)).toMatchObject({ status: 'running', attempt: 2, leaseExpiresAt: T0 + 121_000 });
-    const done = applyEvent(claimRun(queued(), T0, settings), ev(1, 1, 'terminal'), T0, settings);
+    const done = nextState(claimRun(queued(), T0, settings), ev(1, 1, 'terminal'), T0, settings);
     expect(claimVerdict(done)).toEqual({ ok: false, error: 'run_closed', status: 'succeeded' });
   });
 
@@ -107,7 +107,7 @@ describe('run state: ordering and dedupe', () => {
     let s = applyAll(running(), [ev(1, 1), ev(1, 3), ev(1, 4)]);
     expect(sequences(s)).toEqual([[1, 1]]);
     expect(s.buffer.map((b) => b.event.sequence)).toEqual([3, 4]);
-    s = applyEvent(s, ev(1, 2), T0, settings);
+    s = nextState(s, ev(1, 2), T0, settings);
     expect(sequences(s)).toEqual([
       [1, 1],
       [1, 2],
@@ -148,7 +148,7 @@ describe('run state: ordering and dedupe', () => {
             T0,
           );
           const wide = { ...settings, eventBufferMax: 1000 };
-          const t = order.reduce((acc, sequence) => applyEvent(acc, ev(1, sequence), T0, wide), running());
+          const t = order.reduce((acc, sequence) => nextState(acc, ev(1, sequence), T0, wide), running());
           expect(t.outbox.map((e) => e.sequence)).toEqual(Array.from({ length: n }, (_, i) => i + 1));
           expect(t.ignored.duplicate).toBe(order.length - n);
           expect(t.buffer).toEqual([]);
@@ -177,7 +177,7 @@ describe('run state: ordering and dedupe', () => {
 
   it('ignores older attempts; a newer attempt restarts at sequence 1 and drops the old buffer', () => {
     let s = applyAll(running(), [ev(1, 1), ev(1, 3)]);
-    s = applyEvent(s, ev(2, 1), T0 + 10, settings);
+    s = nextState(s, ev(2, 1), T0 + 10, settings);
     expect(s).toMatchObject({ attempt: 2, nextSequence: 2, buffer: [], status: 'running' });
     s = applyAll(s, [ev(1, 2), ev(1, 4)]);
     expect(s.ignored.stale).toBe(2);
@@ -381,7 +381,7 @@ describe('run state: terminal', () => {
   it('ends the run only once every earlier sequence is applied', () => {
     let s = applyAll(running(), [ev(1, 1), ev(1, 3, 'terminal', { status: 'failed', error: 'boom' })]);
     expect(s.status).toBe('running');
-    s = applyEvent(s, ev(1, 2), T0 + 50, settings);
+    s = nextState(s, ev(1, 2), T0 + 50, settings);
     expect(s).toMatchObject({ status: 'failed', error: 'boom', endedAt: T0 + 50, leaseExpiresAt: null, eventCount: 3 });
     expect(nextDeadline(s, settings)).toBeNull();
     const after = applyAll(s, [ev(1, 4), ev(2, 1)]);
@@ -396,7 +396,7 @@ describe('run state: terminal', () => {
     [{ status: 'failed' }, 'failed', null],
     [{ status: 'weird' }, 'failed', 'invalid_terminal_status'],
   ])('terminal payload %j → %s', (payload, status, error) => {
-    expect(applyEvent(running(), ev(1, 1, 'terminal', payload), T0, settings)).toMatchObject({ status, error });
+    expect(nextState(running(), ev(1, 1, 'terminal', payload), T0, settings)).toMatchObject({ status, error });
   });
 
   it('drops buffered events beyond the terminal', () => {
@@ -409,7 +409,7 @@ describe('run state: liveness', () => {
   it('heartbeats and events move the lease, never backwards', () => {
     let s = applyHeartbeat(running(), { attempt: 1, receivedAt: 0 }, T0 + 1000, settings);
     expect(s.leaseExpiresAt).toBe(T0 + 61_000);
-    s = applyEvent(s, ev(1, 1), T0 + 2000, settings);
+    s = nextState(s, ev(1, 1), T0 + 2000, settings);
     expect(s.leaseExpiresAt).toBe(T0 + 62_000);
     s = applyHeartbeat(s, { attempt: 1, receivedAt: 0 }, T0 + 1500, settings);
     expect(s.leaseExpiresAt).toBe(T0 + 62_000);
@@ -436,7 +436,7 @@ describe('run state: liveness', () => {
   });
 
   it('lease lost on the last attempt → failed/lease_lost at once', () => {
-    const s = applyEvent(running(), ev(2, 1), T0, settings);
+    const s = nextState(running(), ev(2, 1), T0, settings);
     expect(tick(s, T0 + 60_000, settings)).toMatchObject({ status: 'failed', error: 'lease_lost' });
   });
 
@@ -478,7 +478,7 @@ describe('run state: persistence and continue-as-new', () => {
     );
     expect(resumed).toMatchObject({ eventCount: 2, nextSequence: 3, signalsThisExecution: 0, startedAt: T0 });
     expect(resumed.buffer.map((b) => b.event.sequence)).toEqual([4]);
-    expect(applyEvent(resumed, ev(1, 3), T0, settings).outbox.map((e) => e.sequence)).toEqual([3, 4]);
+    expect(nextState(resumed, ev(1, 3), T0, settings).outbox.map((e) => e.sequence)).toEqual([3, 4]);
   });
 
   it('summarizes for the query, the row and the workflow result', () => {
@@ -588,20 +588,20 @@ describe('byte budgets are UTF-8 bytes, as Temporal counts them', () => {
   it('keeps the out-of-order buffer under its byte bound with CJK payloads', () => {
     let s = running();
     // Out of order (sequence 1 missing): each payload is ~150 KB of UTF-8 but only ~50K UTF-16 units.
-    for (let sequence = 2; sequence <= 12; sequence++) s = applyEvent(s, ev(1, sequence, 'assistant', { text: cjk(50_000) }), T0, settings);
+    for (let sequence = 2; sequence <= 12; sequence++) s = nextState(s, ev(1, sequence, 'assistant', { text: cjk(50_000) }), T0, settings);
     expect(s.bufferBytes).toBeLessThanOrEqual(BUFFER_MAX_BYTES);
     expect(s.buffer.reduce((n, b) => n + Buffer.byteLength(JSON.stringify(b.event.payload), 'utf8'), 0)).toBe(s.bufferBytes);
   });
 
   it('the worst carried state (full buffer, full carried remainder, largest assistant text) fits one budget', () => {
     const wide = { ...settings, eventBufferMax: 1000 };
-    let s = applyEvent(running(), ev(1, 1, 'assistant', { text: cjk(80_000) }), T0, wide); // the largest event body
+    let s = nextState(running(), ev(1, 1, 'assistant', { text: cjk(80_000) }), T0, wide); // the largest event body
     // A full carryable remainder of CJK events …
-    while (canCarry(s)) s = applyEvent(s, ev(1, s.nextSequence, 'user', { text: cjk(20_000) }), T0, wide);
+    while (canCarry(s)) s = nextState(s, ev(1, s.nextSequence, 'user', { text: cjk(20_000) }), T0, wide);
     s = commitOutbox(s, 1);
     expect(canCarry(s)).toBe(true);
     // … and a full out-of-order buffer.
-    for (let k = 2; k < 40; k++) s = applyEvent(s, ev(1, s.nextSequence + k, 'user', { text: cjk(20_000) }), T0, wide);
+    for (let k = 2; k < 40; k++) s = nextState(s, ev(1, s.nextSequence + k, 'user', { text: cjk(20_000) }), T0, wide);
     expect(s.bufferBytes).toBeGreaterThan(BUFFER_MAX_BYTES - 70_000);
     expect(carriedBytes(s)).toBeLessThanOrEqual(CARRIED_STATE_MAX_BYTES);
   });
