@@ -1,13 +1,14 @@
 /**
- * One actor workflow per automation run (spec 4.3, 4.4; issue #4). The front door signals it;
- * it owns ordering, dedupe, state and liveness. The rules live in ./automation-run-state.ts as
- * pure functions; this file only wires them to signals, a moving deadline and persistence.
+ * One actor workflow per automation run. The front door sends it events (an Update), heartbeats
+ * (a signal) and claims (an Update); it owns ordering, dedupe, state and liveness. The rules live
+ * in src/runs/state.ts as pure functions; this file only wires them to handlers, a moving
+ * deadline and persistence.
  *
  * Two loops run side by side, so a slow Postgres never delays a lease deadline:
  * - the liveness loop sleeps until the next deadline with `condition(fn, remainingMs)`, waking
  *   early only when the status or attempt changes. Heartbeats move the lease without waking it:
- *   the deadline only ever moves later, so the loop re-reads it when its timer fires (the
- *   "updatable timer" of temporalio/samples-typescript, with no polling);
+ *   the deadline only ever moves later, so the loop re-reads it when its timer fires (an
+ *   updatable timer, with no polling);
  * - the sync loop appends applied events to Postgres in order (then forgets their bodies) and
  *   keeps the `automation_runs` row and the search attributes current at every transition.
  */
@@ -26,6 +27,7 @@ import {
   metricMeter,
   patched,
 } from '@temporalio/workflow';
+import type { MetricCounter } from '@temporalio/common';
 import type { Activities } from '../activities';
 import { localFirst } from './local-first';
 import {
@@ -39,11 +41,11 @@ import {
   runOutcomeFailure,
   runSearchAttributes,
   runSummaryQuery,
+  type RunSettings,
   type RunSummary,
   type RunWorkflowInput,
 } from '../src/runs/contract';
 import {
-  applyEvent,
   applyHeartbeat,
   cancelRun,
   canCarry,
@@ -51,7 +53,7 @@ import {
   claimVerdict,
   commitOutbox,
   compactState,
-  eventVerdict,
+  decideEvent,
   initialState,
   isClosed,
   nextDeadline,
@@ -119,155 +121,212 @@ function finish(summary: RunSummary): RunSummary {
   return summary;
 }
 
+/** What the run's handlers, its liveness loop and its sync loop share, for one execution. */
+interface Run {
+  readonly settings: RunSettings;
+  state: RunState;
+  /** `state.transitions` as of the last sync (-1: none yet); a claim is answered once it is synced. */
+  syncedTransitions: number;
+  /** `status/attempt` last written to the search attributes. */
+  upserted: string;
+  /** The status the transitions metric last counted. */
+  reportedStatus: string | undefined;
+  /** Set once the liveness loop is done: the sync loop then stops, or leaves a small remainder to carry. */
+  finishing: boolean;
+  /** A failure of the sync loop, kept for the main body to rethrow (see startSyncLoop). */
+  syncFailure: unknown;
+  // Exported by the worker's SDK runtime (WORKER_METRICS_PORT); the SDK skips them on replay.
+  readonly transitionsCounter: MetricCounter;
+  readonly rejectedCounter: MetricCounter;
+}
+
 export async function automationRun(input: RunWorkflowInput): Promise<RunSummary> {
+  const run = startRun(input);
+  // Handlers first, so the signal that came with signalWithStart is applied before anything else.
+  setRunHandlers(run);
+  const syncLoop = startSyncLoop(run);
+  try {
+    await liveUntilDone(run);
+    await syncLoop;
+    if (run.syncFailure !== undefined) throw run.syncFailure;
+    // No signal or Update may be lost across continue-as-new or completion.
+    await condition(allHandlersFinished);
+    if (!isClosed(run.state)) {
+      return continueAsNew<typeof automationRun>({ ...input, carried: compactState(run.state) });
+    }
+    // Closed runs ignore further reports, so this drains: the result is final only once persisted.
+    while (needsSync(run)) await syncOnce(run);
+    return finish(summarize(run.state));
+  } catch (error) {
+    if (!isCancellation(error)) throw error;
+    // Cancelled: the run closes `cancelled` and its final state is persisted in a scope the
+    // cancel cannot reach, so the row and the summary say so.
+    return CancellationScope.nonCancellable(() => closeCancelled(run, syncLoop));
+  }
+}
+
+function startRun(input: RunWorkflowInput): Run {
   const { settings } = input;
   // Runs started before claims existed (queued runs claimed by their first report) keep that rule.
   const claims = input.carried !== undefined || input.initialStatus === 'running' ? true : patched(RUN_CLAIMS_PATCH);
-  let state: RunState = initialState(input, Date.now(), settings, claims);
+  const state = initialState(input, Date.now(), settings, claims);
+  return {
+    settings,
+    state,
+    syncedTransitions: -1,
+    upserted: '',
+    reportedStatus: input.carried ? state.status : undefined,
+    finishing: false,
+    syncFailure: undefined,
+    transitionsCounter: metricMeter.createCounter('den_run_status_transitions_total', 'transitions', 'Run status transitions.'),
+    rejectedCounter: metricMeter.createCounter('den_run_events_rejected_total', 'events', 'Run events Postgres rejected permanently.'),
+  };
+}
 
-  // Handlers first, so the signal that came with signalWithStart is applied before anything else.
+/** Every report goes through decideEvent: the Update's validator and handler, and the legacy signal. */
+function setRunHandlers(run: Run): void {
+  const { settings } = run;
+  // An event as a signal (sent before the Update existed) has no ack to refuse: it takes the next state whatever the verdict.
   setHandler(runEventSignal, (event) => {
-    state = applyEvent(state, event, Date.now(), settings);
+    run.state = decideEvent(run.state, event, Date.now(), settings).next;
   });
   // The validator is the decision the API waits for: a refusal never reaches the history, and
   // an accepted event is applied or has room in the buffer, so a 200 never precedes a drop.
   setHandler(
     reportRunEventUpdate,
     (event) => {
-      state = applyEvent(state, event, Date.now(), settings);
-      return { disposition: state.nextSequence > event.sequence ? 'applied' : 'buffered', status: state.status };
+      run.state = decideEvent(run.state, event, Date.now(), settings).next;
+      return { disposition: run.state.nextSequence > event.sequence ? 'applied' : 'buffered', status: run.state.status };
     },
-    { validator: (event) => refuse(eventVerdict(state, event, settings)) },
+    { validator: (event) => refuse(decideEvent(run.state, event, Date.now(), settings).verdict) },
   );
   setHandler(runHeartbeatSignal, (heartbeat) => {
-    state = applyHeartbeat(state, heartbeat, Date.now(), settings);
+    run.state = applyHeartbeat(run.state, heartbeat, Date.now(), settings);
   });
-  setHandler(runSummaryQuery, () => ({ ...summarize(state), unpersisted: unpersistedOf(state) }));
-  let syncedTransitions = -1;
+  setHandler(runSummaryQuery, () => ({ ...summarize(run.state), unpersisted: unpersistedOf(run.state) }));
   // Of two concurrent claims exactly one passes the validator; the other is refused before it
   // reaches the history. The winner is answered once the row shows the claim, so a report sent
   // right after it finds the run claimed (the API reads the row on the report path).
   setHandler(
     claimRunUpdate,
     async (_request) => {
-      state = claimRun(state, Date.now(), settings);
-      const claimed = state.transitions;
-      await condition(() => syncedTransitions >= claimed);
-      return { run: summarize(state), attempt: state.attempt, leaseExpiresAt: state.leaseExpiresAt ?? Date.now() };
+      run.state = claimRun(run.state, Date.now(), settings);
+      const claimed = run.state.transitions;
+      await condition(() => run.syncedTransitions >= claimed);
+      return { run: summarize(run.state), attempt: run.state.attempt, leaseExpiresAt: run.state.leaseExpiresAt ?? Date.now() };
     },
     {
       validator: (_request) => {
-        const verdict = claimVerdict(state);
+        const verdict = claimVerdict(run.state);
         if (!verdict.ok) refuse(verdict);
       },
     },
   );
+}
 
-  let upserted = '';
-  let reportedStatus: string | undefined = input.carried ? state.status : undefined;
-  // Exported by the worker's SDK runtime (WORKER_METRICS_PORT); the SDK skips it on replay.
-  const transitionsCounter = metricMeter.createCounter('den_run_status_transitions_total', 'transitions', 'Run status transitions.');
-  const rejectedCounter = metricMeter.createCounter('den_run_events_rejected_total', 'events', 'Run events Postgres rejected permanently.');
-  const needsSync = () => state.outbox.length > 0 || state.transitions !== syncedTransitions;
+const needsSync = (run: Run) => run.state.outbox.length > 0 || run.state.transitions !== run.syncedTransitions;
 
-  const syncOnce = async () => {
-    const events = outboxBatch(state);
-    const transitions = state.transitions;
-    state = { ...state, syncVersion: state.syncVersion + 1 };
-    const marker = `${state.status}/${state.attempt}`;
-    if (marker !== upserted) {
-      upsertSearchAttributes([
-        { key: runSearchAttributes.OrgId, value: state.organizationId },
-        { key: runSearchAttributes.RunStatus, value: state.status },
-        { key: runSearchAttributes.RunAttempt, value: state.attempt },
-      ]);
-      upserted = marker;
-      if (state.status !== reportedStatus) {
-        transitionsCounter.add(1, { from: reportedStatus ?? 'none', to: state.status, cause: state.error ?? 'reported' });
-        reportedStatus = state.status;
-      }
-      log.info('run status', { runId: state.runId, status: state.status, attempt: state.attempt, error: state.error });
+const continueAsNewDue = (run: Run) =>
+  workflowInfo().continueAsNewSuggested || run.state.signalsThisExecution >= run.settings.continueAsNewEvents;
+
+/**
+ * The liveness loop: applies each deadline as it passes until the run closes or continue-as-new
+ * is due, then tells the sync loop to finish (in the same step, before it can look again).
+ */
+async function liveUntilDone(run: Run): Promise<void> {
+  const { settings } = run;
+  while (!isClosed(run.state) && !continueAsNewDue(run)) {
+    run.state = tick(run.state, Date.now(), settings);
+    if (isClosed(run.state)) break;
+    const deadline = nextDeadline(run.state, settings);
+    const seen = run.state.transitions;
+    const changed = () => run.state.transitions !== seen || continueAsNewDue(run);
+    if (deadline === null) {
+      await condition(changed);
+      continue;
     }
-    // The row does not need the last assistant text (it can be large and would be written on
-    // every sync); the workflow result and the query carry it.
-    const summary = { ...summarize(state), lastAssistantText: undefined, leaseTimeoutMs: settings.leaseTimeoutMs };
-    const persisted = await persistRunState({
-      organizationId: state.organizationId,
-      runId: state.runId,
-      version: state.syncVersion,
-      summary,
-      events,
-    });
-    if (persisted === 'rejected') {
-      // Set apart, loudly: the worker logged the SQLSTATE; the metric counts the events.
-      rejectedCounter.add(events.length);
-      log.error('run batch rejected by Postgres', { runId: state.runId, events: events.length });
-    }
-    // The outbox only grows at its end meanwhile, so its first `events.length` are these.
-    state = commitOutbox(state, events.length);
-    syncedTransitions = transitions;
-  };
-
-  let finishing = false;
-  // A failure of the loop is kept for the main body to rethrow: a detached promise that rejects
-  // unhandled would fail every workflow task. A cancel request rejects its wait or activity; the
-  // cancel path below then persists the final state itself.
-  let syncFailure: unknown;
-  const syncLoop = (async () => {
-    for (;;) {
-      await condition(() => needsSync() || finishing);
-      if (!needsSync()) return;
-      // Continuing as new under a steady stream of events: the outbox never empties (every
-      // activity round trip lets more signals in), so a small remainder travels in the carried
-      // state instead, to be persisted first by the next execution.
-      // A pending transition (a claim waits for it) is always synced first.
-      if (finishing && !isClosed(state) && canCarry(state) && state.transitions === syncedTransitions) return;
-      await syncOnce();
-    }
-  })().catch((error: unknown) => {
-    if (!isCancellation(error)) syncFailure = error;
-  });
-
-  const continueAsNewDue = () => workflowInfo().continueAsNewSuggested || state.signalsThisExecution >= settings.continueAsNewEvents;
-
-  try {
-    while (!isClosed(state) && !continueAsNewDue()) {
-      state = tick(state, Date.now(), settings);
-      if (isClosed(state)) break;
-      const deadline = nextDeadline(state, settings);
-      const seen = state.transitions;
-      const changed = () => state.transitions !== seen || continueAsNewDue();
-      if (deadline === null) {
-        await condition(changed);
-        continue;
-      }
-      const woke = await condition(changed, Math.max(1, deadline - Date.now()));
-      // Timer fired: that deadline has passed (unless a heartbeat moved it, which tick sees).
-      if (!woke) state = tick(state, Math.max(Date.now(), deadline), settings);
-    }
-
-    finishing = true;
-    await syncLoop;
-    if (syncFailure !== undefined) throw syncFailure;
-    // No signal may be lost across continue-as-new or completion (engineering notes).
-    await condition(allHandlersFinished);
-    if (!isClosed(state)) {
-      return continueAsNew<typeof automationRun>({ ...input, carried: compactState(state) });
-    }
-    // Closed runs ignore further reports, so this drains: the result is final only once persisted.
-    while (needsSync()) await syncOnce();
-    return finish(summarize(state));
-  } catch (error) {
-    if (!isCancellation(error)) throw error;
-    // Cancelled (issue #17): the run closes `cancelled` and its final state is persisted in a
-    // scope the cancel cannot reach, so the row and the summary say so.
-    return CancellationScope.nonCancellable(async () => {
-      state = cancelRun(state, Date.now());
-      finishing = true;
-      await syncLoop;
-      while (needsSync()) await syncOnce();
-      // A cancel that came after the run had ended (failed, say) leaves that outcome as it was.
-      return finish(summarize(state));
-    });
+    const woke = await condition(changed, Math.max(1, deadline - Date.now()));
+    // Timer fired: that deadline has passed (unless a heartbeat moved it, which tick sees).
+    if (!woke) run.state = tick(run.state, Math.max(Date.now(), deadline), settings);
   }
+  run.finishing = true;
+}
+
+/**
+ * The sync loop, started beside the liveness loop. Its failure is kept in `run.syncFailure` for
+ * the main body to rethrow: a detached promise that rejects unhandled would fail every workflow
+ * task. A cancel request rejects its wait or activity; the cancel path persists the final state itself.
+ */
+function startSyncLoop(run: Run): Promise<void> {
+  return syncUntilFinished(run).catch((error: unknown) => {
+    if (!isCancellation(error)) run.syncFailure = error;
+  });
+}
+
+async function syncUntilFinished(run: Run): Promise<void> {
+  for (;;) {
+    await condition(() => needsSync(run) || run.finishing);
+    if (!needsSync(run)) return;
+    // Continuing as new under a steady stream of events: the outbox never empties (every
+    // activity round trip lets more reports in), so a small remainder travels in the carried
+    // state instead, to be persisted first by the next execution.
+    // A pending transition (a claim waits for it) is always synced first.
+    if (run.finishing && !isClosed(run.state) && canCarry(run.state) && run.state.transitions === run.syncedTransitions) return;
+    await syncOnce(run);
+  }
+}
+
+/** One sync: the search attributes at a new status or attempt, then the row and the next batch of events. */
+async function syncOnce(run: Run): Promise<void> {
+  const events = outboxBatch(run.state);
+  const transitions = run.state.transitions;
+  run.state = { ...run.state, syncVersion: run.state.syncVersion + 1 };
+  upsertStatus(run);
+  const { state } = run;
+  // The row does not need the last assistant text (it can be large and would be written on
+  // every sync); the workflow result and the query carry it.
+  const summary = { ...summarize(state), lastAssistantText: undefined, leaseTimeoutMs: run.settings.leaseTimeoutMs };
+  const persisted = await persistRunState({
+    organizationId: state.organizationId,
+    runId: state.runId,
+    version: state.syncVersion,
+    summary,
+    events,
+  });
+  if (persisted === 'rejected') {
+    // Set apart, loudly: the worker logged the SQLSTATE; the metric counts the events.
+    run.rejectedCounter.add(events.length);
+    log.error('run batch rejected by Postgres', { runId: run.state.runId, events: events.length });
+  }
+  // The outbox only grows at its end meanwhile, so its first `events.length` are these.
+  run.state = commitOutbox(run.state, events.length);
+  run.syncedTransitions = transitions;
+}
+
+/** The search attributes, the transitions metric and a log line, once per status or attempt. */
+function upsertStatus(run: Run): void {
+  const { state } = run;
+  const marker = `${state.status}/${state.attempt}`;
+  if (marker === run.upserted) return;
+  upsertSearchAttributes([
+    { key: runSearchAttributes.OrgId, value: state.organizationId },
+    { key: runSearchAttributes.RunStatus, value: state.status },
+    { key: runSearchAttributes.RunAttempt, value: state.attempt },
+  ]);
+  run.upserted = marker;
+  if (state.status !== run.reportedStatus) {
+    run.transitionsCounter.add(1, { from: run.reportedStatus ?? 'none', to: state.status, cause: state.error ?? 'reported' });
+    run.reportedStatus = state.status;
+  }
+  log.info('run status', { runId: state.runId, status: state.status, attempt: state.attempt, error: state.error });
+}
+
+/** After a cancel, out of its reach: close the run `cancelled` and persist everything left. */
+async function closeCancelled(run: Run, syncLoop: Promise<void>): Promise<RunSummary> {
+  run.state = cancelRun(run.state, Date.now());
+  run.finishing = true;
+  await syncLoop;
+  while (needsSync(run)) await syncOnce(run);
+  // A cancel that came after the run had ended (failed, say) leaves that outcome as it was.
+  return finish(summarize(run.state));
 }

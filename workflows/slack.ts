@@ -1,5 +1,5 @@
 /**
- * One Slack event, `slack-event/{connectionId}/{event_id}` (issue #5). Started by the events
+ * One Slack event, `slack-event/{connectionId}/{event_id}`. Started by the events
  * route before it acks, so the id is also the dedupe key of Slack's retries.
  *
  * - Lifecycle (app_uninstalled, tokens_revoked): disable the connection.
@@ -42,7 +42,7 @@ import {
 /** Postgres work: retried until it succeeds (Postgres outages must not lose an invocation). */
 const RECORDS = { startToCloseTimeout: '30s', retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '30s' } } as const;
 /**
- * The same work locally first (issue #15): a marker instead of an activity's three events, a
+ * The same work locally first: a marker instead of an activity's three events, a
  * workflow task and a task-queue round trip; after 10 s of failures, the regular activity, still
  * retried without bound. Events started before SLACK_LOCAL_RECORDS_PATCH keep regular activities.
  */
@@ -68,13 +68,12 @@ export async function slackEvent(input: SlackEventInput): Promise<SlackEventStat
     state.detail = detail;
     upsertSearchAttributes([{ key: slackSearchAttributes.SlackEventStatus, value: status }]);
   };
-  // What a cancel must undo, in a scope the cancel cannot reach.
-  const cleanup: { pendingLink: boolean; reserved: boolean } = { pendingLink: false, reserved: false };
+  const cleanup: Cleanup = { pendingLink: false, reserved: false };
   try {
     return await handle(input, records, state, setStatus, () => linked, cleanup);
   } catch (error) {
     if (!isCancellation(error)) throw error;
-    // Cancelled (issue #17): the run child got the cancel too and closed `cancelled` (the default
+    // Cancelled: the run child got the cancel too and closed `cancelled` (the default
     // child cancellation waits for that); nothing of the member's may stay held.
     // Regular activities here, even under SLACK_LOCAL_RECORDS_PATCH: done locally, the cleanup
     // and the completion would share the cancel's workflow task, and an activity the cancel left
@@ -90,13 +89,36 @@ export async function slackEvent(input: SlackEventInput): Promise<SlackEventStat
   }
 }
 
+/** What a cancel must undo, in a scope the cancel cannot reach. */
+interface Cleanup {
+  pendingLink: boolean;
+  reserved: boolean;
+}
+
+type SetStatus = (status: SlackEventStatus, detail?: string | null) => void;
+
+/** What the steps of one invocation share. */
+interface Invocation {
+  input: SlackEventInput;
+  invocation: NonNullable<SlackEventInput['invocation']>;
+  records: ActivityCall;
+  state: SlackEventState;
+  setStatus: SetStatus;
+  recordedLink: () => SlackAccountLinked | undefined;
+  cleanup: Cleanup;
+  /** Where the ephemeral messages go. */
+  thread: { connectionId: string; channel: string; user: string; threadTs: string | null };
+}
+
+type Member = { organizationId: string; memberId: string };
+
 async function handle(
   input: SlackEventInput,
   records: ActivityCall,
   state: SlackEventState,
-  setStatus: (status: SlackEventStatus, detail?: string | null) => void,
+  setStatus: SetStatus,
   recordedLink: () => SlackAccountLinked | undefined,
-  cleanup: { pendingLink: boolean; reserved: boolean },
+  cleanup: Cleanup,
 ): Promise<SlackEventState> {
   if (input.lifecycle) {
     await records('slackDisableConnection', { connectionId: input.connectionId, reason: input.lifecycle.type });
@@ -105,36 +127,71 @@ async function handle(
   }
   const invocation = input.invocation;
   if (!invocation) return state;
-  const { connectionId, eventId, settings } = input;
-  const thread = { connectionId, channel: invocation.channel, user: invocation.user, threadTs: invocation.threadTs };
+  const thread = { connectionId: input.connectionId, channel: invocation.channel, user: invocation.user, threadTs: invocation.threadTs };
+  const job: Invocation = { input, invocation, records, state, setStatus, recordedLink, cleanup, thread };
 
   // 1. Who is asking: the linked member, or wait for the link.
-  let member: { organizationId: string; memberId: string } | null = await records('slackLinkOrWait', {
+  const member = await findMember(job);
+  if (!member) return state;
+  state.memberId = member.memberId;
+
+  // 2. The member's limits.
+  const runId = await reserveInvocation(job, member);
+  if (runId === null) return state;
+
+  // 3. The run: queued until the member's runtime claims it.
+  const threadTs = invocation.threadTs ?? invocation.ts;
+  const summary = await runInvocation(job, member, runId, threadTs);
+  await records('slackReleaseInvocation', { connectionId: input.connectionId, eventId: input.eventId });
+  cleanup.reserved = false;
+  state.runStatus = summary.status;
+
+  // 4. The answer, in the thread.
+  const reply = await bestEffort(() =>
+    slackApi.slackPostMessage({
+      connectionId: input.connectionId,
+      channel: invocation.channel,
+      threadTs,
+      text: runReplyText(summary),
+      replyKey: workflowInfo().workflowId,
+    }),
+  );
+  setStatus(reply === 'posted' ? 'replied' : reply === 'skipped' ? 'reply_skipped' : 'reply_failed');
+  return state;
+}
+
+/** The Slack user's linked member, or the one a link recorded while the invocation waited; null once the wait expired. */
+async function findMember(job: Invocation): Promise<Member | null> {
+  const { input, invocation, records, setStatus, cleanup } = job;
+  const { connectionId, eventId, settings } = input;
+  const member: Member | null = await records('slackLinkOrWait', {
     connectionId,
     slackUserId: invocation.user,
     eventId,
     workflowId: workflowInfo().workflowId,
     waitMs: settings.linkWaitMs,
   });
-  if (!member) {
-    cleanup.pendingLink = true;
-    setStatus('awaiting_link');
-    await bestEffort(() => slackApi.slackPostConnectPrompt({ ...thread, waitMs: settings.linkWaitMs }));
-    const gotLink = await condition(() => recordedLink() !== undefined, settings.linkWaitMs);
-    await records('slackClearPending', { connectionId, eventId });
-    cleanup.pendingLink = false;
-    // Decide on whether a link was recorded, not on how the wait ended: a link that lands in the
-    // timer's activation, or while the pending row is being cleared, still routes the invocation.
-    const link = recordedLink();
-    if (!link || (!gotLink && !patched(LINK_DECISION_PATCH))) {
-      setStatus('link_expired');
-      return state;
-    }
-    member = { organizationId: link.organizationId, memberId: link.memberId };
+  if (member) return member;
+  cleanup.pendingLink = true;
+  setStatus('awaiting_link');
+  await bestEffort(() => slackApi.slackPostConnectPrompt({ ...job.thread, waitMs: settings.linkWaitMs }));
+  const gotLink = await condition(() => job.recordedLink() !== undefined, settings.linkWaitMs);
+  await records('slackClearPending', { connectionId, eventId });
+  cleanup.pendingLink = false;
+  // Decide on whether a link was recorded, not on how the wait ended: a link that lands in the
+  // timer's activation, or while the pending row is being cleared, still routes the invocation.
+  const link = job.recordedLink();
+  if (!link || (!gotLink && !patched(LINK_DECISION_PATCH))) {
+    setStatus('link_expired');
+    return null;
   }
-  state.memberId = member.memberId;
+  return { organizationId: link.organizationId, memberId: link.memberId };
+}
 
-  // 2. The member's limits.
+/** Reserves one of the member's invocations within their limits: the run id, or null once told why not. */
+async function reserveInvocation(job: Invocation, member: Member): Promise<string | null> {
+  const { input, records, state, setStatus, cleanup } = job;
+  const { connectionId, eventId, settings } = input;
   const run = settings.run;
   const reservation = await records('slackReserveInvocation', {
     connectionId,
@@ -150,24 +207,32 @@ async function handle(
   });
   if (!reservation.ok) {
     setStatus('limited', reservation.limit);
-    await bestEffort(() => slackApi.slackPostEphemeral({ ...thread, text: limitText(reservation.limit, reservation.max) }));
-    return state;
+    await bestEffort(() => slackApi.slackPostEphemeral({ ...job.thread, text: limitText(reservation.limit, reservation.max) }));
+    return null;
   }
   state.runId = reservation.runId;
   cleanup.reserved = true;
+  return reservation.runId;
+}
 
-  // 3. The run: queued until the member's runtime claims it.
-  const threadTs = invocation.threadTs ?? invocation.ts;
+/** The invocation as a queued automation run (a child workflow): its outcome, failed or not. */
+async function runInvocation(
+  job: Invocation,
+  member: Member,
+  runId: string,
+  threadTs: string,
+): Promise<Pick<RunSummary, 'status' | 'error' | 'lastAssistantText'>> {
+  const { input, invocation, setStatus } = job;
   const runInput: RunWorkflowInput = {
     organizationId: member.organizationId,
-    runId: reservation.runId,
+    runId,
     initialStatus: 'queued',
     createdAt: Date.now(),
-    settings: run,
+    settings: input.settings.run,
     memberId: member.memberId,
     origin: {
       kind: 'slack',
-      connectionId,
+      connectionId: input.connectionId,
       teamId: input.teamId,
       channel: invocation.channel,
       threadTs,
@@ -176,39 +241,21 @@ async function handle(
     input: { text: invocation.text },
   };
   setStatus('run_created');
-  let summary: Pick<RunSummary, 'status' | 'error' | 'lastAssistantText'>;
   try {
-    const result = await executeChild(automationRun, {
-      workflowId: runWorkflowId(member.organizationId, reservation.runId),
+    return await executeChild(automationRun, {
+      workflowId: runWorkflowId(member.organizationId, runId),
       args: [runInput],
       // The run is the member's record; it outlives this invocation if an operator ends it.
       parentClosePolicy: 'ABANDON',
       workflowIdReusePolicy: 'REJECT_DUPLICATE',
     });
-    summary = result;
   } catch (error) {
     // A cancel of this workflow goes to its caller, which releases the slot out of the cancel's reach.
     if (!(error instanceof ChildWorkflowFailure)) throw error;
     // A run that failed, timed out or was skipped ends its workflow Failed with its summary
     // (RUN_OUTCOME_PATCH): the invocation still did its job and answers with that outcome.
-    summary = runSummaryOfFailure(error) ?? { status: 'failed', error: 'run_workflow_failed', lastAssistantText: null };
+    return runSummaryOfFailure(error) ?? { status: 'failed', error: 'run_workflow_failed', lastAssistantText: null };
   }
-  await records('slackReleaseInvocation', { connectionId, eventId });
-  cleanup.reserved = false;
-  state.runStatus = summary.status;
-
-  // 4. The answer, in the thread.
-  const reply = await bestEffort(() =>
-    slackApi.slackPostMessage({
-      connectionId,
-      channel: invocation.channel,
-      threadTs,
-      text: runReplyText(summary),
-      replyKey: workflowInfo().workflowId,
-    }),
-  );
-  setStatus(reply === 'posted' ? 'replied' : reply === 'skipped' ? 'reply_skipped' : 'reply_failed');
-  return state;
 }
 
 /** A Slack post that failed after its retries must not fail the invocation's record. */

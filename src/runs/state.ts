@@ -1,13 +1,13 @@
 /**
  * The automation-run actor's logic as pure functions: (state, input, now, settings) → state.
  * No Temporal calls, no clocks of its own, so it is deterministic for the workflow and
- * unit-testable without a worker (test/runs/state.test.ts). workflows/automation-run.ts only
- * wires these to signals, timers and the persistence activity.
+ * unit-testable without a worker (test/runs/state.test.ts). workflows/runs.ts only wires these
+ * to signals, Updates, timers and the persistence activity.
  *
- * Rules (issue #4; behaviour notes "Automation runs"; spec 6.2 leaves ordering to us):
+ * Rules:
  * - Events of the current attempt are applied strictly in `sequence` order, starting at 1.
- *   Out-of-order events wait in a bounded buffer ("ours": the product answers gaps with 409);
- *   one the buffer could not hold is refused before the ack (eventVerdict), never dropped after.
+ *   Out-of-order events wait in a bounded buffer; one the buffer could not hold is refused
+ *   before the ack (decideEvent's verdict), never dropped after.
  * - A repeated (attempt, sequence) is ignored; so are older attempts, attempts above
  *   `maxAttempts`, and the current attempt once its lease is lost (a lease, once lost, is lost).
  * - The first event or heartbeat of a newer attempt starts it: sequence restarts at 1 and the
@@ -164,22 +164,33 @@ const ignore = (state: RunState, reason: keyof RunIgnoredCounts): RunState => ({
   ignored: { ...state.ignored, [reason]: state.ignored[reason] + 1 },
 });
 
+/** The refusals that depend on a report's attempt alone; a heartbeat is ignored by the same rules, with nothing to answer. */
+type AttemptRefusal = Extract<EventRefusal, { error: 'run_closed' | 'attempt_out_of_range' | 'stale_attempt' | 'not_claimed' }>;
+
+type Admission = { admitted: true; state: RunState } | { admitted: false; state: RunState; refusal: AttemptRefusal };
+
+/** A report the run ignores: counted under `reason`, and refused (before any ack) with `refusal`. */
+const refuseAttempt = (state: RunState, reason: keyof RunIgnoredCounts, refusal: AttemptRefusal): Admission => ({
+  admitted: false,
+  state: ignore(state, reason),
+  refusal,
+});
+
 /**
  * Decides what a report of `attempt` means for the run: claim a queued run, start a newer
- * attempt, extend the current one, or be ignored (with the reason).
+ * attempt, extend the current one, or be ignored (with the reason it is counted under and the
+ * refusal the API answers).
  */
-function admitAttempt(
-  state: RunState,
-  attempt: number,
-  now: number,
-  settings: RunSettings,
-): { state: RunState; admitted: true } | { state: RunState; admitted: false } {
-  if (isClosed(state)) return { state: ignore(state, 'afterClose'), admitted: false };
-  if (attempt > settings.maxAttempts) return { state: ignore(state, 'rejected'), admitted: false };
-  if (attempt < state.attempt) return { state: ignore(state, 'stale'), admitted: false };
-  // Only a claim starts an attempt of a claim-required run (the API answers these 409 first).
-  if (state.claimRequired && (state.status === 'queued' || attempt !== state.attempt)) {
-    return { state: ignore(state, 'stale'), admitted: false };
+function admitAttempt(state: RunState, attempt: number, now: number, settings: RunSettings): Admission {
+  const { status } = state;
+  if (isClosed(state)) return refuseAttempt(state, 'afterClose', { ok: false, error: 'run_closed', status });
+  if (attempt > settings.maxAttempts) {
+    return refuseAttempt(state, 'rejected', { ok: false, error: 'attempt_out_of_range', maxAttempts: settings.maxAttempts });
+  }
+  if (attempt < state.attempt) return refuseAttempt(state, 'stale', { ok: false, error: 'stale_attempt', status });
+  // Only a claim starts an attempt of a claim-required run.
+  if (state.claimRequired && (status === 'queued' || attempt !== state.attempt)) {
+    return refuseAttempt(state, 'stale', { ok: false, error: 'not_claimed', status });
   }
   const lease = now + settings.leaseTimeoutMs;
   if (attempt > state.attempt || state.status === 'queued') {
@@ -202,7 +213,7 @@ function admitAttempt(
     };
   }
   // Same attempt. Once its lease is lost the run only waits for a newer attempt.
-  if (state.status === 'awaiting_retry') return { state: ignore(state, 'stale'), admitted: false };
+  if (status === 'awaiting_retry') return refuseAttempt(state, 'stale', { ok: false, error: 'stale_attempt', status });
   return { admitted: true, state: { ...state, leaseExpiresAt: Math.max(state.leaseExpiresAt ?? 0, lease) } };
 }
 
@@ -216,12 +227,9 @@ export function claimVerdict(state: RunState): ClaimVerdict {
 }
 
 /**
- * What the run decides about an event before it is acked (issue #14): the `reportRunEvent`
- * Update's validator. An accepted event is applied, or buffered with room guaranteed for it, so
- * an ack never precedes a drop; a refusal never reaches the history and the API answers it.
- * `duplicate` is a refusal too (it is already applied or buffered, so it is answered 200 without
- * growing the history). Mirrors admitAttempt and bufferEvent, which stay the rules for events
- * that arrive as signals (histories recorded before the Update).
+ * What the API answers for an event: `ok` is acked (200), a refusal is answered with its error
+ * and never reaches the history. `duplicate` is a refusal too: the event is already applied or
+ * buffered, so the API answers it 200 without growing the history.
  */
 export type EventVerdict =
   | { ok: true }
@@ -236,37 +244,57 @@ export type EventVerdict =
 
 export type EventRefusal = Exclude<EventVerdict, { ok: true }>;
 
-export function eventVerdict(state: RunState, event: RunEventReport, settings: RunSettings): EventVerdict {
-  const { status } = state;
-  if (isClosed(state)) return { ok: false, error: 'run_closed', status };
-  if (event.attempt > settings.maxAttempts) return { ok: false, error: 'attempt_out_of_range', maxAttempts: settings.maxAttempts };
-  if (event.attempt < state.attempt) return { ok: false, error: 'stale_attempt', status };
-  if (state.claimRequired && (status === 'queued' || event.attempt > state.attempt)) return { ok: false, error: 'not_claimed', status };
-  const newAttempt = event.attempt > state.attempt || status === 'queued';
-  // Once its lease is lost, an attempt takes nothing more.
-  if (!newAttempt && status === 'awaiting_retry') return { ok: false, error: 'stale_attempt', status };
-  const expected = newAttempt ? 1 : state.nextSequence;
-  if (event.sequence < expected) return { ok: false, error: 'duplicate' };
-  const buffer = newAttempt ? [] : state.buffer;
-  if (buffer[lowerBound(buffer, event.sequence)]?.event.sequence === event.sequence) return { ok: false, error: 'duplicate' };
-  // A run's events end at its terminal: anything after it could never apply.
-  const last = buffer.at(-1)?.event;
+/**
+ * The run's one rule for an event report. `verdict` is what the `reportRunEvent` Update's
+ * validator answers before the ack; `next` is the state once the event is taken in: by the
+ * Update's handler after an `ok` verdict, or by the `runEvent` signal (histories recorded before
+ * the Update) whatever the verdict. An event the verdict accepts is applied, or buffered with
+ * room for it, so an ack never precedes a drop; a signal the verdict would refuse is ignored
+ * (counted by reason) or, if it only lacks room, buffered at the cost of the furthest-ahead event.
+ */
+export interface EventDecision {
+  verdict: EventVerdict;
+  next: RunState;
+}
+
+export function decideEvent(state: RunState, event: RunEventReport, now: number, settings: RunSettings): EventDecision {
+  const admission = admitAttempt({ ...state, signalsThisExecution: state.signalsThisExecution + 1 }, event.attempt, now, settings);
+  if (!admission.admitted) return { verdict: admission.refusal, next: admission.state };
+  const admitted = admission.state;
+  const expected = admitted.nextSequence;
+  const index = lowerBound(admitted.buffer, event.sequence);
+  // The buffer only holds sequences above the next one, so an event found there is a duplicate.
+  if (event.sequence < expected || admitted.buffer[index]?.event.sequence === event.sequence) {
+    return { verdict: { ok: false, error: 'duplicate' }, next: ignore(admitted, 'duplicate') };
+  }
+  const verdict = roomVerdict(admitted, event, settings);
+  if (event.sequence === expected) return { verdict, next: applyWithBuffered(admitted, event, now) };
+  return { verdict, next: bufferEvent(admitted, event, index, settings) };
+}
+
+/**
+ * Whether a new event of the admitted attempt fits what the run still holds: nothing after a
+ * buffered terminal, no terminal below a buffered event, and an out-of-order event only within
+ * the buffer's window and byte budget as it will be.
+ */
+function roomVerdict(state: RunState, event: RunEventReport, settings: RunSettings): EventVerdict {
+  const expected = state.nextSequence;
+  const last = state.buffer.at(-1)?.event;
   if (event.type === 'terminal' && last !== undefined && last.sequence > event.sequence) {
     return { ok: false, error: 'terminal_not_last', lastSequence: last.sequence };
   }
-  const terminal = buffer.find((entry) => entry.event.type === 'terminal')?.event;
+  const terminal = state.buffer.find((entry) => entry.event.type === 'terminal')?.event;
   if (terminal !== undefined && event.sequence > terminal.sequence) {
     return { ok: false, error: 'after_terminal', terminalSequence: terminal.sequence };
   }
   if (event.sequence === expected) return { ok: true };
-  // Out of order: it must fit the buffer as it will be, by count and by bytes. The window
-  // (expected, expected + eventBufferMax] holds at most eventBufferMax distinct sequences, so
-  // the count can never overflow.
+  // The window (expected, expected + eventBufferMax] holds at most eventBufferMax distinct
+  // sequences, so an event inside it never overflows the buffer by count.
   const max = expected + settings.eventBufferMax;
   if (event.sequence > max) return { ok: false, error: 'sequence_out_of_window', expected, max };
-  const buffered = newAttempt ? 0 : state.bufferBytes;
-  if (buffered + payloadBytes(event) > BUFFER_MAX_BYTES)
+  if (state.bufferBytes + payloadBytes(event) > BUFFER_MAX_BYTES) {
     return { ok: false, error: 'buffer_full', expected, maxBufferedBytes: BUFFER_MAX_BYTES };
+  }
   return { ok: true };
 }
 
@@ -328,15 +356,9 @@ export function payloadBytes(event: RunEventReport): number {
  */
 export const CARRIED_STATE_MAX_BYTES = 1536 * 1024;
 
-export function applyEvent(state: RunState, event: RunEventReport, now: number, settings: RunSettings): RunState {
-  const counted = { ...state, signalsThisExecution: state.signalsThisExecution + 1 };
-  const admitted = admitAttempt(counted, event.attempt, now, settings);
-  if (!admitted.admitted) return admitted.state;
-  let next = admitted.state;
-  if (event.sequence < next.nextSequence) return ignore(next, 'duplicate');
-  if (event.sequence > next.nextSequence) return bufferEvent(next, event, settings);
-  next = applyInOrder(next, event, now);
-  // The gap may now be filled: apply what waited for it.
+/** Applies the next event in order, then every buffered event the gap was holding back. */
+function applyWithBuffered(state: RunState, event: RunEventReport, now: number): RunState {
+  let next = applyInOrder(state, event, now);
   while (!isClosed(next) && next.buffer.length > 0 && next.buffer[0]!.event.sequence === next.nextSequence) {
     const [head, ...rest] = next.buffer;
     next = applyInOrder({ ...next, buffer: rest, bufferBytes: next.bufferBytes - head!.bytes }, head!.event, now);
@@ -344,14 +366,12 @@ export function applyEvent(state: RunState, event: RunEventReport, now: number, 
   return next;
 }
 
-function bufferEvent(state: RunState, event: RunEventReport, settings: RunSettings): RunState {
-  const index = lowerBound(state.buffer, event.sequence);
-  if (state.buffer[index]?.event.sequence === event.sequence) return ignore(state, 'duplicate');
+/** Holds an out-of-order event at `index`; when full, drops the furthest-ahead events, the last that could apply. */
+function bufferEvent(state: RunState, event: RunEventReport, index: number, settings: RunSettings): RunState {
   const entry = { event, bytes: payloadBytes(event) };
   const buffer = [...state.buffer.slice(0, index), entry, ...state.buffer.slice(index)];
   let bytes = state.bufferBytes + entry.bytes;
   let dropped = 0;
-  // Full: drop the furthest-ahead events, which are the last that could apply.
   while (buffer.length > 0 && (buffer.length > settings.eventBufferMax || bytes > BUFFER_MAX_BYTES)) {
     bytes -= buffer.pop()!.bytes;
     dropped += 1;

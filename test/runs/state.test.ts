@@ -1,4 +1,4 @@
-/** Pure unit tests of the run actor's rules (workflows/automation-run-state.ts) and the heartbeat coalescer. */
+/** Pure unit tests of the run actor's rules (src/runs/state.ts) and the heartbeat coalescer. */
 import fc from 'fast-check';
 import { HeartbeatCoalescer } from '../../src/runs/heartbeat-coalescer';
 import type { RunEventReport, RunEventType, RunSettings } from '../../src/runs/contract';
@@ -8,12 +8,11 @@ import {
   utf8Bytes,
   claimRun,
   claimVerdict,
-  eventVerdict,
+  decideEvent,
   BUFFER_MAX_BYTES,
   CARRY_MAX_EVENTS,
   USAGE_MAX_KEYS,
   addUsage,
-  applyEvent,
   applyHeartbeat,
   canCarry,
   commitOutbox,
@@ -53,7 +52,10 @@ const queued = (now = T0) =>
     now,
     settings,
   );
-const applyAll = (state: RunState, events: RunEventReport[], now = T0) => events.reduce((s, e) => applyEvent(s, e, now, settings), state);
+/** The state once an event is taken in: what a signal does whatever the verdict, and an Update after an `ok` one. */
+const nextState = (state: RunState, event: RunEventReport, now: number, runSettings: RunSettings) =>
+  decideEvent(state, event, now, runSettings).next;
+const applyAll = (state: RunState, events: RunEventReport[], now = T0) => events.reduce((s, e) => nextState(s, e, now, settings), state);
 const sequences = (state: RunState) => state.outbox.map((e) => [e.attempt, e.sequence]);
 
 describe('run state: start and claim', () => {
@@ -73,7 +75,7 @@ describe('run state: start and claim', () => {
     const claimed = claimRun(queued(), T0 + 5, settings);
     expect(claimed).toMatchObject({ status: 'running', attempt: 1, startedAt: T0 + 5, leaseExpiresAt: T0 + 5 + 60_000, transitions: 1 });
     expect(claimVerdict(claimed)).toEqual({ ok: false, error: 'already_claimed', status: 'running' });
-    expect(applyEvent(claimed, ev(1, 1), T0 + 7, settings)).toMatchObject({
+    expect(nextState(claimed, ev(1, 1), T0 + 7, settings)).toMatchObject({
       status: 'running',
       attempt: 1,
       eventCount: 1,
@@ -88,7 +90,7 @@ describe('run state: start and claim', () => {
     expect(lost.status).toBe('awaiting_retry');
     expect(claimVerdict(lost)).toEqual({ ok: true });
     expect(claimRun(lost, T0 + 61_000, settings)).toMatchObject({ status: 'running', attempt: 2, leaseExpiresAt: T0 + 121_000 });
-    const done = applyEvent(claimRun(queued(), T0, settings), ev(1, 1, 'terminal'), T0, settings);
+    const done = nextState(claimRun(queued(), T0, settings), ev(1, 1, 'terminal'), T0, settings);
     expect(claimVerdict(done)).toEqual({ ok: false, error: 'run_closed', status: 'succeeded' });
   });
 
@@ -105,7 +107,7 @@ describe('run state: ordering and dedupe', () => {
     let s = applyAll(running(), [ev(1, 1), ev(1, 3), ev(1, 4)]);
     expect(sequences(s)).toEqual([[1, 1]]);
     expect(s.buffer.map((b) => b.event.sequence)).toEqual([3, 4]);
-    s = applyEvent(s, ev(1, 2), T0, settings);
+    s = nextState(s, ev(1, 2), T0, settings);
     expect(sequences(s)).toEqual([
       [1, 1],
       [1, 2],
@@ -146,7 +148,7 @@ describe('run state: ordering and dedupe', () => {
             T0,
           );
           const wide = { ...settings, eventBufferMax: 1000 };
-          const t = order.reduce((acc, sequence) => applyEvent(acc, ev(1, sequence), T0, wide), running());
+          const t = order.reduce((acc, sequence) => nextState(acc, ev(1, sequence), T0, wide), running());
           expect(t.outbox.map((e) => e.sequence)).toEqual(Array.from({ length: n }, (_, i) => i + 1));
           expect(t.ignored.duplicate).toBe(order.length - n);
           expect(t.buffer).toEqual([]);
@@ -175,7 +177,7 @@ describe('run state: ordering and dedupe', () => {
 
   it('ignores older attempts; a newer attempt restarts at sequence 1 and drops the old buffer', () => {
     let s = applyAll(running(), [ev(1, 1), ev(1, 3)]);
-    s = applyEvent(s, ev(2, 1), T0 + 10, settings);
+    s = nextState(s, ev(2, 1), T0 + 10, settings);
     expect(s).toMatchObject({ attempt: 2, nextSequence: 2, buffer: [], status: 'running' });
     s = applyAll(s, [ev(1, 2), ev(1, 4)]);
     expect(s.ignored.stale).toBe(2);
@@ -217,7 +219,7 @@ describe('run state: ordering and dedupe', () => {
 });
 
 describe('run state: the event verdict, decided before the ack', () => {
-  const verdict = (state: RunState, event: RunEventReport) => eventVerdict(state, event, settings);
+  const verdict = (state: RunState, event: RunEventReport) => decideEvent(state, event, T0, settings).verdict;
 
   it('accepts the next sequence and whatever the window and byte budget can hold', () => {
     const r = applyAll(running(), [ev(1, 1)]);
@@ -237,8 +239,9 @@ describe('run state: the event verdict, decided before the ack', () => {
           let state = running();
           for (const { sequence, kb } of arrivals) {
             const e = ev(1, sequence, 'user', { blob: 'x'.repeat(kb * 1024) });
-            if (!verdict(state, e).ok) continue;
-            state = applyEvent(state, e, T0, settings);
+            const decision = decideEvent(state, e, T0, settings);
+            if (!decision.verdict.ok) continue;
+            state = decision.next;
             expect(state.ignored.overflow).toBe(0);
             const held = state.outbox.some((o) => o.sequence === sequence) || state.buffer.some((b) => b.event.sequence === sequence);
             expect(held).toBe(true);
@@ -289,11 +292,96 @@ describe('run state: the event verdict, decided before the ack', () => {
   });
 });
 
+describe('run state: one decision for the Update and the signal', () => {
+  const decide = (state: RunState, event: RunEventReport) => decideEvent(state, event, T0, settings);
+  /** What ignoring a report changes: one more signal of this execution, one more ignored under `reason`. */
+  const ignoredAs = (state: RunState, reason: keyof RunState['ignored']): RunState => ({
+    ...state,
+    signalsThisExecution: state.signalsThisExecution + 1,
+    ignored: { ...state.ignored, [reason]: state.ignored[reason] + 1 },
+  });
+
+  it('a refused report is ignored, and counted under the reason its refusal names', () => {
+    const closed = applyAll(running(), [ev(1, 1, 'terminal')]);
+    const second = applyAll(running(), [ev(2, 1), ev(2, 3)]);
+    const awaiting = tick(applyAll(running(), [ev(1, 1)]), T0 + 61_000, settings);
+    const cases: [RunState, RunEventReport, string, keyof RunState['ignored']][] = [
+      [closed, ev(1, 2), 'run_closed', 'afterClose'],
+      [second, ev(3, 1), 'attempt_out_of_range', 'rejected'],
+      [second, ev(1, 2), 'stale_attempt', 'stale'],
+      [queued(), ev(1, 1), 'not_claimed', 'stale'],
+      [awaiting, ev(1, 2), 'stale_attempt', 'stale'],
+    ];
+    for (const [state, event, error, reason] of cases) {
+      const { verdict, next } = decide(state, event);
+      expect(verdict).toMatchObject({ ok: false, error });
+      expect(next).toEqual(ignoredAs(state, reason));
+    }
+    // A duplicate of the current attempt still moves its lease (the runtime is alive).
+    for (const duplicate of [ev(2, 1), ev(2, 3)]) {
+      const { verdict, next } = decide(second, duplicate);
+      expect(verdict).toEqual({ ok: false, error: 'duplicate' });
+      expect(next).toEqual({ ...ignoredAs(second, 'duplicate'), leaseExpiresAt: T0 + 60_000 });
+    }
+  });
+
+  it('a signal the verdict refuses only for room is still held, at the cost of the furthest-ahead event', () => {
+    const big = { blob: 'x'.repeat(300 * 1024) };
+    const held = applyAll(running(), [ev(1, 1), ev(1, 4, 'user', big)]);
+    const full = decide(held, ev(1, 3, 'user', big));
+    expect(full.verdict).toMatchObject({ ok: false, error: 'buffer_full' });
+    expect(full.next.buffer.map((b) => b.event.sequence)).toEqual([3]);
+    expect(full.next.ignored.overflow).toBe(1);
+    const window = applyAll(running(), [ev(1, 1), ev(1, 3), ev(1, 4), ev(1, 5), ev(1, 6), ev(1, 7)]);
+    const beyond = decide(window, ev(1, 8));
+    expect(beyond.verdict).toEqual({ ok: false, error: 'sequence_out_of_window', expected: 2, max: 7 });
+    expect(beyond.next.buffer.map((b) => b.event.sequence)).toEqual([3, 4, 5, 6, 7]);
+    expect(beyond.next.ignored.overflow).toBe(1);
+    // A terminal below a buffered event: refused as an Update, applied (ending the run) as a signal.
+    const ahead = decide(applyAll(running(), [ev(1, 1), ev(1, 5)]), ev(1, 2, 'terminal'));
+    expect(ahead.verdict).toEqual({ ok: false, error: 'terminal_not_last', lastSequence: 5 });
+    expect(ahead.next).toMatchObject({ status: 'succeeded', eventCount: 2, buffer: [] });
+  });
+
+  it('property: an accepted event is held with nothing dropped; of refused ones only a terminal is ever applied', () => {
+    fc.assert(
+      fc.property(
+        fc.array(
+          fc.record({
+            attempt: fc.integer({ min: 0, max: 3 }),
+            sequence: fc.integer({ min: 1, max: 12 }),
+            terminal: fc.boolean(),
+            kb: fc.integer({ min: 0, max: 300 }),
+          }),
+          { maxLength: 40 },
+        ),
+        (arrivals) => {
+          let state = running();
+          for (const { attempt, sequence, terminal, kb } of arrivals) {
+            const e = ev(attempt, sequence, terminal ? 'terminal' : 'user', { blob: 'x'.repeat(kb * 1024) });
+            const { verdict, next } = decide(state, e);
+            if (verdict.ok) {
+              expect(next.ignored).toEqual(state.ignored);
+              const held = next.outbox.includes(e) || next.buffer.some((b) => b.event === e);
+              expect(held).toBe(true);
+            } else {
+              expect(next.outbox.length - state.outbox.length).toBeLessThanOrEqual(e.type === 'terminal' ? 1 : 0);
+              if (verdict.error === 'duplicate') expect(next.ignored.duplicate).toBe(state.ignored.duplicate + 1);
+            }
+            state = next;
+          }
+        },
+      ),
+      { seed: 7, numRuns: 300 },
+    );
+  });
+});
+
 describe('run state: terminal', () => {
   it('ends the run only once every earlier sequence is applied', () => {
     let s = applyAll(running(), [ev(1, 1), ev(1, 3, 'terminal', { status: 'failed', error: 'boom' })]);
     expect(s.status).toBe('running');
-    s = applyEvent(s, ev(1, 2), T0 + 50, settings);
+    s = nextState(s, ev(1, 2), T0 + 50, settings);
     expect(s).toMatchObject({ status: 'failed', error: 'boom', endedAt: T0 + 50, leaseExpiresAt: null, eventCount: 3 });
     expect(nextDeadline(s, settings)).toBeNull();
     const after = applyAll(s, [ev(1, 4), ev(2, 1)]);
@@ -308,7 +396,7 @@ describe('run state: terminal', () => {
     [{ status: 'failed' }, 'failed', null],
     [{ status: 'weird' }, 'failed', 'invalid_terminal_status'],
   ])('terminal payload %j → %s', (payload, status, error) => {
-    expect(applyEvent(running(), ev(1, 1, 'terminal', payload), T0, settings)).toMatchObject({ status, error });
+    expect(nextState(running(), ev(1, 1, 'terminal', payload), T0, settings)).toMatchObject({ status, error });
   });
 
   it('drops buffered events beyond the terminal', () => {
@@ -321,7 +409,7 @@ describe('run state: liveness', () => {
   it('heartbeats and events move the lease, never backwards', () => {
     let s = applyHeartbeat(running(), { attempt: 1, receivedAt: 0 }, T0 + 1000, settings);
     expect(s.leaseExpiresAt).toBe(T0 + 61_000);
-    s = applyEvent(s, ev(1, 1), T0 + 2000, settings);
+    s = nextState(s, ev(1, 1), T0 + 2000, settings);
     expect(s.leaseExpiresAt).toBe(T0 + 62_000);
     s = applyHeartbeat(s, { attempt: 1, receivedAt: 0 }, T0 + 1500, settings);
     expect(s.leaseExpiresAt).toBe(T0 + 62_000);
@@ -348,7 +436,7 @@ describe('run state: liveness', () => {
   });
 
   it('lease lost on the last attempt → failed/lease_lost at once', () => {
-    const s = applyEvent(running(), ev(2, 1), T0, settings);
+    const s = nextState(running(), ev(2, 1), T0, settings);
     expect(tick(s, T0 + 60_000, settings)).toMatchObject({ status: 'failed', error: 'lease_lost' });
   });
 
@@ -390,7 +478,7 @@ describe('run state: persistence and continue-as-new', () => {
     );
     expect(resumed).toMatchObject({ eventCount: 2, nextSequence: 3, signalsThisExecution: 0, startedAt: T0 });
     expect(resumed.buffer.map((b) => b.event.sequence)).toEqual([4]);
-    expect(applyEvent(resumed, ev(1, 3), T0, settings).outbox.map((e) => e.sequence)).toEqual([3, 4]);
+    expect(nextState(resumed, ev(1, 3), T0, settings).outbox.map((e) => e.sequence)).toEqual([3, 4]);
   });
 
   it('summarizes for the query, the row and the workflow result', () => {
@@ -500,20 +588,20 @@ describe('byte budgets are UTF-8 bytes, as Temporal counts them', () => {
   it('keeps the out-of-order buffer under its byte bound with CJK payloads', () => {
     let s = running();
     // Out of order (sequence 1 missing): each payload is ~150 KB of UTF-8 but only ~50K UTF-16 units.
-    for (let sequence = 2; sequence <= 12; sequence++) s = applyEvent(s, ev(1, sequence, 'assistant', { text: cjk(50_000) }), T0, settings);
+    for (let sequence = 2; sequence <= 12; sequence++) s = nextState(s, ev(1, sequence, 'assistant', { text: cjk(50_000) }), T0, settings);
     expect(s.bufferBytes).toBeLessThanOrEqual(BUFFER_MAX_BYTES);
     expect(s.buffer.reduce((n, b) => n + Buffer.byteLength(JSON.stringify(b.event.payload), 'utf8'), 0)).toBe(s.bufferBytes);
   });
 
   it('the worst carried state (full buffer, full carried remainder, largest assistant text) fits one budget', () => {
     const wide = { ...settings, eventBufferMax: 1000 };
-    let s = applyEvent(running(), ev(1, 1, 'assistant', { text: cjk(80_000) }), T0, wide); // the largest event body
+    let s = nextState(running(), ev(1, 1, 'assistant', { text: cjk(80_000) }), T0, wide); // the largest event body
     // A full carryable remainder of CJK events …
-    while (canCarry(s)) s = applyEvent(s, ev(1, s.nextSequence, 'user', { text: cjk(20_000) }), T0, wide);
+    while (canCarry(s)) s = nextState(s, ev(1, s.nextSequence, 'user', { text: cjk(20_000) }), T0, wide);
     s = commitOutbox(s, 1);
     expect(canCarry(s)).toBe(true);
     // … and a full out-of-order buffer.
-    for (let k = 2; k < 40; k++) s = applyEvent(s, ev(1, s.nextSequence + k, 'user', { text: cjk(20_000) }), T0, wide);
+    for (let k = 2; k < 40; k++) s = nextState(s, ev(1, s.nextSequence + k, 'user', { text: cjk(20_000) }), T0, wide);
     expect(s.bufferBytes).toBeGreaterThan(BUFFER_MAX_BYTES - 70_000);
     expect(carriedBytes(s)).toBeLessThanOrEqual(CARRIED_STATE_MAX_BYTES);
   });
