@@ -1,4 +1,4 @@
-/** GitHub App webhooks (spec 4.5): verified deliveries become durable sync work. */
+/** GitHub App webhooks: verified deliveries become durable sync work. */
 import type { Feature } from '../app/feature';
 import { createGithubRoutes, type GithubRouteDeps } from './routes';
 

@@ -1,4 +1,4 @@
-/** Identity (spec §5): API keys and sessions resolve to a principal; the `den` identity commands. */
+/** Identity: API keys and sessions resolve to a principal; the `den` identity commands. */
 import type { Feature } from '../app/feature';
 import type { Logger } from '../app/log';
 import type { Db } from '../app/store/db';

@@ -1,4 +1,4 @@
-/** MCP resolve (spec 4.2): presets first, then a bounded, SSRF-guarded probe workflow. */
+/** MCP resolve: presets first, then a bounded, SSRF-guarded probe workflow. */
 import type { Feature } from '../app/feature';
 import { createMcpRoutes } from './routes';
 

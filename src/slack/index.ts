@@ -1,4 +1,4 @@
-/** Slack (spec 4.1, 4.6): signed events and slash commands, account links. */
+/** Slack: signed events and slash commands, account links. */
 import type { Feature } from '../app/feature';
 import { SlackQuota } from './quota';
 import { createSlackRoutes, type SlackRouteDeps } from './routes';

@@ -1,4 +1,4 @@
-/** Pure unit tests of the run actor's rules (workflows/automation-run-state.ts) and the heartbeat coalescer. */
+/** Pure unit tests of the run actor's rules (src/runs/state.ts) and the heartbeat coalescer. */
 import fc from 'fast-check';
 import { HeartbeatCoalescer } from '../../src/runs/heartbeat-coalescer';
 import type { RunEventReport, RunEventType, RunSettings } from '../../src/runs/contract';

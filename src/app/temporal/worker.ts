@@ -93,7 +93,7 @@ export async function startWorker(options: {
   const workflowBundle = bundlePath ? { codePath: bundlePath } : { code: await bundleWorkflows() };
   const activities = createActivities(options.deps);
 
-  // Two pollers on one connection: the main queue, and MCP resolve's own queue (issue #17), so a
+  // Two pollers on one connection: the main queue, and MCP resolve's own queue, so a
   // backlog of deliveries or runs never makes an interactive probe wait in line and time out.
   const create = async () => {
     const connection = await NativeConnection.connect({ address: options.address });
