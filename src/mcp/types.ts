@@ -7,7 +7,10 @@
 export const AUTH_TYPES = ['oauth', 'apikey', 'none'] as const;
 export type AuthType = (typeof AUTH_TYPES)[number];
 
-/** A preset: a known MCP server the answer names without probing. Optional strings are left out when a preset has none. */
+/**
+ * A preset: a curated MCP server a query matches by id, name or host; then only its URL is probed.
+ * Optional strings are left out when a preset has none.
+ */
 export interface McpPreset {
   presetId: string;
   displayName: string;

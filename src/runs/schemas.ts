@@ -1,5 +1,6 @@
 /**
- * Edge validation of the automation-run routes. Every problem is reported with its path; unknown fields are dropped.
+ * Edge validation of the automation-run routes. Every problem is reported with its path;
+ * unknown fields are dropped.
  */
 import { z } from '../app/http/zod';
 import { RUN_EVENT_TYPES, RUN_STATUSES, TERMINAL_EVENT_STATUSES, type RunEventType } from './contract';
