@@ -1,7 +1,7 @@
 /**
  * `npm run test:system`: the suites that bring up a whole stack of their own and take minutes,
  * one at a time after the service suite — the OpenAPI document under schemathesis
- * (test/conformance/) and the production topology (test/cluster/, issue #16: the test starts
+ * (test/conformance/) and the production topology (test/cluster/: the test starts
  * `npm run cluster`'s entry point as a child process; its last tests kill processes).
  */
 const base = require('./jest.config');

@@ -1,5 +1,5 @@
 /**
- * `npm run bench -- histories`: what one item costs the engine (issue #15), read from the real
+ * `npm run bench -- histories`: what one item costs the engine, read from the real
  * histories recorded in test/histories/ — the `before-<patch>-*` files ran on the code before
  * that patch, the others on today's. Every history event is a write to Temporal's persistence;
  * every workflow task is a round trip to a worker.

@@ -46,7 +46,7 @@ interface ScenarioResult {
   noEnqueueRps?: number;
   ratioToCeiling: number;
   ratioToNoEnqueue?: number;
-  /** Acked *and* processed per second, over load time plus drain time (issue #15). */
+  /** Acked *and* processed per second, over load time plus drain time. */
   sustainedRps?: number;
   drainSeconds?: number;
   workerRssMiB?: number;
@@ -179,7 +179,7 @@ const SCENARIOS: Scenario[] = [
   {
     name: 'run-events',
     compareNoEnqueue: true,
-    // Issue #15's scenario: events for 16 live runs, each run's sequence counting up. A run decides
+    // Events for 16 live runs, each run's sequence counting up. A run decides
     // each event before the ack (an Update), so neighbours in one run may arrive out of order and
     // wait in its buffer.
     next: (f) => {
@@ -664,7 +664,7 @@ async function heartbeats(argv: string[]): Promise<number> {
 /**
  * For a run found not running: when each heartbeat signal was written, which workflow task
  * applied it, and when the lease timer fired, so a lost lease can be read against its
- * heartbeats (issue #15).
+ * heartbeats.
  */
 async function printLeaseTimeline(stack: LoadStack, organizationId: string, id: string, status: string): Promise<void> {
   const history = await stack.temporal.client.workflow.getHandle(runWorkflowId(organizationId, id)).fetchHistory();

@@ -1,5 +1,5 @@
 /**
- * `npm run bench -- --cluster`: the production topology (issue #16) as the bench's target. The
+ * `npm run bench -- --cluster`: the production topology as the bench's target. The
  * project's own `npm run cluster` entry point runs as a child process — Temporal server v1.29.1
  * with its history shards on Postgres, API replicas and workers, each its own process — on a
  * Postgres this script starts and hands over as `DATABASE_URL`, so it can read the records.

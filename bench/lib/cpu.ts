@@ -1,5 +1,5 @@
 /**
- * Where the CPU goes during a bench phase (issue #15: "CPU of each process"): user + system time
+ * Where the CPU goes during a bench phase, per process: user + system time
  * of each part's process tree, read from /proc. Postgres serves each connection from a process of
  * its own, so a part's time includes its descendants.
  */

@@ -1,6 +1,7 @@
 /**
- * Errors are coded values with a status. Handlers throw them; `src/http/middleware/errors.ts`
- * is the one place that turns them into responses. The bodies are the spec's (§7).
+ * Errors are coded values with a status. Handlers throw them; `src/app/http/middleware/errors.ts`
+ * is the one place that turns them into responses. A JSON body names the error in `error`
+ * (`{error: 'not_found', message}`); webhook failures are `{ok:false}` instead.
  */
 import type { ZodError } from 'zod';
 
@@ -10,7 +11,7 @@ export interface InvalidRequestDetail {
   [extra: string]: unknown;
 }
 
-/** A JSON object, or a string that is sent as text/plain (spec 4.1's 413 is plain text). */
+/** A JSON object, or a string that is sent as text/plain (a 413 for a body over the route's limit is plain text). */
 export type ErrorBody = Record<string, unknown> | string;
 
 export class AppError extends Error {
@@ -59,6 +60,6 @@ export const errors = {
       { error: 'unavailable', dependency, message: `${dependency} is unavailable; retry later.` },
       { cause, headers: { 'retry-after': '5' }, dependency },
     ),
-  /** Webhook-shaped failures carry `{ok:false}` bodies (spec 4.1, 4.5, 4.6). */
+  /** Webhook-shaped failures carry `{ok:false}` bodies; the Slack and GitHub webhook routes use them. */
   webhook: (code: string, status: number, extra: Record<string, unknown> = {}) => new AppError(code, status, { ok: false, ...extra }),
 };

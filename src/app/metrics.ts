@@ -1,7 +1,7 @@
 /**
  * Prometheus metrics of the front door, all in one registry created per app instance (tests
- * run several instances in one process). Names and labels are documented in the README. Run
- * status transitions happen in workflows, so the worker exports them (workflows/automation-run.ts).
+ * run several instances in one process). Names and labels are documented in docs/operations.md. Run
+ * status transitions happen in workflows, so the worker exports them (workflows/runs.ts).
  */
 import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 

@@ -1,5 +1,5 @@
 /**
- * `npm run cluster`: the production topology on one machine, without Docker (issue #16).
+ * `npm run cluster`: the production topology on one machine, without Docker.
  *
  *   Postgres ── Temporal server (N history shards) ── Web UI
  *      │               │

@@ -1,5 +1,5 @@
 /**
- * GitHub (spec 4.5): one workflow per delivery, workflows/github.ts. Its id, payload types and
+ * GitHub App webhooks: one workflow per delivery, workflows/github.ts. Its id, payload types and
  * search attributes, defined once for the route and the workflow. Deterministic.
  */
 import { defineSearchAttributeKey } from '@temporalio/common';
@@ -12,7 +12,7 @@ export const githubSearchAttributes = {
 
 /**
  * Patch id (`patched()`): from it on, the route passes the search attributes at start and the
- * effect runs as a local activity first (issue #15). Deliveries started before replay the old way.
+ * effect runs as a local activity first. Deliveries started before replay the old way.
  */
 export const GITHUB_LOCAL_EFFECTS_PATCH = 'github-local-effects';
 

@@ -1,5 +1,5 @@
 /**
- * Deterministic helpers of the delivery workflow (workflows/github-delivery.ts), kept here so
+ * Deterministic helpers of the delivery workflow (workflows/github.ts), kept here so
  * they are unit-testable without a worker. No I/O: workflow code imports this module.
  */
 import type { SearchAttributePair } from '@temporalio/common';

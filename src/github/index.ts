@@ -1,4 +1,4 @@
-/** GitHub App webhooks (spec 4.5): verified deliveries become durable sync work. */
+/** GitHub App webhooks: verified deliveries become durable sync work. */
 import path from 'node:path';
 import { defineFeature } from '../app/feature';
 import { createGithubActivities } from '../../activities/github';

@@ -1,5 +1,5 @@
 /**
- * Which GitHub deliveries become sync work (issue #6; behaviour notes "GitHub App webhook").
+ * Which GitHub deliveries become sync work.
  *
  * Decided from the headers and the payload alone: no database on the hot path, because GitHub
  * gives a delivery 10 s and never retries by itself. Whether a push matches a connected
@@ -10,7 +10,7 @@
  */
 import type { GithubDeliveryInput, GithubRepositoryRef } from './contract';
 
-/** The stable `reason`s of the not-accepted answer (spec 2.8). Documented in the README. */
+/** The stable `reason`s of the not-accepted answer. Documented in docs/github.md. */
 export const IGNORED = {
   missingEventHeader: 'missing X-GitHub-Event header',
   missingDeliveryHeader: 'missing X-GitHub-Delivery header',

@@ -1,5 +1,5 @@
 /**
- * GitHub webhook signatures (spec 4.5; behaviour notes "GitHub App webhook").
+ * GitHub webhook signatures.
  *
  * `X-Hub-Signature-256: sha256=<hex>` is the HMAC-SHA256 of the exact request bytes under the
  * webhook secret. GitHub signs no timestamp, so unlike Slack there is no clock to inject and

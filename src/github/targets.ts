@@ -121,7 +121,7 @@ export async function getTarget(db: Db, targetId: string): Promise<GithubTarget 
 }
 
 // ---------------------------------------------------------------------------------------
-// Delivery effects (the activities of workflows/github-delivery.ts).
+// Delivery effects (the activities of the delivery workflow, workflows/github.ts).
 
 export interface DeliveryEffects {
   syncEvents: GithubSyncEventRecord[];

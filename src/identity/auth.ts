@@ -1,5 +1,5 @@
 /**
- * Spec §5: `Authorization: Bearer <session>` (bearerAuth) or `x-api-key: <raw key>` (denApiKey).
+ * Two credentials: `Authorization: Bearer <session>` (bearerAuth) or `x-api-key: <raw key>` (denApiKey).
  * A present-but-malformed header is a 401, never a 500.
  */
 import type { IncomingHttpHeaders } from 'node:http';
@@ -39,7 +39,7 @@ export function createAuthenticator(deps: { db: Db; log: Logger; now: () => numb
  * Every API key is checked against Postgres, so a revocation counts at once. Only when Postgres
  * cannot answer does a key this process verified before keep working, until the key's own
  * expiry: runtimes then keep heartbeating through the outage instead of every live run losing its
- * lease (issue #17). Nothing can be revoked while Postgres is down; a revocation made in the
+ * lease. Nothing can be revoked while Postgres is down; a revocation made in the
  * moments before the outage may go unseen until it ends.
  */
 async function findKeyOrRemembered(

@@ -1,4 +1,4 @@
-/** Identity (spec §5): API keys and sessions resolve to a principal; the `den` identity commands. */
+/** Identity: API keys and sessions resolve to a principal; the `den` identity commands. */
 import { defineFeature } from '../app/feature';
 import { createAuthenticator } from './auth';
 import { registerIdentityCommands } from './cli';

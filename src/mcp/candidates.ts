@@ -1,6 +1,6 @@
 /**
- * From a classified query to the bounded list of endpoints to probe (behaviour notes,
- * "Candidates"), with presets first. Pure: no network, no clock.
+ * From a classified query to the bounded list of endpoints to probe, with presets first.
+ * Pure: no network, no clock.
  */
 import { classifyQuery, type QueryClass } from './classify';
 import { findPresetByHost, findPresetByName, withPreregisteredClient, type PreregisteredClients } from './presets';

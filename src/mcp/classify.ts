@@ -1,5 +1,5 @@
 /**
- * Reads the admin's free-form query (behaviour notes, "How the query is classified"). Pure.
+ * Reads the admin's free-form query. Pure.
  *
  *   http(s)://…                       → a URL (must parse; no user info, no fragment)
  *   contains a dot, no whitespace     → a domain, read as https://<query>
@@ -27,7 +27,7 @@ function plausibleHost(hostname: string): boolean {
   return IPV4.test(hostname) || HOST_NAME.test(hostname);
 }
 
-/** Parses an http(s) URL and applies the notes' rules; undefined when it is not acceptable. */
+/** Parses an http(s) URL and applies the rules above (no user info, no fragment, a plausible host); undefined when it is not acceptable. */
 function acceptableUrl(text: string): URL | undefined {
   let url: URL;
   try {

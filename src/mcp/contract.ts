@@ -1,5 +1,5 @@
 /**
- * MCP resolve (spec 4.2): a short probe workflow per request, workflows/mcp.ts, and its one
+ * MCP resolve: a short probe workflow per request, workflows/mcp.ts, and its one
  * activity. Deterministic.
  */
 

@@ -1,5 +1,5 @@
 /**
- * The enum decisions of a discovery (behaviour notes, "How the enums are decided"), as pure
+ * The enum decisions of a discovery, as pure
  * functions of the facts a probe collected. No I/O, no URL parsing, no clock: the workflow
  * imports this module too (deterministic code only).
  */
@@ -186,7 +186,7 @@ export function unreachableDiscovery(url: string, message: string, preregistered
   });
 }
 
-/** Behaviour notes, "A candidate qualifies when any of these holds". */
+/** A candidate qualifies when any of these holds; the first qualifying one in candidate order is the match. */
 export function qualifies(discovery: McpDiscovery, source: CandidateSource): boolean {
   const { initialize } = discovery.server;
   const { kind } = discovery.authentication;

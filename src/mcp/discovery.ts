@@ -1,5 +1,5 @@
 /**
- * Probes one candidate URL (behaviour notes, "Discovery"), entirely through the guarded fetch:
+ * Probes one candidate URL, entirely through the guarded fetch:
  *
  *  1. MCP `initialize` over Streamable HTTP with the SDK's Client; a 404/405 on the POST gets
  *     one try of the legacy HTTP+SSE transport (warning `legacy_sse_transport`);

@@ -1,4 +1,4 @@
-/** MCP resolve (spec 4.2): presets first, then a bounded, SSRF-guarded probe workflow. */
+/** MCP resolve: presets first, then a bounded, SSRF-guarded probe workflow. */
 import path from 'node:path';
 import { defineFeature } from '../app/feature';
 import { createMcpActivities } from '../../activities/mcp';

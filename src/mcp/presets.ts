@@ -1,5 +1,5 @@
 /**
- * Curated MCP servers (behaviour notes, "MCP resolve": presets come first). Data only, plus the
+ * Curated MCP servers: a query that matches one probes only the preset's URL. Data only, plus the
  * two pure functions that use it: matching a query and applying pre-registered OAuth clients.
  */
 import type { McpPreset } from './types';

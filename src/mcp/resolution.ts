@@ -1,6 +1,6 @@
 /**
- * Turns the probes of all candidates into the spec 2.5 response (behaviour notes, "Resolution
- * and names"). Pure and deterministic: the probe workflow calls it.
+ * Turns the probes of all candidates into the resolve answer (`McpResolveResponse`). Pure and
+ * deterministic: the probe workflow calls it.
  */
 import { describeOutcome, qualifies } from './decide';
 import type { McpProbeResult, McpResolveInput, McpResolveResponse } from './types';

@@ -1,5 +1,5 @@
 /**
- * Spec 2.4 and 2.5 as zod: the request schema validates the body; the response schemas
+ * The MCP resolve request and answer as zod: the request schema validates the body; the response schemas
  * document the answer in the OpenAPI document (they mirror src/mcp/types.ts).
  */
 import { z } from '../app/http/zod';

@@ -1,13 +1,16 @@
 /**
- * The shapes of MCP resolve (spec 2.4, 2.5). Types only: the route, the workflow and the
- * activity all use them, and `src/temporal/messages.ts` re-exports them as payload types.
- * Enum values beyond the spec's examples are ours (behaviour notes, "MCP resolve").
+ * The shapes of MCP resolve. Types only: the route, the workflow and the activity all use
+ * them, and `src/mcp/contract.ts` re-exports them as payload types. Enum values beyond the
+ * interface spec's examples are this service's own.
  */
 
 export const AUTH_TYPES = ['oauth', 'apikey', 'none'] as const;
 export type AuthType = (typeof AUTH_TYPES)[number];
 
-/** Spec 2.5 "Preset object": every field. Optional strings are left out when a preset has none. */
+/**
+ * A preset: a curated MCP server a query matches by id, name or host; then only its URL is probed.
+ * Optional strings are left out when a preset has none.
+ */
 export interface McpPreset {
   presetId: string;
   displayName: string;
@@ -76,13 +79,13 @@ export interface McpManualRequirement {
   required: boolean;
 }
 
-/** `mcp_http_<status>`, `mcp_unreachable`, `legacy_sse_transport`, `oauth_*` (behaviour notes). */
+/** A probe's non-fatal finding: `mcp_http_<status>`, `mcp_unreachable`, `legacy_sse_transport`, `mcp_tools_unavailable`, `oauth_*`. */
 export interface McpWarning {
   code: string;
   message: string;
 }
 
-/** Spec 2.5 "Discovery object". Complete even when the probe failed: `status` says why. */
+/** What a probe found out about one candidate server. Complete even when the probe failed: `status` says why. */
 export interface McpDiscovery {
   status: DiscoveryStatus;
   server: { url: string; initialize: InitializeOutcome; protocolVersion?: string };
@@ -108,7 +111,7 @@ export interface McpMatch {
   discovery: McpDiscovery;
 }
 
-/** Spec 2.5 top level. `preset` only for `resolution: preset`; `match` only when a probe qualified. */
+/** The resolve answer. `preset` only for `resolution: preset`; `match` only when a probe qualified. */
 export interface McpResolveResponse {
   resolution: Resolution;
   attempted: string[];

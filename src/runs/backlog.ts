@@ -1,5 +1,5 @@
 /**
- * Admission by backlog (issue #17): while Postgres refuses a run's writes, its workflow keeps
+ * Admission by backlog: while Postgres refuses a run's writes, its workflow keeps
  * every acked event in memory and in its history. Past a bound, the front door answers 503 for
  * that run, so senders retry later instead of piling up acked work that could outgrow the
  * history. Checked only when the run's row looks stale (its workflow has not written it for a

@@ -1,5 +1,5 @@
 /**
- * Exclusive claims (issue #13). The run workflow decides through its `claimRun` Update: of two
+ * Exclusive claims. The run workflow decides through its `claimRun` Update: of two
  * concurrent claims its validator lets exactly one through, so the answer is the workflow's own
  * decision, never a read-then-write race in the API. Claim-next picks a candidate from the
  * `automation_runs` table (a short hold taken with FOR UPDATE SKIP LOCKED, so concurrent pollers

@@ -1,5 +1,5 @@
 /**
- * Automation runs (spec 4.3, 4.4): one actor workflow per (organization, run id), workflows/runs.ts.
+ * Automation runs: one actor workflow per (organization, run id), workflows/runs.ts.
  * Every message between the front door and that workflow, defined once: its id, signals,
  * queries, payload types and search attributes. The routes and the workflow both import this
  * module, so it stays deterministic: no I/O, no clocks, no randomness.
@@ -210,7 +210,7 @@ export interface RunEventAck {
 }
 
 /**
- * Events arrive as this Update (issue #14): its validator decides before the ack, so a report
+ * Events arrive as this Update: its validator decides before the ack, so a report
  * answered 200 is applied or kept. The signal stays for histories recorded before it.
  */
 export const reportRunEventUpdate = defineUpdate<RunEventAck, [RunEventReport]>('reportRunEvent');
@@ -218,5 +218,5 @@ export const reportRunEventUpdate = defineUpdate<RunEventAck, [RunEventReport]>(
 export const runEventSignal = defineSignal<[RunEventReport]>('runEvent');
 export const runHeartbeatSignal = defineSignal<[RunHeartbeat]>('runHeartbeat');
 export const runSummaryQuery = defineQuery<RunSummary>('runSummary');
-/** Exclusive claim (issue #13): the validator refuses unless the run waits for an attempt. */
+/** Exclusive claim: the validator refuses unless the run waits for an attempt. */
 export const claimRunUpdate = defineUpdate<RunClaim, [RunClaimRequest]>('claimRun');

@@ -1,5 +1,5 @@
 /**
- * Heartbeat coalescing (issue #4): a process forwards a heartbeat of (run, attempt) to Temporal
+ * Heartbeat coalescing: a process forwards a heartbeat of (run, attempt) to Temporal
  * at most once per window (a fraction of the run's own lease, RUN_HEARTBEAT_COALESCE_FRACTION,
  * a quarter by default), so Temporal load grows with the number of runs, not with the number of
  * heartbeats. Runners heartbeat about every 10 s against a 60 s lease, so one forwarded heartbeat

@@ -1,4 +1,4 @@
-/** Automation runs (spec 4.3, 4.4): one actor workflow per run; events, heartbeats, reads. */
+/** Automation runs: one actor workflow per run; events, heartbeats, reads. */
 import path from 'node:path';
 import { defineFeature } from '../app/feature';
 import { createRunActivities } from '../../activities/runs';

@@ -1,5 +1,5 @@
 /**
- * Runs whose workflow ended outside its own logic (issue #17): an operator terminated it, the
+ * Runs whose workflow ended outside its own logic: an operator terminated it, the
  * server timed it out, or the history limit ended it. Its code never ran to close the row, so the
  * row would say `running` forever, and once Temporal's retention forgets the run, a report with
  * its id would start a fresh workflow whose writes the row's version guard ignores. Reconciling

@@ -1,6 +1,6 @@
 /**
  * Delivering a report to the run's actor workflow: an event as an Update (update-with-start), whose
- * validator decides before the ack (issue #14); a heartbeat as a signal (signal-with-start).
+ * validator decides before the ack; a heartbeat as a signal (signal-with-start).
  *
  * - The workflow id is derived from the caller's organization and the run id
  *   (`runWorkflowId`), so two organizations can use the same run id without meeting.
@@ -141,7 +141,7 @@ async function closedStatus(deps: RunDeps, organizationId: string, runId: string
 }
 
 /**
- * Behaviour notes: re-completing a finished run with the same status is idempotent, so a
+ * Re-completing a finished run with the same status is idempotent, so a
  * runtime that retries its terminal event after a lost response is not told it failed.
  */
 export function isSameCompletion(report: RunReport, status: string): boolean {

@@ -1,6 +1,6 @@
 /**
- * Edge validation of the automation-run routes (spec 2.6, 2.7, 4.3, 4.4, 8; behaviour notes
- * "Automation runs"). Every problem is reported with its path; unknown fields are dropped.
+ * Edge validation of the automation-run routes. Every problem is reported with its path;
+ * unknown fields are dropped.
  */
 import { z } from '../app/http/zod';
 import { RUN_EVENT_TYPES, RUN_STATUSES, TERMINAL_EVENT_STATUSES, type RunEventType } from './contract';

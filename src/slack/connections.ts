@@ -1,6 +1,6 @@
 /**
  * Slack connections (one app installation in one workspace). Signing secrets and bot tokens are
- * sealed with AES-256-GCM (src/secrets.ts) before they reach Postgres; only this module opens
+ * sealed with AES-256-GCM (src/app/secrets.ts) before they reach Postgres; only this module opens
  * them, and the public view never carries them.
  */
 import type { Selectable } from 'kysely';
@@ -10,7 +10,7 @@ import type { Db } from '../app/store/db';
 import type { SlackTables } from './tables';
 import type { SlackSigningSecrets } from './signature';
 
-/** Spec 2.1: `emc_` + 26 base32 characters; the first one is 0-7 because the suffix is 128 bits. */
+/** A connection id is a typeid: `emc_` + 26 base32 characters; the first one is 0-7 because the suffix is 128 bits. */
 export const CONNECTION_ID_PATTERN = /^emc_[0-7][0-9a-hjkmnp-tv-z]{25}$/;
 
 export const newConnectionId = () => typeid('emc').toString();

@@ -1,5 +1,5 @@
 /**
- * Slack (spec 4.1, 4.6): one workflow per (connection, event_id), workflows/slack.ts. Its id,
+ * Slack events and slash commands: one workflow per (connection, event_id), workflows/slack.ts. Its id,
  * signals, queries, payload types and search attributes, defined once for the routes and the
  * workflow. Deterministic: no I/O, no clocks, no randomness.
  */
@@ -20,7 +20,7 @@ export const slackSearchAttributes = {
 export const LINK_DECISION_PATCH = 'link-decision-reads-link';
 
 /**
- * Workflow patch id: Postgres records as local activities first (issue #15); events started
+ * Workflow patch id: Postgres records as local activities first; events started
  * before it replay with regular activities.
  */
 export const SLACK_LOCAL_RECORDS_PATCH = 'slack-local-records';

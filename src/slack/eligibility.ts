@@ -1,5 +1,5 @@
 /**
- * Which events are routed, and why the others are not (behaviour notes, "Slack events").
+ * Which events are routed, and why the others are not.
  * Pure, so each reason is a unit test. Quota is decided afterwards, by the route, because it
  * is shared state in Postgres (quota.ts).
  */

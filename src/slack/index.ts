@@ -1,4 +1,4 @@
-/** Slack (spec 4.1, 4.6): signed events and slash commands, account links. */
+/** Slack: signed events and slash commands, account links. */
 import path from 'node:path';
 import { defineFeature } from '../app/feature';
 import { createSlackActivities } from '../../activities/slack';

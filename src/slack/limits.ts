@@ -1,6 +1,6 @@
 /**
  * Per-member limits on runs created from Slack: a number per rolling day and a number running
- * at once (behaviour notes, "Routing"). A reservation is a row per invocation, written under a
+ * at once. A reservation is a row per invocation, written under a
  * per-member advisory lock so two invocations of one member cannot both take the last slot.
  */
 import { sql } from 'kysely';

@@ -1,5 +1,5 @@
 /**
- * Connect-link tokens (behaviour notes, "Slack slash commands", **ours**): an HMAC-signed claim
+ * Connect-link tokens (this service's own design, not a Slack mechanism): an HMAC-signed claim
  * that binds the connection, the workspace and the Slack user, expires after
  * SLACK_LINK_TOKEN_TTL, and carries a nonce that the account-link route records in Postgres so
  * the token works once. Whoever redeems it proves they saw the ephemeral message Slack showed

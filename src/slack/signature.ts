@@ -5,7 +5,7 @@
  */
 import { createHmac, timingSafeEqual } from 'node:crypto';
 
-/** Slack's replay window. Ours applies it in both directions (behaviour notes, Slack events §4). */
+/** Slack's replay window. Ours applies it in both directions: a timestamp too far in the future is refused too. */
 export const SLACK_TIMESTAMP_TOLERANCE_SECONDS = 300;
 
 export interface SlackSigningSecrets {

@@ -5,14 +5,14 @@
 import type { Timestamp, NullableTimestamp } from '../app/store/columns';
 
 export interface SlackTables {
-  /** One Slack app installation in one workspace, owned by an organization (issue #5). */
+  /** One Slack app installation in one workspace, owned by an organization. */
   slack_connections: {
-    /** typeid, prefix `emc` (spec 2.1). */
+    /** typeid, prefix `emc` (CONNECTION_ID_PATTERN in connections.ts). */
     id: string;
     organization_id: string;
     team_id: string;
     api_app_id: string;
-    /** AES-256-GCM sealed (src/secrets.ts); never stored in the clear. */
+    /** AES-256-GCM sealed (src/app/secrets.ts); never stored in the clear. */
     signing_secret: string;
     /** The secret before the last rotation, sealed, accepted until `previous_secret_expires_at`. */
     previous_signing_secret: string | null;

@@ -1,6 +1,6 @@
 /**
- * Checks 3 and 4 of the behaviour notes, shared by the events and commands routes: find the
- * installation, then verify the signature over the raw bytes.
+ * The two checks the events and commands routes share: find the installation (else 401
+ * `unknown_installation`), then verify the signature over the raw bytes (else 401 `invalid_signature`).
  */
 import { errors } from '../app/errors';
 import type { AppContext } from '../app/http/context';

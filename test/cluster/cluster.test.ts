@@ -1,5 +1,5 @@
 /**
- * The production topology, run for real (issue #16): `npm run cluster`'s entry point started as a
+ * The production topology, run for real: `npm run cluster`'s entry point started as a
  * child process — a Temporal server v1.29.1 with 8 history shards on Postgres, two API replicas
  * and two workers, each its own process — and real requests to both replicas. The tests run in
  * order: the last ones kill -9 a worker and an API replica.

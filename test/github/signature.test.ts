@@ -1,6 +1,6 @@
 import { signGithubPayload, verifyGithubSignature, verifyWithFallback } from '../../src/github/signature';
 
-// GitHub's documented test vector (behaviour notes, "GitHub App webhook").
+// GitHub's documented test vector from its webhook-validation documentation.
 const VECTOR = {
   secret: "It's a Secret to Everybody",
   payload: Buffer.from('Hello, World!'),

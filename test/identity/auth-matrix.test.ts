@@ -1,5 +1,6 @@
 /**
- * Spec §5 over real HTTP: every credential shape the issue lists, with status AND body.
+ * Authentication over real HTTP: every credential shape (none, malformed, unknown, revoked,
+ * expired, a removed member's, the wrong role, a session), with status AND body.
  */
 import { createApiKey, createSession, removeMember, revokeApiKey } from '../../src/identity/store';
 import { createTestOrg } from '../harness/identity';
@@ -88,7 +89,7 @@ describe('authentication matrix', () => {
     expect(res.json.members.map((m: { memberId: string }) => m.memberId)).toContain(member.memberId);
   });
 
-  it('an API key resolves to the issuing user and the member it was scoped to (§5 rule 1)', async () => {
+  it('an API key resolves to the issuing user and the member it was scoped to', async () => {
     const member = await org.addMember('member');
     const res = await stack.request('GET', '/v1/me', { headers: member.headers });
     expect(res.status).toBe(200);

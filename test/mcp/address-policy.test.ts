@@ -7,7 +7,7 @@ import { classifyAddress, decideAddress, isIpLiteral } from '../../src/mcp/ssrf/
 const closed = { allowPrivate: false };
 const open = { allowPrivate: true };
 
-describe('blocked IPv4 ranges (behaviour notes), flag off', () => {
+describe('blocked IPv4 ranges, flag off', () => {
   it.each([
     ['0.0.0.0', 'forbidden'],
     ['0.255.255.255', 'forbidden'],

@@ -1,4 +1,4 @@
-/** Classification, presets and candidates (behaviour notes, "MCP resolve"): pure, no network. */
+/** Classification, presets and candidates: pure, no network. */
 import { candidateUrls, planResolve, suggestedNameFor } from '../../src/mcp/candidates';
 import { classifyQuery } from '../../src/mcp/classify';
 import { MCP_PRESETS } from '../../src/mcp/presets';
@@ -122,7 +122,7 @@ describe('classification, presets and candidates', () => {
 });
 
 describe('presets', () => {
-  it('carry every field of spec 2.5, with the notes table', () => {
+  it('carry every field, with the expected name, URL and auth type each', () => {
     const table: Record<string, [string, string, string]> = {
       notion: ['Notion', 'https://mcp.notion.com/mcp', 'oauth'],
       linear: ['Linear', 'https://mcp.linear.app/mcp', 'oauth'],

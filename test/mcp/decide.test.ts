@@ -1,4 +1,4 @@
-/** The enum decisions and the resolution, as pure functions (behaviour notes, "How the enums are decided"). */
+/** The enum decisions and the resolution, as pure functions. */
 import { decideDiscovery, qualifies, unreachableDiscovery, type ProbeFacts } from '../../src/mcp/decide';
 import { assembleResponse } from '../../src/mcp/resolution';
 import { MCP_PRESETS } from '../../src/mcp/presets';

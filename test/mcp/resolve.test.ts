@@ -84,7 +84,7 @@ afterAll(async () => {
 const resolve = (query: unknown, headers: Record<string, string> = admin.headers) =>
   stack.request('POST', PATH, { headers, body: { query } });
 
-describe('access (spec §7)', () => {
+describe('access', () => {
   it('no credentials → 401 {error:"unauthorized"}', async () => {
     const res = await stack.request('POST', PATH, { body: { query: 'notion' } });
     expect(res.status).toBe(401);
@@ -117,7 +117,7 @@ describe('access (spec §7)', () => {
   });
 });
 
-describe('validation (spec 2.4, §8)', () => {
+describe('validation', () => {
   it.each([
     ['an empty object', {}],
     ['an empty query', { query: '' }],

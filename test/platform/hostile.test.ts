@@ -1,5 +1,5 @@
 /**
- * What an unauthenticated or hostile client can do to the front door (issue #14): nothing that
+ * What an unauthenticated or hostile client can do to the front door: nothing that
  * grows its memory, nothing answered 5xx, and no credential that half-works.
  */
 import { createTestOrg } from '../harness/identity';
@@ -61,7 +61,7 @@ describe('methods', () => {
     expect((await send('TRACE', '/v1/nowhere')).status).toBe(404);
   });
 
-  it('routes of removed features answer 410 (spec §9.3), through an entry the test defines', async () => {
+  it('routes of removed features answer 410, through an entry the test defines', async () => {
     for (const path of ['/v1/old-things/abc', '/v1/old-things/abc/events']) {
       const res = await stack.request('POST', path, { body: {} });
       expect(res.status).toBe(410);

@@ -1,5 +1,5 @@
 /**
- * The OpenAPI document states what the server does (issue #14 item 5): bounds, required bodies,
+ * The OpenAPI document states what the server does: bounds, required bodies,
  * the `type`/`kind` alternative and the statuses the pipeline itself answers, each checked here
  * against the real server's answer. `npm run conformance` checks the rest with schemathesis.
  */

@@ -1,5 +1,5 @@
 /**
- * Deploy safety (issue #14): every history recorded in test/histories/ (real runs of every
+ * Deploy safety: every history recorded in test/histories/ (real runs of every
  * workflow type, see record.histories.ts) must replay against today's workflow code. A change
  * that breaks determinism fails here, in CI, instead of failing every live workflow on the next
  * worker start. How to change a workflow safely: docs/architecture.md, "Changing a workflow".

@@ -1,7 +1,7 @@
 /**
- * Byte budgets are UTF-8 bytes, as Temporal's payload limits are (issue #17): out-of-order CJK
+ * Byte budgets are UTF-8 bytes, as Temporal's payload limits are: out-of-order CJK
  * events (3 bytes per character, 1 UTF-16 unit) fill the buffer's budget, the next is refused
- * before the ack (issue #14), and the full buffer carries over continue-as-new without failing,
+ * before the ack, and the full buffer carries over continue-as-new without failing,
  * over the real dev server and Postgres.
  */
 import type { WorkflowHandle } from '@temporalio/client';

@@ -1,5 +1,5 @@
 /**
- * Cancellation is a first-class outcome (issue #17): an operator's cancel, sent through the
+ * Cancellation is a first-class outcome: an operator's cancel, sent through the
  * Temporal client exactly as the Web UI and `temporal workflow cancel` send it, closes a run
  * `cancelled` within seconds, with its row saying so and no workflow-task failure in its history.
  * (Every earlier test terminated workflows, which skips the workflow's own code entirely.)

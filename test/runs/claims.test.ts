@@ -1,5 +1,5 @@
 /**
- * Claims and member visibility (issue #13), over real HTTP with the real worker and Postgres:
+ * Claims and member visibility, over real HTTP with the real worker and Postgres:
  * exclusive claims decided by the run workflow's Update, claim-next with long-poll, the 409s a
  * runtime meets (already_claimed, not_claimed, stale_attempt, run_closed) and member isolation.
  */

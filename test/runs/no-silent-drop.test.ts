@@ -1,5 +1,5 @@
 /**
- * "An ack means durable" for event reports (issue #14): the run decides on every event before
+ * "An ack means durable" for event reports: the run decides on every event before
  * the ack (the `reportRunEvent` Update's validator), so an event answered 200 is applied or
  * kept, and one the run cannot keep gets a 409 saying why. Over real HTTP, the real worker, the
  * dev server and Postgres; each test ends by checking that every 200 is in the persisted log.

@@ -1,5 +1,5 @@
 /**
- * Runs keep their lease through what is not theirs to decide (issue #17):
+ * Runs keep their lease through what is not theirs to decide:
  * - heartbeats do not need Postgres: the API loses Postgres for longer than the run's lease
  *   (its connections go through a proxy the test cuts) while the worker keeps its own, and the
  *   run's heartbeats still reach Temporal, so the run stays `running`;

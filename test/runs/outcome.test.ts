@@ -1,5 +1,5 @@
 /**
- * What operators see (issue #16): a run's outcome is its workflow's status. A run that failed
+ * What operators see: a run's outcome is its workflow's status. A run that failed
  * (its lease lost, or its runtime said so), timed out or was never claimed ends its workflow
  * Failed, with an ApplicationFailure whose type names the outcome and whose detail is the run's
  * summary; succeeded and cancelled runs end Completed. Either way the row in Postgres is closed

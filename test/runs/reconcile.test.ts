@@ -1,5 +1,5 @@
 /**
- * Runs that ended outside their own logic (issue #17): an operator's terminate, or a workflow
+ * Runs that ended outside their own logic: an operator's terminate, or a workflow
  * Temporal has forgotten. The row is closed with what happened, and a closed row refuses the id,
  * so a report after retention can never start a fresh run whose writes the row would ignore.
  */

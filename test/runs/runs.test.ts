@@ -69,7 +69,7 @@ describe('automation runs over HTTP', () => {
     const lateHeartbeat = await runs.heartbeat(id, 1);
     expect(lateHeartbeat.status).toBe(409);
     expect(lateHeartbeat.json).toEqual({ error: 'run_closed', status: 'succeeded' });
-    // A different completion is a conflict; the same completion again is idempotent (behaviour notes).
+    // A different completion is a conflict; the same completion again is idempotent (200).
     const otherCompletion = await runs.postEvent(id, event(1, 4, 'terminal', { status: 'failed' }));
     expect(otherCompletion.status).toBe(409);
     expect(otherCompletion.json).toEqual({ error: 'run_closed', status: 'succeeded' });

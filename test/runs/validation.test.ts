@@ -1,7 +1,7 @@
 /**
- * Every field rule of the automation-run routes (spec 2.6, 2.7, 4.3, 4.4, 8; behaviour notes),
- * over real HTTP: each invalid input is a 400 InvalidRequestError whose details name exactly the
- * offending paths; each valid edge is a 200 that reached the run.
+ * Every field rule of the automation-run routes, over real HTTP: each invalid input is a 400
+ * InvalidRequestError whose details name exactly the offending paths; each valid edge is a 200
+ * that reached the run.
  */
 import { createTestOrg } from '../harness/identity';
 import { event, newRunId, runResult, runsClient } from '../harness/runs';

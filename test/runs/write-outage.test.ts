@@ -1,6 +1,6 @@
 /**
  * Postgres refuses a run's writes while it still answers reads (a read-only failover, a full
- * disk, a revoked privilege), issue #17. A trigger refuses the writes of one organization only,
+ * disk, a revoked privilege). A trigger refuses the writes of one organization only,
  * as Postgres would (SQLSTATE 25006), so the rest of the suite is untouched:
  * - reports keep being acked while the run's unpersisted backlog is small, then get 503 for
  *   that run, so senders retry instead of piling acked work into the workflow's history;

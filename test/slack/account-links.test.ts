@@ -1,4 +1,4 @@
-/** POST /v1/integrations/slack/{connectionId}/account-links: every outcome of the table. */
+/** POST /v1/integrations/slack/{connectionId}/account-links: every outcome the route can answer. */
 import { randomBytes } from 'node:crypto';
 import { createLinkToken } from '../../src/slack/link-token';
 import { createTestOrg, type TestMember } from '../harness/identity';

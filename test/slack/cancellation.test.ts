@@ -1,5 +1,5 @@
 /**
- * An operator cancels a Slack event (issue #17): with a run child in flight, the cancel reaches
+ * An operator cancels a Slack event: with a run child in flight, the cancel reaches
  * the child, which closes `cancelled`; while it waits for a link, the pending row is cleared. In
  * both cases the member's slot is released out of the cancel's reach and no workflow task fails.
  */

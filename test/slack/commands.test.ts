@@ -1,4 +1,4 @@
-/** Spec 4.6 over real HTTP, on the Slack path and the `chatplatform` alias. */
+/** Slack slash commands over real HTTP, on the Slack path and the `chatplatform` alias. */
 import { verifyLinkToken } from '../../src/slack/link-token';
 import { createTestOrg } from '../harness/identity';
 import {

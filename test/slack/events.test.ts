@@ -1,6 +1,6 @@
 /**
- * Spec 4.1 over real HTTP, every row of its response table, on both the Slack path and the
- * spec's neutral `chatplatform` alias, with a real worker, Temporal and Postgres.
+ * Slack events over real HTTP, every answer the route gives, on both the Slack path and the
+ * neutral `chatplatform` alias, with a real worker, Temporal and Postgres.
  */
 import { randomUUID } from 'node:crypto';
 import { WorkflowNotFoundError } from '@temporalio/client';

@@ -1,5 +1,5 @@
 /**
- * The link decision reads the recorded link, not how the wait ended (issue #17). A link that
+ * The link decision reads the recorded link, not how the wait ended. A link that
  * arrives after the wait's timer fired, while the pending row is being cleared, must still route
  * the invocation; deciding on the timer's result ended it `link_expired` although the link
  * succeeded. The test makes that window wide and certain: it holds a lock on the pending row,

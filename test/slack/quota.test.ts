@@ -1,5 +1,5 @@
 /**
- * Slack quotas counted in Postgres (issue #16): replicas share one budget, a restart keeps it,
+ * Slack quotas counted in Postgres: replicas share one budget, a restart keeps it,
  * a full key takes nothing from the others, released units come back, and a refused write is a
  * 503. Real HTTP, Temporal and Postgres; every stack here shares the suite's database.
  */

@@ -1,5 +1,5 @@
 /**
- * The Slack loop with a runtime that is not the test (issue #13, "Done when"): a linked member
+ * The Slack loop with a runtime that is not the test: a linked member
  * mentions the bot in a thread → a queued run with its input and origin appears, for that member
  * only → `den runtime --exec "tr a-z A-Z"`, a real child process, claims it → chat.postMessage
  * reaches the (local, fake) Slack Web API with the upper-cased text in the mention's thread.

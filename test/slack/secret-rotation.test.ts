@@ -1,5 +1,5 @@
 /**
- * SECRET_KEY rotation (issue #14): stored Slack secrets sealed with the old key keep working
+ * SECRET_KEY rotation: stored Slack secrets sealed with the old key keep working
  * while SECRET_KEY_PREVIOUS names it; `den secrets rotate` re-seals them with the new key; a
  * secret no configured key opens is a 503 naming the secret key, never a 500.
  */

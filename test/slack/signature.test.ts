@@ -1,6 +1,6 @@
 import { signSlackRequest, verifySlackSignature, type HeaderBag } from '../../src/slack/signature';
 
-// Slack's published example (behaviour notes, "Slack signature test vector").
+// Slack's published example from its request-signing documentation.
 const SECRET = '8f742231b10e8888abcd99yyyzzz85a5';
 const TIMESTAMP = 1531420618;
 const BODY =

@@ -1,5 +1,5 @@
 /**
- * The Koa front door. Middleware order (platform issue §4): request id → logging → error
+ * The Koa front door. Middleware order: request id → logging → error
  * mapper → per-route body limits (inside each route, see route.ts) → routes. It mounts the
  * routes it is given; it knows no feature (src/app/compose.ts chooses them).
  */

@@ -1,5 +1,5 @@
 /**
- * The authentication vocabulary every route shares (spec §5). The route pipeline enforces a
+ * The authentication vocabulary every route shares. The route pipeline enforces a
  * route's declared mode with an `Authenticator` that the identity feature provides at
  * composition, so the HTTP layer never imports a feature.
  */
@@ -9,7 +9,7 @@ import { errors } from '../errors';
 export type Role = 'owner' | 'admin' | 'member';
 export const ROLES: readonly Role[] = ['owner', 'admin', 'member'];
 
-/** Behaviour notes "Identity": owner 2, admin 1, member 0; "admin" means level ≥ 1. */
+/** Role levels: owner 2, admin 1, member 0; "admin" means level ≥ 1, so an owner is an admin too. */
 export const ROLE_LEVEL: Record<Role, number> = { owner: 2, admin: 1, member: 0 };
 export const isAdmin = (role: Role): boolean => ROLE_LEVEL[role] >= 1;
 

@@ -4,7 +4,7 @@ import type { AppContext } from './context';
 
 /**
  * Reads the exact request bytes, which signature checks need, within the route's limit.
- * Over the limit → 413 with a plain-text body (spec 4.1). The rest of an oversized upload is
+ * Over the limit → 413 with a plain-text body. The rest of an oversized upload is
  * drained so the client reads our answer instead of a reset connection.
  */
 export async function readRawBody(ctx: AppContext, limitBytes: number): Promise<Buffer> {

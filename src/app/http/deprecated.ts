@@ -1,5 +1,5 @@
 /**
- * Spec §9.3: routes of removed features answer 410 so old clients learn they are gone instead
+ * Routes of removed features answer 410 so old clients learn they are gone instead
  * of getting a confusing 404. Add an entry here when a feature is removed.
  */
 export interface RemovedRoute {

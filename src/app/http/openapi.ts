@@ -29,7 +29,7 @@ export function createOpenApi(routes: Route[]) {
           description: 'Slack and GitHub webhooks, automation-run reporting and MCP resolve.',
         },
         servers: [{ url: '/' }],
-        // Both schemes apply by default (spec §5); routes override with their own `security`.
+        // Either credential is accepted by default (a session or an API key); routes override with their own `security`.
         security: [{ bearerAuth: [] }, { denApiKey: [] }],
       });
       return cached;

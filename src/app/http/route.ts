@@ -59,7 +59,7 @@ export interface RouteDefinition<
   description?: string;
   tags: string[];
   auth: A;
-  /** §5 rule 2: flows that need a signed-in session reject API keys with 403. */
+  /** Flows that need a signed-in session reject API keys with 403. */
   sessionOnly?: boolean;
   params?: P;
   query?: Q;

@@ -1,16 +1,16 @@
 /**
- * Response bodies the spec shares across routes, defined once (spec §2.2, §2.3, §7). Each is
- * an OpenAPI component, so the document names them the way the spec does.
+ * Response bodies that several routes share, defined once. Each is an OpenAPI component, so
+ * the document describes each shape once and every route refers to it by name.
  */
 import { z } from './zod';
 
-/** Spec 2.2. */
+/** `{ok: true}`: the request was taken, and there is nothing more to say. */
 export const OkResponse = z.object({ ok: z.literal(true) }).openapi('OkResponse');
 
-/** Webhook rejections (spec 4.1, 4.6): `{ok:false}`. */
+/** Slack webhook rejections (events and slash commands): `{ok:false}`. */
 export const OkFalse = z.object({ ok: z.literal(false) }).openapi('WebhookRejected');
 
-/** Spec 2.3: extra properties on a detail are allowed. */
+/** A 400: one detail per problem, each with its message and path; a detail may carry extra properties. */
 export const InvalidRequestError = z
   .object({
     error: z.literal('invalid_request'),
@@ -23,7 +23,7 @@ export const Unauthorized = z.object({ error: z.literal('unauthorized') }).opena
 
 export const Forbidden = z.object({ error: z.literal('forbidden'), reason: z.string(), message: z.string() }).openapi('Forbidden');
 
-/** A dependency is down: retry later (src/errors.ts `errors.unavailable`). */
+/** A dependency is down: retry later (src/app/errors.ts `errors.unavailable`). */
 export const Unavailable = z
   .object({ error: z.literal('unavailable'), dependency: z.string(), message: z.string() })
   .openapi('Unavailable');

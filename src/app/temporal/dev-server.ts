@@ -23,7 +23,7 @@ export interface CliLocation {
 }
 
 /**
- * Finds the Temporal CLI, in the order the platform issue fixes:
+ * Finds the Temporal CLI, trying in this order:
  * TEMPORAL_CLI, `temporal` on PATH, $(go env GOPATH)/bin, `go install`, then the SDK's download.
  */
 export async function findTemporalCli(configured: string | undefined, log: Logger): Promise<CliLocation> {
@@ -99,7 +99,7 @@ function searchAttributeArgs(keys: readonly SearchAttributeKey[]): string[] {
 
 /**
  * WAL: a commit appends to the log instead of rewriting pages under a rollback journal, which
- * roughly doubles what the dev server takes per second on one disk (issue #15).
+ * roughly doubles what the dev server takes per second on one disk.
  */
 function sqlitePragmas(synchronous: 'full' | 'normal'): string[] {
   return ['--sqlite-pragma', 'journal_mode=wal', '--sqlite-pragma', `synchronous=${synchronous}`];

@@ -1,12 +1,12 @@
 /**
- * The SSRF guard's address decision (behaviour notes, "Blocked IPv4/IPv6 ranges"). Pure:
+ * The SSRF guard's address decision. Pure:
  * string in, verdict out, no network. Classification uses ipaddr.js; no hand-rolled parsing.
  *
  * Every address falls in one class:
  *   public     — allowed;
  *   loopback   — 127/8, ::1: allowed only with MCP_ALLOW_PRIVATE_NETWORK or an allowlisted origin;
  *   private    — 10/8, 172.16/12, 192.168/16, 100.64/10, fc00::/7, fec0::/10: same;
- *   forbidden  — everything else in the notes' lists (unspecified, link-local and cloud metadata,
+ *   forbidden  — every other special-purpose range (unspecified, link-local and cloud metadata,
  *                multicast, documentation, benchmarking, reserved…), under both settings.
  * Embedded IPv4 (mapped, compatible, NAT64, 6to4) is judged by the IPv4 address inside.
  * Zone ids ("fe80::1%eth0") and anything unparsable fail closed.

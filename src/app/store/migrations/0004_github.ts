@@ -44,7 +44,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addColumn('created_at', 'timestamptz', (c) => c.notNull().defaultTo(sql`now()`))
     .addColumn('updated_at', 'timestamptz', (c) => c.notNull().defaultTo(sql`now()`))
     .execute();
-  // A repeated push to one head is recorded once per target (issue #6).
+  // A repeated push to one head is recorded once per target.
   await sql`CREATE UNIQUE INDEX github_sync_events_push_head ON github_sync_events (target_id, head_sha)
     WHERE kind = 'push' AND target_id IS NOT NULL`.execute(db);
   // One event per (delivery, target): a retried activity, or a redelivery after the workflow id

@@ -1,7 +1,7 @@
 import { type Kysely, sql } from 'kysely';
 
 /**
- * Claims (issue #13). `claim_pending_until` lets concurrent claim-next pollers pick different
+ * Claims of runs by runtimes. `claim_pending_until` lets concurrent claim-next pollers pick different
  * candidates (a short hold taken with FOR UPDATE SKIP LOCKED); the run workflow's claim Update
  * still decides. The index serves "oldest claimable run of the organization".
  */

@@ -1,7 +1,7 @@
 import { type Kysely, sql } from 'kysely';
 
 /**
- * Slack invocation quotas shared by every API replica (issue #16): one counter per quota key and
+ * Slack invocation quotas shared by every API replica: one counter per quota key and
  * fixed window, taken with an atomic upsert (src/slack/quota.ts). The window_start index serves
  * the bounded sweep of expired windows, oldest first.
  */
