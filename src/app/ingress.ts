@@ -15,7 +15,7 @@
  *   `refused` with the validator's ApplicationFailure; nothing was recorded. Bounded by
  *   TEMPORAL_UPDATE_TIMEOUT, longer than a start because a worker must answer too.
  *
- * The benchmark-only gateway that skips Temporal is chosen at composition (src/app/compose.ts).
+ * The benchmark-only gateway that skips Temporal is chosen at composition (src/main/compose.ts).
  */
 import {
   ApplicationFailure,

@@ -330,7 +330,7 @@ export function docIssueOffenders(): string[] {
 
 describe('paths named in comments and docs', () => {
   it('reads the comments and docs it means to (sanity)', () => {
-    expect(codeFiles()).toContain('src/app/compose.ts');
+    expect(codeFiles()).toContain('src/main/compose.ts');
     expect(codeFiles()).toContain('eslint.config.mjs');
     expect(docFiles()).toContain('README.md');
     const comments = commentsOf('test/docs/paths.test.ts');
@@ -338,7 +338,7 @@ describe('paths named in comments and docs', () => {
   });
 
   it('tells a missing path from an existing one (sanity)', () => {
-    expect(offendersIn('src/x.ts', 1, '// see src/app/compose.ts:12 and src/app/store/ and test/**/*.test.ts')).toEqual([]);
+    expect(offendersIn('src/x.ts', 1, '// see src/main/compose.ts:12 and src/app/store/ and test/**/*.test.ts')).toEqual([]);
     expect(offendersIn('src/x.ts', 1, '// see src/nowhere.ts and workflows/<feature>-missing.ts')).toEqual([
       'src/x.ts:1: src/nowhere.ts',
       'src/x.ts:1: workflows/<feature>-missing.ts',
