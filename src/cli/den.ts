@@ -10,7 +10,7 @@ import { CliError } from './context';
 import { registerGithubCommands } from '../github';
 import { registerIdentityCommands } from '../identity';
 import { registerSlackCommands } from '../slack';
-import { registerRunsCommands } from '../runs';
+import { registerRuntimeCommands } from './runtime';
 import { registerSecretsCommands } from './secrets';
 
 export function buildProgram(): Command {
@@ -21,7 +21,7 @@ export function buildProgram(): Command {
   registerIdentityCommands(program);
   registerSlackCommands(program);
   registerGithubCommands(program);
-  registerRunsCommands(program);
+  registerRuntimeCommands(program);
   registerSecretsCommands(program);
   return program;
 }

@@ -4,7 +4,6 @@ import type { RunDeps } from './deps';
 import { createRunRoutes } from './routes';
 
 export { runSearchAttributes } from './contract';
-export { registerRunsCommands } from './cli';
 export { sweepStaleRuns } from './reconcile';
 
 export function createRunsFeature(deps: RunDeps): Feature {
