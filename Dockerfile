@@ -1,6 +1,8 @@
 # syntax=docker/dockerfile:1
-# One image for both roles: `npm run serve` (API) and `npm run worker` (Temporal worker), both
-# compiled JavaScript (`node dist/src/bin/*.js`) with production dependencies only.
+# One image for both roles: the API (`node dist/src/bin/serve.js`, the default command) and the
+# Temporal worker (`node dist/src/bin/worker.js`), compiled JavaScript with production
+# dependencies only. The command runs node itself, in exec form, never through npm: node is PID 1
+# and receives the container's SIGTERM directly, so its graceful shutdown (SHUTDOWN_GRACE) runs.
 
 # --- build: install everything, compile to dist/, prebuild the workflow bundle --------------
 FROM node:20-bookworm-slim AS build
@@ -28,4 +30,4 @@ COPY --from=build /app/dist ./dist
 COPY bin ./bin
 USER node
 EXPOSE 8080
-CMD ["npm", "run", "serve"]
+CMD ["node", "dist/src/bin/serve.js"]

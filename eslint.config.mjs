@@ -34,7 +34,8 @@ export default tseslint.config(
   {
     rules: {
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
-      // The config module is the only reader of the environment.
+      // The config modules are the only readers of the environment: the service's, and the
+      // reference runtime's (a client of the API with settings of its own).
       'no-restricted-properties': [
         'error',
         { object: 'process', property: 'env', message: 'Read configuration through src/app/config.ts.' },
@@ -42,12 +43,26 @@ export default tseslint.config(
     },
   },
   {
-    files: ['src/app/config.ts', 'test/setup/**', 'test/harness/process.ts', 'bench/**', 'scripts/**'],
+    files: ['src/app/config.ts', 'src/cli/runtime/settings.ts', 'test/setup/**', 'test/harness/process.ts', 'bench/**', 'scripts/**'],
     rules: { 'no-restricted-properties': 'off' },
   },
   {
     files: ['bin/**/*.js', 'jest.config.js', 'jest.system.config.js'],
     rules: { '@typescript-eslint/no-require-imports': 'off' },
+  },
+  {
+    // The reference runtime is a client of the API that only the CLI runs: the service never
+    // imports it (it would ship a client inside the server).
+    files: ['src/**/*.ts'],
+    ignores: ['src/cli/**'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [{ group: ['**/cli/runtime', '**/cli/runtime/**'], message: 'Only the CLI (src/cli/) imports the reference runtime.' }],
+        },
+      ],
+    },
   },
   {
     // Workflow code must be deterministic (docs/architecture.md): workflows import only their

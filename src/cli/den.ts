@@ -8,6 +8,7 @@ import { AppError } from '../app/errors';
 import { IdentityError } from '../identity/store';
 import { CliError } from './context';
 import { features } from '../main/features';
+import { registerRuntimeCommands } from './runtime';
 import { registerSecretsCommands } from './secrets';
 
 export function buildProgram(): Command {
@@ -16,6 +17,7 @@ export function buildProgram(): Command {
     .showHelpAfterError()
     .exitOverride();
   for (const feature of features()) feature.cli?.(program);
+  registerRuntimeCommands(program);
   registerSecretsCommands(program);
   return program;
 }

@@ -1,5 +1,14 @@
 import { Command, InvalidArgumentError } from 'commander';
-import { addMember, createApiKey, createOrganizationWithOwner, createSession, removeMember, revokeApiKey } from './store';
+import {
+  addMember,
+  createApiKey,
+  createOrganizationWithOwner,
+  createSession,
+  listApiKeys,
+  listOrganizationMembers,
+  removeMember,
+  revokeApiKey,
+} from './store';
 import type { Role } from '../app/http/auth';
 import { print, withCliContext } from '../cli/context';
 
@@ -46,6 +55,16 @@ export function registerIdentityCommands(program: Command): void {
       withCliContext(async ({ db }) => print(await addMember(db, { organizationId: opts.org, email: opts.email, role: opts.role }))),
     );
   members
+    .command('list')
+    .description("List an organization's members: ids, emails, roles, when they were added (and removed, with --include-removed).")
+    .requiredOption('--org <organizationId>', 'organization id')
+    .option('--include-removed', 'also list removed members')
+    .action((opts: { org: string; includeRemoved?: boolean }) =>
+      withCliContext(async ({ db }) =>
+        print(await listOrganizationMembers(db, { organizationId: opts.org, includeRemoved: opts.includeRemoved === true })),
+      ),
+    );
+  members
     .command('remove <memberId>')
     .description('Remove a member; their API keys and sessions stop working.')
     .action((memberId: string) => withCliContext(async ({ db }) => print(await removeMember(db, memberId, new Date()))));
@@ -61,6 +80,17 @@ export function registerIdentityCommands(program: Command): void {
       withCliContext(async ({ db }) =>
         print(await createApiKey(db, { memberId: opts.member, name: opts.name, expiresInDays: opts.expiresInDays, now: new Date() })),
       ),
+    );
+  keys
+    .command('list')
+    .description(
+      'List API keys, revoked and expired ones included, each with its status (active, revoked, expired, member_removed). ' +
+        'Never prints key material: no key, no hash, no prefix.',
+    )
+    .option('--org <organizationId>', "only this organization's keys")
+    .option('--member <memberId>', "only this member's keys")
+    .action((opts: { org?: string; member?: string }) =>
+      withCliContext(async ({ db }) => print(await listApiKeys(db, { organizationId: opts.org, memberId: opts.member, now: new Date() }))),
     );
   keys
     .command('revoke <id>')

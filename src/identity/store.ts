@@ -201,3 +201,74 @@ export async function listMembers(db: Db, organizationId: string) {
     .orderBy('m.created_at')
     .execute();
 }
+
+async function assertOrganization(db: Db, organizationId: string): Promise<void> {
+  const org = await db.selectFrom('organizations').select('id').where('id', '=', organizationId).executeTakeFirst();
+  if (!org) throw new IdentityError(`organization ${organizationId} not found`);
+}
+
+/**
+ * An organization's members for `den members list`: the live ones, and the removed ones too when
+ * asked. Columns are named one by one, so nothing added to the tables later is printed unasked.
+ */
+export async function listOrganizationMembers(db: Db, input: { organizationId: string; includeRemoved?: boolean }) {
+  await assertOrganization(db, input.organizationId);
+  let query = db
+    .selectFrom('members as m')
+    .innerJoin('users as u', 'u.id', 'm.user_id')
+    .select([
+      'm.id as memberId',
+      'u.id as userId',
+      'u.email as email',
+      'm.role as role',
+      'm.created_at as createdAt',
+      'm.removed_at as removedAt',
+    ])
+    .where('m.organization_id', '=', input.organizationId);
+  if (!input.includeRemoved) query = query.where('m.removed_at', 'is', null);
+  return query.orderBy('m.created_at').orderBy('m.id').execute();
+}
+
+export type ApiKeyStatus = 'active' | 'revoked' | 'expired' | 'member_removed';
+
+/**
+ * API keys for `den api-keys list`, revoked and expired ones included, each with whether it still
+ * works. Never key material: neither the hash nor the stored prefix of the raw key is selected.
+ */
+export async function listApiKeys(db: Db, input: { organizationId?: string; memberId?: string; now: Date }) {
+  if (input.organizationId) await assertOrganization(db, input.organizationId);
+  if (input.memberId) {
+    const member = await db.selectFrom('members').select('id').where('id', '=', input.memberId).executeTakeFirst();
+    if (!member) throw new IdentityError(`member ${input.memberId} not found`);
+  }
+  let query = db
+    .selectFrom('api_keys as k')
+    .innerJoin('members as m', 'm.id', 'k.member_id')
+    .innerJoin('users as u', 'u.id', 'm.user_id')
+    .select([
+      'k.id as id',
+      'k.name as name',
+      'm.organization_id as organizationId',
+      'm.id as memberId',
+      'u.email as email',
+      'm.role as role',
+      'k.created_at as createdAt',
+      'k.expires_at as expiresAt',
+      'k.last_used_at as lastUsedAt',
+      'k.revoked_at as revokedAt',
+      'm.removed_at as memberRemovedAt',
+    ]);
+  if (input.organizationId) query = query.where('m.organization_id', '=', input.organizationId);
+  if (input.memberId) query = query.where('m.id', '=', input.memberId);
+  const rows = await query.orderBy('k.created_at').orderBy('k.id').execute();
+  return rows.map(({ memberRemovedAt, ...key }) => {
+    const status: ApiKeyStatus = key.revokedAt
+      ? 'revoked'
+      : memberRemovedAt
+        ? 'member_removed'
+        : key.expiresAt <= input.now
+          ? 'expired'
+          : 'active';
+    return { ...key, status };
+  });
+}

@@ -2,7 +2,6 @@
 import path from 'node:path';
 import { defineFeature } from '../app/feature';
 import { createRunActivities } from '../../activities/runs';
-import { registerRunsCommands } from './cli';
 import { runSearchAttributes } from './contract';
 import { sweepStaleRuns } from './reconcile';
 import { createRunRoutes } from './routes';
@@ -26,5 +25,4 @@ export const runsFeature = defineFeature({
       },
     },
   ],
-  cli: registerRunsCommands,
 });

@@ -6,6 +6,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { envSchema } from '../../src/app/config';
+import { runtimeEnvSchema } from '../../src/cli/runtime/settings';
 
 const root = path.resolve(__dirname, '../..');
 const read = (file: string) => fs.readFileSync(path.join(root, file), 'utf8');
@@ -112,7 +113,9 @@ describe('docs/', () => {
 
 describe('docs/configuration.md', () => {
   const configuration = docText('configuration.md');
-  const variables = Object.keys(envSchema.shape);
+  // The service's variables, and those of `den runtime` (a client of the API with settings of its own).
+  const runtimeVariables = Object.keys(runtimeEnvSchema.shape);
+  const variables = [...new Set([...Object.keys(envSchema.shape), ...runtimeVariables])];
   const documented = firstCodeCells(configuration).filter((cell) => /^[A-Z][A-Z0-9_]*$/.test(cell));
 
   it('the schema is read (sanity)', () => {
@@ -121,6 +124,12 @@ describe('docs/configuration.md', () => {
 
   it('documents every variable of the config schema in a table row', () => {
     expect(variables.filter((name) => !documented.includes(name))).toEqual([]);
+  });
+
+  it("documents the runtime's variables under the runtime's heading", () => {
+    const section = /^## The reference runtime[^\n]*\n([\s\S]*?)(?=^## )/m.exec(configuration)?.[1] ?? '';
+    expect(runtimeVariables.length).toBeGreaterThan(0);
+    expect(runtimeVariables.filter((name) => !firstCodeCells(section).includes(name))).toEqual([]);
   });
 
   it("documents no variable the schema does not know (here, or in any other page's tables)", () => {

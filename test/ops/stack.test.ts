@@ -1,7 +1,8 @@
 /**
  * Docker can't run here, so this checks what can be checked of the production stack: the YAML
  * parses, the services the README names exist, every variable passed is one the config schema
- * knows, the commands exist in package.json and the ports agree with the README.
+ * knows, the commands are node on the entries package.json's scripts run (no npm in between)
+ * and the ports agree with the README.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -78,9 +79,12 @@ describe('docker-compose.yml', () => {
     expect(env.filter((key) => !knownVariables.has(key))).toEqual([]);
   });
 
-  it('runs the API and worker through package.json scripts that exist', () => {
-    expect(compose.services.api!.command).toEqual(['npm', 'run', 'serve']);
-    expect(compose.services.worker!.command).toEqual(['npm', 'run', 'worker']);
+  it('runs the API and worker as node on the compiled entries of the serve and worker scripts, without npm', () => {
+    // npm between the container and node would stand in the way of SIGTERM (graceful shutdown).
+    expect(compose.services.api!.command).toEqual(['node', 'dist/src/bin/serve.js']);
+    expect(compose.services.worker!.command).toEqual(['node', 'dist/src/bin/worker.js']);
+    expect(compose.services.api!.command!.join(' ')).toBe(pkg.scripts.serve);
+    expect(compose.services.worker!.command!.join(' ')).toBe(pkg.scripts.worker);
     // Production runs the compiled build (npm run build), never TypeScript through tsx.
     expect(pkg.scripts.serve).toBe('node dist/src/bin/serve.js');
     expect(pkg.scripts.worker).toBe('node dist/src/bin/worker.js');
@@ -117,6 +121,13 @@ describe('Dockerfile', () => {
     expect(dockerfile).toContain('WORKFLOW_BUNDLE_PATH=/app/dist/workflow-bundle.js');
     expect(pkg.scripts.build).toContain('dist/workflow-bundle.js');
     expect(dockerfile).toMatch(/^USER node$/m);
+  });
+
+  it('runs node on the compiled API entry directly, in exec form (node gets the signals, not npm or a shell)', () => {
+    const cmds = dockerfile.match(/^CMD .*$/gm) ?? [];
+    expect(cmds).toEqual(['CMD ["node", "dist/src/bin/serve.js"]']);
+    expect(pkg.scripts.serve).toBe('node dist/src/bin/serve.js');
+    expect(dockerfile).not.toMatch(/^(CMD|ENTRYPOINT) .*\bnpm\b/m);
   });
 });
 

@@ -1,15 +1,17 @@
 /**
- * The reference runtime behind `den runtime` (issue #13): it claims Slack-routed runs through
- * the public API, runs a shell command per run, and reports what the command printed. It is
- * what the README's quick start runs, and what the end-to-end test starts as a child process.
+ * The reference runtime behind `den runtime`: it claims Slack-routed runs through the public
+ * API, runs a shell command per run, and reports what the command printed. It is what the
+ * README's quick start runs, and what the end-to-end test starts as a child process. It is a
+ * client of the API, not part of the service: only the CLI imports it (an ESLint rule keeps the
+ * rest of src/ from importing src/cli/runtime/).
  *
  * Per run: the run's `input.text` on the command's stdin, DEN_RUN_ID and DEN_RUN_ATTEMPT in its
  * environment, a heartbeat every `heartbeatMs` while it runs, then its stdout as one `assistant`
  * event and a `terminal` event: `succeeded` on exit 0, else `failed` with the tail of stderr.
  */
 import { spawn } from 'node:child_process';
-import type { RunClaim } from './contract';
-import { EVENT_BODY_LIMIT_BYTES, TERMINAL_ERROR_MAX_LENGTH } from './schemas';
+import type { RunClaim } from '../../runs/contract';
+import { EVENT_BODY_LIMIT_BYTES, TERMINAL_ERROR_MAX_LENGTH } from '../../runs/schemas';
 
 export interface RuntimeOptions {
   apiUrl: string;

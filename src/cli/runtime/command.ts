@@ -1,7 +1,7 @@
 import { Command, InvalidArgumentError } from 'commander';
-import { loadConfig } from '../app/config';
-import { CliError } from '../cli/context';
+import { CliError } from '../context';
 import { RuntimeError, runRuntime } from './runtime';
+import { loadRuntimeSettings } from './settings';
 
 function seconds(min: number, max: number) {
   return (value: string): number => {
@@ -11,8 +11,8 @@ function seconds(min: number, max: number) {
   };
 }
 
-/** `den runtime`: the reference runtime (src/runs/runtime.ts). */
-export function registerRunsCommands(program: Command): void {
+/** `den runtime`: the reference runtime (src/cli/runtime/runtime.ts), with its own settings (src/cli/runtime/settings.ts). */
+export function registerRuntimeCommands(program: Command): void {
   program
     .command('runtime')
     .description(
@@ -26,10 +26,10 @@ export function registerRunsCommands(program: Command): void {
     .option('--wait <seconds>', 'claim long-poll', seconds(0, 30), 20)
     .option('--grace <seconds>', 'after Ctrl-C, how long the current command may still run', seconds(0, 3600), 30)
     .action(async (options: { exec: string; apiUrl?: string; apiKey?: string; heartbeatInterval: number; wait: number; grace: number }) => {
-      const config = loadConfig();
-      const apiKey = options.apiKey ?? config.runtimeClient.apiKey;
+      const settings = loadRuntimeSettings();
+      const apiKey = options.apiKey ?? settings.apiKey;
       if (!apiKey) throw new CliError('no API key: pass --api-key or set DEN_API_KEY (npx den api-keys create …)');
-      const apiUrl = options.apiUrl ?? config.runtimeClient.apiUrl;
+      const apiUrl = options.apiUrl ?? settings.apiUrl;
       const controller = new AbortController();
       let interrupts = 0;
       const onSignal = () => {

@@ -1,0 +1,2 @@
+/** The reference runtime (`den runtime`): a client of the API that only the CLI imports. */
+export { registerRuntimeCommands } from './command';
