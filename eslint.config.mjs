@@ -42,6 +42,19 @@ export default tseslint.config(
     },
   },
   {
+    // A function over 80 lines (blank lines and comments not counted) is split into named steps.
+    files: ['src/**/*.ts', 'workflows/**/*.ts', 'activities/**/*.ts'],
+    rules: { 'max-lines-per-function': ['error', { max: 80, skipBlankLines: true, skipComments: true }] },
+  },
+  {
+    // Exceptions, each with its reason:
+    // - src/app/temporal/worker.ts: being split in a parallel change.
+    // - workflows/runs.ts: being split in a parallel change.
+    // - workflows/slack.ts: being split in a parallel change.
+    files: ['src/app/temporal/worker.ts', 'workflows/runs.ts', 'workflows/slack.ts'],
+    rules: { 'max-lines-per-function': 'off' },
+  },
+  {
     files: ['src/app/config.ts', 'test/setup/**', 'test/harness/process.ts', 'bench/**', 'scripts/**'],
     rules: { 'no-restricted-properties': 'off' },
   },
