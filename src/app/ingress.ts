@@ -65,105 +65,125 @@ export interface IngressGateway {
   ): Promise<UpdateOutcome<R>>;
 }
 
-export function createIngressGateway(deps: {
+interface GatewayDeps {
   temporal: TemporalClientHandle;
   startTimeoutMs: number;
   updateTimeoutMs: number;
   metrics: Metrics;
-}): IngressGateway {
-  const { temporal, startTimeoutMs, updateTimeoutMs, metrics } = deps;
+}
+
+async function startOnce<W extends Workflow>(
+  deps: GatewayDeps,
+  workflow: W,
+  workflowId: string,
+  args: Parameters<W>,
+  options: StartOptions,
+): Promise<StartOutcome> {
+  const { temporal, startTimeoutMs, metrics } = deps;
+  try {
+    await temporalCall(
+      temporal,
+      'start',
+      startTimeoutMs,
+      () =>
+        temporal.client.workflow.start(workflow, {
+          taskQueue: temporal.taskQueue,
+          workflowId,
+          workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
+          args,
+          ...(options.searchAttributes ? { typedSearchAttributes: options.searchAttributes } : {}),
+          // TypeScript cannot resolve the SDK's conditional `args` type for a generic W;
+          // `args: Parameters<W>` in the signature above is what guarantees it.
+        } as unknown as WorkflowStartOptions<typeof workflow>),
+      metrics,
+    );
+    return 'enqueued';
+  } catch (error) {
+    if (error instanceof WorkflowExecutionAlreadyStartedError) return 'duplicate';
+    throw error;
+  }
+}
+
+async function signalWithStart<W extends Workflow, A extends unknown[]>(
+  deps: GatewayDeps,
+  workflow: W,
+  workflowId: string,
+  args: Parameters<W>,
+  signal: SignalDefinition<A>,
+  signalArgs: A,
+): Promise<SignalOutcome> {
+  const { temporal, startTimeoutMs, metrics } = deps;
+  try {
+    await temporalCall(
+      temporal,
+      'signalWithStart',
+      startTimeoutMs,
+      () =>
+        temporal.client.workflow.signalWithStart(workflow, {
+          taskQueue: temporal.taskQueue,
+          workflowId,
+          workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
+          args,
+          signal,
+          signalArgs,
+        } as unknown as WorkflowSignalWithStartOptions<A> & WorkflowStartOptions<W>),
+      metrics,
+    );
+    return 'enqueued';
+  } catch (error) {
+    if (error instanceof WorkflowExecutionAlreadyStartedError) return 'closed';
+    throw error;
+  }
+}
+
+async function updateWithStart<W extends Workflow, R, A extends unknown[]>(
+  deps: GatewayDeps,
+  workflow: W,
+  workflowId: string,
+  args: Parameters<W>,
+  update: UpdateDefinition<R, A>,
+  updateArgs: A,
+): Promise<UpdateOutcome<R>> {
+  const { temporal, updateTimeoutMs, metrics } = deps;
+  const call = () =>
+    temporal.client.workflow.executeUpdateWithStart(update, {
+      args: updateArgs,
+      startWorkflowOperation: new WithStartWorkflowOperation(workflow, {
+        taskQueue: temporal.taskQueue,
+        workflowId,
+        workflowIdConflictPolicy: 'USE_EXISTING',
+        workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
+        args,
+      } as unknown as WorkflowStartOptions<W> & { workflowIdConflictPolicy: 'USE_EXISTING' }),
+    });
+  const deadline = Date.now() + updateTimeoutMs;
+  for (;;) {
+    try {
+      const result = await temporalCall(temporal, 'updateWithStart', Math.max(1, deadline - Date.now()), call, metrics);
+      return { outcome: 'enqueued', result };
+    } catch (error) {
+      if (error instanceof WorkflowExecutionAlreadyStartedError) return { outcome: 'closed' };
+      const failure = error instanceof WorkflowUpdateFailedError ? error.cause : undefined;
+      // The server's answer when the workflow task that carried the Update ended the execution
+      // (completed, or continued as new) without the worker seeing it: nothing was recorded.
+      // Asking again reaches the next run, or finds the workflow closed.
+      if (failure instanceof ApplicationFailure && failure.type === UNPROCESSED_UPDATE) {
+        if (Date.now() < deadline) continue;
+        throw errors.unavailable('temporal', error);
+      }
+      if (failure instanceof ApplicationFailure) return { outcome: 'refused', refusal: failure };
+      throw error;
+    }
+  }
+}
+
+export function createIngressGateway(deps: GatewayDeps): IngressGateway {
   return {
-    async startOnce(workflow, workflowId, args, options = {}) {
-      try {
-        await temporalCall(
-          temporal,
-          'start',
-          startTimeoutMs,
-          () =>
-            temporal.client.workflow.start(workflow, {
-              taskQueue: temporal.taskQueue,
-              workflowId,
-              workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
-              args,
-              ...(options.searchAttributes ? { typedSearchAttributes: options.searchAttributes } : {}),
-              // TypeScript cannot resolve the SDK's conditional `args` type for a generic W;
-              // `args: Parameters<W>` in the signature above is what guarantees it.
-            } as unknown as WorkflowStartOptions<typeof workflow>),
-          metrics,
-        );
-        return 'enqueued';
-      } catch (error) {
-        if (error instanceof WorkflowExecutionAlreadyStartedError) return 'duplicate';
-        throw error;
-      }
-    },
-    async signalWithStart<W extends Workflow, A extends unknown[]>(
-      workflow: W,
-      workflowId: string,
-      args: Parameters<W>,
-      signal: SignalDefinition<A>,
-      signalArgs: A,
-    ) {
-      try {
-        await temporalCall(
-          temporal,
-          'signalWithStart',
-          startTimeoutMs,
-          () =>
-            temporal.client.workflow.signalWithStart(workflow, {
-              taskQueue: temporal.taskQueue,
-              workflowId,
-              workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
-              args,
-              signal,
-              signalArgs,
-            } as unknown as WorkflowSignalWithStartOptions<A> & WorkflowStartOptions<W>),
-          metrics,
-        );
-        return 'enqueued';
-      } catch (error) {
-        if (error instanceof WorkflowExecutionAlreadyStartedError) return 'closed';
-        throw error;
-      }
-    },
-    async updateWithStart<W extends Workflow, R, A extends unknown[]>(
-      workflow: W,
-      workflowId: string,
-      args: Parameters<W>,
-      update: UpdateDefinition<R, A>,
-      updateArgs: A,
-    ): Promise<UpdateOutcome<R>> {
-      const call = () =>
-        temporal.client.workflow.executeUpdateWithStart(update, {
-          args: updateArgs,
-          startWorkflowOperation: new WithStartWorkflowOperation(workflow, {
-            taskQueue: temporal.taskQueue,
-            workflowId,
-            workflowIdConflictPolicy: 'USE_EXISTING',
-            workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
-            args,
-          } as unknown as WorkflowStartOptions<W> & { workflowIdConflictPolicy: 'USE_EXISTING' }),
-        });
-      const deadline = Date.now() + updateTimeoutMs;
-      for (;;) {
-        try {
-          const result = await temporalCall(temporal, 'updateWithStart', Math.max(1, deadline - Date.now()), call, metrics);
-          return { outcome: 'enqueued', result };
-        } catch (error) {
-          if (error instanceof WorkflowExecutionAlreadyStartedError) return { outcome: 'closed' };
-          const failure = error instanceof WorkflowUpdateFailedError ? error.cause : undefined;
-          // The server's answer when the workflow task that carried the Update ended the execution
-          // (completed, or continued as new) without the worker seeing it: nothing was recorded.
-          // Asking again reaches the next run, or finds the workflow closed.
-          if (failure instanceof ApplicationFailure && failure.type === UNPROCESSED_UPDATE) {
-            if (Date.now() < deadline) continue;
-            throw errors.unavailable('temporal', error);
-          }
-          if (failure instanceof ApplicationFailure) return { outcome: 'refused', refusal: failure };
-          throw error;
-        }
-      }
-    },
+    startOnce: (workflow, workflowId, args, options = {}) => startOnce(deps, workflow, workflowId, args, options),
+    signalWithStart: (workflow, workflowId, args, signal, signalArgs) =>
+      signalWithStart(deps, workflow, workflowId, args, signal, signalArgs),
+    updateWithStart: (workflow, workflowId, args, update, updateArgs) =>
+      updateWithStart(deps, workflow, workflowId, args, update, updateArgs),
   };
 }
 

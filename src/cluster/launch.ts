@@ -21,7 +21,7 @@ import { loadSecretKeys } from '../app/secrets';
 import { bundleWorkflows } from '../app/temporal/worker';
 import { WORKFLOW_MODULES } from '../main/compose';
 import { clusterBinaries } from './binaries';
-import { clusterPostgres, ensureTemporalSchemas } from './postgres';
+import { clusterPostgres, ensureTemporalSchemas, type ClusterPostgres } from './postgres';
 import { startProcess, waitUntil, type ManagedProcess } from './process';
 import { ensureNamespace, REPO_ROOT, startTemporalServer } from './temporal-server';
 import { startUiServer } from './ui-server';
@@ -50,12 +50,109 @@ export function clusterStateFile(config: Config): string {
   return path.join(clusterDir(config), 'cluster.json');
 }
 
+/** What started so far, each with its stop, in order of start. */
+type Started = { name: string; stop: () => Promise<void> }[];
+type ServiceEnv = (overrides: Record<string, string>) => NodeJS.ProcessEnv;
+type TemporalServer = Awaited<ReturnType<typeof startTemporalServer>>;
+
+/** Binaries, Postgres and the workflow bundle side by side, then Temporal's schemas in Postgres. */
+async function prepareCluster(config: Config, dir: string, log: Logger, started: Started) {
+  const bundleFile = path.join(dir, 'workflow-bundle.js');
+  // Side by side; settled rather than raced, so a Postgres that started is stopped when
+  // building a binary or the bundle fails.
+  const [binaries, postgres, bundle] = await Promise.allSettled([
+    clusterBinaries(config, log),
+    clusterPostgres(config, dir, log),
+    bundleWorkflows(WORKFLOW_MODULES).then((code) => fs.writeFile(bundleFile, code)),
+  ]);
+  if (postgres.status === 'fulfilled') started.push({ name: 'postgres', stop: postgres.value.stop });
+  const { sqlTool, server: serverBinary, uiServer } = valueOf(binaries);
+  const pg = valueOf(postgres);
+  valueOf(bundle);
+  await ensureTemporalSchemas(pg, sqlTool, log);
+  return { bundleFile, serverBinary, uiServer, pg };
+}
+
+async function startTemporal(config: Config, binary: string, pg: ClusterPostgres, logDir: string, log: Logger, started: Started) {
+  const server = await startTemporalServer({ config, binary, postgres: pg, logDir });
+  started.push({ name: 'temporal-server', stop: () => server.stop(30_000) });
+  watch(server, log);
+  await ensureNamespace(server.address, config.temporal.namespace, log);
+  return server;
+}
+
+/** The Web UI is optional: the cluster runs without it when it does not start. */
+async function startUi(config: Config, binary: string | undefined, temporalAddress: string, logDir: string, log: Logger, started: Started) {
+  const ui = binary
+    ? await startUiServer({ config, binary, temporalAddress, logDir }).catch((error: unknown) => {
+        log.warn({ err: error }, 'the Temporal Web UI did not start; the cluster runs without it');
+        return undefined;
+      })
+    : undefined;
+  if (ui) started.push({ name: 'temporal-ui', stop: () => ui.stop() });
+  return ui;
+}
+
+/** The environment of `serve` and `worker` processes: the cluster's servers, bundle and secret key. */
+async function clusterServiceEnv(
+  config: Config,
+  dir: string,
+  pg: ClusterPostgres,
+  server: TemporalServer,
+  bundleFile: string,
+): Promise<ServiceEnv> {
+  const secretKey =
+    config.secretKey ??
+    (await loadSecretKeys({ configured: undefined, previous: undefined, dataDir: dir, embedded: true })).current.toString('hex');
+  return (overrides) =>
+    childEnvironment({
+      DATA_DIR: dir,
+      DATABASE_URL: pg.url,
+      TEMPORAL_ADDRESS: server.address,
+      WORKFLOW_BUNDLE_PATH: bundleFile,
+      SECRET_KEY: secretKey,
+      ...overrides,
+    });
+}
+
+/** CLUSTER_WORKERS workers, up once Temporal lists each among the task queue's pollers. */
+async function startWorkers(config: Config, serverAddress: string, serviceEnv: ServiceEnv, logDir: string, log: Logger, started: Started) {
+  const workers = await Promise.all(
+    Array.from({ length: config.cluster.workers }, async (_, i) => {
+      const metricsPort = config.temporal.workerMetricsPort > 0 ? config.temporal.workerMetricsPort + i : undefined;
+      const worker = await startService('worker', i + 1, serviceEnv({ WORKER_METRICS_PORT: String(metricsPort ?? 0) }), logDir);
+      started.push({ name: worker.name, stop: () => worker.stop(config.http.shutdownGraceMs + 15_000) });
+      return { process: worker, metricsPort };
+    }),
+  );
+  await Promise.all(workers.map(({ process }) => waitForPoller(serverAddress, config, process)));
+  workers.forEach(({ process }) => watch(process, log));
+  return workers;
+}
+
+/** CLUSTER_API_REPLICAS API replicas on PORT, PORT+1, …, up once each `/ready` answers 200. */
+async function startApis(config: Config, serviceEnv: ServiceEnv, logDir: string, log: Logger, started: Started) {
+  const apis = await Promise.all(
+    Array.from({ length: config.cluster.apiReplicas }, async (_, i) => {
+      const port = config.http.port + i;
+      const api = await startService('api', i + 1, serviceEnv({ PORT: String(port) }), logDir);
+      started.push({ name: api.name, stop: () => api.stop(config.http.shutdownGraceMs + config.http.shutdownReadyDelayMs + 5000) });
+      return { process: api, url: `http://${config.http.host}:${port}` };
+    }),
+  );
+  await Promise.all(
+    apis.map(({ process, url }) => waitUntil(`${process.name} /ready answered 200`, () => ready(url), { process, timeoutMs: 90_000 })),
+  );
+  apis.forEach(({ process }) => watch(process, log));
+  return apis;
+}
+
 export async function launchCluster(config: Config, log: Logger): Promise<RunningCluster> {
   const dir = clusterDir(config);
   const logDir = path.join(dir, 'logs');
   await fs.mkdir(logDir, { recursive: true });
   // Stops in reverse order of start; on a failed start, whatever did start is stopped.
-  const started: { name: string; stop: () => Promise<void> }[] = [];
+  const started: Started = [];
   const stopAll = async () => {
     for (const part of started.reverse()) {
       await part.stop().catch((error: unknown) => log.warn({ err: error, part: part.name }, 'stop failed'));
@@ -63,70 +160,13 @@ export async function launchCluster(config: Config, log: Logger): Promise<Runnin
     }
   };
   try {
-    const bundleFile = path.join(dir, 'workflow-bundle.js');
-    // Side by side; settled rather than raced, so a Postgres that started is stopped when
-    // building a binary or the bundle fails.
-    const [binaries, postgres, bundle] = await Promise.allSettled([
-      clusterBinaries(config, log),
-      clusterPostgres(config, dir, log),
-      bundleWorkflows(WORKFLOW_MODULES).then((code) => fs.writeFile(bundleFile, code)),
-    ]);
-    if (postgres.status === 'fulfilled') started.push({ name: 'postgres', stop: postgres.value.stop });
-    const { sqlTool, server: serverBinary, uiServer } = valueOf(binaries);
-    const pg = valueOf(postgres);
-    valueOf(bundle);
-    await ensureTemporalSchemas(pg, sqlTool, log);
-
-    const server = await startTemporalServer({ config, binary: serverBinary, postgres: pg, logDir });
-    started.push({ name: 'temporal-server', stop: () => server.stop(30_000) });
-    watch(server, log);
-    await ensureNamespace(server.address, config.temporal.namespace, log);
-
-    const ui = uiServer
-      ? await startUiServer({ config, binary: uiServer, temporalAddress: server.address, logDir }).catch((error: unknown) => {
-          log.warn({ err: error }, 'the Temporal Web UI did not start; the cluster runs without it');
-          return undefined;
-        })
-      : undefined;
-    if (ui) started.push({ name: 'temporal-ui', stop: () => ui.stop() });
-
-    const secretKey =
-      config.secretKey ??
-      (await loadSecretKeys({ configured: undefined, previous: undefined, dataDir: dir, embedded: true })).current.toString('hex');
-    const serviceEnv = (overrides: Record<string, string>) =>
-      childEnvironment({
-        DATA_DIR: dir,
-        DATABASE_URL: pg.url,
-        TEMPORAL_ADDRESS: server.address,
-        WORKFLOW_BUNDLE_PATH: bundleFile,
-        SECRET_KEY: secretKey,
-        ...overrides,
-      });
-
+    const { bundleFile, serverBinary, uiServer, pg } = await prepareCluster(config, dir, log, started);
+    const server = await startTemporal(config, serverBinary, pg, logDir, log, started);
+    const ui = await startUi(config, uiServer, server.address, logDir, log, started);
+    const serviceEnv = await clusterServiceEnv(config, dir, pg, server, bundleFile);
     // Workers first: an API replica that acks work before any worker polls only queues it.
-    const workers = await Promise.all(
-      Array.from({ length: config.cluster.workers }, async (_, i) => {
-        const metricsPort = config.temporal.workerMetricsPort > 0 ? config.temporal.workerMetricsPort + i : undefined;
-        const worker = await startService('worker', i + 1, serviceEnv({ WORKER_METRICS_PORT: String(metricsPort ?? 0) }), logDir);
-        started.push({ name: worker.name, stop: () => worker.stop(config.http.shutdownGraceMs + 15_000) });
-        return { process: worker, metricsPort };
-      }),
-    );
-    await Promise.all(workers.map(({ process }) => waitForPoller(server.address, config, process)));
-    workers.forEach(({ process }) => watch(process, log));
-
-    const apis = await Promise.all(
-      Array.from({ length: config.cluster.apiReplicas }, async (_, i) => {
-        const port = config.http.port + i;
-        const api = await startService('api', i + 1, serviceEnv({ PORT: String(port) }), logDir);
-        started.push({ name: api.name, stop: () => api.stop(config.http.shutdownGraceMs + config.http.shutdownReadyDelayMs + 5000) });
-        return { process: api, url: `http://${config.http.host}:${port}` };
-      }),
-    );
-    await Promise.all(
-      apis.map(({ process, url }) => waitUntil(`${process.name} /ready answered 200`, () => ready(url), { process, timeoutMs: 90_000 })),
-    );
-    apis.forEach(({ process }) => watch(process, log));
+    const workers = await startWorkers(config, server.address, serviceEnv, logDir, log, started);
+    const apis = await startApis(config, serviceEnv, logDir, log, started);
 
     const state: ClusterState = {
       temporal: { address: server.address, pid: server.pid, historyShards: config.cluster.historyShards },

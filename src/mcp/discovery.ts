@@ -1,5 +1,5 @@
 /**
- * Probes one candidate URL, entirely through the guarded fetch:
+ * Probes one candidate URL (docs/mcp.md), entirely through the guarded fetch:
  *
  *  1. MCP `initialize` over Streamable HTTP with the SDK's Client; a 404/405 on the POST gets
  *     one try of the legacy HTTP+SSE transport (warning `legacy_sse_transport`);
@@ -63,7 +63,7 @@ function errorMessage(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }
 
-/** MCP tool annotation defaults (spec, ToolAnnotations) when the server leaves a hint out. */
+/** The MCP specification's ToolAnnotations defaults, for hints the server leaves out. */
 function toolItem(tool: {
   name: string;
   annotations?: { readOnlyHint?: boolean; destructiveHint?: boolean; openWorldHint?: boolean };
@@ -81,6 +81,55 @@ function toolItem(tool: {
 async function closeQuietly(client: Client | undefined): Promise<void> {
   if (!client) return;
   await client.close().catch(() => undefined);
+}
+
+type Connected = { client?: Client; protocolVersion?: string; error?: string };
+
+/** Streamable HTTP first; a 404/405 on its POST gets one try of the legacy HTTP+SSE transport. */
+async function connectWithFallback(guard: GuardedFetch, url: string, remaining: () => number, warnings: McpWarning[]): Promise<Connected> {
+  const connected = await connect(guard, url, 'streamable', remaining);
+  if (connected.client) return connected;
+  const last = lastEndpointRecord(guard.records, url);
+  if (last?.status !== 404 && last?.status !== 405) return connected;
+  const legacy = await connect(guard, url, 'sse', remaining);
+  if (!legacy.client) return connected;
+  warnings.push({
+    code: 'legacy_sse_transport',
+    message: 'The server speaks the deprecated HTTP+SSE transport (protocol 2024-11-05), not Streamable HTTP.',
+  });
+  return legacy;
+}
+
+/** Names the answer to the initialize POST, and the legacy try's when there was one. */
+function httpAnswerWarning(records: FetchRecord[], url: string, last: FetchRecord): McpWarning {
+  const initialize = records.find((r) => r.url === url && r.method === 'POST' && r.status !== undefined) ?? last;
+  const status = initialize.status!;
+  const what =
+    status < 300
+      ? `${url} answered HTTP ${status} (${initialize.contentType ?? 'no content type'}) to the MCP initialize request, but not as an MCP server.`
+      : `${url} answered HTTP ${status} to the MCP initialize request.`;
+  const legacy = last !== initialize ? ` The legacy SSE transport got HTTP ${last.status} (${last.contentType ?? 'no content type'}).` : '';
+  return { code: `mcp_http_${status}`, message: `${what}${legacy}` };
+}
+
+/** No MCP session: unreachable, an authorization challenge to follow, or another HTTP answer. */
+async function explainFailedConnect(guard: GuardedFetch, url: string, connected: Connected, facts: ProbeFacts): Promise<void> {
+  const warnings = facts.warnings;
+  const last = lastEndpointRecord(guard.records, url);
+  facts.httpResponded = last?.status !== undefined;
+  facts.lastStatus = last?.status;
+  if (facts.protocolVersion === undefined && connected.protocolVersion) facts.protocolVersion = connected.protocolVersion;
+  if (!facts.httpResponded) {
+    const failure = guard.records.find((r) => r.failure && r.url === url)?.failure;
+    warnings.push({
+      code: 'mcp_unreachable',
+      message: failure ? failure.message : `No HTTP response from ${url}: ${connected.error ?? 'unknown error'}`,
+    });
+  } else if (facts.lastStatus === 401 || facts.lastStatus === 403) {
+    await discoverAuthorization(guard, url, last!, facts, connected.protocolVersion ?? LATEST_PROTOCOL_VERSION);
+  } else {
+    warnings.push(httpAnswerWarning(guard.records, url, last!));
+  }
 }
 
 export async function discoverMcpServer(options: DiscoveryOptions): Promise<DiscoveryOutcome> {
@@ -107,20 +156,7 @@ export async function discoverMcpServer(options: DiscoveryOptions): Promise<Disc
   };
   let client: Client | undefined;
   try {
-    let connected = await connect(guard, url, 'streamable', remaining);
-    if (!connected.client) {
-      const last = lastEndpointRecord(guard.records, url);
-      if (last?.status === 404 || last?.status === 405) {
-        const legacy = await connect(guard, url, 'sse', remaining);
-        if (legacy.client) {
-          warnings.push({
-            code: 'legacy_sse_transport',
-            message: 'The server speaks the deprecated HTTP+SSE transport (protocol 2024-11-05), not Streamable HTTP.',
-          });
-          connected = legacy;
-        }
-      }
-    }
+    const connected = await connectWithFallback(guard, url, remaining, warnings);
     client = connected.client;
     if (client) {
       facts.initializeSucceeded = true;
@@ -129,30 +165,7 @@ export async function discoverMcpServer(options: DiscoveryOptions): Promise<Disc
       facts.lastStatus = lastEndpointRecord(guard.records, url)?.status;
       await listTools(client, facts, remaining);
     } else {
-      const last = lastEndpointRecord(guard.records, url);
-      facts.httpResponded = last?.status !== undefined;
-      facts.lastStatus = last?.status;
-      if (facts.protocolVersion === undefined && connected.protocolVersion) facts.protocolVersion = connected.protocolVersion;
-      if (!facts.httpResponded) {
-        const failure = guard.records.find((r) => r.failure && r.url === url)?.failure;
-        warnings.push({
-          code: 'mcp_unreachable',
-          message: failure ? failure.message : `No HTTP response from ${url}: ${connected.error ?? 'unknown error'}`,
-        });
-      } else if (facts.lastStatus === 401 || facts.lastStatus === 403) {
-        await discoverAuthorization(guard, url, last!, facts, connected.protocolVersion ?? LATEST_PROTOCOL_VERSION);
-      } else {
-        // Name the answer to the initialize POST; mention the legacy try when there was one.
-        const initialize = guard.records.find((r) => r.url === url && r.method === 'POST' && r.status !== undefined) ?? last!;
-        const status = initialize.status!;
-        const what =
-          status < 300
-            ? `${url} answered HTTP ${status} (${initialize.contentType ?? 'no content type'}) to the MCP initialize request, but not as an MCP server.`
-            : `${url} answered HTTP ${status} to the MCP initialize request.`;
-        const legacy =
-          last !== initialize ? ` The legacy SSE transport got HTTP ${last!.status} (${last!.contentType ?? 'no content type'}).` : '';
-        warnings.push({ code: `mcp_http_${status}`, message: `${what}${legacy}` });
-      }
+      await explainFailedConnect(guard, url, connected, facts);
     }
   } finally {
     await closeQuietly(client);
@@ -173,12 +186,7 @@ function lastEndpointRecord(records: FetchRecord[], url: string): FetchRecord | 
   return [...sameEndpoint].reverse().find((r) => r.status !== undefined);
 }
 
-async function connect(
-  guard: GuardedFetch,
-  url: string,
-  transportKind: 'streamable' | 'sse',
-  remaining: () => number,
-): Promise<{ client?: Client; protocolVersion?: string; error?: string }> {
+async function connect(guard: GuardedFetch, url: string, transportKind: 'streamable' | 'sse', remaining: () => number): Promise<Connected> {
   const client = new Client(CLIENT_INFO, { capabilities: {} });
   // Background errors (the standalone SSE stream closing when we leave) are not the probe's business.
   client.onerror = () => undefined;

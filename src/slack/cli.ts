@@ -66,7 +66,19 @@ async function operatorErrors<T>(fn: () => Promise<T>): Promise<T> {
 export function registerSlackCommands(program: Command): void {
   const slack = program.command('slack').description('Slack integration.');
   const connections = slack.command('connections').description('Slack app installations (one per workspace and app).');
+  registerCreateConnection(connections);
+  registerUpdateConnection(connections);
+  connections
+    .command('list')
+    .description("An organization's Slack connections (no secrets).")
+    .requiredOption('--org <organizationId>', 'organization id')
+    .action((opts: { org: string }) => withCliContext(async ({ db }) => print(await listSlackConnections(db, opts.org))));
 
+  const links = slack.command('links').description('Links between Slack users and members (what a connect page completes).');
+  registerCompleteLink(links);
+}
+
+function registerCreateConnection(connections: Command): void {
   connections
     .command('create')
     .description('Register a Slack app installation. Secrets are stored encrypted. Prints {connectionId}.')
@@ -106,7 +118,9 @@ export function registerSlackCommands(program: Command): void {
           ),
         ),
     );
+}
 
+function registerUpdateConnection(connections: Command): void {
   connections
     .command('update <id>')
     .description('Enable or disable a connection, rotate its signing secret, or change its channel allowlist.')
@@ -130,15 +144,9 @@ export function registerSlackCommands(program: Command): void {
         await operatorErrors(async () => print(await updateSlackConnection(db, await secretKey(), id, opts)));
       }),
     );
+}
 
-  connections
-    .command('list')
-    .description("An organization's Slack connections (no secrets).")
-    .requiredOption('--org <organizationId>', 'organization id')
-    .action((opts: { org: string }) => withCliContext(async ({ db }) => print(await listSlackConnections(db, opts.org))));
-
-  const links = slack.command('links').description('Links between Slack users and members (what a connect page completes).');
-
+function registerCompleteLink(links: Command): void {
   links
     .command('complete')
     .description(

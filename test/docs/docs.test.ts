@@ -154,7 +154,10 @@ describe('routes', () => {
    * Route paths as the source states them: `path: '/…'` or `path: SOME_CONSTANT`, and the
    * entries of `aliases: [...]`. Constants are resolved from `const NAME = '/…'` anywhere in src/.
    */
-  const routeFiles = walk('src', (name) => name.endsWith('routes.ts') || name === 'deprecated.ts');
+  // Route files: `…routes.ts`, every module of a feature's `routes/` folder, and the 410 table.
+  const routeFiles = walk('src', (name) => name.endsWith('.ts')).filter(
+    (file) => file.endsWith('routes.ts') || path.basename(file) === 'deprecated.ts' || path.basename(path.dirname(file)) === 'routes',
+  );
   const sources = walk('src', (name) => name.endsWith('.ts')).map((file) => read(file));
   const constants = new Map<string, string>();
   for (const source of sources) {

@@ -81,14 +81,7 @@ export interface WorkerHandle {
 
 const RESTART_BACKOFF_MS = { initial: 500, max: 30_000 };
 
-/**
- * Starts the worker under a supervisor. The SDK worker stops fatally when Temporal stays
- * unreachable for a while; the supervisor then rebuilds the connection and the worker with
- * backoff until Temporal is back, so an outage never needs a process restart (and, in the
- * all-in-one process, never takes the API down with it). The first start fails fast instead,
- * so a misconfiguration is reported at once.
- */
-export async function startWorker(options: {
+export interface WorkerOptions {
   config: Config;
   address: string;
   log: Logger;
@@ -99,58 +92,56 @@ export async function startWorker(options: {
   extraTaskQueues: (mainQueue: string) => string[];
   /** Overrides config.temporal.taskQueue (tests isolate workers per file). */
   taskQueue?: string;
-}): Promise<WorkerHandle> {
-  const { config, log } = options;
-  installWorkerRuntime(config, log);
-  const taskQueue = options.taskQueue ?? config.temporal.taskQueue;
-  const bundlePath = config.temporal.workflowBundlePath;
-  // Bundled once: a restart must not pay for webpack again.
-  const workflowBundle = bundlePath ? { codePath: bundlePath } : { code: await bundleWorkflows(options.workflowModules) };
-  const { activities } = options;
-  const queues = [taskQueue, ...options.extraTaskQueues(taskQueue)];
+}
 
-  // One poller per queue, all on one connection.
-  const create = async () => {
-    const connection = await NativeConnection.connect({ address: options.address });
-    try {
-      const workers = await Promise.all(
-        queues.map((queue) =>
-          Worker.create({
-            connection,
-            namespace: config.temporal.namespace,
-            taskQueue: queue,
-            workflowBundle,
-            activities,
-            maxConcurrentWorkflowTaskExecutions: config.temporal.worker.workflowTaskSlots,
-            workflowTaskPollerBehavior: { type: 'simple-maximum', maximum: config.temporal.worker.workflowTaskPollers },
-            activityTaskPollerBehavior: { type: 'simple-maximum', maximum: config.temporal.worker.activityTaskPollers },
-            // Let in-flight activities finish on shutdown before the worker gives up on them.
-            shutdownGraceTime: '10s',
-          }),
-        ),
-      );
-      return { workers, connection };
-    } catch (error) {
-      await connection.close().catch(() => undefined);
-      throw error;
-    }
+type WorkflowBundle = { codePath: string } | { code: string };
+interface Pollers {
+  workers: Worker[];
+  connection: NativeConnection;
+}
+
+/** One poller per queue, all on one connection. */
+async function createPollers(options: WorkerOptions, queues: string[], workflowBundle: WorkflowBundle): Promise<Pollers> {
+  const { config } = options;
+  const connection = await NativeConnection.connect({ address: options.address });
+  try {
+    const workers = await Promise.all(
+      queues.map((queue) =>
+        Worker.create({
+          connection,
+          namespace: config.temporal.namespace,
+          taskQueue: queue,
+          workflowBundle,
+          activities: options.activities,
+          maxConcurrentWorkflowTaskExecutions: config.temporal.worker.workflowTaskSlots,
+          workflowTaskPollerBehavior: { type: 'simple-maximum', maximum: config.temporal.worker.workflowTaskPollers },
+          activityTaskPollerBehavior: { type: 'simple-maximum', maximum: config.temporal.worker.activityTaskPollers },
+          // Let in-flight activities finish on shutdown before the worker gives up on them.
+          shutdownGraceTime: '10s',
+        }),
+      ),
+    );
+    return { workers, connection };
+  } catch (error) {
+    await connection.close().catch(() => undefined);
+    throw error;
+  }
+}
+
+/** Runs every poller; when one stops (fatally, or by shutdown) the others stop too. */
+async function runAll(workers: Worker[]): Promise<void> {
+  const stopOthers = () => {
+    for (const worker of workers) if (worker.getState() === 'RUNNING') worker.shutdown();
   };
+  const results = await Promise.allSettled(workers.map((worker) => worker.run().finally(stopOthers)));
+  const failed = results.find((result): result is PromiseRejectedResult => result.status === 'rejected');
+  if (failed) throw failed.reason;
+}
 
-  /** Runs every poller; when one stops (fatally, or by shutdown) the others stop too. */
-  const runAll = async (workers: Worker[]) => {
-    const stopOthers = () => {
-      for (const worker of workers) if (worker.getState() === 'RUNNING') worker.shutdown();
-    };
-    const results = await Promise.allSettled(workers.map((worker) => worker.run().finally(stopOthers)));
-    const failed = results.find((result): result is PromiseRejectedResult => result.status === 'rejected');
-    if (failed) throw failed.reason;
-  };
-
-  let current = await create();
-  let stopping = false;
-  let restarts = 0;
+/** A sleep that `wake()` ends early, so shutdown never waits out a restart backoff. */
+function wakeableSleep() {
   let wake: () => void = () => undefined;
-  const pause = (ms: number) =>
+  const sleep = (ms: number) =>
     new Promise<void>((resolve) => {
       const timer = setTimeout(resolve, ms);
       wake = () => {
@@ -158,48 +149,78 @@ export async function startWorker(options: {
         resolve();
       };
     });
+  return { sleep, wake: () => wake() };
+}
 
+/**
+ * Starts the worker under a supervisor. The SDK worker stops fatally when Temporal stays
+ * unreachable for a while; the supervisor then rebuilds the connection and the worker with
+ * backoff until Temporal is back, so an outage never needs a process restart (and, in the
+ * all-in-one process, never takes the API down with it). The first start fails fast instead,
+ * so a misconfiguration is reported at once.
+ */
+export async function startWorker(options: WorkerOptions): Promise<WorkerHandle> {
+  const { config, log } = options;
+  installWorkerRuntime(config, log);
+  const taskQueue = options.taskQueue ?? config.temporal.taskQueue;
+  const bundlePath = config.temporal.workflowBundlePath;
+  // Bundled once: a restart must not pay for webpack again.
+  const workflowBundle = bundlePath ? { codePath: bundlePath } : { code: await bundleWorkflows(options.workflowModules) };
+  const queues = [taskQueue, ...options.extraTaskQueues(taskQueue)];
+  const create = () => createPollers(options, queues, workflowBundle);
+
+  const state = { current: await create(), stopping: false, restarts: 0 };
+  const pause = wakeableSleep();
   const running = (async () => {
     for (;;) {
       try {
-        await runAll(current.workers);
+        await runAll(state.current.workers);
       } catch (error) {
-        if (!stopping) log.error({ err: error }, 'worker stopped with an error');
+        if (!state.stopping) log.error({ err: error }, 'worker stopped with an error');
       } finally {
-        await current.connection.close().catch(() => undefined);
+        await state.current.connection.close().catch(() => undefined);
       }
-      if (stopping) return;
-      for (let attempt = 0; ; attempt++) {
-        const delayMs = Math.min(RESTART_BACKOFF_MS.max, RESTART_BACKOFF_MS.initial * 2 ** attempt);
-        log.warn({ delayMs, attempt: attempt + 1 }, 'restarting the worker');
-        await pause(delayMs);
-        if (stopping) return;
-        try {
-          current = await create();
-          restarts += 1;
-          log.info({ taskQueue, restarts }, 'worker restarted');
-          break;
-        } catch (error) {
-          log.warn({ err: error }, 'worker restart failed; will retry');
-        }
-      }
+      if (state.stopping || !(await restart(state, create, pause.sleep, log))) return;
+      log.info({ taskQueue, restarts: state.restarts }, 'worker restarted');
     }
   })();
 
   log.info({ taskQueue, bundle: bundlePath ?? 'built at start' }, 'worker started');
   return {
     get workers() {
-      return current.workers;
+      return state.current.workers;
     },
     get restarts() {
-      return restarts;
+      return state.restarts;
     },
     running,
     shutdown: async () => {
-      stopping = true;
-      wake();
-      for (const worker of current.workers) if (worker.getState() === 'RUNNING') worker.shutdown();
+      state.stopping = true;
+      pause.wake();
+      for (const worker of state.current.workers) if (worker.getState() === 'RUNNING') worker.shutdown();
       await running;
     },
   };
+}
+
+/** Rebuilds the pollers with backoff until it succeeds (true) or shutdown begins (false). */
+async function restart(
+  state: { current: Pollers; stopping: boolean; restarts: number },
+  create: () => Promise<Pollers>,
+  sleep: (ms: number) => Promise<void>,
+  log: Logger,
+): Promise<boolean> {
+  for (let attempt = 0; ; attempt++) {
+    const delayMs = Math.min(RESTART_BACKOFF_MS.max, RESTART_BACKOFF_MS.initial * 2 ** attempt);
+    log.warn({ delayMs, attempt: attempt + 1 }, 'restarting the worker');
+    await sleep(delayMs);
+    if (state.stopping) return false;
+    try {
+      state.current = await create();
+      state.restarts += 1;
+      return true;
+    } catch (error) {
+      log.warn({ err: error }, 'worker restart failed; will retry');
+    }
+  }
 }

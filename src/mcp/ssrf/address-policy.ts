@@ -1,5 +1,5 @@
 /**
- * The SSRF guard's address decision. Pure:
+ * The SSRF guard's address decision (docs/mcp.md, "The SSRF guard"). Pure:
  * string in, verdict out, no network. Classification uses ipaddr.js; no hand-rolled parsing.
  *
  * Every address falls in one class:

@@ -1,5 +1,5 @@
 /**
- * The SSRF-guarded fetch for MCP discovery (behaviour notes, "SSRF guard"). Every outbound
+ * The SSRF-guarded fetch for MCP discovery (docs/mcp.md, "The SSRF guard"). Every outbound
  * request of a probe — the MCP handshake, each redirect hop, each metadata document — goes
  * through one instance of this, and it refuses before any connection is opened:
  *
@@ -112,7 +112,7 @@ export const GUARD_DEFAULTS = {
   maxRedirects: 5,
 } as const;
 
-/** Dropped when a redirect changes origin (behaviour notes). */
+/** Dropped when a redirect changes origin. */
 export const CROSS_ORIGIN_STRIPPED_HEADERS = [
   'authorization',
   'cookie',
@@ -206,222 +206,308 @@ function describeNetworkError(error: unknown, url: URL, deadlinePassed: boolean)
   return fail('network_error', `Request to ${url.host} failed: ${(error as Error)?.message ?? String(error)}`, error);
 }
 
-export function createGuardedFetch(options: GuardedFetchOptions): GuardedFetch {
-  const settings = { ...GUARD_DEFAULTS, ...options };
-  const now = options.now ?? Date.now;
-  const resolveHost = options.resolve ?? systemResolver;
-  const allowlist = new Set(options.privateAllowlist);
-  const records: FetchRecord[] = [];
+type GuardLimits = Record<keyof typeof GUARD_DEFAULTS, number>;
+
+/** One instance's state: its settings, the names it pinned, its records and the bytes it read. */
+interface GuardState {
+  options: GuardedFetchOptions;
+  settings: GuardLimits;
+  resolveHost: HostResolver;
+  allowlist: Set<string>;
+  records: FetchRecord[];
   /** Addresses judged for each host name; connections go only to these. */
-  const pinned = new Map<string, Promise<string[]>>();
-  let totalBytes = 0;
+  pinned: Map<string, Promise<string[]>>;
+  totalBytes: number;
+  /** Milliseconds left before the deadline (infinite without one). */
+  remaining(): number;
+}
 
-  const policyFor = (origin: string): AddressPolicy => ({
-    allowPrivate: options.allowPrivateNetwork || allowlist.has(origin),
-  });
+function createGuardState(options: GuardedFetchOptions): GuardState {
+  const now = options.now ?? Date.now;
+  return {
+    options,
+    settings: { ...GUARD_DEFAULTS, ...options },
+    resolveHost: options.resolve ?? systemResolver,
+    allowlist: new Set(options.privateAllowlist),
+    records: [],
+    pinned: new Map(),
+    totalBytes: 0,
+    remaining: () => (options.deadline === undefined ? Number.POSITIVE_INFINITY : options.deadline - now()),
+  };
+}
 
-  const remaining = () => (options.deadline === undefined ? Number.POSITIVE_INFINITY : options.deadline - now());
+/** Private targets are allowed under the flag, or for an allowlisted origin. */
+const policyFor = (state: GuardState, origin: string): AddressPolicy => ({
+  allowPrivate: state.options.allowPrivateNetwork || state.allowlist.has(origin),
+});
 
-  async function resolveWithTimeout(hostname: string): Promise<string[]> {
-    const timeoutMs = Math.max(1, Math.min(settings.dnsTimeoutMs, remaining()));
-    let timer: NodeJS.Timeout | undefined;
-    try {
-      return await Promise.race([
-        resolveHost(hostname),
-        new Promise<never>((_, reject) => {
-          timer = setTimeout(() => reject(fail('dns_timeout', `Resolving ${hostname} timed out`)), timeoutMs);
-        }),
-      ]);
-    } catch (error) {
-      if (error instanceof GuardedFetchError) throw error;
-      throw fail('dns_failed', `Could not resolve ${hostname}`, error);
-    } finally {
-      clearTimeout(timer);
+/** Resolves within the DNS timeout (and the deadline); every failure becomes a guard error. */
+async function resolveWithTimeout(state: GuardState, hostname: string): Promise<string[]> {
+  const timeoutMs = Math.max(1, Math.min(state.settings.dnsTimeoutMs, state.remaining()));
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([
+      state.resolveHost(hostname),
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(fail('dns_timeout', `Resolving ${hostname} timed out`)), timeoutMs);
+      }),
+    ]);
+  } catch (error) {
+    if (error instanceof GuardedFetchError) throw error;
+    throw fail('dns_failed', `Could not resolve ${hostname}`, error);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** A name's addresses, resolved once per instance (a failed resolution is forgotten). */
+function pinnedAddresses(state: GuardState, host: string): Promise<string[]> {
+  let pending = state.pinned.get(host);
+  if (!pending) {
+    pending = resolveWithTimeout(state, host);
+    state.pinned.set(host, pending);
+    pending.catch(() => state.pinned.delete(host));
+  }
+  return pending;
+}
+
+/** Refuses the host if any one of its addresses is blocked under the policy. */
+function judgeAddresses(host: string, addresses: string[], policy: AddressPolicy): void {
+  if (addresses.length === 0) throw fail('dns_failed', `${host} has no addresses`);
+  for (const address of addresses) {
+    const verdict = decideAddress(address, policy);
+    if (!verdict.allowed) {
+      throw refuse('blocked_address', host === address ? `Blocked: ${verdict.reason}` : `Blocked: ${host} resolves to ${verdict.reason}`);
     }
   }
+}
 
-  /** Addresses of a host, every one of them judged for this origin. */
-  async function addressesFor(hostname: string, origin: string): Promise<string[]> {
-    const host = unbracket(hostname);
-    let addresses: string[];
-    if (isIpLiteral(host)) addresses = [host];
-    // RFC 6761: localhost names are loopback by definition; never ask DNS about them.
-    else if (isLocalhostName(host)) addresses = ['127.0.0.1', '::1'];
-    else {
-      let pending = pinned.get(host);
-      if (!pending) {
-        pending = resolveWithTimeout(host);
-        pinned.set(host, pending);
-        pending.catch(() => pinned.delete(host));
-      }
-      addresses = await pending;
-    }
-    if (addresses.length === 0) throw fail('dns_failed', `${host} has no addresses`);
-    const policy = policyFor(origin);
-    for (const address of addresses) {
-      const verdict = decideAddress(address, policy);
-      if (!verdict.allowed) {
-        throw refuse('blocked_address', host === address ? `Blocked: ${verdict.reason}` : `Blocked: ${host} resolves to ${verdict.reason}`);
-      }
-    }
-    return addresses;
+/** Addresses of a host, every one of them judged for this origin. */
+async function addressesFor(state: GuardState, hostname: string, origin: string): Promise<string[]> {
+  const host = unbracket(hostname);
+  let addresses: string[];
+  if (isIpLiteral(host)) addresses = [host];
+  // RFC 6761: localhost names are loopback by definition; never ask DNS about them.
+  else if (isLocalhostName(host)) addresses = ['127.0.0.1', '::1'];
+  else addresses = await pinnedAddresses(state, host);
+  judgeAddresses(host, addresses, policyFor(state, origin));
+  return addresses;
+}
+
+/** The checks on the URL alone: scheme, user info, and plain http only where it may be used. */
+function checkUrl(url: URL, allowlisted: boolean, allowPrivateNetwork: boolean): void {
+  if (url.protocol !== 'https:' && url.protocol !== 'http:')
+    throw refuse('blocked_scheme', `Blocked: ${url.protocol} URLs are not fetched`);
+  if (url.username !== '' || url.password !== '') throw refuse('blocked_credentials', 'Blocked: URLs with credentials are not fetched');
+  if (url.protocol === 'http:' && !allowlisted && !allowPrivateNetwork) {
+    throw refuse('blocked_scheme', `Blocked: ${url.origin} uses plain http; only https is allowed`);
   }
+}
 
-  /** The checks that need no connection: scheme, user info, addresses, plain http. */
-  async function admit(url: URL): Promise<void> {
-    if (url.protocol !== 'https:' && url.protocol !== 'http:')
-      throw refuse('blocked_scheme', `Blocked: ${url.protocol} URLs are not fetched`);
-    if (url.username !== '' || url.password !== '') throw refuse('blocked_credentials', 'Blocked: URLs with credentials are not fetched');
-    const allowlisted = allowlist.has(url.origin);
-    if (url.protocol === 'http:' && !allowlisted && !options.allowPrivateNetwork) {
-      throw refuse('blocked_scheme', `Blocked: ${url.origin} uses plain http; only https is allowed`);
-    }
-    const addresses = await addressesFor(url.hostname, url.origin);
-    if (url.protocol === 'http:' && !allowlisted) {
-      // Under the flag, plain http is for private and loopback targets only.
-      for (const address of addresses) {
-        const verdict = decideAddress(address, { allowPrivate: true });
-        if (verdict.decision.class === 'public') {
-          throw refuse('blocked_scheme', `Blocked: ${url.origin} uses plain http to a public address; only https is allowed`);
-        }
-      }
+/** Under the flag, plain http is for private and loopback targets only. */
+function refusePublicPlainHttp(url: URL, addresses: string[]): void {
+  for (const address of addresses) {
+    const verdict = decideAddress(address, { allowPrivate: true });
+    if (verdict.decision.class === 'public') {
+      throw refuse('blocked_scheme', `Blocked: ${url.origin} uses plain http to a public address; only https is allowed`);
     }
   }
+}
 
-  const baseConnect = buildConnector({ timeout: settings.connectTimeoutMs });
-  const guardedConnect: buildConnector.connector = (opts, callback) => {
-    const port = opts.port || (opts.protocol === 'https:' ? '443' : '80');
-    const hostForUrl = net.isIPv6(opts.hostname) ? `[${opts.hostname}]` : opts.hostname;
-    let origin: string;
-    try {
-      origin = new URL(`${opts.protocol}//${hostForUrl}:${port}`).origin;
-    } catch {
+/** The checks that need no connection: scheme, user info, addresses, plain http. */
+async function admit(state: GuardState, url: URL): Promise<void> {
+  const allowlisted = state.allowlist.has(url.origin);
+  checkUrl(url, allowlisted, state.options.allowPrivateNetwork);
+  const addresses = await addressesFor(state, url.hostname, url.origin);
+  if (url.protocol === 'http:' && !allowlisted) refusePublicPlainHttp(url, addresses);
+}
+
+/** The origin undici asks to connect to, or undefined when it is not one. */
+function connectOrigin(opts: buildConnector.Options): string | undefined {
+  const port = opts.port || (opts.protocol === 'https:' ? '443' : '80');
+  const hostForUrl = net.isIPv6(opts.hostname) ? `[${opts.hostname}]` : opts.hostname;
+  try {
+    return new URL(`${opts.protocol}//${hostForUrl}:${port}`).origin;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Hands the socket on only if the address it actually connected to is allowed. */
+function checkConnectedSocket(
+  error: Error | null,
+  socket: net.Socket | null,
+  policy: AddressPolicy,
+  callback: buildConnector.Callback,
+): void {
+  if (error || !socket) {
+    callback(error ?? fail('network_error', 'no socket'), null);
+    return;
+  }
+  const remote = socket.remoteAddress;
+  const verdict = remote ? decideAddress(remote, policy) : undefined;
+  if (!verdict?.allowed) {
+    socket.destroy();
+    callback(refuse('blocked_address', `Blocked after connect: ${verdict ? verdict.reason : 'no remote address'}`), null);
+    return;
+  }
+  callback(null, socket);
+}
+
+/** undici's connector, pinned to the judged address and checking the connected socket. */
+function createGuardedConnector(state: GuardState): buildConnector.connector {
+  const baseConnect = buildConnector({ timeout: state.settings.connectTimeoutMs });
+  return (opts, callback) => {
+    const origin = connectOrigin(opts);
+    if (origin === undefined) {
       callback(refuse('invalid_url', `Blocked: cannot connect to ${opts.hostname}`), null);
       return;
     }
-    addressesFor(opts.hostname, origin).then(
+    addressesFor(state, opts.hostname, origin).then(
       (addresses) => {
         const address = addresses[0]!;
         // Connect to the judged address; TLS still verifies the name (servername comes from `host`).
-        baseConnect({ ...opts, hostname: address }, (error, socket) => {
-          if (error || !socket) {
-            callback(error ?? fail('network_error', 'no socket'), null);
-            return;
-          }
-          const remote = socket.remoteAddress;
-          const verdict = remote ? decideAddress(remote, policyFor(origin)) : undefined;
-          if (!verdict?.allowed) {
-            socket.destroy();
-            callback(refuse('blocked_address', `Blocked after connect: ${verdict ? verdict.reason : 'no remote address'}`), null);
-            return;
-          }
-          callback(null, socket);
-        });
+        baseConnect({ ...opts, hostname: address }, (error, socket) =>
+          checkConnectedSocket(error, socket, policyFor(state, origin), callback),
+        );
       },
       (error: unknown) => callback(error instanceof Error ? error : fail('network_error', String(error)), null),
     );
   };
+}
 
-  const agent = new Agent({
-    connect: guardedConnect,
-    headersTimeout: settings.responseTimeoutMs,
-    bodyTimeout: settings.bodyIdleTimeoutMs,
+function createAgent(state: GuardState): Agent {
+  return new Agent({
+    connect: createGuardedConnector(state),
+    headersTimeout: state.settings.responseTimeoutMs,
+    bodyTimeout: state.settings.bodyIdleTimeoutMs,
     connections: 4,
   });
+}
 
-  function limitBody(response: Awaited<ReturnType<typeof undiciFetch>>, record: FetchRecord, url: URL): globalThis.Response {
-    const init = { status: response.status, statusText: response.statusText, headers: response.headers };
-    if (!response.body || NULL_BODY_STATUSES.has(response.status)) {
-      return new Response(null, init) as unknown as globalThis.Response;
-    }
-    let documentBytes = 0;
-    const counter = new TransformStream<Uint8Array, Uint8Array>({
-      transform(chunk, controller) {
-        documentBytes += chunk.byteLength;
-        totalBytes += chunk.byteLength;
-        if (documentBytes > settings.maxDocumentBytes || totalBytes > settings.maxTotalBytes) {
-          const error = fail(
-            'too_large',
-            documentBytes > settings.maxDocumentBytes
-              ? `Response from ${url.host} is larger than ${settings.maxDocumentBytes} bytes`
-              : `Responses of this probe exceed ${settings.maxTotalBytes} bytes`,
-          );
-          record.failure = error.failure;
-          controller.error(error);
-          return;
-        }
-        controller.enqueue(chunk);
-      },
+/** Counts a body's bytes against the document cap and the instance's total, failing the stream past either. */
+function byteCounter(state: GuardState, record: FetchRecord, url: URL): TransformStream<Uint8Array, Uint8Array> {
+  const { settings } = state;
+  let documentBytes = 0;
+  return new TransformStream<Uint8Array, Uint8Array>({
+    transform(chunk, controller) {
+      documentBytes += chunk.byteLength;
+      state.totalBytes += chunk.byteLength;
+      if (documentBytes > settings.maxDocumentBytes || state.totalBytes > settings.maxTotalBytes) {
+        const error = fail(
+          'too_large',
+          documentBytes > settings.maxDocumentBytes
+            ? `Response from ${url.host} is larger than ${settings.maxDocumentBytes} bytes`
+            : `Responses of this probe exceed ${settings.maxTotalBytes} bytes`,
+        );
+        record.failure = error.failure;
+        controller.error(error);
+        return;
+      }
+      controller.enqueue(chunk);
+    },
+  });
+}
+
+type UndiciResponse = Awaited<ReturnType<typeof undiciFetch>>;
+
+function limitBody(state: GuardState, response: UndiciResponse, record: FetchRecord, url: URL): globalThis.Response {
+  const init = { status: response.status, statusText: response.statusText, headers: response.headers };
+  if (!response.body || NULL_BODY_STATUSES.has(response.status)) {
+    return new Response(null, init) as unknown as globalThis.Response;
+  }
+  return new Response(response.body.pipeThrough(byteCounter(state, record, url)), init) as unknown as globalThis.Response;
+}
+
+/** One hop: admitted, then sent without following redirects, within the deadline. */
+async function sendHop(
+  state: GuardState,
+  agent: Agent,
+  url: URL,
+  request: { method: string; headers: Headers; body: unknown; signal: AbortSignal | null | undefined },
+): Promise<UndiciResponse> {
+  const { remaining } = state;
+  if (remaining() <= 0) throw fail('timeout', `No time left to fetch ${url.host}`);
+  await admit(state, url);
+  const signals = [AbortSignal.timeout(Math.max(1, Math.min(remaining(), 2_147_483_647)))];
+  if (request.signal) signals.push(request.signal);
+  try {
+    return await undiciFetch(url, {
+      method: request.method,
+      headers: request.headers,
+      body: request.body as never,
+      redirect: 'manual',
+      signal: AbortSignal.any(signals),
+      dispatcher: agent,
     });
-    return new Response(response.body.pipeThrough(counter), init) as unknown as globalThis.Response;
+  } catch (error) {
+    throw describeNetworkError(error, url, remaining() <= 0);
   }
+}
 
-  async function guardedFetch(input: string | URL, init: RequestInit = {}): Promise<globalThis.Response> {
-    const first = typeof input === 'string' || input instanceof URL ? String(input) : (input as { url: string }).url;
-    let method = (init.method ?? 'GET').toUpperCase();
-    const record: FetchRecord = { url: first, method, hops: [] };
-    records.push(record);
-    try {
-      let url: URL;
-      try {
-        url = new URL(first);
-      } catch {
-        throw refuse('invalid_url', `Blocked: ${first} is not a URL`);
-      }
-      let headers = new Headers(init.headers as ConstructorParameters<typeof Headers>[0]);
-      let body = init.body ?? undefined;
-      const mode = init.redirect ?? 'follow';
-      for (let redirects = 0; ; redirects++) {
-        record.hops.push(url.href);
-        if (remaining() <= 0) throw fail('timeout', `No time left to fetch ${url.host}`);
-        await admit(url);
-        const signals = [AbortSignal.timeout(Math.max(1, Math.min(remaining(), 2_147_483_647)))];
-        if (init.signal) signals.push(init.signal);
-        let response: Awaited<ReturnType<typeof undiciFetch>>;
-        try {
-          response = await undiciFetch(url, {
-            method,
-            headers,
-            body: body as never,
-            redirect: 'manual',
-            signal: AbortSignal.any(signals),
-            dispatcher: agent,
-          });
-        } catch (error) {
-          throw describeNetworkError(error, url, remaining() <= 0);
-        }
-        const location = response.headers.get('location');
-        if (!REDIRECT_STATUSES.has(response.status) || location === null || mode === 'manual') {
-          record.status = response.status;
-          record.contentType = response.headers.get('content-type') ?? undefined;
-          record.wwwAuthenticate = response.headers.get('www-authenticate') ?? undefined;
-          return limitBody(response, record, url);
-        }
-        await response.body?.cancel().catch(() => undefined);
-        if (mode === 'error') throw fail('blocked_redirect', `Redirect from ${url.href} not allowed for this request`);
-        if (redirects >= settings.maxRedirects) {
-          throw refuse('too_many_redirects', `Blocked: more than ${settings.maxRedirects} redirects from ${first}`);
-        }
-        const hop = nextHop(url, response.status, location, { method, headers });
-        url = hop.url;
-        method = hop.method;
-        headers = hop.headers;
-        if (hop.dropBody) body = undefined;
-      }
-    } catch (error) {
-      const guarded =
-        error instanceof GuardedFetchError
-          ? error
-          : fail('network_error', `Request to ${first} failed: ${(error as Error)?.message ?? String(error)}`, error);
-      record.failure = guarded.failure;
-      throw guarded;
+function parseFirstUrl(first: string): URL {
+  try {
+    return new URL(first);
+  } catch {
+    throw refuse('invalid_url', `Blocked: ${first} is not a URL`);
+  }
+}
+
+/** Sends the request and follows its redirects by hand, each hop admitted again. */
+async function followRedirects(state: GuardState, agent: Agent, record: FetchRecord, init: RequestInit): Promise<globalThis.Response> {
+  const first = record.url;
+  let url = parseFirstUrl(first);
+  let method = record.method;
+  let headers = new Headers(init.headers as ConstructorParameters<typeof Headers>[0]);
+  let body = init.body ?? undefined;
+  const mode = init.redirect ?? 'follow';
+  for (let redirects = 0; ; redirects++) {
+    record.hops.push(url.href);
+    const response = await sendHop(state, agent, url, { method, headers, body, signal: init.signal });
+    const location = response.headers.get('location');
+    if (!REDIRECT_STATUSES.has(response.status) || location === null || mode === 'manual') {
+      record.status = response.status;
+      record.contentType = response.headers.get('content-type') ?? undefined;
+      record.wwwAuthenticate = response.headers.get('www-authenticate') ?? undefined;
+      return limitBody(state, response, record, url);
     }
+    await response.body?.cancel().catch(() => undefined);
+    if (mode === 'error') throw fail('blocked_redirect', `Redirect from ${url.href} not allowed for this request`);
+    if (redirects >= state.settings.maxRedirects) {
+      throw refuse('too_many_redirects', `Blocked: more than ${state.settings.maxRedirects} redirects from ${first}`);
+    }
+    const hop = nextHop(url, response.status, location, { method, headers });
+    url = hop.url;
+    method = hop.method;
+    headers = hop.headers;
+    if (hop.dropBody) body = undefined;
   }
+}
 
+/** A fetch call: recorded, and any failure kept in its record as well as thrown. */
+async function guardedFetch(state: GuardState, agent: Agent, input: string | URL, init: RequestInit = {}): Promise<globalThis.Response> {
+  const first = typeof input === 'string' || input instanceof URL ? String(input) : (input as { url: string }).url;
+  const record: FetchRecord = { url: first, method: (init.method ?? 'GET').toUpperCase(), hops: [] };
+  state.records.push(record);
+  try {
+    return await followRedirects(state, agent, record, init);
+  } catch (error) {
+    const guarded =
+      error instanceof GuardedFetchError
+        ? error
+        : fail('network_error', `Request to ${first} failed: ${(error as Error)?.message ?? String(error)}`, error);
+    record.failure = guarded.failure;
+    throw guarded;
+  }
+}
+
+export function createGuardedFetch(options: GuardedFetchOptions): GuardedFetch {
+  const state = createGuardState(options);
+  const agent = createAgent(state);
   return {
-    fetch: guardedFetch as FetchLike,
-    records,
-    bytesRead: () => totalBytes,
+    fetch: ((input: string | URL, init?: RequestInit) => guardedFetch(state, agent, input, init)) as FetchLike,
+    records: state.records,
+    bytesRead: () => state.totalBytes,
     close: async () => {
       await agent.destroy().catch(() => undefined);
     },

@@ -1,0 +1,129 @@
+/**
+ * POST /v1/webhooks/connectors/github (and the `codehost` alias): GitHub App webhooks.
+ *
+ * Order of checks, each answered before the next runs: body within 25 MB (413, in
+ * src/app/http/route.ts) → secret configured (503) → signature over the raw bytes (401) →
+ * delivery headers (200 not accepted) → JSON (400) → relevance (200 not accepted) → durable
+ * start of `github-delivery/{deliveryId}` → 202. GitHub never retries by itself and waits 10 s,
+ * so the hot path does no database work: matching targets is the workflow's job.
+ */
+import { errors } from '../../app/errors';
+import type { AppContext } from '../../app/http/context';
+import { defineRoute, type Reply, type Route } from '../../app/http/route';
+import { InvalidRequestError } from '../../app/http/schemas';
+import { z } from '../../app/http/zod';
+import type { Logger } from '../../app/log';
+import { githubDelivery } from '../../../workflows/github';
+import { githubDeliveryWorkflowId } from '../contract';
+import { deliverySearchAttributes } from '../delivery';
+import { classifyDelivery, parseWebhookBody, readDeliveryHeaders } from '../relevance';
+import { SIGNATURE_HEADER, verifyWithFallback } from '../signature';
+import type { GithubRouteDeps } from './shared';
+
+export const GITHUB_WEBHOOK_PATH = '/v1/webhooks/connectors/github';
+export const CODEHOST_WEBHOOK_PATH = '/v1/webhooks/connectors/codehost';
+/** GitHub caps payloads at 25 MB; anything larger is not GitHub. */
+export const GITHUB_BODY_LIMIT_BYTES = 25 * 1024 * 1024;
+
+const NotAccepted = z.object({ ok: z.literal(true), accepted: z.literal(false), reason: z.string() }).openapi('GithubWebhookNotAccepted');
+const Accepted = z
+  .object({
+    ok: z.literal(true),
+    accepted: z.literal(true),
+    event: z.string().openapi({ example: 'push' }),
+    deliveryId: z.string(),
+    queued: z.literal(true),
+  })
+  .openapi('GithubWebhookAccepted');
+const Rejected = z
+  .object({ ok: z.literal(false), error: z.string().openapi({ example: 'invalid signature' }) })
+  .openapi('GithubWebhookRejected');
+
+type WebhookDeps = Pick<GithubRouteDeps, 'config' | 'ingress' | 'metrics' | 'now'>;
+
+/** Throws 503 without a secret and 401 unless the current or the previous secret signed the raw body. */
+export function verifyDeliverySignature(
+  deps: Pick<GithubRouteDeps, 'config' | 'metrics'>,
+  log: Logger,
+  rawBody: Buffer,
+  signature: string | string[] | undefined,
+): void {
+  const { config, metrics } = deps;
+  const secret = config.github.webhookSecret;
+  if (!secret) throw errors.webhook('webhook_secret_not_configured', 503, { error: 'webhook secret not configured' });
+  const verified = verifyWithFallback({ current: secret, previous: config.github.webhookSecretPrevious }, rawBody, signature);
+  if (!verified.ok) {
+    metrics.signatureFailures.inc({ route: GITHUB_WEBHOOK_PATH, reason: verified.reason });
+    log.info({ reason: verified.reason }, 'github webhook signature rejected');
+    throw errors.webhook('invalid_signature', 401, { error: 'invalid signature' });
+  }
+  if (verified.secret === 'previous') log.info('github webhook signed with the previous secret (rotation in progress)');
+}
+
+/** A verified delivery that starts no sync work: 200 with the reason. */
+const ignored = (reason: string): Reply => ({
+  status: 200,
+  body: { ok: true, accepted: false, reason },
+  outcome: { outcome: 'ineligible', reason },
+});
+
+export async function postWebhook(deps: WebhookDeps, ctx: AppContext, rawBody: Buffer): Promise<Reply> {
+  const { ingress, now } = deps;
+  const log = ctx.state.log;
+  verifyDeliverySignature(deps, log, rawBody, ctx.headers[SIGNATURE_HEADER]);
+
+  const headers = readDeliveryHeaders(ctx.headers);
+  if (!headers.ok) return ignored(headers.reason);
+
+  const parsed = parseWebhookBody(rawBody, ctx.request.type);
+  if (!parsed.ok) throw errors.invalidRequest([{ message: parsed.message, path: parsed.path }]);
+  const delivery = classifyDelivery({ event: headers.event, deliveryId: headers.deliveryId, receivedAt: now() }, parsed.payload);
+  if (!delivery.accepted) return ignored(delivery.reason);
+
+  // Started before answering: a 202 means Temporal holds the delivery. The delivery id is
+  // the dedupe key, also after the first workflow closed (GitHub redeliveries keep the id).
+  const outcome = await ingress.startOnce(githubDelivery, githubDeliveryWorkflowId(delivery.deliveryId), [delivery.input], {
+    searchAttributes: deliverySearchAttributes(delivery.input),
+  });
+  log.info({ deliveryId: delivery.deliveryId, event: delivery.event, outcome }, 'github delivery queued');
+  return {
+    status: 202,
+    body: { ok: true, accepted: true, event: delivery.event, deliveryId: delivery.deliveryId, queued: true },
+    outcome: { outcome, reason: delivery.event },
+  };
+}
+
+export function createWebhookRoute(deps: WebhookDeps): Route {
+  return defineRoute({
+    method: 'post',
+    path: GITHUB_WEBHOOK_PATH,
+    aliases: [CODEHOST_WEBHOOK_PATH],
+    summary: 'GitHub App webhook: verified deliveries become durable sync work',
+    description:
+      'Signed with `X-Hub-Signature-256: sha256=<hex HMAC-SHA256 of the raw body>` under GITHUB_WEBHOOK_SECRET ' +
+      '(or GITHUB_WEBHOOK_SECRET_PREVIOUS during a rotation). Relevant: `push`; `installation` deleted, suspend, ' +
+      'unsuspend; `installation_repositories` added, removed; `repository` renamed, deleted, transferred. ' +
+      'Each delivery id starts one workflow; a redelivery gets the same answer and starts nothing.',
+    tags: ['Webhooks'],
+    auth: 'signature',
+    ingress: true,
+    body: {
+      kind: 'raw',
+      limitBytes: GITHUB_BODY_LIMIT_BYTES,
+      contentType: 'application/json',
+      description: 'The GitHub payload, as sent (JSON, or a form with a `payload` field).',
+    },
+    responses: {
+      200: { description: 'Verified but not accepted (ping, irrelevant event, incomplete push…).', schema: NotAccepted },
+      202: { description: 'Accepted: the delivery workflow is durably started (or already was).', schema: Accepted },
+      400: { description: 'Signature matched but the body is not a JSON object.', schema: InvalidRequestError },
+      401: { description: 'Missing or wrong signature.', schema: Rejected },
+      413: { description: 'Body over 25 MB.', schema: z.string(), contentType: 'text/plain' },
+      503: {
+        description: 'Webhook secret not configured, or Temporal unavailable: retry later.',
+        schema: z.object({ ok: z.boolean().optional(), error: z.string() }).passthrough(),
+      },
+    },
+    handler: ({ rawBody }, ctx) => postWebhook(deps, ctx, rawBody),
+  });
+}

@@ -1,0 +1,28 @@
+/**
+ * Automation-run routes, one module each. Thin: validate, deliver to the run's workflow
+ * (src/runs/report.ts) or read its records (src/runs/store.ts), answer.
+ */
+import type { Route } from '../../app/http/route';
+import { BacklogGate } from '../backlog';
+import type { RunDeps } from '../deps';
+import { createGetEventsRoute } from './get-events';
+import { createGetRunRoute } from './get-run';
+import { createListRunsRoute } from './list-runs';
+import { createPostClaimRoute } from './post-claim';
+import { createPostClaimNextRoute } from './post-claim-next';
+import { createPostEventRoute } from './post-event';
+import { createPostHeartbeatRoute } from './post-heartbeat';
+
+export function createRunRoutes(deps: RunDeps): Route[] {
+  // One gate for both report routes, so they share its per-run verdicts.
+  const backlog = new BacklogGate(deps);
+  return [
+    createPostEventRoute(deps, backlog),
+    createPostHeartbeatRoute(deps, backlog),
+    createPostClaimNextRoute(deps),
+    createPostClaimRoute(deps),
+    createGetRunRoute(deps),
+    createGetEventsRoute(deps),
+    createListRunsRoute(deps),
+  ];
+}

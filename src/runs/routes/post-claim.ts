@@ -1,0 +1,42 @@
+/** POST /v1/automation-runs/{id}/claim: starts a queued run's next attempt, for one claimant only. */
+import { errors } from '../../app/errors';
+import type { Principal } from '../../app/http/auth';
+import { defineRoute, type Reply, type Route } from '../../app/http/route';
+import { claimRun } from '../claim';
+import { isClosedRunStatus } from '../contract';
+import type { RunDeps } from '../deps';
+import { HEARTBEAT_BODY_LIMIT_BYTES, RunClaimRequestBody, RunConflictBody, RunIdParams } from '../schemas';
+import { findRun } from '../store';
+import { canSee } from '../visibility';
+import { TAGS, claimBody, claimResponses, notFound, runClosed } from './shared';
+
+export async function postClaim(deps: RunDeps, principal: Principal, runId: string): Promise<Reply> {
+  const { db } = deps;
+  const row = await findRun(db, principal.organizationId, runId);
+  if (!row || !canSee(principal, row.memberId)) throw notFound();
+  if (isClosedRunStatus(row.status)) throw runClosed(row.status);
+  const outcome = await claimRun(deps, principal.organizationId, runId);
+  if (!outcome.ok) throw errors.conflict(outcome.error, { status: outcome.status });
+  return { status: 200, body: claimBody(outcome.claim) };
+}
+
+export function createPostClaimRoute(deps: RunDeps): Route {
+  return defineRoute({
+    method: 'post',
+    path: '/v1/automation-runs/{id}/claim',
+    summary: 'Claim a queued automation run: start its next attempt, exclusively',
+    description:
+      "Decided by the run's workflow (a Temporal Update with a validator): of concurrent claims exactly one wins. " +
+      'The claim starts the returned attempt with a fresh lease, as a first heartbeat would.',
+    tags: TAGS,
+    auth: 'authenticated',
+    params: RunIdParams,
+    body: { kind: 'json', schema: RunClaimRequestBody, limitBytes: HEARTBEAT_BODY_LIMIT_BYTES },
+    responses: {
+      ...claimResponses,
+      404: { description: "No such run, or another member's." },
+      409: { description: '`already_claimed` (another claim holds its lease) or `run_closed` (it has ended).', schema: RunConflictBody },
+    },
+    handler: ({ params, principal }) => postClaim(deps, principal, params.id),
+  });
+}

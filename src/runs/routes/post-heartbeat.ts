@@ -1,0 +1,73 @@
+/** POST /v1/automation-runs/{id}/heartbeat: extends an attempt's lease, coalesced per process. */
+import type { Principal } from '../../app/http/auth';
+import { defineRoute, type Reply, type Route } from '../../app/http/route';
+import type { Config } from '../../app/config';
+import type { BacklogGate } from '../backlog';
+import type { RunDeps } from '../deps';
+import { HeartbeatCoalescer } from '../heartbeat-coalescer';
+import { deliverReport } from '../report';
+import { HEARTBEAT_BODY_LIMIT_BYTES, RunHeartbeatBody, RunIdParams } from '../schemas';
+import { TAGS, reportResponses, runClosed } from './shared';
+
+/**
+ * Heartbeats are coalesced per process: at most one forwarded per (run, attempt) per window, a
+ * fraction of the run's own lease (learned from its row when a heartbeat is forwarded).
+ */
+export function createHeartbeatCoalescer(config: Config): HeartbeatCoalescer {
+  const fraction = config.runAdmission.heartbeatCoalesceFraction;
+  return new HeartbeatCoalescer(HeartbeatCoalescer.windowFor(config.runs.leaseTimeoutMs, fraction), undefined, fraction);
+}
+
+/** Answers a coalesced heartbeat at once; forwards the others to the run's workflow. */
+export async function postHeartbeat(
+  deps: RunDeps,
+  gates: { backlog: BacklogGate; coalescer: HeartbeatCoalescer },
+  principal: Principal,
+  runId: string,
+  attempt: number,
+): Promise<Reply> {
+  const { metrics, now } = deps;
+  const { backlog, coalescer } = gates;
+  const key = HeartbeatCoalescer.key(principal.organizationId, runId, attempt);
+  const at = now();
+  const admission = coalescer.admit(key, at);
+  if (!admission.forward) {
+    metrics.heartbeats.inc({ result: 'coalesced' });
+    if (admission.closedStatus !== undefined) throw runClosed(admission.closedStatus);
+    return { status: 200, body: { ok: true }, outcome: { outcome: 'acknowledged', reason: 'coalesced' } };
+  }
+  let outcome;
+  try {
+    outcome = await deliverReport(deps, principal, runId, { kind: 'heartbeat', heartbeat: { attempt, receivedAt: at } }, backlog);
+  } catch (error) {
+    // Nothing was recorded: the next heartbeat must be forwarded, not coalesced.
+    coalescer.release(key, at);
+    throw error;
+  }
+  if (outcome.result === 'closed') {
+    coalescer.markClosed(key, outcome.status, at);
+    throw runClosed(outcome.status);
+  }
+  coalescer.forwarded(key, at, outcome.leaseTimeoutMs);
+  metrics.heartbeats.inc({ result: 'forwarded' });
+  return { status: 200, body: { ok: true }, outcome: { outcome: outcome.result, reason: 'heartbeat' } };
+}
+
+export function createPostHeartbeatRoute(deps: RunDeps, backlog: BacklogGate): Route {
+  const coalescer = createHeartbeatCoalescer(deps.config);
+  return defineRoute({
+    method: 'post',
+    path: '/v1/automation-runs/{id}/heartbeat',
+    summary: 'Send a heartbeat for an automation run',
+    description:
+      "Extends the current attempt's lease; the first heartbeat of a newer attempt starts it. Each process " +
+      "forwards at most one heartbeat per (run, attempt) per `RUN_HEARTBEAT_COALESCE_FRACTION` (default a quarter) of the run's own lease and answers the others at once.",
+    tags: TAGS,
+    auth: 'authenticated',
+    ingress: true,
+    params: RunIdParams,
+    body: { kind: 'json', schema: RunHeartbeatBody, limitBytes: HEARTBEAT_BODY_LIMIT_BYTES },
+    responses: reportResponses,
+    handler: ({ params, body, principal }) => postHeartbeat(deps, { backlog, coalescer }, principal, params.id, body.attempt),
+  });
+}

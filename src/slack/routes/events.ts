@@ -1,0 +1,161 @@
+/**
+ * POST /v1/integrations/slack/{connectionId}/events (and the `chatplatform` alias): the Events
+ * API request URL.
+ *
+ * The check order is the contract: id (400) → size (413) → installation (401) → signature (401)
+ * → envelope (400) → url_verification (200) → team/app (403) → no event (200) → eligibility
+ * (200, not routed) → durable enqueue → 200. The handler calls neither Slack nor a runtime:
+ * Slack wants an ack within 3 s, and only the enqueue stands before it.
+ */
+import type { Config } from '../../app/config';
+import { errors } from '../../app/errors';
+import type { AppContext } from '../../app/http/context';
+import { defineRoute, type Reply, type Route } from '../../app/http/route';
+import { InvalidRequestError, OkFalse, OkResponse, PlainText } from '../../app/http/schemas';
+import { z } from '../../app/http/zod';
+import type { StartOutcome } from '../../app/ingress';
+import { slackEvent } from '../../../workflows/slack';
+import type { SlackConnection } from '../connections';
+import { slackEventWorkflowId, slackSearchAttributes, type SlackEventInput } from '../contract';
+import { classifyEvent, type EventClassification, type IneligibleReason } from '../eligibility';
+import { parseEnvelope } from '../envelope';
+import { slackQuotaChecks } from '../quota';
+import { verifiedConnection } from '../verify';
+import { ConnectionParams, ok, type SlackRouteDeps } from './shared';
+
+export const EVENTS_BODY_LIMIT = 1_000_000;
+
+const Challenge = z.object({ challenge: z.string() }).openapi('SlackUrlVerificationChallenge');
+
+type EventsDeps = Pick<SlackRouteDeps, 'config' | 'db' | 'secretKey' | 'ingress' | 'metrics' | 'now' | 'quota'>;
+
+/** A verified callback that carries an event, or the answer to a request that carries none. */
+type ReadEvent = { reply: Reply } | { connection: SlackConnection; event: Record<string, unknown>; eventId: string };
+
+/** The checks up to "no event": installation, signature, envelope, url_verification, team/app. */
+async function readEvent(deps: EventsDeps, ctx: AppContext, connectionId: string, rawBody: Buffer): Promise<ReadEvent> {
+  const { db, secretKey, metrics, now } = deps;
+  const connection = await verifiedConnection({ db, secretKey, metrics, now }, ctx, connectionId, rawBody);
+
+  const parsed = parseEnvelope(rawBody);
+  if (!parsed.ok) throw errors.invalidRequest(parsed.details);
+  const envelope = parsed.envelope;
+  if (envelope.kind === 'url_verification') {
+    return {
+      reply: { ...ok(), body: { challenge: envelope.challenge }, outcome: { outcome: 'acknowledged', reason: 'url_verification' } },
+    };
+  }
+  if (envelope.teamId !== connection.teamId || envelope.apiAppId !== connection.apiAppId) {
+    throw errors.webhook('installation_mismatch', 403);
+  }
+  if (!envelope.event || !envelope.eventId) return { reply: { ...ok(), outcome: { outcome: 'acknowledged', reason: 'no_event' } } };
+  return { connection, event: envelope.event, eventId: envelope.eventId };
+}
+
+/** The slack-event workflow's input: the event's route and the settings it runs under. */
+export function slackEventInput(
+  config: Config,
+  connection: SlackConnection,
+  eventId: string,
+  receivedAt: number,
+  classified: Exclude<EventClassification, { route: 'ignore' }>,
+): SlackEventInput {
+  return {
+    connectionId: connection.id,
+    organizationId: connection.organizationId,
+    teamId: connection.teamId,
+    eventId,
+    receivedAt,
+    settings: {
+      linkWaitMs: config.slack.linkWaitMs,
+      memberDailyInvocations: config.slack.memberDailyInvocations,
+      memberConcurrentRuns: config.slack.memberConcurrentRuns,
+      run: { ...config.runs },
+    },
+    ...(classified.route === 'lifecycle' ? { lifecycle: { type: classified.type } } : { invocation: classified.invocation }),
+  };
+}
+
+/**
+ * Starts the event's workflow once, under the workspace's and the user's quotas. Quota applies
+ * to invocations only: lifecycle events must always get through.
+ */
+async function enqueueEvent(
+  deps: EventsDeps,
+  input: SlackEventInput,
+): Promise<{ ok: true; outcome: StartOutcome } | { ok: false; reason: IneligibleReason }> {
+  const { config, ingress, now, quota } = deps;
+  let release: (() => Promise<void>) | undefined;
+  if (input.invocation) {
+    const verdict = await quota.tryTake(slackQuotaChecks(config, input.teamId, input.invocation.user), now());
+    if (!verdict.ok) return { ok: false, reason: verdict.key.startsWith('workspace:') ? 'workspace_quota' : 'user_quota' };
+    release = verdict.release;
+  }
+
+  let outcome;
+  try {
+    outcome = await ingress.startOnce(slackEvent, slackEventWorkflowId(input.connectionId, input.eventId), [input], {
+      searchAttributes: [
+        { key: slackSearchAttributes.ConnectionId, value: input.connectionId },
+        { key: slackSearchAttributes.SlackEventStatus, value: 'received' },
+        ...(input.invocation ? [{ key: slackSearchAttributes.SlackUserId, value: input.invocation.user }] : []),
+      ],
+    });
+  } catch (error) {
+    await release?.();
+    throw error;
+  }
+  // A duplicate was counted against the quota by its first delivery already.
+  if (outcome !== 'enqueued') await release?.();
+  return { ok: true, outcome };
+}
+
+export async function postEvent(deps: EventsDeps, ctx: AppContext, connectionId: string, rawBody: Buffer): Promise<Reply> {
+  const { config, now } = deps;
+  const log = ctx.state.log;
+  const read = await readEvent(deps, ctx, connectionId, rawBody);
+  if ('reply' in read) return read.reply;
+  const { connection, event, eventId } = read;
+
+  const notRouted = (reason: IneligibleReason): Reply => {
+    log.debug({ connectionId: connection.id, eventId, eventType: event.type, reason }, 'slack event not routed');
+    return { ...ok(), outcome: { outcome: 'ineligible', reason } };
+  };
+  const classified = classifyEvent(event, connection);
+  if (classified.route === 'ignore') return notRouted(classified.reason);
+
+  const input = slackEventInput(config, connection, eventId, now(), classified);
+  const enqueued = await enqueueEvent(deps, input);
+  if (!enqueued.ok) return notRouted(enqueued.reason);
+  const outcome = enqueued.outcome;
+  const retry = { retryNum: ctx.get('x-slack-retry-num') || undefined, retryReason: ctx.get('x-slack-retry-reason') || undefined };
+  log.debug({ connectionId: connection.id, eventId, outcome, ...retry }, 'slack event acknowledged');
+  return { ...ok(), outcome: { outcome, reason: input.lifecycle ? input.lifecycle.type : input.invocation!.type } };
+}
+
+export function createEventsRoute(deps: EventsDeps): Route {
+  return defineRoute({
+    method: 'post',
+    path: '/v1/integrations/slack/{connectionId}/events',
+    aliases: ['/v1/integrations/chatplatform/{connectionId}/events'],
+    summary: 'Slack Events API request URL: verified, then durably enqueued before the ack.',
+    description:
+      "Signed with the connection's signing secret (`X-Slack-Signature`, `X-Slack-Request-Timestamp`, ±300 s). " +
+      'Supported events start workflow `slack-event/{connectionId}/{event_id}` before the 200; a retry of the same ' +
+      '`event_id` is acknowledged without a second workflow. Ineligible or disabled events are acknowledged and not routed.',
+    tags: ['Slack'],
+    auth: 'signature',
+    ingress: true,
+    params: ConnectionParams,
+    body: { kind: 'raw', limitBytes: EVENTS_BODY_LIMIT, contentType: 'application/json', description: 'The Events API envelope.' },
+    responses: {
+      200: { description: '`OkResponse`, or `{challenge}` for url_verification.', schema: z.union([OkResponse, Challenge]) },
+      400: { description: 'Invalid connection id or payload.', schema: z.union([InvalidRequestError, OkFalse]) },
+      401: { description: 'No such installation, or the signature is invalid.', schema: OkFalse },
+      403: { description: 'team_id or api_app_id differs from the installation.', schema: OkFalse },
+      413: { description: 'Body over 1,000,000 bytes.', schema: PlainText, contentType: 'text/plain' },
+      503: { description: 'Temporal could not take the event in time, or Postgres could not count it against the quotas; Slack retries.' },
+    },
+    handler: ({ params, rawBody }, ctx) => postEvent(deps, ctx, params.connectionId, rawBody),
+  });
+}

@@ -1,0 +1,17 @@
+/**
+ * Slack ingress, one module per route, served on the provider paths and on the neutral
+ * `chatplatform` paths: signed events and slash commands, and account links.
+ */
+import type { Route } from '../../app/http/route';
+import { createAccountLinksRoute } from './account-links';
+import { createCommandsRoute } from './commands';
+import { createEventsRoute } from './events';
+import type { SlackRouteDeps } from './shared';
+
+export type { SlackRouteDeps } from './shared';
+export { EVENTS_BODY_LIMIT } from './events';
+export { COMMANDS_BODY_LIMIT } from './commands';
+
+export function createSlackRoutes(deps: SlackRouteDeps): Route[] {
+  return [createEventsRoute(deps), createCommandsRoute(deps), createAccountLinksRoute(deps)];
+}
