@@ -11,6 +11,7 @@ const PURE_MODULES = [
   'src/mcp/resolution',
   'src/mcp/types',
 ];
+const APP_FLOOR = 'src/app/ is what every feature shares: it imports no feature, workflow, activity or src/main/ (docs/architecture.md).';
 const NODE_AND_IO = [
   'node:*',
   'fs',
@@ -34,20 +35,42 @@ export default tseslint.config(
   {
     rules: {
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
-      // The config module is the only reader of the environment.
+      // Settings are read in one place per process kind: the service, the cluster launcher, the CLI client.
       'no-restricted-properties': [
         'error',
-        { object: 'process', property: 'env', message: 'Read configuration through src/app/config.ts.' },
+        { object: 'process', property: 'env', message: 'Declare settings with defineSettings (src/app/settings.ts) and read them there.' },
       ],
     },
   },
   {
-    files: ['src/app/config.ts', 'test/setup/**', 'test/harness/process.ts', 'bench/**', 'scripts/**'],
+    files: [
+      'src/app/config.ts',
+      'src/main/config.ts',
+      'src/cluster/settings.ts',
+      'test/setup/**',
+      'test/harness/process.ts',
+      'bench/**',
+      'scripts/**',
+    ],
     rules: { 'no-restricted-properties': 'off' },
   },
   {
     files: ['bin/**/*.js', 'jest.config.js', 'jest.system.config.js'],
     rules: { '@typescript-eslint/no-require-imports': 'off' },
+  },
+  {
+    // The ground floor names no feature: src/app/ imports only itself and packages, so every
+    // arrow runs main → features → app. Any relative import that climbs out of src/app/ is refused.
+    files: ['src/app/*.ts'],
+    rules: { 'no-restricted-imports': ['error', { patterns: [{ group: ['../*', '../**'], message: APP_FLOOR }] }] },
+  },
+  {
+    files: ['src/app/*/*.ts'],
+    rules: { 'no-restricted-imports': ['error', { patterns: [{ group: ['../../*', '../../**'], message: APP_FLOOR }] }] },
+  },
+  {
+    files: ['src/app/*/*/*.ts'],
+    rules: { 'no-restricted-imports': ['error', { patterns: [{ group: ['../../../*', '../../../**'], message: APP_FLOOR }] }] },
   },
   {
     // Workflow code must be deterministic (docs/architecture.md): workflows import only their

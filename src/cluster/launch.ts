@@ -15,7 +15,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { Connection } from '@temporalio/client';
 import { temporal as proto } from '@temporalio/proto';
-import { childEnvironment, type Config } from '../app/config';
+import { childEnvironment } from '../app/config';
+import type { ClusterConfig } from './settings';
 import type { Logger } from '../app/log';
 import { loadSecretKeys } from '../app/secrets';
 import { bundleWorkflows } from '../app/temporal/worker';
@@ -42,15 +43,15 @@ export interface RunningCluster {
   stop(): Promise<void>;
 }
 
-export function clusterDir(config: Config): string {
+export function clusterDir(config: ClusterConfig): string {
   return path.join(config.dataDir, 'cluster');
 }
 
-export function clusterStateFile(config: Config): string {
+export function clusterStateFile(config: ClusterConfig): string {
   return path.join(clusterDir(config), 'cluster.json');
 }
 
-export async function launchCluster(config: Config, log: Logger): Promise<RunningCluster> {
+export async function launchCluster(config: ClusterConfig, log: Logger): Promise<RunningCluster> {
   const dir = clusterDir(config);
   const logDir = path.join(dir, 'logs');
   await fs.mkdir(logDir, { recursive: true });
@@ -183,7 +184,7 @@ async function ready(url: string): Promise<boolean> {
  * A worker is up when Temporal lists it among the pollers of the task queue: the SDK's default
  * identity is `<pid>@<hostname>`.
  */
-async function waitForPoller(address: string, config: Config, worker: ManagedProcess): Promise<void> {
+async function waitForPoller(address: string, config: ClusterConfig, worker: ManagedProcess): Promise<void> {
   const connection = await Connection.connect({ address });
   const identity = `${worker.pid}@${os.hostname()}`;
   try {

@@ -2,7 +2,7 @@
 import dns from 'node:dns';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { createMcpActivities } from '../../activities/mcp';
-import { loadConfigWith } from '../../src/app/config';
+import { loadConfigWith } from '../../src/main/config';
 import { createLogger } from '../../src/app/log';
 import { installLoopbackTripwire } from '../harness/mcp';
 
