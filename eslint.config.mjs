@@ -11,6 +11,7 @@ const PURE_MODULES = [
   'src/mcp/resolution',
   'src/mcp/types',
 ];
+const APP_FLOOR = 'src/app/ is what every feature shares: it imports no feature, workflow, activity or src/main/ (docs/architecture.md).';
 const NODE_AND_IO = [
   'node:*',
   'fs',
@@ -34,11 +35,10 @@ export default tseslint.config(
   {
     rules: {
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
-      // The config modules are the only readers of the environment: the service's, and the
-      // reference runtime's (a client of the API with settings of its own).
+      // Settings are read in one place per process kind: the service, the cluster launcher, the CLI client.
       'no-restricted-properties': [
         'error',
-        { object: 'process', property: 'env', message: 'Read configuration through src/app/config.ts.' },
+        { object: 'process', property: 'env', message: 'Declare settings with defineSettings (src/app/settings.ts) and read them there.' },
       ],
     },
   },
@@ -48,7 +48,16 @@ export default tseslint.config(
     rules: { 'max-lines-per-function': ['error', { max: 80, skipBlankLines: true, skipComments: true }] },
   },
   {
-    files: ['src/app/config.ts', 'src/cli/runtime/settings.ts', 'test/setup/**', 'test/harness/process.ts', 'bench/**', 'scripts/**'],
+    files: [
+      'src/app/config.ts',
+      'src/main/config.ts',
+      'src/cluster/settings.ts',
+      'src/cli/runtime/settings.ts',
+      'test/setup/**',
+      'test/harness/process.ts',
+      'bench/**',
+      'scripts/**',
+    ],
     rules: { 'no-restricted-properties': 'off' },
   },
   {
@@ -68,6 +77,20 @@ export default tseslint.config(
         },
       ],
     },
+  },
+  {
+    // The ground floor names no feature: src/app/ imports only itself and packages, so every
+    // arrow runs main → features → app. Any relative import that climbs out of src/app/ is refused.
+    files: ['src/app/*.ts'],
+    rules: { 'no-restricted-imports': ['error', { patterns: [{ group: ['../*', '../**'], message: APP_FLOOR }] }] },
+  },
+  {
+    files: ['src/app/*/*.ts'],
+    rules: { 'no-restricted-imports': ['error', { patterns: [{ group: ['../../*', '../../**'], message: APP_FLOOR }] }] },
+  },
+  {
+    files: ['src/app/*/*/*.ts'],
+    rules: { 'no-restricted-imports': ['error', { patterns: [{ group: ['../../../*', '../../../**'], message: APP_FLOOR }] }] },
   },
   {
     // Workflow code must be deterministic (docs/architecture.md): workflows import only their

@@ -6,7 +6,7 @@ import {
   type DeliveryEffects,
 } from '../src/github/targets';
 import type { GithubDeliveryInput } from '../src/github/contract';
-import type { ActivityDeps } from './deps';
+import type { WorkerDeps } from '../src/app/feature';
 
 type Of<E extends GithubDeliveryInput['event']> = Extract<GithubDeliveryInput, { event: E }>;
 
@@ -14,7 +14,7 @@ type Of<E extends GithubDeliveryInput['event']> = Extract<GithubDeliveryInput, {
  * The table effects of a GitHub delivery (issue #6). Each is one idempotent transaction, so
  * Temporal's retries (Postgres down, a worker crash mid-commit) never record anything twice.
  */
-export function createGithubActivities(deps: ActivityDeps) {
+export function createGithubActivities(deps: Pick<WorkerDeps<unknown>, 'db'>) {
   return {
     async githubRecordPush(input: Of<'push'>): Promise<DeliveryEffects> {
       return recordPush(deps.db, input);
@@ -30,3 +30,6 @@ export function createGithubActivities(deps: ActivityDeps) {
     },
   };
 }
+
+/** The activities as the feature's workflow proxies them. */
+export type GithubActivities = ReturnType<typeof createGithubActivities>;

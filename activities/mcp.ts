@@ -7,7 +7,9 @@ import { ApplicationFailure, Context } from '@temporalio/activity';
 import { discoverMcpServer } from '../src/mcp/discovery';
 import type { HostResolver } from '../src/mcp/ssrf/guarded-fetch';
 import { MCP_CONNECTION_RESET, type McpProbeInput, type McpProbeResult } from '../src/mcp/contract';
-import type { ActivityDeps } from './deps';
+import type { WorkerDeps } from '../src/app/feature';
+import type { McpNetworkOverrides } from '../src/mcp/network';
+import type { McpSettings } from '../src/mcp/settings';
 
 /** MCP_DNS=off: every host name is unresolvable, as it would be on a machine without DNS. */
 const refuseDns: HostResolver = async (hostname) => {
@@ -17,12 +19,12 @@ const refuseDns: HostResolver = async (hostname) => {
 /** Time kept back from the activity's own timeouts, so the probe answers before Temporal gives up. */
 const SAFETY_MARGIN_MS = 400;
 
-export function createMcpActivities(deps: ActivityDeps) {
+export function createMcpActivities(deps: Pick<WorkerDeps<McpSettings>, 'settings' | 'log'> & { mcpNetwork?: McpNetworkOverrides }) {
   return {
     async probeMcpCandidate(input: McpProbeInput): Promise<McpProbeResult> {
       const info = Context.current().info;
       const startedAt = Date.now();
-      const bounds = [startedAt + deps.config.mcp.probeTimeoutMs];
+      const bounds = [startedAt + deps.settings.probeTimeoutMs];
       if (info.startToCloseTimeoutMs > 0) bounds.push(startedAt + info.startToCloseTimeoutMs);
       if (info.scheduleToCloseTimeoutMs > 0) bounds.push(info.scheduledTimestampMs + info.scheduleToCloseTimeoutMs);
       const deadline = Math.max(startedAt + 100, Math.min(...bounds) - SAFETY_MARGIN_MS);
@@ -31,10 +33,10 @@ export function createMcpActivities(deps: ActivityDeps) {
         outcome = await discoverMcpServer({
           url: input.url,
           deadline,
-          allowPrivateNetwork: deps.config.mcp.allowPrivateNetwork,
-          privateAllowlist: deps.config.mcp.privateAllowlist,
-          preregisteredClients: deps.config.mcp.preregisteredClients,
-          resolve: deps.mcpNetwork?.resolve ?? (deps.config.mcp.dns === 'off' ? refuseDns : undefined),
+          allowPrivateNetwork: deps.settings.allowPrivateNetwork,
+          privateAllowlist: deps.settings.privateAllowlist,
+          preregisteredClients: deps.settings.preregisteredClients,
+          resolve: deps.mcpNetwork?.resolve ?? (deps.settings.dns === 'off' ? refuseDns : undefined),
           guard: deps.mcpNetwork?.guard,
         });
       } catch (error) {
@@ -61,3 +63,6 @@ export function createMcpActivities(deps: ActivityDeps) {
     },
   };
 }
+
+/** The activities as the feature's workflow proxies them. */
+export type McpActivities = ReturnType<typeof createMcpActivities>;

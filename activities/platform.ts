@@ -8,3 +8,6 @@ export function createPlatformActivities() {
     },
   };
 }
+
+/** The activities as the feature's workflow proxies them. */
+export type PlatformActivities = ReturnType<typeof createPlatformActivities>;

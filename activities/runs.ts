@@ -1,7 +1,7 @@
 import { ApplicationFailure } from '@temporalio/common';
 import { PERSIST_REJECTED } from '../src/runs/contract';
 import { persistRun, type PersistRunInput } from '../src/runs/store';
-import type { ActivityDeps } from './deps';
+import type { WorkerDeps } from '../src/app/feature';
 
 /** Postgres foreign_key_violation: the organization was deleted while its run was live. */
 const FOREIGN_KEY_VIOLATION = '23503';
@@ -13,7 +13,7 @@ const FOREIGN_KEY_VIOLATION = '23503';
  */
 const isPermanent = (code: unknown) => typeof code === 'string' && /^(22|23)/.test(code);
 
-export function createRunActivities(deps: ActivityDeps) {
+export function createRunActivities(deps: Pick<WorkerDeps<unknown>, 'db' | 'log'>) {
   return {
     /**
      * Appends a batch of applied run events (idempotent on (organization, run, attempt,
@@ -42,3 +42,6 @@ export function createRunActivities(deps: ActivityDeps) {
     },
   };
 }
+
+/** The activities as the feature's workflow proxies them. */
+export type RunActivities = ReturnType<typeof createRunActivities>;

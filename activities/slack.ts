@@ -4,14 +4,17 @@
  */
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
-import { publicBaseUrl } from '../src/app/config';
 import { disableSlackConnection, findSlackConnection } from '../src/slack/connections';
 import { createLinkToken } from '../src/slack/link-token';
 import { clearPendingInvocation, linkOrWait, type AccountLink } from '../src/slack/links';
 import { releaseMemberInvocation, reserveMemberInvocation, type MemberLimits, type ReservationOutcome } from '../src/slack/limits';
 import { connectLinkUrl, heldInvocationText } from '../src/slack/texts';
 import { callSlackApi, hasReply, replyMetadata, type SlackApiMethod, type SlackApiResult } from '../src/slack/web-api';
-import type { ActivityDeps } from './deps';
+import type { WorkerDeps } from '../src/app/feature';
+import type { SlackSettings } from '../src/slack/settings';
+
+/** What the Slack activities use, handed over by the feature's descriptor. */
+type SlackActivityDeps = WorkerDeps<SlackSettings>;
 
 /** A thread longer than this many pages of 200 is not searched further (the reply is recent). */
 const REPLY_SCAN_PAGES = 5;
@@ -34,7 +37,7 @@ function slackApiFailure(method: SlackApiMethod, result: Extract<SlackApiResult,
 
 /** One Web API post with the connection's bot token; skipped when the connection cannot post. */
 async function post(
-  deps: ActivityDeps,
+  deps: SlackActivityDeps,
   connectionId: string,
   method: 'chat.postMessage' | 'chat.postEphemeral',
   body: (connection: { teamId: string }) => Promise<Record<string, unknown>> | Record<string, unknown>,
@@ -43,21 +46,21 @@ async function post(
   if (!connection) return { posted: false, skipped: 'no_connection' };
   if (!connection.enabled) return { posted: false, skipped: 'connection_disabled' };
   if (!connection.botToken) return { posted: false, skipped: 'no_bot_token' };
-  const result = await callSlackApi({ baseUrl: deps.config.slack.apiBaseUrl, token: connection.botToken }, method, await body(connection));
+  const result = await callSlackApi({ baseUrl: deps.settings.apiBaseUrl, token: connection.botToken }, method, await body(connection));
   if (result.ok) return { posted: true };
   throw slackApiFailure(method, result);
 }
 
 /** Up to REPLY_SCAN_PAGES pages of the thread, looking for our reply. Throws (retryably) when Slack cannot tell. */
 async function alreadyReplied(
-  deps: ActivityDeps,
+  deps: SlackActivityDeps,
   input: { connectionId: string; channel: string; threadTs: string; replyKey: string },
 ): Promise<boolean> {
   const connection = await findSlackConnection(deps.db, deps.secretKey, input.connectionId);
   if (!connection?.botToken) return false;
   let cursor: string | undefined;
   for (let page = 0; page < REPLY_SCAN_PAGES; page++) {
-    const result = await callSlackApi({ baseUrl: deps.config.slack.apiBaseUrl, token: connection.botToken }, 'conversations.replies', {
+    const result = await callSlackApi({ baseUrl: deps.settings.apiBaseUrl, token: connection.botToken }, 'conversations.replies', {
       channel: input.channel,
       ts: input.threadTs,
       include_all_metadata: true,
@@ -74,7 +77,7 @@ async function alreadyReplied(
   return false;
 }
 
-function disableConnectionActivity(deps: ActivityDeps) {
+function disableConnectionActivity(deps: SlackActivityDeps) {
   return async function slackDisableConnection(input: { connectionId: string; reason: string }): Promise<{ disabled: boolean }> {
     const disabled = await disableSlackConnection(deps.db, input.connectionId, input.reason);
     deps.log.info({ connectionId: input.connectionId, reason: input.reason, disabled }, 'slack connection disabled by lifecycle event');
@@ -82,7 +85,7 @@ function disableConnectionActivity(deps: ActivityDeps) {
   };
 }
 
-function linkOrWaitActivity(deps: ActivityDeps) {
+function linkOrWaitActivity(deps: SlackActivityDeps) {
   return async function slackLinkOrWait(input: {
     connectionId: string;
     slackUserId: string;
@@ -95,13 +98,13 @@ function linkOrWaitActivity(deps: ActivityDeps) {
   };
 }
 
-function clearPendingActivity(deps: ActivityDeps) {
+function clearPendingActivity(deps: SlackActivityDeps) {
   return async function slackClearPending(input: { connectionId: string; eventId: string }): Promise<void> {
     await clearPendingInvocation(deps.db, input.connectionId, input.eventId);
   };
 }
 
-function reserveInvocationActivity(deps: ActivityDeps) {
+function reserveInvocationActivity(deps: SlackActivityDeps) {
   return async function slackReserveInvocation(input: {
     connectionId: string;
     eventId: string;
@@ -114,14 +117,14 @@ function reserveInvocationActivity(deps: ActivityDeps) {
   };
 }
 
-function releaseInvocationActivity(deps: ActivityDeps) {
+function releaseInvocationActivity(deps: SlackActivityDeps) {
   return async function slackReleaseInvocation(input: { connectionId: string; eventId: string }): Promise<void> {
     await releaseMemberInvocation(deps.db, input.connectionId, input.eventId, new Date());
   };
 }
 
 /** The ephemeral "connect your account" message, with a fresh one-time link token. */
-function postConnectPromptActivity(deps: ActivityDeps) {
+function postConnectPromptActivity(deps: SlackActivityDeps) {
   return async function slackPostConnectPrompt(input: {
     connectionId: string;
     channel: string;
@@ -130,7 +133,7 @@ function postConnectPromptActivity(deps: ActivityDeps) {
     waitMs: number;
   }): Promise<SlackPostResult> {
     return post(deps, input.connectionId, 'chat.postEphemeral', (connection) => {
-      const ttlMs = deps.config.slack.linkTokenTtlMs;
+      const ttlMs = deps.settings.linkTokenTtlMs;
       const { token } = createLinkToken(deps.secretKey, {
         connectionId: input.connectionId,
         teamId: connection.teamId,
@@ -138,7 +141,7 @@ function postConnectPromptActivity(deps: ActivityDeps) {
         now: Date.now(),
         ttlMs,
       });
-      const url = connectLinkUrl(publicBaseUrl(deps.config), token);
+      const url = connectLinkUrl(deps.platform.publicBaseUrl, token);
       return {
         channel: input.channel,
         user: input.user,
@@ -149,7 +152,7 @@ function postConnectPromptActivity(deps: ActivityDeps) {
   };
 }
 
-function postEphemeralActivity(deps: ActivityDeps) {
+function postEphemeralActivity(deps: SlackActivityDeps) {
   return async function slackPostEphemeral(input: {
     connectionId: string;
     channel: string;
@@ -173,7 +176,7 @@ function postEphemeralActivity(deps: ActivityDeps) {
  * carries the invocation's key in its metadata, and every retry first looks for it in the
  * thread (conversations.replies, which needs the `*:history` scopes) before posting again.
  */
-function postMessageActivity(deps: ActivityDeps) {
+function postMessageActivity(deps: SlackActivityDeps) {
   return async function slackPostMessage(input: {
     connectionId: string;
     channel: string;
@@ -191,7 +194,7 @@ function postMessageActivity(deps: ActivityDeps) {
   };
 }
 
-export function createSlackActivities(deps: ActivityDeps) {
+export function createSlackActivities(deps: SlackActivityDeps) {
   return {
     slackDisableConnection: disableConnectionActivity(deps),
     slackLinkOrWait: linkOrWaitActivity(deps),
@@ -203,3 +206,6 @@ export function createSlackActivities(deps: ActivityDeps) {
     slackPostMessage: postMessageActivity(deps),
   };
 }
+
+/** The activities as the feature's workflow proxies them. */
+export type SlackActivities = ReturnType<typeof createSlackActivities>;

@@ -1,5 +1,5 @@
 import { patched, proxyActivities, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
-import type { Activities } from '../activities';
+import type { GithubActivities } from '../activities/github';
 import { deliverySearchAttributes, summarize } from '../src/github/delivery';
 import {
   GITHUB_LOCAL_EFFECTS_PATCH,
@@ -12,11 +12,11 @@ import { LOCAL_POSTGRES_EFFECT, localFirst } from './local-first';
 // Retries are unbounded on purpose: the delivery was acknowledged to GitHub, which never
 // redelivers by itself, so the effects must eventually land (e.g. after a Postgres outage).
 const UNBOUNDED_RETRY = { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '1m' } as const;
-const activities = proxyActivities<Activities>({ startToCloseTimeout: '30s', retry: UNBOUNDED_RETRY });
+const activities = proxyActivities<GithubActivities>({ startToCloseTimeout: '30s', retry: UNBOUNDED_RETRY });
 // The effect is a few milliseconds of Postgres: locally first, which saves the history three
 // events and a round trip through the task queue (issue #15); after 10 s of failures, the same
 // effect as a regular activity, still retried without bound.
-const effect = localFirst(LOCAL_POSTGRES_EFFECT, { startToCloseTimeout: '30s', retry: UNBOUNDED_RETRY });
+const effect = localFirst<GithubActivities>(LOCAL_POSTGRES_EFFECT, { startToCloseTimeout: '30s', retry: UNBOUNDED_RETRY });
 
 /** One workflow per GitHub delivery (id `github-delivery/{deliveryId}`): apply its table effects. */
 export async function githubDelivery(input: GithubDeliveryInput): Promise<GithubDeliverySummary> {

@@ -14,12 +14,14 @@ import {
   type ActivityOptions,
   type LocalActivityOptions,
 } from '@temporalio/workflow';
-import type { Activities } from '../activities';
+/** A feature's activities as its workflow proxies them, keyed by name. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type ActivityMap = Record<string, (...args: any[]) => Promise<any>>;
 
-type Result<K extends keyof Activities> = Awaited<ReturnType<Activities[K]>>;
+type Result<A extends ActivityMap, K extends keyof A> = Awaited<ReturnType<A[K]>>;
 
 /** An activity called by name: what `localFirst` returns, and `byName` for regular activities only. */
-export type ActivityCall = <K extends keyof Activities>(name: K, ...args: Parameters<Activities[K]>) => Promise<Result<K>>;
+export type ActivityCall<A extends ActivityMap> = <K extends keyof A>(name: K, ...args: Parameters<A[K]>) => Promise<Result<A, K>>;
 
 /**
  * Local options for a short Postgres effect whose caller retries without bound: 10 s of local
@@ -33,30 +35,30 @@ export const LOCAL_POSTGRES_EFFECT: LocalActivityOptions = {
 };
 
 // The proxies are keyed by name; TypeScript cannot follow one generic key through both kinds.
-function on<K extends keyof Activities>(proxies: Activities, name: K) {
-  return proxies[name] as unknown as (...args: Parameters<Activities[K]>) => Promise<Result<K>>;
+function on<A extends ActivityMap, K extends keyof A>(proxies: object, name: K) {
+  return (proxies as Record<keyof A, unknown>)[name] as (...args: Parameters<A[K]>) => Promise<Result<A, K>>;
 }
 
 /** Regular activities, called the way `localFirst` is: for workflows that chose by patch. */
-export function byName(options: ActivityOptions): ActivityCall {
-  const regulars = proxyActivities<Activities>(options);
-  return (name, ...args) => on(regulars, name)(...args);
+export function byName<A extends ActivityMap>(options: ActivityOptions): ActivityCall<A> {
+  const regulars = proxyActivities<A>(options);
+  return <K extends keyof A>(name: K, ...args: Parameters<A[K]>) => on<A, K>(regulars, name)(...args);
 }
 
 /** `isFinal`: failures the regular activity would not fix either (they are rethrown at once). */
-export function localFirst(
+export function localFirst<A extends ActivityMap>(
   local: LocalActivityOptions,
   regular: ActivityOptions,
   isFinal: (error: unknown) => boolean = () => false,
-): ActivityCall {
-  const locals = proxyLocalActivities<Activities>(local);
-  const regulars = proxyActivities<Activities>(regular);
-  return async function call<K extends keyof Activities>(name: K, ...args: Parameters<Activities[K]>): Promise<Result<K>> {
+): ActivityCall<A> {
+  const locals = proxyLocalActivities<A>(local);
+  const regulars = proxyActivities<A>(regular);
+  return async function call<K extends keyof A>(name: K, ...args: Parameters<A[K]>): Promise<Result<A, K>> {
     try {
-      return await on(locals, name)(...args);
+      return await on<A, K>(locals, name)(...args);
     } catch (error) {
       if (isCancellation(error) || isFinal(error)) throw error;
-      return on(regulars, name)(...args);
+      return on<A, K>(regulars, name)(...args);
     }
   };
 }

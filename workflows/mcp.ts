@@ -5,7 +5,7 @@
  * leaves room for at most one quick retry after a connection reset.
  */
 import { ActivityFailure, ApplicationFailure, proxyActivities, TimeoutFailure } from '@temporalio/workflow';
-import type { Activities } from '../activities';
+import type { McpActivities } from '../activities/mcp';
 import { assembleResponse } from '../src/mcp/resolution';
 import { unreachableDiscovery } from '../src/mcp/decide';
 import { MCP_CONNECTION_RESET, type McpProbeResult, type McpResolveInput, type McpResolveResult } from '../src/mcp/contract';
@@ -21,7 +21,7 @@ function whyFailed(error: unknown): string {
 }
 
 export async function mcpResolve(input: McpResolveInput): Promise<McpResolveResult> {
-  const { probeMcpCandidate } = proxyActivities<Activities>({
+  const { probeMcpCandidate } = proxyActivities<McpActivities>({
     startToCloseTimeout: input.probeTimeoutMs,
     scheduleToCloseTimeout: input.probeTimeoutMs + RETRY_ROOM_MS,
     retry: {

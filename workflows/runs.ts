@@ -28,7 +28,7 @@ import {
   patched,
 } from '@temporalio/workflow';
 import type { MetricCounter } from '@temporalio/common';
-import type { Activities } from '../activities';
+import type { RunActivities } from '../activities/runs';
 import { localFirst } from './local-first';
 import {
   PERSIST_REJECTED,
@@ -68,7 +68,7 @@ import {
 // bounded to 10 s, then a regular activity retried until Postgres takes it: an acked event must
 // reach the log, however long Postgres refuses. A batch Postgres will never take (a data or
 // constraint error) is final at once.
-const persist = localFirst(
+const persist = localFirst<RunActivities>(
   {
     startToCloseTimeout: '30s',
     scheduleToCloseTimeout: '10s',
@@ -84,7 +84,7 @@ const persist = localFirst(
   (error) => isRejected(error),
 );
 
-type PersistInput = Parameters<Activities['persistRunState']>[0];
+type PersistInput = Parameters<RunActivities['persistRunState']>[0];
 
 /** `rejected`: Postgres will never take this batch (a data or constraint error); it is skipped. */
 async function persistRunState(input: PersistInput): Promise<'persisted' | 'rejected'> {

@@ -22,7 +22,7 @@ import {
   uuid4,
   workflowInfo,
 } from '@temporalio/workflow';
-import type { Activities } from '../activities';
+import type { SlackActivities } from '../activities/slack';
 import { byName, localFirst, LOCAL_POSTGRES_EFFECT, type ActivityCall } from './local-first';
 import { automationRun } from './runs';
 import { limitText, runReplyText } from '../src/slack/texts';
@@ -46,11 +46,11 @@ const RECORDS = { startToCloseTimeout: '30s', retry: { initialInterval: '1s', ba
  * workflow task and a task-queue round trip; after 10 s of failures, the regular activity, still
  * retried without bound. Events started before SLACK_LOCAL_RECORDS_PATCH keep regular activities.
  */
-const localRecords = localFirst(LOCAL_POSTGRES_EFFECT, RECORDS);
-const regularRecords = byName(RECORDS);
+const localRecords = localFirst<SlackActivities>(LOCAL_POSTGRES_EFFECT, RECORDS);
+const regularRecords = byName<SlackActivities>(RECORDS);
 
 /** Slack Web API: a 429's Retry-After overrides the interval (activities/slack.ts). Bounded. */
-const slackApi = proxyActivities<Activities>({
+const slackApi = proxyActivities<SlackActivities>({
   startToCloseTimeout: '30s',
   retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '1m', maximumAttempts: 6 },
 });
@@ -101,7 +101,7 @@ type SetStatus = (status: SlackEventStatus, detail?: string | null) => void;
 interface Invocation {
   input: SlackEventInput;
   invocation: NonNullable<SlackEventInput['invocation']>;
-  records: ActivityCall;
+  records: ActivityCall<SlackActivities>;
   state: SlackEventState;
   setStatus: SetStatus;
   recordedLink: () => SlackAccountLinked | undefined;
@@ -114,7 +114,7 @@ type Member = { organizationId: string; memberId: string };
 
 async function handle(
   input: SlackEventInput,
-  records: ActivityCall,
+  records: ActivityCall<SlackActivities>,
   state: SlackEventState,
   setStatus: SetStatus,
   recordedLink: () => SlackAccountLinked | undefined,

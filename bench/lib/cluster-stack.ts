@@ -7,7 +7,7 @@
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import { loadConfig } from '../../src/app/config';
+import { loadConfig } from '../../src/main/config';
 import { createLogger } from '../../src/app/log';
 import { openDatabase } from '../../src/app/store/db';
 import { startEmbeddedPostgres } from '../../src/app/store/embedded-postgres';

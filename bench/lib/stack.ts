@@ -10,7 +10,7 @@ import { randomBytes } from 'node:crypto';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { SEARCH_ATTRIBUTES } from '../../src/main/compose';
-import { loadConfig } from '../../src/app/config';
+import { loadConfig } from '../../src/main/config';
 import { startEmbeddedPostgres, type EmbeddedPostgres } from '../../src/app/store/embedded-postgres';
 import { createLogger } from '../../src/app/log';
 import { openDatabase, type DbHandle } from '../../src/app/store/db';

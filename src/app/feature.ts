@@ -6,7 +6,6 @@
  * line in the root.
  */
 import type { Command } from 'commander';
-import type { Config } from './config';
 import type { SearchAttributeKey } from './temporal/search-attributes';
 import type { Authenticator } from './http/auth';
 import type { Route } from './http/route';
@@ -31,8 +30,6 @@ export interface PlatformSettings {
 /** What the API process hands a feature's routes: its own settings and the shared clients. */
 export interface ApiDeps<S> {
   settings: S;
-  /** The whole configuration: being replaced by `settings` and `platform`. */
-  config: Config;
   platform: PlatformSettings;
   db: Db;
   log: Logger;
@@ -47,8 +44,6 @@ export interface ApiDeps<S> {
 /** What a worker process hands a feature's activities and sweeps. */
 export interface WorkerDeps<S> {
   settings: S;
-  /** The whole configuration: being replaced by `settings` and `platform`. */
-  config: Config;
   platform: PlatformSettings;
   db: Db;
   log: Logger;
@@ -88,7 +83,7 @@ export interface Feature<S = unknown> {
   cli?(program: Command): void;
 }
 
-/** Declares a descriptor with its settings type inferred from the slice. */
-export function defineFeature<S>(feature: Feature<S>): Feature<S> {
+/** Declares a descriptor, keeping its name's literal type and inferring its settings from the slice. */
+export function defineFeature<S, const N extends string>(feature: Feature<S> & { name: N }): Feature<S> & { name: N } {
   return feature;
 }

@@ -36,31 +36,41 @@ export const optionalString = z
   .transform((v) => (v === undefined || v.trim() === '' ? undefined : v));
 
 /** One slice of the environment: the variables it reads, and the settings object built from them. */
-export interface SettingsSlice<S> {
-  /** Keyed by variable name; `Object.keys(env.shape)` is what the slice reads. */
-  env: z.ZodObject;
+export interface SettingsSlice<S, Shape extends z.ZodRawShape = z.ZodRawShape> {
+  /** Keyed by variable name: what the slice reads. Another slice may spread it into its own. */
+  shape: Shape;
+  /** Shapes checked values into settings; a slice that embeds this one calls it on its values. */
+  build(values: z.output<z.ZodObject<Shape>>): S;
   /** Every problem of this slice, or its settings. */
   parse(environment: Environment): { ok: true; settings: S } | { ok: false; problems: string[] };
 }
 
 export type Environment = Record<string, string | undefined>;
 
+/**
+ * `check` states rules across variables (e.g. one that production requires), each problem as
+ * `VARIABLE: what is wrong`.
+ */
 export function defineSettings<Shape extends z.ZodRawShape, S>(
   shape: Shape,
   build: (values: z.output<z.ZodObject<Shape>>) => S,
-): SettingsSlice<S> {
-  const env = z.object(shape);
+  check: (values: z.output<z.ZodObject<Shape>>) => string[] = () => [],
+): SettingsSlice<S, Shape> {
+  const schema = z.object(shape);
   return {
-    env,
+    shape,
+    build,
     parse(environment) {
       const known: Environment = {};
       // An empty value counts as unset.
       for (const key of Object.keys(shape)) known[key] = environment[key] === '' ? undefined : environment[key];
-      const result = env.safeParse(known);
+      const result = schema.safeParse(known);
       if (!result.success) {
         return { ok: false, problems: result.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`) };
       }
-      return { ok: true, settings: build(result.data as z.output<z.ZodObject<Shape>>) };
+      const values = result.data as z.output<z.ZodObject<Shape>>;
+      const problems = check(values);
+      return problems.length > 0 ? { ok: false, problems } : { ok: true, settings: build(values) };
     },
   };
 }

@@ -1,4 +1,5 @@
 import { loadConfigOrExit } from './config';
+import { loadClusterConfig } from '../cluster/settings';
 import { createLogger } from '../app/log';
 import { launchCluster } from '../cluster/launch';
 import { killAll } from '../cluster/process';
@@ -9,7 +10,7 @@ import { onStopSignals } from './signals';
  * stops all of it, in order, on Ctrl-C. A second Ctrl-C kills what is left and exits.
  */
 async function main(): Promise<void> {
-  const config = loadConfigOrExit();
+  const config = loadConfigOrExit(() => loadClusterConfig());
   const log = createLogger({ level: config.logLevel, name: 'cluster' });
   const started = Date.now();
   let stopRequested = false;

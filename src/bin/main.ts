@@ -1,4 +1,4 @@
-import type { Config } from '../app/config';
+import type { Config } from '../main/config';
 import { loadConfigOrExit } from './config';
 import { createLogger, type Logger } from '../app/log';
 import { startService } from '../main/compose';

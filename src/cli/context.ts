@@ -2,7 +2,7 @@
  * What every `den` command gets: the config and a database, started for the duration of the
  * command when the embedded Postgres isn't already running (and stopped afterwards).
  */
-import { loadConfig, type Config } from '../app/config';
+import { loadPlatformConfig, type PlatformConfig } from '../app/config';
 import { embeddedPostgresOptions, startEmbeddedPostgres } from '../app/store/embedded-postgres';
 import { createLogger } from '../app/log';
 import { openDatabase, type Db } from '../app/store/db';
@@ -10,7 +10,7 @@ import { migrateToLatest } from '../app/store/migrate';
 import { loadSecretKeys, type SecretKeys } from '../app/secrets';
 
 export interface CliContext {
-  config: Config;
+  config: PlatformConfig;
   db: Db;
   secretKey: () => Promise<SecretKeys>;
 }
@@ -23,7 +23,7 @@ export function print(value: unknown): void {
 export class CliError extends Error {}
 
 export async function withCliContext<T>(fn: (ctx: CliContext) => Promise<T>): Promise<T> {
-  const config = loadConfig();
+  const config = loadPlatformConfig();
   const log = createLogger({ level: 'warn', name: 'den-cli', destination: process.stderr });
   let stopPostgres: (() => Promise<void>) | undefined;
   let url = config.database.url;

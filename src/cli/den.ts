@@ -3,7 +3,7 @@
  * error. Works whether or not `npm start` is running (see context.ts).
  */
 import { Command, CommanderError } from 'commander';
-import { ConfigError } from '../app/config';
+import { ConfigError } from '../app/settings';
 import { AppError } from '../app/errors';
 import { IdentityError } from '../identity/store';
 import { CliError } from './context';

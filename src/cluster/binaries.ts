@@ -4,7 +4,7 @@
  * the CLI v1.5.1 the dev server runs, so the module cache is mostly warm and tests, benchmarks
  * and the cluster all run the same server code. The UI server v2.42.1 is the one that CLI embeds.
  */
-import type { Config } from '../app/config';
+import type { ClusterConfig } from './settings';
 import type { Logger } from '../app/log';
 import { findOrInstall } from '../app/temporal/go-binaries';
 
@@ -20,7 +20,7 @@ export interface ClusterBinaries {
 }
 
 /** Finds or builds each program; the Web UI is optional (the cluster runs without it). */
-export async function clusterBinaries(config: Config, log: Logger): Promise<ClusterBinaries> {
+export async function clusterBinaries(config: ClusterConfig, log: Logger): Promise<ClusterBinaries> {
   const server = await findOrInstall({
     configured: config.cluster.serverBin,
     configuredBy: 'TEMPORAL_SERVER_BIN',

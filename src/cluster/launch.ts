@@ -15,7 +15,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { Connection } from '@temporalio/client';
 import { temporal as proto } from '@temporalio/proto';
-import { childEnvironment, type Config } from '../app/config';
+import { childEnvironment } from '../app/config';
+import type { ClusterConfig } from './settings';
 import type { Logger } from '../app/log';
 import { loadSecretKeys } from '../app/secrets';
 import { bundleWorkflows } from '../app/temporal/worker';
@@ -42,11 +43,11 @@ export interface RunningCluster {
   stop(): Promise<void>;
 }
 
-export function clusterDir(config: Config): string {
+export function clusterDir(config: ClusterConfig): string {
   return path.join(config.dataDir, 'cluster');
 }
 
-export function clusterStateFile(config: Config): string {
+export function clusterStateFile(config: ClusterConfig): string {
   return path.join(clusterDir(config), 'cluster.json');
 }
 
@@ -56,7 +57,7 @@ type ServiceEnv = (overrides: Record<string, string>) => NodeJS.ProcessEnv;
 type TemporalServer = Awaited<ReturnType<typeof startTemporalServer>>;
 
 /** Binaries, Postgres and the workflow bundle side by side, then Temporal's schemas in Postgres. */
-async function prepareCluster(config: Config, dir: string, log: Logger, started: Started) {
+async function prepareCluster(config: ClusterConfig, dir: string, log: Logger, started: Started) {
   const bundleFile = path.join(dir, 'workflow-bundle.js');
   // Side by side; settled rather than raced, so a Postgres that started is stopped when
   // building a binary or the bundle fails.
@@ -73,7 +74,7 @@ async function prepareCluster(config: Config, dir: string, log: Logger, started:
   return { bundleFile, serverBinary, uiServer, pg };
 }
 
-async function startTemporal(config: Config, binary: string, pg: ClusterPostgres, logDir: string, log: Logger, started: Started) {
+async function startTemporal(config: ClusterConfig, binary: string, pg: ClusterPostgres, logDir: string, log: Logger, started: Started) {
   const server = await startTemporalServer({ config, binary, postgres: pg, logDir });
   started.push({ name: 'temporal-server', stop: () => server.stop(30_000) });
   watch(server, log);
@@ -82,7 +83,14 @@ async function startTemporal(config: Config, binary: string, pg: ClusterPostgres
 }
 
 /** The Web UI is optional: the cluster runs without it when it does not start. */
-async function startUi(config: Config, binary: string | undefined, temporalAddress: string, logDir: string, log: Logger, started: Started) {
+async function startUi(
+  config: ClusterConfig,
+  binary: string | undefined,
+  temporalAddress: string,
+  logDir: string,
+  log: Logger,
+  started: Started,
+) {
   const ui = binary
     ? await startUiServer({ config, binary, temporalAddress, logDir }).catch((error: unknown) => {
         log.warn({ err: error }, 'the Temporal Web UI did not start; the cluster runs without it');
@@ -95,7 +103,7 @@ async function startUi(config: Config, binary: string | undefined, temporalAddre
 
 /** The environment of `serve` and `worker` processes: the cluster's servers, bundle and secret key. */
 async function clusterServiceEnv(
-  config: Config,
+  config: ClusterConfig,
   dir: string,
   pg: ClusterPostgres,
   server: TemporalServer,
@@ -116,7 +124,14 @@ async function clusterServiceEnv(
 }
 
 /** CLUSTER_WORKERS workers, up once Temporal lists each among the task queue's pollers. */
-async function startWorkers(config: Config, serverAddress: string, serviceEnv: ServiceEnv, logDir: string, log: Logger, started: Started) {
+async function startWorkers(
+  config: ClusterConfig,
+  serverAddress: string,
+  serviceEnv: ServiceEnv,
+  logDir: string,
+  log: Logger,
+  started: Started,
+) {
   const workers = await Promise.all(
     Array.from({ length: config.cluster.workers }, async (_, i) => {
       const metricsPort = config.temporal.workerMetricsPort > 0 ? config.temporal.workerMetricsPort + i : undefined;
@@ -131,7 +146,7 @@ async function startWorkers(config: Config, serverAddress: string, serviceEnv: S
 }
 
 /** CLUSTER_API_REPLICAS API replicas on PORT, PORT+1, …, up once each `/ready` answers 200. */
-async function startApis(config: Config, serviceEnv: ServiceEnv, logDir: string, log: Logger, started: Started) {
+async function startApis(config: ClusterConfig, serviceEnv: ServiceEnv, logDir: string, log: Logger, started: Started) {
   const apis = await Promise.all(
     Array.from({ length: config.cluster.apiReplicas }, async (_, i) => {
       const port = config.http.port + i;
@@ -147,7 +162,7 @@ async function startApis(config: Config, serviceEnv: ServiceEnv, logDir: string,
   return apis;
 }
 
-export async function launchCluster(config: Config, log: Logger): Promise<RunningCluster> {
+export async function launchCluster(config: ClusterConfig, log: Logger): Promise<RunningCluster> {
   const dir = clusterDir(config);
   const logDir = path.join(dir, 'logs');
   await fs.mkdir(logDir, { recursive: true });
@@ -223,7 +238,7 @@ async function ready(url: string): Promise<boolean> {
  * A worker is up when Temporal lists it among the pollers of the task queue: the SDK's default
  * identity is `<pid>@<hostname>`.
  */
-async function waitForPoller(address: string, config: Config, worker: ManagedProcess): Promise<void> {
+async function waitForPoller(address: string, config: ClusterConfig, worker: ManagedProcess): Promise<void> {
   const connection = await Connection.connect({ address });
   const identity = `${worker.pid}@${os.hostname()}`;
   try {

@@ -8,7 +8,7 @@ import { execFile } from 'node:child_process';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { Client } from 'pg';
-import type { Config } from '../app/config';
+import type { ClusterConfig } from './settings';
 import { startEmbeddedPostgres } from '../app/store/embedded-postgres';
 import type { Logger } from '../app/log';
 import { trackForForcedExit } from './process';
@@ -31,7 +31,7 @@ export const TEMPORAL_DATABASES = [
   { name: 'temporal_visibility', schema: 'postgresql/v12/visibility' },
 ] as const;
 
-export async function clusterPostgres(config: Config, clusterDir: string, log: Logger): Promise<ClusterPostgres> {
+export async function clusterPostgres(config: ClusterConfig, clusterDir: string, log: Logger): Promise<ClusterPostgres> {
   let url = config.database.url;
   let stop: () => Promise<void> = async () => undefined;
   if (!url) {

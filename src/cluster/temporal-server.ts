@@ -7,7 +7,8 @@
 import path from 'node:path';
 import { Connection } from '@temporalio/client';
 import { msToTs } from '@temporalio/common/lib/time';
-import { childEnvironment, type Config } from '../app/config';
+import { childEnvironment } from '../app/config';
+import type { ClusterConfig } from './settings';
 import type { Logger } from '../app/log';
 import { SEARCH_ATTRIBUTES } from '../main/compose';
 import { reachable } from '../app/temporal/dev-server';
@@ -21,7 +22,7 @@ export const TEMPORAL_CONFIG_DIR = path.join(REPO_ROOT, 'deploy', 'temporal');
 const NAMESPACE_RETENTION = '3 days';
 
 export async function startTemporalServer(options: {
-  config: Config;
+  config: ClusterConfig;
   binary: string;
   postgres: ClusterPostgres;
   logDir: string;

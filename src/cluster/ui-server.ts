@@ -3,12 +3,13 @@
  * the dev server) with deploy/temporal-ui/cluster.yaml, on 127.0.0.1:CLUSTER_UI_PORT.
  */
 import path from 'node:path';
-import { childEnvironment, type Config } from '../app/config';
+import { childEnvironment } from '../app/config';
+import type { ClusterConfig } from './settings';
 import { startProcess, waitUntil, type ManagedProcess } from './process';
 import { REPO_ROOT } from './temporal-server';
 
 export async function startUiServer(options: {
-  config: Config;
+  config: ClusterConfig;
   binary: string;
   temporalAddress: string;
   logDir: string;

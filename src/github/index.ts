@@ -5,9 +5,11 @@ import { createGithubActivities } from '../../activities/github';
 import { registerGithubCommands } from './cli';
 import { githubSearchAttributes } from './contract';
 import { createGithubRoutes } from './routes';
+import { githubSettings } from './settings';
 
 export const githubFeature = defineFeature({
   name: 'github',
+  settings: githubSettings,
   workflows: path.join(__dirname, '..', '..', 'workflows', 'github'),
   searchAttributes: Object.values(githubSearchAttributes),
   routes: (deps) => createGithubRoutes(deps),

@@ -11,7 +11,7 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import type Koa from 'koa';
-import { publicBaseUrl, type Config } from '../app/config';
+import { publicBaseUrl } from '../app/config';
 import type { ActivityFunction, ApiDeps, Feature, PlatformSettings, WorkerDeps } from '../app/feature';
 import { createApp } from '../app/http/app';
 import type { AppState } from '../app/http/context';
@@ -30,7 +30,13 @@ import { createTemporalClient, type TemporalClientHandle } from '../app/temporal
 import { devServerDbFile, findTemporalCli, startDevServer } from '../app/temporal/dev-server';
 import { ensureSearchAttributes } from '../app/temporal/search-attributes';
 import { startWorker, type WorkerHandle } from '../app/temporal/worker';
-import { features, type FeatureOptions } from './features';
+import type { Config } from './config';
+import { features as featureList, type FeatureOptions } from './features';
+
+/** The descriptors as the root uses them: each part receives its own feature's settings. */
+function features(options: FeatureOptions = {}): readonly Feature[] {
+  return featureList(options);
+}
 
 /** Every feature's custom search attributes, registered on the dev server and at start-up. */
 export const SEARCH_ATTRIBUTES = features().flatMap((feature) => feature.searchAttributes ?? []);
@@ -169,7 +175,6 @@ export function createApi(infra: Infrastructure, options: { now?: () => number; 
       });
   const deps = (feature: Feature): ApiDeps<unknown> => ({
     settings: settingsOf(config, feature),
-    config,
     platform: platformSettings(config),
     db: database.db,
     log,
@@ -197,7 +202,6 @@ function settingsOf(config: Config, feature: Feature): unknown {
 function workerDeps(infra: Infrastructure, feature: Feature): WorkerDeps<unknown> {
   return {
     settings: settingsOf(infra.config, feature),
-    config: infra.config,
     platform: platformSettings(infra.config),
     db: infra.database.db,
     log: infra.log,

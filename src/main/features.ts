@@ -15,6 +15,13 @@ export interface FeatureOptions {
   mcpNetwork?: McpNetworkOverrides;
 }
 
-export function features(options: FeatureOptions = {}): readonly Feature[] {
-  return [platformFeature, identityFeature, runsFeature, slackFeature, githubFeature, createMcpFeature({ network: options.mcpNetwork })];
+export function features(options: FeatureOptions = {}) {
+  return [
+    platformFeature,
+    identityFeature,
+    runsFeature,
+    slackFeature,
+    githubFeature,
+    createMcpFeature({ network: options.mcpNetwork }),
+  ] as const satisfies readonly Feature[];
 }

@@ -5,12 +5,14 @@ import { createMcpActivities } from '../../activities/mcp';
 import { mcpTaskQueue } from './contract';
 import type { McpNetworkOverrides } from './network';
 import { createMcpRoutes } from './routes';
+import { mcpSettings } from './settings';
 
 export type { McpNetworkOverrides } from './network';
 
 export function createMcpFeature(options: { network?: McpNetworkOverrides } = {}) {
   return defineFeature({
     name: 'mcp',
+    settings: mcpSettings,
     workflows: path.join(__dirname, '..', '..', 'workflows', 'mcp'),
     // Probes poll a queue of their own, so a backlog of deliveries or runs never makes an
     // interactive probe wait in line and time out.

@@ -5,29 +5,21 @@
  */
 import { randomUUID } from 'node:crypto';
 import { defineRoute, type Route } from '../app/http/route';
-import type { Config } from '../app/config';
-import type { Metrics } from '../app/metrics';
+import type { ApiDeps } from '../app/feature';
 import { authResponses } from '../app/http/schemas';
-import { temporalCall, type TemporalClientHandle } from '../app/temporal/client';
+import { temporalCall } from '../app/temporal/client';
 import { mcpResolveWorkflowId, mcpTaskQueue, type McpResolveInput, type McpResolveResult } from './contract';
 import { mcpResolve } from '../../workflows/mcp';
 import { planResolve } from './candidates';
 import { INVALID_QUERY_REASON } from './classify';
 import { InvalidRequestError, Unavailable } from '../app/http/schemas';
 import { ResolveRequest, ResolveResponse } from './schemas';
+import type { McpSettings } from './settings';
 
 /** Waiting beyond the probes' own bound (timeout + retry room) means Temporal or the worker is not there. */
 const WAIT_SLACK_MS = 4_000;
 
-export function createMcpRoutes({
-  config,
-  temporal,
-  metrics,
-}: {
-  config: Config;
-  temporal: TemporalClientHandle;
-  metrics: Metrics;
-}): Route[] {
+export function createMcpRoutes({ settings, temporal, metrics }: Pick<ApiDeps<McpSettings>, 'settings' | 'temporal' | 'metrics'>): Route[] {
   const resolve = defineRoute({
     method: 'post',
     path: '/v1/mcp-connections/resolve',
@@ -45,7 +37,7 @@ export function createMcpRoutes({
       503: { description: 'Temporal or the worker is unavailable; retry later.', schema: Unavailable },
     },
     handler: async ({ body }) => {
-      const plan = planResolve(body.query, config.mcp.preregisteredClients);
+      const plan = planResolve(body.query, settings.preregisteredClients);
       if (plan.kind === 'invalid') {
         return { status: 200, body: { resolution: 'not_found', attempted: [], reason: INVALID_QUERY_REASON } satisfies McpResolveResult };
       }
@@ -53,9 +45,9 @@ export function createMcpRoutes({
         query: body.query,
         candidates: plan.candidates,
         ...(plan.preset ? { preset: plan.preset } : {}),
-        probeTimeoutMs: config.mcp.probeTimeoutMs,
+        probeTimeoutMs: settings.probeTimeoutMs,
       };
-      const waitMs = config.mcp.probeTimeoutMs + WAIT_SLACK_MS;
+      const waitMs = settings.probeTimeoutMs + WAIT_SLACK_MS;
       const result = await temporalCall(
         temporal,
         'mcp.resolve',

@@ -40,17 +40,17 @@ export class BacklogGate {
   }
 
   private async backlogged(organizationId: string, runId: string): Promise<boolean> {
-    const { temporal, config, metrics } = this.deps;
+    const { temporal, settings, platform, metrics } = this.deps;
     try {
       const summary = await temporalCall(
         temporal,
         'query',
-        config.temporal.startTimeoutMs,
+        platform.temporalCallTimeoutMs,
         () => temporal.client.workflow.getHandle(runWorkflowId(organizationId, runId)).query(runSummaryQuery),
         metrics,
       );
       const unpersisted = summary.unpersisted ?? { events: 0, bytes: 0 };
-      return unpersisted.events >= config.runAdmission.unpersistedMaxEvents || unpersisted.bytes >= UNPERSISTED_MAX_BYTES;
+      return unpersisted.events >= settings.admission.unpersistedMaxEvents || unpersisted.bytes >= UNPERSISTED_MAX_BYTES;
     } catch (error) {
       if (error instanceof WorkflowNotFoundError) return false; // A new run: nothing is pending.
       throw error;

@@ -1,15 +1,5 @@
-import type { Config } from '../app/config';
-import type { IngressGateway } from '../app/ingress';
-import type { Metrics } from '../app/metrics';
-import type { Db } from '../app/store/db';
-import type { TemporalClientHandle } from '../app/temporal/client';
+import type { ApiDeps } from '../app/feature';
+import type { RunsSettings } from './settings';
 
-/** What the run routes use, passed in by the composition root (src/main/compose.ts). */
-export interface RunDeps {
-  config: Config;
-  db: Db;
-  temporal: TemporalClientHandle;
-  ingress: IngressGateway;
-  metrics: Metrics;
-  now: () => number;
-}
+/** What the run routes use, handed over by the composition root (src/main/compose.ts). */
+export type RunDeps = Pick<ApiDeps<RunsSettings>, 'settings' | 'platform' | 'db' | 'temporal' | 'ingress' | 'metrics' | 'now'>;

@@ -5,12 +5,16 @@ import { createRunActivities } from '../../activities/runs';
 import { runSearchAttributes } from './contract';
 import { sweepStaleRuns } from './reconcile';
 import { createRunRoutes } from './routes';
+import { runsSettings } from './settings';
+
+export { runDefaults } from './settings';
 
 /** How often a worker process reconciles runs that ended outside their own logic. */
 const RUN_SWEEP_INTERVAL_MS = 60_000;
 
 export const runsFeature = defineFeature({
   name: 'runs',
+  settings: runsSettings,
   workflows: path.join(__dirname, '..', '..', 'workflows', 'runs'),
   searchAttributes: Object.values(runSearchAttributes),
   routes: (deps) => createRunRoutes(deps),

@@ -9,14 +9,16 @@
  * worker's periodic sweep of rows that outlived anything their run could do.
  */
 import { WorkflowNotFoundError } from '@temporalio/client';
-import type { Config } from '../app/config';
+import type { PlatformSettings } from '../app/feature';
 import type { Db } from '../app/store/db';
 import { temporalCall, type TemporalClientHandle } from '../app/temporal/client';
-import { RUN_FAILURE_TYPES, isClosedRunStatus, runSearchAttributes, runWorkflowId, type RunStatus } from './contract';
+import { RUN_FAILURE_TYPES, isClosedRunStatus, runSearchAttributes, runWorkflowId, type RunSettings, type RunStatus } from './contract';
+import type { RunsSettings } from './settings';
 import { closeRowOutsideLogic } from './store';
 
 export interface ReconcileDeps {
-  config: Config;
+  settings: RunsSettings;
+  platform: Pick<PlatformSettings, 'temporalCallTimeoutMs'>;
   db: Db;
   temporal: TemporalClientHandle;
 }
@@ -47,7 +49,7 @@ export function endedByOwnLogic(workflowStatus: string, runStatus: string | unde
 export async function reconcileRun(deps: ReconcileDeps, organizationId: string, runId: string): Promise<RunStatus | undefined> {
   let description;
   try {
-    description = await temporalCall(deps.temporal, 'describe', deps.config.temporal.startTimeoutMs, () =>
+    description = await temporalCall(deps.temporal, 'describe', deps.platform.temporalCallTimeoutMs, () =>
       deps.temporal.client.workflow.getHandle(runWorkflowId(organizationId, runId)).describe(),
     );
   } catch (error) {
@@ -68,8 +70,7 @@ export async function reconcileRun(deps: ReconcileDeps, organizationId: string, 
 }
 
 /** How long a run can live by its own deadlines, plus an hour: an open row older than this is stale. */
-export function outlivedMs(config: Config): number {
-  const runs = config.runs;
+export function outlivedMs(runs: RunSettings): number {
   return runs.claimDeadlineMs + runs.maxDurationMs + runs.retryWindowMs * runs.maxAttempts + 3_600_000;
 }
 
@@ -82,7 +83,7 @@ export async function sweepStaleRuns(deps: ReconcileDeps, now: Date, limit = 100
     .selectFrom('automation_runs')
     .select(['organization_id', 'run_id'])
     .where('status', 'in', ['queued', 'running', 'awaiting_retry'])
-    .where('created_at', '<', new Date(now.getTime() - outlivedMs(deps.config)))
+    .where('created_at', '<', new Date(now.getTime() - outlivedMs(deps.settings.defaults)))
     .orderBy('created_at')
     .limit(limit)
     .execute();

@@ -47,14 +47,14 @@ export async function deliverReport(
   report: RunReport,
   backlog: BacklogGate,
 ): Promise<ReportOutcome> {
-  const { config, ingress } = deps;
+  const { settings, ingress } = deps;
   const row = await readRow(deps, principal.organizationId, runId, report);
   // Another member's run does not exist for this caller (never 403: that would say it does).
   if (row && !canSee(principal, row.memberId)) throw errors.notFound('No such automation run.');
   if (row && isClosedRunStatus(row.status)) return { result: 'closed', status: row.status };
   // An open row older than its run could live: its workflow ended outside its own logic, and
   // Temporal may have forgotten it, so a signal would start a fresh run the row ignores.
-  if (row && deps.now() - row.summary.createdAt > outlivedMs(config)) {
+  if (row && deps.now() - row.summary.createdAt > outlivedMs(settings.defaults)) {
     const status = await reconcileRun(deps, principal.organizationId, runId);
     if (status !== undefined && isClosedRunStatus(status)) return { result: 'closed', status };
   }
@@ -68,11 +68,11 @@ export async function deliverReport(
     initialStatus: 'running',
     createdAt: deps.now(),
     // Fixed at start and carried in the input: a deployment change never reshapes a live run.
-    settings: { ...config.runs },
+    settings: { ...settings.defaults },
     memberId: principal.memberId,
   };
   const workflowId = runWorkflowId(principal.organizationId, runId);
-  const leaseTimeoutMs = row?.summary.leaseTimeoutMs ?? config.runs.leaseTimeoutMs;
+  const leaseTimeoutMs = row?.summary.leaseTimeoutMs ?? settings.defaults.leaseTimeoutMs;
   if (report.kind === 'heartbeat') {
     // Heartbeats stay signals: they carry no data, so one that races the close loses nothing,
     // and a signal needs no worker to answer.

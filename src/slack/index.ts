@@ -6,11 +6,13 @@ import { registerSlackCommands } from './cli';
 import { slackSearchAttributes } from './contract';
 import { SlackQuota } from './quota';
 import { createSlackRoutes } from './routes';
+import { slackSettings } from './settings';
 
 export { resealSlackSecrets } from './connections';
 
 export const slackFeature = defineFeature({
   name: 'slack',
+  settings: slackSettings,
   workflows: path.join(__dirname, '..', '..', 'workflows', 'slack'),
   searchAttributes: Object.values(slackSearchAttributes),
   // The quota is shared by every replica through Postgres; the feature builds it from the deps.

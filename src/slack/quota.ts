@@ -12,7 +12,7 @@
  * is routed without its unit recorded.
  */
 import { sql } from 'kysely';
-import type { Config } from '../app/config';
+import type { SlackSettings } from './settings';
 import { AppError, errors } from '../app/errors';
 import type { Logger } from '../app/log';
 import type { Db } from '../app/store/db';
@@ -165,9 +165,9 @@ export class SlackQuota {
 }
 
 /** Workspace first, then user: the one order in which every take locks its rows. */
-export function slackQuotaChecks(config: Config, teamId: string, slackUserId: string): QuotaCheck[] {
+export function slackQuotaChecks(settings: SlackSettings, teamId: string, slackUserId: string): QuotaCheck[] {
   return [
-    { key: `workspace:${teamId}`, limit: config.slack.workspaceQuotaPerMinute },
-    { key: `user:${teamId}:${slackUserId}`, limit: config.slack.userQuotaPerMinute },
+    { key: `workspace:${teamId}`, limit: settings.workspaceQuotaPerMinute },
+    { key: `user:${teamId}:${slackUserId}`, limit: settings.userQuotaPerMinute },
   ];
 }

@@ -5,7 +5,8 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { envSchema } from '../../src/app/config';
+import { envSchema } from '../../src/main/config';
+import { clusterSettings } from '../../src/cluster/settings';
 import { runtimeEnvSchema } from '../../src/cli/runtime/settings';
 
 const root = path.resolve(__dirname, '../..');
@@ -113,9 +114,9 @@ describe('docs/', () => {
 
 describe('docs/configuration.md', () => {
   const configuration = docText('configuration.md');
-  // The service's variables, and those of `den runtime` (a client of the API with settings of its own).
+  // The service's settings, and those the cluster launcher and `den runtime` (a client of the API) parse for themselves.
   const runtimeVariables = Object.keys(runtimeEnvSchema.shape);
-  const variables = [...new Set([...Object.keys(envSchema.shape), ...runtimeVariables])];
+  const variables = [...new Set([...Object.keys(envSchema.shape), ...Object.keys(clusterSettings.shape), ...runtimeVariables])];
   const documented = firstCodeCells(configuration).filter((cell) => /^[A-Z][A-Z0-9_]*$/.test(cell));
 
   it('the schema is read (sanity)', () => {

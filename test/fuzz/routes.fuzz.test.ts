@@ -2,7 +2,7 @@
  * The `npm test` size of the bad-input campaign (npm run fuzz runs the large one): a few hundred
  * property-based inputs per route against a real API process.
  */
-import { loadConfig } from '../../src/app/config';
+import { loadConfig } from '../../src/main/config';
 import { openDatabase } from '../../src/app/store/db';
 import { createTestOrg } from '../harness/identity';
 import { freePort } from '../harness/ports';

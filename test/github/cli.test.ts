@@ -1,7 +1,7 @@
 /** `den github targets …` through the real binary, against the suite's Postgres. */
 import { execFile } from 'node:child_process';
 import path from 'node:path';
-import { loadConfig } from '../../src/app/config';
+import { loadConfig } from '../../src/main/config';
 import { getTarget } from '../../src/github/targets';
 import { openDatabase, type DbHandle } from '../../src/app/store/db';
 import { freshId } from '../harness/github';

@@ -90,7 +90,7 @@ export async function startQueuedRun(
     runId,
     initialStatus: 'queued',
     createdAt: Date.now(),
-    settings: { ...stack.config.runs, ...options.settings },
+    settings: { ...stack.config.runs.defaults, ...options.settings },
     memberId: options.memberId,
     input: { text: options.text ?? 'do the thing' },
   };

@@ -4,7 +4,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { Writable } from 'node:stream';
-import { loadConfigWith, type Config } from '../../src/app/config';
+import { loadConfigWith, type Config } from '../../src/main/config';
 import { listen, type HttpServer } from '../../src/app/http/server';
 import type { RemovedRoute } from '../../src/app/http/deprecated';
 import { createLogger } from '../../src/app/log';

@@ -2,7 +2,7 @@
 import dns from 'node:dns';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { createMcpActivities } from '../../activities/mcp';
-import { loadConfigWith } from '../../src/app/config';
+import { loadConfigWith } from '../../src/main/config';
 import { createLogger } from '../../src/app/log';
 import { installLoopbackTripwire } from '../harness/mcp';
 
@@ -13,10 +13,7 @@ it('refuses to resolve host names and reports the probe unreachable', async () =
   try {
     const config = loadConfigWith({ MCP_DNS: 'off', MCP_PROBE_TIMEOUT: '3s' });
     expect(config.mcp.dns).toBe('off');
-    const activities = createMcpActivities({
-      config,
-      log: createLogger({ level: 'silent' }),
-    } as Parameters<typeof createMcpActivities>[0]);
+    const activities = createMcpActivities({ settings: config.mcp, log: createLogger({ level: 'silent' }) });
     const result: Awaited<ReturnType<typeof activities.probeMcpCandidate>> = await new MockActivityEnvironment().run(
       activities.probeMcpCandidate,
       { url: 'https://mcp.notion.com/mcp', source: 'preset' as const },

@@ -10,7 +10,7 @@ import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { loadConfig } from '../../src/app/config';
+import { loadConfig } from '../../src/main/config';
 import { createTemporalClient } from '../../src/app/temporal/client';
 import { pingWorkflowId } from '../../src/app/temporal/contract';
 import { ping } from '../../workflows/ping';

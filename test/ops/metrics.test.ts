@@ -4,7 +4,7 @@
  * the worker's SDK endpoint carries run status transitions, including automatic lease loss.
  */
 import { randomUUID } from 'node:crypto';
-import { loadConfig } from '../../src/app/config';
+import { loadConfig } from '../../src/main/config';
 import { createTestOrg } from '../harness/identity';
 import { closedPort, freePort } from '../harness/ports';
 import { spawnEntry, type Spawned } from '../harness/process';

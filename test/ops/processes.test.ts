@@ -1,6 +1,6 @@
 /** The real entry points as real processes: config validation, embedded refusal, shutdown order. */
 import http from 'node:http';
-import { loadConfig } from '../../src/app/config';
+import { loadConfig } from '../../src/main/config';
 import { createTestOrg } from '../harness/identity';
 import { freePort } from '../harness/ports';
 import { spawnEntry, type Spawned } from '../harness/process';

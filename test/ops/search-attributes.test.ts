@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { msToTs } from '@temporalio/common/lib/time';
-import { loadConfig } from '../../src/app/config';
+import { loadConfig } from '../../src/main/config';
 import { createLogger } from '../../src/app/log';
 import { createTemporalClient } from '../../src/app/temporal/client';
 import { SEARCH_ATTRIBUTES } from '../../src/main/compose';

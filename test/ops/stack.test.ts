@@ -7,7 +7,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { parse } from 'yaml';
-import { envSchema, loadConfigWith } from '../../src/app/config';
+import { envSchema } from '../../src/main/config';
+import { loadClusterConfig } from '../../src/cluster/settings';
 import { TEMPORAL_SERVER_VERSION } from '../../src/cluster/binaries';
 import { TEMPORAL_DATABASES } from '../../src/cluster/postgres';
 import { TEMPORAL_CONFIG_DIR } from '../../src/cluster/temporal-server';
@@ -66,7 +67,7 @@ describe('docker-compose.yml', () => {
     expect(temporal.volumes).toContain(`./${path.relative(root, TEMPORAL_CONFIG_DIR)}:/etc/temporal/den:ro`);
     expect(temporal.command!.join(' ')).toContain('--config den --env cluster');
     expect(fs.existsSync(path.join(TEMPORAL_CONFIG_DIR, 'cluster.yaml'))).toBe(true);
-    expect(String(temporal.environment!.TEMPORAL_HISTORY_SHARDS)).toBe(String(loadConfigWith({}).cluster.historyShards));
+    expect(String(temporal.environment!.TEMPORAL_HISTORY_SHARDS)).toBe(String(loadClusterConfig({}).cluster.historyShards));
     // Both read the same schema names the launcher migrates.
     const schemaScript = compose.services['temporal-schema']!.command!.join('\n');
     for (const database of TEMPORAL_DATABASES)

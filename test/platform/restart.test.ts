@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { loadConfigWith } from '../../src/app/config';
+import { loadConfigWith } from '../../src/main/config';
 import { createLogger } from '../../src/app/log';
 import { ensureDependencies } from '../../src/main/compose';
 import { openDatabase } from '../../src/app/store/db';

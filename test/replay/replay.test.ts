@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { temporal } from '@temporalio/proto';
 import { DefaultLogger, Runtime, Worker } from '@temporalio/worker';
-import { loadConfig } from '../../src/app/config';
+import { loadConfig } from '../../src/main/config';
 
 // The SDK's default logger prints every replay worker's state changes at INFO: only problems here.
 Runtime.install({ logger: new DefaultLogger('WARN') });

@@ -101,7 +101,7 @@ describe('run deadlines: max duration and unclaimed queued runs', () => {
       runId: queuedId,
       initialStatus: 'queued',
       createdAt: Date.now(),
-      settings: { ...stack.config.runs },
+      settings: { ...stack.config.runs.defaults },
     };
     await stack.services.temporal.client.workflow.start(automationRun, {
       workflowId: runWorkflowId(org.organizationId, queuedId),

@@ -72,7 +72,12 @@ async function expectFailedWith(runId: string, type: string, expected: Partial<R
   // A closed workflow still answers its query, Failed as Completed.
   expect(await handleOf(runId).query(runSummaryQuery)).toMatchObject({ id: runId, ...expected });
   // Ended by its own logic: reconciling neither rewrites the row nor reads it as workflow_failed.
-  const deps = { config: stack.config, db: stack.services.database.db, temporal: stack.services.temporal };
+  const deps = {
+    settings: stack.config.runs,
+    platform: { temporalCallTimeoutMs: stack.config.temporal.startTimeoutMs },
+    db: stack.services.database.db,
+    temporal: stack.services.temporal,
+  };
   expect(await reconcileRun(deps, org.organizationId, runId)).toBe(expected.status);
   expect(await row(runId)).toMatchObject({ summary: expect.objectContaining({ error: expected.error }) });
   return summary!;

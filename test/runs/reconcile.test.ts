@@ -58,7 +58,12 @@ it('the worker sweep closes open rows older than any run could live', async () =
     .where('organization_id', '=', org.organizationId)
     .where('run_id', '=', runId)
     .execute();
-  const deps = { config: stack.config, db: stack.services.database.db, temporal: stack.services.temporal };
+  const deps = {
+    settings: stack.config.runs,
+    platform: { temporalCallTimeoutMs: stack.config.temporal.startTimeoutMs },
+    db: stack.services.database.db,
+    temporal: stack.services.temporal,
+  };
   expect(await sweepStaleRuns(deps, new Date(), 10_000)).toBeGreaterThanOrEqual(1);
   expect((await row(org.organizationId, runId))?.status).toBe('failed');
 });

@@ -9,7 +9,7 @@ import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { SEARCH_ATTRIBUTES, WORKFLOW_MODULES } from '../../src/main/compose';
-import { loadConfig } from '../../src/app/config';
+import { loadConfig } from '../../src/main/config';
 import { startEmbeddedPostgres } from '../../src/app/store/embedded-postgres';
 import { createLogger } from '../../src/app/log';
 import { openDatabase } from '../../src/app/store/db';

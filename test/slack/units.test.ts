@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { createLinkToken, verifyLinkToken } from '../../src/slack/link-token';
-import { loadConfigWith } from '../../src/app/config';
+import { loadConfigWith } from '../../src/main/config';
 import { QUOTA_WINDOW_MS, slackQuotaChecks, windowStart } from '../../src/slack/quota';
 import { connectAccountText, connectLinkUrl, escapeMrkdwn, runReplyText } from '../../src/slack/texts';
 import { parseRetryAfter } from '../../src/slack/web-api';
@@ -56,7 +56,7 @@ describe('quota windows', () => {
 
   it('checks the workspace first, then the user, with the configured limits', () => {
     const config = loadConfigWith({ SLACK_WORKSPACE_QUOTA_PER_MINUTE: '7', SLACK_USER_QUOTA_PER_MINUTE: '3' });
-    expect(slackQuotaChecks(config, 'T1', 'U1')).toEqual([
+    expect(slackQuotaChecks(config.slack, 'T1', 'U1')).toEqual([
       { key: 'workspace:T1', limit: 7 },
       { key: 'user:T1:U1', limit: 3 },
     ]);

@@ -12,7 +12,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { Client } from 'pg';
-import type { Config } from '../config';
+import type { PlatformConfig } from '../config';
 import type { Logger } from '../log';
 
 const exec = promisify(execFile);
@@ -91,7 +91,7 @@ export interface EmbeddedPostgresOptions {
 }
 
 /** The embedded Postgres of a configuration: data and server log under DATA_DIR. */
-export function embeddedPostgresOptions(config: Config, log: Logger): EmbeddedPostgresOptions {
+export function embeddedPostgresOptions(config: PlatformConfig, log: Logger): EmbeddedPostgresOptions {
   return {
     dataDir: config.dataDir,
     port: config.database.embeddedPort,

@@ -6,7 +6,7 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { type LogLevel, type LogMetadata, NativeConnection, Runtime, Worker, bundleWorkflowCode } from '@temporalio/worker';
-import type { Config } from '../config';
+import type { PlatformConfig } from '../config';
 import type { ActivityFunction } from '../feature';
 import type { Logger } from '../log';
 
@@ -46,7 +46,7 @@ const PINO_LEVEL: Record<LogLevel, 'trace' | 'debug' | 'info' | 'warn' | 'error'
  * The SDK runtime is process-wide: install it once, logging through pino (the SDK's default
  * writes to the console) and with Prometheus metrics when WORKER_METRICS_PORT is set.
  */
-export function installWorkerRuntime(config: Config, log: Logger): void {
+export function installWorkerRuntime(config: PlatformConfig, log: Logger): void {
   if (runtimeInstalled) return;
   runtimeInstalled = true;
   const sdkLog = log.child({ component: 'temporal-sdk' });
@@ -82,7 +82,7 @@ export interface WorkerHandle {
 const RESTART_BACKOFF_MS = { initial: 500, max: 30_000 };
 
 export interface WorkerOptions {
-  config: Config;
+  config: PlatformConfig;
   address: string;
   log: Logger;
   activities: Record<string, ActivityFunction>;

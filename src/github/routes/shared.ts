@@ -1,14 +1,6 @@
-/** What the GitHub routes share: the deps interface. */
-import type { Config } from '../../app/config';
-import type { IngressGateway } from '../../app/ingress';
-import type { Metrics } from '../../app/metrics';
-import type { Db } from '../../app/store/db';
+/** What the GitHub routes share: the deps type. */
+import type { ApiDeps } from '../../app/feature';
+import type { GithubSettings } from '../settings';
 
-/** What the GitHub routes use, passed in by the composition root (src/app/compose.ts). */
-export interface GithubRouteDeps {
-  config: Config;
-  db: Db;
-  ingress: IngressGateway;
-  metrics: Metrics;
-  now: () => number;
-}
+/** What the GitHub routes use, handed over by the composition root (src/main/compose.ts). */
+export type GithubRouteDeps = Pick<ApiDeps<GithubSettings>, 'settings' | 'db' | 'ingress' | 'metrics' | 'now'>;

@@ -39,19 +39,19 @@ const Rejected = z
   .object({ ok: z.literal(false), error: z.string().openapi({ example: 'invalid signature' }) })
   .openapi('GithubWebhookRejected');
 
-type WebhookDeps = Pick<GithubRouteDeps, 'config' | 'ingress' | 'metrics' | 'now'>;
+type WebhookDeps = Pick<GithubRouteDeps, 'settings' | 'ingress' | 'metrics' | 'now'>;
 
 /** Throws 503 without a secret and 401 unless the current or the previous secret signed the raw body. */
 export function verifyDeliverySignature(
-  deps: Pick<GithubRouteDeps, 'config' | 'metrics'>,
+  deps: Pick<GithubRouteDeps, 'settings' | 'metrics'>,
   log: Logger,
   rawBody: Buffer,
   signature: string | string[] | undefined,
 ): void {
-  const { config, metrics } = deps;
-  const secret = config.github.webhookSecret;
+  const { settings, metrics } = deps;
+  const secret = settings.webhookSecret;
   if (!secret) throw errors.webhook('webhook_secret_not_configured', 503, { error: 'webhook secret not configured' });
-  const verified = verifyWithFallback({ current: secret, previous: config.github.webhookSecretPrevious }, rawBody, signature);
+  const verified = verifyWithFallback({ current: secret, previous: settings.webhookSecretPrevious }, rawBody, signature);
   if (!verified.ok) {
     metrics.signatureFailures.inc({ route: GITHUB_WEBHOOK_PATH, reason: verified.reason });
     log.info({ reason: verified.reason }, 'github webhook signature rejected');

@@ -12,15 +12,15 @@ import { findRun, hasRunEvents, listRunEvents } from '../store';
 import { canSee } from '../visibility';
 import { TAGS, notFound } from './shared';
 
-type EventsDeps = Pick<RunDeps, 'db' | 'temporal' | 'config'>;
+type EventsDeps = Pick<RunDeps, 'db' | 'temporal' | 'platform'>;
 
 /** A run the table does not show yet may still exist: its workflow writes the row a moment after it starts. */
 async function runExists(deps: EventsDeps, organizationId: string, runId: string): Promise<boolean> {
-  const { db, temporal, config } = deps;
+  const { db, temporal, platform } = deps;
   if (await findRun(db, organizationId, runId)) return true;
   if (await hasRunEvents(db, organizationId, runId)) return true;
   try {
-    await temporalCall(temporal, 'describe', config.temporal.startTimeoutMs, () =>
+    await temporalCall(temporal, 'describe', platform.temporalCallTimeoutMs, () =>
       temporal.client.workflow.getHandle(runWorkflowId(organizationId, runId)).describe(),
     );
     return true;

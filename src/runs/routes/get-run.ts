@@ -14,15 +14,15 @@ import { TAGS, notFound, summaryBody } from './shared';
 
 /** The summary the run's workflow answers to a query (which replays it). */
 async function querySummary(
-  deps: Pick<RunDeps, 'temporal' | 'config' | 'metrics'>,
+  deps: Pick<RunDeps, 'temporal' | 'platform' | 'metrics'>,
   organizationId: string,
   runId: string,
 ): Promise<RunSummary> {
-  const { temporal, config, metrics } = deps;
+  const { temporal, platform, metrics } = deps;
   return temporalCall(
     temporal,
     'query',
-    config.temporal.startTimeoutMs,
+    platform.temporalCallTimeoutMs,
     () => temporal.client.workflow.getHandle(runWorkflowId(organizationId, runId)).query(runSummaryQuery),
     metrics,
   );

@@ -1,7 +1,7 @@
 /** POST /v1/automation-runs/{id}/heartbeat: extends an attempt's lease, coalesced per process. */
 import type { Principal } from '../../app/http/auth';
 import { defineRoute, type Reply, type Route } from '../../app/http/route';
-import type { Config } from '../../app/config';
+import type { RunsSettings } from '../settings';
 import type { BacklogGate } from '../backlog';
 import type { RunDeps } from '../deps';
 import { HeartbeatCoalescer } from '../heartbeat-coalescer';
@@ -13,9 +13,9 @@ import { TAGS, reportResponses, runClosed } from './shared';
  * Heartbeats are coalesced per process: at most one forwarded per (run, attempt) per window, a
  * fraction of the run's own lease (learned from its row when a heartbeat is forwarded).
  */
-export function createHeartbeatCoalescer(config: Config): HeartbeatCoalescer {
-  const fraction = config.runAdmission.heartbeatCoalesceFraction;
-  return new HeartbeatCoalescer(HeartbeatCoalescer.windowFor(config.runs.leaseTimeoutMs, fraction), undefined, fraction);
+export function createHeartbeatCoalescer(settings: RunsSettings): HeartbeatCoalescer {
+  const fraction = settings.admission.heartbeatCoalesceFraction;
+  return new HeartbeatCoalescer(HeartbeatCoalescer.windowFor(settings.defaults.leaseTimeoutMs, fraction), undefined, fraction);
 }
 
 /** Answers a coalesced heartbeat at once; forwards the others to the run's workflow. */
@@ -54,7 +54,7 @@ export async function postHeartbeat(
 }
 
 export function createPostHeartbeatRoute(deps: RunDeps, backlog: BacklogGate): Route {
-  const coalescer = createHeartbeatCoalescer(deps.config);
+  const coalescer = createHeartbeatCoalescer(deps.settings);
   return defineRoute({
     method: 'post',
     path: '/v1/automation-runs/{id}/heartbeat',

@@ -2,7 +2,6 @@
  * POST /v1/integrations/slack/{connectionId}/commands (and the `chatplatform` alias): a slash
  * command answered with an ephemeral connect-your-account link, without Temporal.
  */
-import { publicBaseUrl } from '../../app/config';
 import { errors } from '../../app/errors';
 import type { AppContext } from '../../app/http/context';
 import { defineRoute, type Reply, type Route } from '../../app/http/route';
@@ -18,10 +17,10 @@ export const COMMANDS_BODY_LIMIT = 100_000;
 
 const SlashCommandResponse = z.object({ response_type: z.literal('ephemeral'), text: z.string() }).openapi('SlackSlashCommandResponse');
 
-type CommandDeps = Pick<SlackRouteDeps, 'config' | 'db' | 'secretKey' | 'metrics' | 'now'>;
+type CommandDeps = Pick<SlackRouteDeps, 'settings' | 'platform' | 'db' | 'secretKey' | 'metrics' | 'now'>;
 
 export async function postCommand(deps: CommandDeps, ctx: AppContext, connectionId: string, rawBody: Buffer): Promise<Reply> {
-  const { config, db, secretKey, metrics, now } = deps;
+  const { settings, platform, db, secretKey, metrics, now } = deps;
   const connection = await verifiedConnection({ db, secretKey, metrics, now }, ctx, connectionId, rawBody);
   // Slack checks the request URL's certificate with a signed `ssl_check=1` that has no team or
   // user: answered 200 with an empty body before any other command check.
@@ -46,12 +45,12 @@ export async function postCommand(deps: CommandDeps, ctx: AppContext, connection
     teamId: connection.teamId,
     slackUserId: command.userId,
     now: now(),
-    ttlMs: config.slack.linkTokenTtlMs,
+    ttlMs: settings.linkTokenTtlMs,
   });
-  const url = connectLinkUrl(publicBaseUrl(config), token);
+  const url = connectLinkUrl(platform.publicBaseUrl, token);
   return {
     status: 200,
-    body: { response_type: 'ephemeral', text: connectAccountText(url, config.slack.linkTokenTtlMs) },
+    body: { response_type: 'ephemeral', text: connectAccountText(url, settings.linkTokenTtlMs) },
     outcome: { outcome: 'acknowledged', reason: 'connect_link' },
   };
 }

@@ -7,7 +7,6 @@
  * (200, not routed) → durable enqueue → 200. The handler calls neither Slack nor a runtime:
  * Slack wants an ack within 3 s, and only the enqueue stands before it.
  */
-import type { Config } from '../../app/config';
 import { errors } from '../../app/errors';
 import type { AppContext } from '../../app/http/context';
 import { defineRoute, type Reply, type Route } from '../../app/http/route';
@@ -20,6 +19,7 @@ import { slackEventWorkflowId, slackSearchAttributes, type SlackEventInput } fro
 import { classifyEvent, type EventClassification, type IneligibleReason } from '../eligibility';
 import { parseEnvelope } from '../envelope';
 import { slackQuotaChecks } from '../quota';
+import type { SlackSettings } from '../settings';
 import { verifiedConnection } from '../verify';
 import { ConnectionParams, ok, type SlackRouteDeps } from './shared';
 
@@ -27,7 +27,7 @@ export const EVENTS_BODY_LIMIT = 1_000_000;
 
 const Challenge = z.object({ challenge: z.string() }).openapi('SlackUrlVerificationChallenge');
 
-type EventsDeps = Pick<SlackRouteDeps, 'config' | 'db' | 'secretKey' | 'ingress' | 'metrics' | 'now' | 'quota'>;
+type EventsDeps = Pick<SlackRouteDeps, 'settings' | 'db' | 'secretKey' | 'ingress' | 'metrics' | 'now' | 'quota'>;
 
 /** A verified callback that carries an event, or the answer to a request that carries none. */
 type ReadEvent = { reply: Reply } | { connection: SlackConnection; event: Record<string, unknown>; eventId: string };
@@ -54,7 +54,7 @@ async function readEvent(deps: EventsDeps, ctx: AppContext, connectionId: string
 
 /** The slack-event workflow's input: the event's route and the settings it runs under. */
 export function slackEventInput(
-  config: Config,
+  settings: SlackSettings,
   connection: SlackConnection,
   eventId: string,
   receivedAt: number,
@@ -67,10 +67,10 @@ export function slackEventInput(
     eventId,
     receivedAt,
     settings: {
-      linkWaitMs: config.slack.linkWaitMs,
-      memberDailyInvocations: config.slack.memberDailyInvocations,
-      memberConcurrentRuns: config.slack.memberConcurrentRuns,
-      run: { ...config.runs },
+      linkWaitMs: settings.linkWaitMs,
+      memberDailyInvocations: settings.memberDailyInvocations,
+      memberConcurrentRuns: settings.memberConcurrentRuns,
+      run: { ...settings.runDefaults },
     },
     ...(classified.route === 'lifecycle' ? { lifecycle: { type: classified.type } } : { invocation: classified.invocation }),
   };
@@ -84,10 +84,10 @@ async function enqueueEvent(
   deps: EventsDeps,
   input: SlackEventInput,
 ): Promise<{ ok: true; outcome: StartOutcome } | { ok: false; reason: IneligibleReason }> {
-  const { config, ingress, now, quota } = deps;
+  const { settings, ingress, now, quota } = deps;
   let release: (() => Promise<void>) | undefined;
   if (input.invocation) {
-    const verdict = await quota.tryTake(slackQuotaChecks(config, input.teamId, input.invocation.user), now());
+    const verdict = await quota.tryTake(slackQuotaChecks(settings, input.teamId, input.invocation.user), now());
     if (!verdict.ok) return { ok: false, reason: verdict.key.startsWith('workspace:') ? 'workspace_quota' : 'user_quota' };
     release = verdict.release;
   }
@@ -111,7 +111,7 @@ async function enqueueEvent(
 }
 
 export async function postEvent(deps: EventsDeps, ctx: AppContext, connectionId: string, rawBody: Buffer): Promise<Reply> {
-  const { config, now } = deps;
+  const { settings, now } = deps;
   const log = ctx.state.log;
   const read = await readEvent(deps, ctx, connectionId, rawBody);
   if ('reply' in read) return read.reply;
@@ -124,7 +124,7 @@ export async function postEvent(deps: EventsDeps, ctx: AppContext, connectionId:
   const classified = classifyEvent(event, connection);
   if (classified.route === 'ignore') return notRouted(classified.reason);
 
-  const input = slackEventInput(config, connection, eventId, now(), classified);
+  const input = slackEventInput(settings, connection, eventId, now(), classified);
   const enqueued = await enqueueEvent(deps, input);
   if (!enqueued.ok) return notRouted(enqueued.reason);
   const outcome = enqueued.outcome;

@@ -1,28 +1,15 @@
-/** What more than one Slack route uses: the deps interface, the path parameters and the plain ack. */
-import type { Config } from '../../app/config';
-import type { IngressGateway } from '../../app/ingress';
-import type { Logger } from '../../app/log';
-import type { Metrics } from '../../app/metrics';
-import type { SecretKeys } from '../../app/secrets';
-import type { Db } from '../../app/store/db';
-import type { TemporalClientHandle } from '../../app/temporal/client';
+/** What more than one Slack route uses: the deps type, the path parameters and the plain ack. */
+import type { ApiDeps } from '../../app/feature';
 import { z } from '../../app/http/zod';
 import { CONNECTION_ID_PATTERN } from '../connections';
 import type { SlackQuota } from '../quota';
+import type { SlackSettings } from '../settings';
 
-/** What the Slack routes use, passed in by the composition root (src/app/compose.ts). */
-export interface SlackRouteDeps {
-  config: Config;
-  db: Db;
-  secretKey: SecretKeys;
-  temporal: TemporalClientHandle;
-  ingress: IngressGateway;
-  metrics: Metrics;
-  log: Logger;
-  now: () => number;
-  /** Shared by every replica (Postgres); built by the feature factory. */
+/** What the Slack routes use: the feature's deps from the composition root (src/main/compose.ts), and the quota. */
+export type SlackRouteDeps = ApiDeps<SlackSettings> & {
+  /** Shared by every replica (Postgres); built by the feature's descriptor. */
   quota: SlackQuota;
-}
+};
 
 export const ConnectionParams = z.object({
   connectionId: z

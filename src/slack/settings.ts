@@ -1,0 +1,30 @@
+/** The Slack feature's settings. A Slack invocation starts a run, so it carries the run defaults too. */
+import { z } from 'zod';
+import { defineSettings, duration, int } from '../app/settings';
+import { runDefaults } from '../runs';
+
+export const slackSettings = defineSettings(
+  {
+    ...runDefaults.shape,
+    SLACK_API_BASE_URL: z.string().url().default('https://slack.com/api'),
+    SLACK_WORKSPACE_QUOTA_PER_MINUTE: int(600, 1),
+    SLACK_USER_QUOTA_PER_MINUTE: int(10, 1),
+    SLACK_MEMBER_DAILY_INVOCATIONS: int(100, 1),
+    SLACK_MEMBER_CONCURRENT_RUNS: int(3, 1),
+    SLACK_LINK_WAIT: duration('15m'),
+    SLACK_LINK_TOKEN_TTL: duration('10m'),
+  },
+  (e) => ({
+    apiBaseUrl: e.SLACK_API_BASE_URL.replace(/\/+$/, ''),
+    workspaceQuotaPerMinute: e.SLACK_WORKSPACE_QUOTA_PER_MINUTE,
+    userQuotaPerMinute: e.SLACK_USER_QUOTA_PER_MINUTE,
+    memberDailyInvocations: e.SLACK_MEMBER_DAILY_INVOCATIONS,
+    memberConcurrentRuns: e.SLACK_MEMBER_CONCURRENT_RUNS,
+    linkWaitMs: e.SLACK_LINK_WAIT,
+    linkTokenTtlMs: e.SLACK_LINK_TOKEN_TTL,
+    /** What the runs this feature starts are started with. */
+    runDefaults: runDefaults.build(e),
+  }),
+);
+
+export type SlackSettings = ReturnType<typeof slackSettings.build>;
