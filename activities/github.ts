@@ -11,7 +11,7 @@ import type { WorkerDeps } from '../src/app/feature';
 type Of<E extends GithubDeliveryInput['event']> = Extract<GithubDeliveryInput, { event: E }>;
 
 /**
- * The table effects of a GitHub delivery (issue #6). Each is one idempotent transaction, so
+ * The table effects of a GitHub delivery. Each is one idempotent transaction, so
  * Temporal's retries (Postgres down, a worker crash mid-commit) never record anything twice.
  */
 export function createGithubActivities(deps: Pick<WorkerDeps<unknown>, 'db'>) {

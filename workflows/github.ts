@@ -14,7 +14,7 @@ import { LOCAL_POSTGRES_EFFECT, localFirst } from './local-first';
 const UNBOUNDED_RETRY = { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '1m' } as const;
 const activities = proxyActivities<GithubActivities>({ startToCloseTimeout: '30s', retry: UNBOUNDED_RETRY });
 // The effect is a few milliseconds of Postgres: locally first, which saves the history three
-// events and a round trip through the task queue (issue #15); after 10 s of failures, the same
+// events and a round trip through the task queue; after 10 s of failures, the same
 // effect as a regular activity, still retried without bound.
 const effect = localFirst<GithubActivities>(LOCAL_POSTGRES_EFFECT, { startToCloseTimeout: '30s', retry: UNBOUNDED_RETRY });
 

@@ -1,6 +1,6 @@
 /**
  * An activity tried as a local activity first, then, if it still fails once the local bound is
- * spent, as a regular activity (issues #15, #17).
+ * spent, as a regular activity.
  *
  * A local activity costs one marker in the history instead of three events, an extra workflow
  * task and a task-queue round trip. Its retries, though, keep the workflow task busy and grow the

@@ -1,5 +1,5 @@
 /**
- * MCP resolve's probe workflow (spec 4.2): one activity per candidate, all at once, each
+ * MCP resolve's probe workflow (docs/mcp.md): one activity per candidate, all at once, each
  * bounded. The route waits for the result, so the whole thing stays within ~10 s even when
  * every candidate hangs: start-to-close is MCP_PROBE_TIMEOUT (8 s), and schedule-to-close
  * leaves room for at most one quick retry after a connection reset.

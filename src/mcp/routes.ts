@@ -1,5 +1,5 @@
 /**
- * POST /v1/mcp-connections/resolve (spec 4.2). Thin: validate, plan (pure), run the probe
+ * POST /v1/mcp-connections/resolve (docs/mcp.md). Thin: validate, plan (pure), run the probe
  * workflow and wait for its answer. No database write, no registration, no credential: the
  * probes run in the worker behind the SSRF guard.
  */

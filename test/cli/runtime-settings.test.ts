@@ -1,9 +1,9 @@
 /** `den runtime`'s own settings: DEN_API_URL and DEN_API_KEY, and nothing of the service's config. */
-import { CliError } from '../../src/cli/context';
-import { loadRuntimeSettings, runtimeEnvSchema } from '../../src/cli/runtime/settings';
+import { ConfigError } from '../../src/app/settings';
+import { loadRuntimeSettings, runtimeSettings } from '../../src/cli/runtime/settings';
 
 it('reads exactly DEN_API_URL and DEN_API_KEY', () => {
-  expect(Object.keys(runtimeEnvSchema.shape).sort()).toEqual(['DEN_API_KEY', 'DEN_API_URL']);
+  expect(Object.keys(runtimeSettings.shape).sort()).toEqual(['DEN_API_KEY', 'DEN_API_URL']);
   expect(loadRuntimeSettings({ DEN_API_URL: 'https://den.example/', DEN_API_KEY: 'den_abc' })).toEqual({
     apiUrl: 'https://den.example/',
     apiKey: 'den_abc',
@@ -20,6 +20,6 @@ it("ignores the service's variables, even invalid ones", () => {
 });
 
 it('refuses a URL that is not one, naming the variable', () => {
-  expect(() => loadRuntimeSettings({ DEN_API_URL: 'not a url' })).toThrow(CliError);
+  expect(() => loadRuntimeSettings({ DEN_API_URL: 'not a url' })).toThrow(ConfigError);
   expect(() => loadRuntimeSettings({ DEN_API_URL: 'not a url' })).toThrow(/Invalid configuration:\n {2}- DEN_API_URL: /);
 });

@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { envSchema } from '../../src/main/config';
 import { clusterSettings } from '../../src/cluster/settings';
-import { runtimeEnvSchema } from '../../src/cli/runtime/settings';
+import { runtimeSettings } from '../../src/cli/runtime/settings';
 
 const root = path.resolve(__dirname, '../..');
 const read = (file: string) => fs.readFileSync(path.join(root, file), 'utf8');
@@ -115,7 +115,7 @@ describe('docs/', () => {
 describe('docs/configuration.md', () => {
   const configuration = docText('configuration.md');
   // The service's settings, and those the cluster launcher and `den runtime` (a client of the API) parse for themselves.
-  const runtimeVariables = Object.keys(runtimeEnvSchema.shape);
+  const runtimeVariables = Object.keys(runtimeSettings.shape);
   const variables = [...new Set([...Object.keys(envSchema.shape), ...Object.keys(clusterSettings.shape), ...runtimeVariables])];
   const documented = firstCodeCells(configuration).filter((cell) => /^[A-Z][A-Z0-9_]*$/.test(cell));
 

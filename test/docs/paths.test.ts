@@ -36,24 +36,6 @@ const CODE_EXT = /\.(?:ts|js|mjs|cjs)$/;
 const HASH_COMMENTED = /^(?:\.ci\/[^/]+|Dockerfile|docker-compose\.ya?ml|\.env\.example|deploy\/.+\.ya?ml)$/;
 
 /**
- * TEMPORARY: these files are being rewritten in parallel on other branches, which fix their own
- * comments; the coordinator removes this list after merging them. Nothing else belongs here.
- */
-const PENDING_PARALLEL_REWRITE: readonly string[] = [
-  'src/runs/state.ts',
-  'workflows/*.ts',
-  'src/slack/routes.ts',
-  'src/runs/routes.ts',
-  'src/github/routes.ts',
-  'src/mcp/routes.ts',
-  'src/identity/routes.ts',
-  'src/mcp/ssrf/guarded-fetch.ts',
-  'activities/*.ts',
-  'src/runs/runtime.ts',
-  'docs/architecture.md',
-];
-
-/**
  * Tokens that look like paths and are not repository files, each with its reason. Keep it tiny;
  * today it is empty.
  */
@@ -84,10 +66,6 @@ const repoFileSet = new Set(repoFiles);
 const ROOT_FILES = repoFiles.filter((file) => !file.includes('/'));
 const packageJson = JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8')) as Record<string, Record<string, string>>;
 const DEPENDENCIES = new Set([...Object.keys(packageJson.dependencies ?? {}), ...Object.keys(packageJson.devDependencies ?? {})]);
-
-function isPending(file: string): boolean {
-  return PENDING_PARALLEL_REWRITE.some((entry) => globToRegExp(entry).test(file));
-}
 
 /** `*` within a segment, `**` across segments, `<x>`, `{x}` and `…` for one segment's worth of text. */
 function globToRegExp(pattern: string): RegExp {
@@ -274,11 +252,9 @@ function markdownLinks(markdown: string): { line: number; target: string }[] {
 export function pathOffenders(): string[] {
   const offenders: string[] = [];
   for (const file of codeFiles()) {
-    if (isPending(file)) continue;
     for (const comment of commentsIn(file)) offenders.push(...offendersIn(file, comment.line, comment.text));
   }
   for (const file of docFiles()) {
-    if (isPending(file)) continue;
     const markdown = fs.readFileSync(path.join(root, file), 'utf8');
     // Link targets are checked from the doc's folder below, not as tokens.
     const withoutTargets = markdown.replace(/\]\(([^)\s]+)\)/g, (all) => ' '.repeat(all.length));
@@ -304,7 +280,6 @@ const ELSEWHERE: readonly { name: string; pattern: RegExp }[] = [
 export function elsewhereOffenders(): string[] {
   const offenders: string[] = [];
   for (const file of codeFiles()) {
-    if (isPending(file)) continue;
     for (const comment of commentsIn(file)) {
       comment.text.split('\n').forEach((lineText, i) => {
         for (const { name, pattern } of ELSEWHERE) {
@@ -318,14 +293,12 @@ export function elsewhereOffenders(): string[] {
 }
 
 export function docIssueOffenders(): string[] {
-  return docFiles()
-    .filter((file) => !isPending(file))
-    .flatMap((file) =>
-      fs
-        .readFileSync(path.join(root, file), 'utf8')
-        .split('\n')
-        .flatMap((lineText, i) => (/\bissues?\s+#\d+/i.test(lineText) ? [`${file}:${i + 1}: ${lineText.trim()}`] : [])),
-    );
+  return docFiles().flatMap((file) =>
+    fs
+      .readFileSync(path.join(root, file), 'utf8')
+      .split('\n')
+      .flatMap((lineText, i) => (/\bissues?\s+#\d+/i.test(lineText) ? [`${file}:${i + 1}: ${lineText.trim()}`] : [])),
+  );
 }
 
 describe('paths named in comments and docs', () => {
@@ -334,7 +307,7 @@ describe('paths named in comments and docs', () => {
     expect(codeFiles()).toContain('eslint.config.mjs');
     expect(docFiles()).toContain('README.md');
     const comments = commentsOf('test/docs/paths.test.ts');
-    expect(comments.some((comment) => comment.text.includes('TEMPORARY'))).toBe(true);
+    expect(comments.some((comment) => comment.text.includes('Tokens that look like paths'))).toBe(true);
   });
 
   it('tells a missing path from an existing one (sanity)', () => {
