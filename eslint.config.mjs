@@ -11,6 +11,8 @@ const PURE_MODULES = [
   'src/mcp/resolution',
   'src/mcp/types',
 ];
+/** The feature folders under src/. */
+const FEATURES = ['slack', 'github', 'runs', 'mcp', 'identity'];
 const APP_FLOOR = 'src/app/ is what every feature shares: it imports no feature, workflow, activity or src/main/ (docs/architecture.md).';
 const NODE_AND_IO = [
   'node:*',
@@ -91,6 +93,30 @@ export default tseslint.config(
   {
     files: ['src/app/*/*/*.ts'],
     rules: { 'no-restricted-imports': ['error', { patterns: [{ group: ['../../../*', '../../../**'], message: APP_FLOOR }] }] },
+  },
+  {
+    // A feature reaches another only through that feature's contract.ts or index.ts, and never
+    // imports the composition root (src/main/), which is what imports the features.
+    files: FEATURES.map((feature) => `src/${feature}/**/*.ts`),
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              group: FEATURES.flatMap((feature) =>
+                ['../', '../../'].flatMap((up) => [`${up}${feature}/*`, `!${up}${feature}/contract`, `!${up}${feature}/index`]),
+              ),
+              message: 'Another feature is reached only through its contract.ts or index.ts (docs/architecture.md).',
+            },
+            {
+              group: ['../main', '../main/*', '../../main', '../../main/*'],
+              message: 'Features never import the composition root (src/main/).',
+            },
+          ],
+        },
+      ],
+    },
   },
   {
     // Workflow code must be deterministic (docs/architecture.md): workflows import only their

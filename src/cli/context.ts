@@ -2,6 +2,7 @@
  * What every `den` command gets: the config and a database, started for the duration of the
  * command when the embedded Postgres isn't already running (and stopped afterwards).
  */
+import { InvalidArgumentError } from 'commander';
 import { loadPlatformConfig, type PlatformConfig } from '../app/config';
 import { embeddedPostgresOptions, startEmbeddedPostgres } from '../app/store/embedded-postgres';
 import { createLogger } from '../app/log';
@@ -21,6 +22,13 @@ export function print(value: unknown): void {
 }
 
 export class CliError extends Error {}
+
+/** A commander option parser for counts and ids that must be whole and positive. */
+export function positiveInt(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n <= 0) throw new InvalidArgumentError('must be a positive whole number');
+  return n;
+}
 
 export async function withCliContext<T>(fn: (ctx: CliContext) => Promise<T>): Promise<T> {
   const config = loadPlatformConfig();

@@ -1,7 +1,6 @@
 import { Command, InvalidArgumentError } from 'commander';
 import { REPOSITORY_FULL_NAME, createTarget, listTargets } from './targets';
-import { CliError, print, withCliContext } from '../cli/context';
-import { positiveInt } from '../identity/cli';
+import { CliError, positiveInt, print, withCliContext } from '../cli/context';
 
 function repository(value: string): string {
   if (!REPOSITORY_FULL_NAME.test(value)) throw new InvalidArgumentError('must be owner/name');

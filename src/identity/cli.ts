@@ -9,16 +9,8 @@ import {
   removeMember,
   revokeApiKey,
 } from './store';
-import type { Role } from '../app/http/auth';
-import { print, withCliContext } from '../cli/context';
-
-const ROLES: Role[] = ['owner', 'admin', 'member'];
-
-export function positiveInt(value: string): number {
-  const n = Number(value);
-  if (!Number.isInteger(n) || n <= 0) throw new InvalidArgumentError('must be a positive whole number');
-  return n;
-}
+import { ROLES, type Role } from '../app/http/auth';
+import { positiveInt, print, withCliContext } from '../cli/context';
 
 function role(value: string): Role {
   if (!ROLES.includes(value as Role)) throw new InvalidArgumentError(`must be one of ${ROLES.join(', ')}`);
