@@ -113,6 +113,8 @@ export default tseslint.config(
               group: ['../main', '../main/*', '../../main', '../../main/*'],
               message: 'Features never import the composition root (src/main/).',
             },
+            // Repeated from the block above, which this one replaces for feature files.
+            { group: ['**/cli/runtime', '**/cli/runtime/**'], message: 'Only the CLI (src/cli/) imports the reference runtime.' },
           ],
         },
       ],
