@@ -17,6 +17,7 @@ import type { Metrics } from '../metrics';
 import type { AppContext, AppState } from './context';
 import { readRawBody } from './body';
 import type { OpenAPIRegistry } from '@asteasolutions/zod-to-openapi';
+import { withCredentialLines } from './credential-lines';
 import { requireAuth, type Authenticator, type AuthMode, type Principal } from './auth';
 import { authResponses, InvalidRequestError, PlainText, Unavailable } from './schemas';
 
@@ -197,7 +198,9 @@ export function mountRoute(router: Router<AppState>, route: Route, deps: MountDe
   const handler = async (ctx: AppContext) => {
     ctx.state.routeTemplate = route.path;
     const serve = async (): Promise<Reply> => {
-      const principal = await requireAuth(ctx.headers, route.auth, deps.authenticate, { sessionOnly: route.sessionOnly });
+      const principal = await requireAuth(withCredentialLines(ctx.headers, ctx.req.rawHeaders), route.auth, deps.authenticate, {
+        sessionOnly: route.sessionOnly,
+      });
       ctx.state.principal = principal;
       return route.serve(ctx, principal);
     };
