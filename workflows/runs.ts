@@ -28,6 +28,7 @@ import {
 } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import { localFirst } from './local-first';
+import { forLog } from '../src/runs/log-text';
 import {
   PERSIST_REJECTED,
   RUN_CLAIMS_PATCH,
@@ -186,7 +187,7 @@ export async function automationRun(input: RunWorkflowInput): Promise<RunSummary
         transitionsCounter.add(1, { from: reportedStatus ?? 'none', to: state.status, cause: state.error ?? 'reported' });
         reportedStatus = state.status;
       }
-      log.info('run status', { runId: state.runId, status: state.status, attempt: state.attempt, error: state.error });
+      log.info('run status', { runId: state.runId, status: state.status, attempt: state.attempt, error: forLog(state.error) });
     }
     // The row does not need the last assistant text (it can be large and would be written on
     // every sync); the workflow result and the query carry it.
