@@ -21,6 +21,7 @@ import dns from 'node:dns';
 import net from 'node:net';
 import { Agent, Headers, Response, buildConnector, fetch as undiciFetch } from 'undici';
 import { decideAddress, isIpLiteral, type AddressPolicy } from './address-policy';
+import { addressRefusal } from './address-refusal';
 
 export type FailureCode =
   | 'invalid_url'
@@ -45,6 +46,8 @@ export interface FetchFailure {
   message: string;
   /** Refused by the guard itself (no connection was opened). */
   blocked: boolean;
+  /** For the server's log only, never an answer: e.g. the refused address of a name (address-refusal.ts). */
+  detail?: string;
 }
 
 export class GuardedFetchError extends Error {
@@ -261,7 +264,7 @@ export function createGuardedFetch(options: GuardedFetchOptions): GuardedFetch {
     for (const address of addresses) {
       const verdict = decideAddress(address, policy);
       if (!verdict.allowed) {
-        throw refuse('blocked_address', host === address ? `Blocked: ${verdict.reason}` : `Blocked: ${host} resolves to ${verdict.reason}`);
+        throw new GuardedFetchError(addressRefusal(host, address, verdict.reason));
       }
     }
     return addresses;
@@ -312,7 +315,7 @@ export function createGuardedFetch(options: GuardedFetchOptions): GuardedFetch {
           const verdict = remote ? decideAddress(remote, policyFor(origin)) : undefined;
           if (!verdict?.allowed) {
             socket.destroy();
-            callback(refuse('blocked_address', `Blocked after connect: ${verdict ? verdict.reason : 'no remote address'}`), null);
+            callback(new GuardedFetchError(addressRefusal(opts.hostname, remote, verdict?.reason ?? 'no remote address', true)), null);
             return;
           }
           callback(null, socket);
