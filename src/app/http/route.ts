@@ -16,6 +16,7 @@ import { AppError, errors } from '../errors';
 import type { Metrics } from '../metrics';
 import type { AppContext, AppState } from './context';
 import { readRawBody } from './body';
+import { refuseTooDeep } from './json-depth';
 import type { OpenAPIRegistry } from '@asteasolutions/zod-to-openapi';
 import { withCredentialLines } from './credential-lines';
 import { requireAuth, type Authenticator, type AuthMode, type Principal } from './auth';
@@ -234,8 +235,9 @@ async function recordOutcome(metrics: Metrics, route: string, serve: () => Promi
 export function parseJson(raw: Buffer): unknown {
   if (raw.length === 0) return undefined;
   try {
-    return JSON.parse(raw.toString('utf8'));
-  } catch {
+    return refuseTooDeep(JSON.parse(raw.toString('utf8')));
+  } catch (error) {
+    if (error instanceof AppError) throw error;
     throw errors.invalidRequest([{ message: 'Body is not valid JSON.', path: [] }]);
   }
 }
