@@ -2,11 +2,14 @@
  * Request bodies may nest objects and arrays at most MAX_JSON_DEPTH levels deep, the body itself
  * being level 1. Deeper values overflow the stack of recursive code further on (zod, the
  * Temporal payload converter, JSON.stringify), so the edge refuses them with the path of the
- * first value too deep. Pure and iterative: no input can overflow this check itself.
+ * first value too deep. The JSON routes check it in parseJson (src/app/http/route.ts); the
+ * signed raw-body routes in their own parsers (src/slack/envelope.ts, src/github/relevance.ts).
+ * Pure and iterative: no input can overflow this check itself.
  */
 import { errors } from '../errors';
 
 export const MAX_JSON_DEPTH = 64;
+export const TOO_DEEP_MESSAGE = `Nested deeper than ${MAX_JSON_DEPTH} levels (the body is level 1).`;
 
 interface Node {
   value: unknown;
@@ -42,6 +45,6 @@ function pathOf(node: Node): (string | number)[] {
 /** `value` itself, or a 400 invalid_request naming the first path nested deeper than MAX_JSON_DEPTH. */
 export function refuseTooDeep<T>(value: T): T {
   const path = pathDeeperThan(value);
-  if (path) throw errors.invalidRequest([{ message: `Nested deeper than ${MAX_JSON_DEPTH} levels (the body is level 1).`, path }]);
+  if (path) throw errors.invalidRequest([{ message: TOO_DEEP_MESSAGE, path }]);
   return value;
 }
