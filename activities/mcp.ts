@@ -5,6 +5,7 @@
  */
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import { discoverMcpServer } from '../src/mcp/discovery';
+import { logRefusalDetails } from '../src/mcp/ssrf/address-refusal';
 import type { HostResolver } from '../src/mcp/ssrf/guarded-fetch';
 import { MCP_CONNECTION_RESET, type McpProbeInput, type McpProbeResult } from '../src/mcp/contract';
 import type { WorkerDeps } from '../src/app/feature';
@@ -46,6 +47,7 @@ export function createMcpActivities(deps: Pick<WorkerDeps<McpSettings>, 'setting
           'McpProbeError',
         );
       }
+      logRefusalDetails(deps.log, input.url, outcome.records);
       deps.log.debug(
         {
           url: input.url,

@@ -30,6 +30,7 @@ import {
 import type { MetricCounter } from '@temporalio/common';
 import type { RunActivities } from '../activities/runs';
 import { localFirst } from './local-first';
+import { forLog } from '../src/runs/log-text';
 import {
   PERSIST_REJECTED,
   RUN_CLAIMS_PATCH,
@@ -318,7 +319,7 @@ function upsertStatus(run: Run): void {
     run.transitionsCounter.add(1, { from: run.reportedStatus ?? 'none', to: state.status, cause: state.error ?? 'reported' });
     run.reportedStatus = state.status;
   }
-  log.info('run status', { runId: state.runId, status: state.status, attempt: state.attempt, error: state.error });
+  log.info('run status', { runId: state.runId, status: state.status, attempt: state.attempt, error: forLog(state.error) });
 }
 
 /** After a cancel, out of its reach: close the run `cancelled` and persist everything left. */

@@ -9,6 +9,7 @@
  * 25 MB; Temporal payloads fail at 2 MB).
  */
 import type { GithubDeliveryInput, GithubRepositoryRef } from './contract';
+import { pathDeeperThan, TOO_DEEP_MESSAGE } from '../app/http/json-depth';
 
 /** The stable `reason`s of the not-accepted answer. Documented in docs/github.md. */
 export const IGNORED = {
@@ -191,5 +192,7 @@ export function parseWebhookBody(
     return { ok: false, message: 'Body is not valid JSON.', path: [] };
   }
   if (!isObject(value)) return { ok: false, message: 'Body must be a JSON object.', path: [] };
+  const tooDeep = pathDeeperThan(value);
+  if (tooDeep) return { ok: false, message: TOO_DEEP_MESSAGE, path: tooDeep.map(String) };
   return { ok: true, payload: value };
 }

@@ -3,6 +3,7 @@
  * the raw bytes after the signature has been verified. Pure: no Koa, no I/O.
  */
 import type { InvalidRequestDetail } from '../app/errors';
+import { pathDeeperThan, TOO_DEEP_MESSAGE } from '../app/http/json-depth';
 
 export type SlackEnvelope =
   | { kind: 'url_verification'; challenge: string }
@@ -30,6 +31,8 @@ export function parseEnvelope(raw: Buffer): EnvelopeResult {
     return { ok: false, details: [{ message: 'Body is not valid JSON.', path: [] }] };
   }
   if (!isObject(body)) return { ok: false, details: [{ message: 'Body must be a JSON object (an event envelope).', path: [] }] };
+  const tooDeep = pathDeeperThan(body);
+  if (tooDeep) return { ok: false, details: [{ message: TOO_DEEP_MESSAGE, path: tooDeep }] };
   if (typeof body.type !== 'string' || body.type.length === 0) {
     return { ok: false, details: [{ message: 'Envelope needs a string "type".', path: ['type'] }] };
   }

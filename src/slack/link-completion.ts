@@ -22,10 +22,13 @@ export interface LinkCompletionDeps {
   now: () => number;
 }
 
-/** Each refusal, with the status the account-links route answers it with. */
+/**
+ * Each refusal, with the status the account-links route answers it with. Another organization's
+ * connection is a 404 with the same body as a missing one, so connection ids cannot be probed.
+ */
 export const LINK_REFUSAL_STATUS = {
   no_connection: 404,
-  other_organization: 403,
+  other_organization: 404,
   invalid_link: 400,
   link_expired: 410,
   link_used: 409,

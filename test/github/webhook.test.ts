@@ -11,6 +11,7 @@ import { CODEHOST_PATH, deliver, deliveryResult, freshId, githubExample, type Pa
 import { createTestOrg } from '../harness/identity';
 import { startTestStack, type TestStack } from '../harness/stack';
 import { waitFor } from '../harness/wait';
+import { MAX_JSON_DEPTH } from '../../src/app/http/json-depth';
 
 const SECRET = `current-${randomUUID()}`;
 const PREVIOUS = `previous-${randomUUID()}`;
@@ -445,6 +446,16 @@ describe('signature and body', () => {
     const array = await deliver(stack, { event: 'push', raw: '[]', secret: SECRET });
     expect(array.status).toBe(400);
     expect(array.json.details[0].message).toBe('Body must be a JSON object.');
+  });
+
+  it(`a signed body nested deeper than ${MAX_JSON_DEPTH} levels → 400 with the path`, async () => {
+    const raw = `{"ref":"refs/heads/main","x":${'['.repeat(MAX_JSON_DEPTH)}${']'.repeat(MAX_JSON_DEPTH)}}`;
+    const res = await deliver(stack, { event: 'push', raw, secret: SECRET });
+    expect(res.status).toBe(400);
+    expect(res.json).toEqual({
+      error: 'invalid_request',
+      details: [{ message: expect.any(String), path: ['x', ...Array<string>(MAX_JSON_DEPTH - 1).fill('0')] }],
+    });
   });
 
   it('a 26 MB body → 413 with plain text', async () => {

@@ -97,18 +97,34 @@ describe('blocked IPv6 ranges, flag off', () => {
     ['100::1', 'forbidden'],
     ['2001:db8::1', 'forbidden'],
     ['2001:2::1', 'forbidden'],
+    // IPv4-translated ::ffff:0:0:0/96, whatever IPv4 address it carries.
+    ['::ffff:0:0:0', 'forbidden'],
+    ['::ffff:0:808:808', 'forbidden'],
+    ['::ffff:0:7f00:1', 'forbidden'],
+    ['0:0:0:0:ffff:0:ffff:ffff', 'forbidden'],
+    // Teredo 2001::/32, whatever server and client it names.
+    ['2001::', 'forbidden'],
+    ['2001::1', 'forbidden'],
+    ['2001:0:4136:e378:8000:63bf:3fff:fdd2', 'forbidden'],
+    ['2001:0:ffff:ffff:ffff:ffff:ffff:ffff', 'forbidden'],
   ])('%s is %s and refused', (address, klass) => {
     expect(classifyAddress(address).class).toBe(klass);
     expect(decideAddress(address, closed).allowed).toBe(false);
   });
 
-  it.each(['2606:4700:4700::1111', '2001:4860:4860::8888', '64:ff9b::808:808', '2002:808:808::1', '::ffff:8.8.8.8', '2001:3::1'])(
-    'public %s is allowed',
-    (address) => {
-      expect(classifyAddress(address).class).toBe('public');
-      expect(decideAddress(address, closed).allowed).toBe(true);
-    },
-  );
+  it.each([
+    '2606:4700:4700::1111',
+    '2001:4860:4860::8888',
+    '64:ff9b::808:808',
+    '2002:808:808::1',
+    '::ffff:8.8.8.8',
+    '2001:3::1',
+    '2001:1:ffff::1', // just past Teredo's 2001::/32
+    '0:0:0:1:ffff:0:808:808', // just outside IPv4-translated ::ffff:0:0:0/96
+  ])('public %s is allowed', (address) => {
+    expect(classifyAddress(address).class).toBe('public');
+    expect(decideAddress(address, closed).allowed).toBe(true);
+  });
 });
 
 describe('IP literals in every notation', () => {
@@ -156,6 +172,8 @@ describe('the two settings', () => {
     '169.254.1.1', // link-local
     'fe80::1', // link-local
     'fd00:ec2::254', // AWS IPv6 metadata
+    '::ffff:0:808:808', // IPv4-translated
+    '2001:0:4136:e378:8000:63bf:3fff:fdd2', // Teredo
     '100.100.100.200', // Alibaba metadata
     '::ffff:169.254.169.254',
     '64:ff9b::a9fe:a9fe',
@@ -176,5 +194,11 @@ describe('the two settings', () => {
     const mapped = decideAddress('::ffff:127.0.0.1', closed);
     if (!mapped.allowed) expect(mapped.reason).toMatch(/IPv4-mapped.*127\.0\.0\.0\/8 \(loopback\)/);
     expect(mapped.allowed).toBe(false);
+    const teredo = decideAddress('2001::1', open);
+    expect(teredo.allowed).toBe(false);
+    if (!teredo.allowed) expect(teredo.reason).toMatch(/2001::\/32 \(Teredo\).*never allowed/);
+    const translated = decideAddress('::ffff:0:7f00:1', open);
+    expect(translated.allowed).toBe(false);
+    if (!translated.allowed) expect(translated.reason).toMatch(/::ffff:0:0:0\/96 \(IPv4-translated\).*never allowed/);
   });
 });

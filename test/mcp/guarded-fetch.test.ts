@@ -84,9 +84,11 @@ describe('refusals open no connection (flag off, counting server not allowlisted
     }
     await g.close();
     expect(counting.connections()).toBe(0);
-    // The record keeps why, even though the caller only sees a thrown error.
+    // The record keeps why in its detail (for the log), even though the caller only sees a thrown error.
     expect(g.records.every((r) => r.failure?.blocked)).toBe(true);
-    expect(g.records.find((r) => r.url.startsWith('https://2130706433'))?.failure?.message).toMatch(/127\.0\.0\.0\/8 \(loopback\)/);
+    const decimal = g.records.find((r) => r.url.startsWith('https://2130706433'))?.failure;
+    expect(decimal?.message).toBe('Blocked: the address of 127.0.0.1 is not allowed');
+    expect(decimal?.detail).toMatch(/127\.0\.0\.0\/8 \(loopback\)/);
   });
 
   it('a name that resolves to loopback is refused; so is a name with one blocked address among others', async () => {
@@ -94,11 +96,14 @@ describe('refusals open no connection (flag off, counting server not allowlisted
     const g = guard({ resolve: resolver, privateAllowlist: [`https://multi.test:${counting.port}`] });
     const internal = await failureOf(g.fetch(`https://internal.test:${counting.port}/`));
     expect(internal).toMatchObject({ code: 'blocked_address', blocked: true });
-    expect(internal.message).toContain('internal.test resolves to 127.0.0.1');
+    // The message names only the host asked for; the address it resolved to is in the detail.
+    expect(internal.message).toBe('Blocked: the address of internal.test is not allowed');
+    expect(internal.detail).toContain('internal.test resolves to 127.0.0.1');
     // Allowlisted origin, but one of its addresses is link-local/metadata: the whole name is refused.
     const multi = await failureOf(g.fetch(`https://multi.test:${counting.port}/`));
     expect(multi).toMatchObject({ code: 'blocked_address', blocked: true });
-    expect(multi.message).toContain('169.254.169.254');
+    expect(multi.message).not.toContain('169.254.169.254');
+    expect(multi.detail).toContain('169.254.169.254');
     await g.close();
     expect(resolver.asked).toEqual(['internal.test', 'multi.test']);
     expect(counting.connections()).toBe(0);

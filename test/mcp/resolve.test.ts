@@ -9,6 +9,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { MCP_PRESETS } from '../../src/mcp/presets';
 import { createTestOrg, type TestMember } from '../harness/identity';
 import { closedPort } from '../harness/ports';
+import { waitFor } from '../harness/wait';
 import {
   installLoopbackTripwire,
   isWrite,
@@ -37,7 +38,8 @@ let utility: Awaited<ReturnType<typeof startUtilityServer>>;
 let resetting: Awaited<ReturnType<typeof startResettingServer>>;
 let counting: Awaited<ReturnType<typeof startCountingServer>>;
 let closed: number;
-const resolver = testResolver();
+// vm.internal is an internal name: it resolves to loopback, which the guard refuses.
+const resolver = testResolver({ 'vm.internal': ['127.0.0.1'] });
 let admin: TestMember;
 let member: TestMember;
 let ownerSession: string;
@@ -331,8 +333,23 @@ describe('the SSRF battery over the network (flag off, counting server not allow
     expect(res.json.reason).toContain('uses plain http; only https is allowed');
     const tls = await resolve(`https://2130706433:${counting.port}/mcp`);
     expect(tls.json.attempted).toEqual([`https://127.0.0.1:${counting.port}/mcp`]);
-    expect(tls.json.reason).toContain('127.0.0.1 is in 127.0.0.0/8 (loopback)');
+    expect(tls.json.reason).toContain('Blocked: the address of 127.0.0.1 is not allowed');
     expect(counting.connections()).toBe(0);
+  });
+
+  // The answer says only that an internal name's address is not allowed; which address it is goes to the server's log.
+  it('a name that resolves to a private address: refused without naming the address', async () => {
+    const query = `https://vm.internal:${counting.port}/mcp`;
+    const res = await resolve(query);
+    expect(res.json.resolution).toBe('not_found');
+    expect(res.json.attempted).toEqual([query]);
+    expect(res.json.reason).toContain(`${query}: unreachable: Blocked: the address of vm.internal is not allowed`);
+    const text = res.text.replaceAll(query, '');
+    expect(text).not.toMatch(/\b\d{1,3}(\.\d{1,3}){3}\b/);
+    expect(text).not.toMatch(/::1|127\.|loopback|\/8\b/);
+    expect(counting.connections()).toBe(0);
+    const logged = await waitFor(() => stack.logs.find((line) => line.msg === 'mcp probe refused' && line.request === query));
+    expect(logged.detail).toContain('vm.internal resolves to 127.0.0.1 is in 127.0.0.0/8 (loopback)');
   });
 
   it('a redirect from an allowlisted server to the counting server is refused', async () => {

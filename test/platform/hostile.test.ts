@@ -32,6 +32,34 @@ describe('credentials are all or nothing', () => {
     expect(badKeyValidBearer).toMatchObject({ status: 401, json: { error: 'unauthorized' } });
   });
 
+  // More than one line of the same credential header is malformed, even where Node keeps only the first.
+  it('two Authorization lines, valid then invalid, are 401 (and so are the reverse and two valid ones)', async () => {
+    const { token } = await org.session(org.owner.memberId);
+    const alone = await send('GET', '/v1/me', [['Authorization', `Bearer ${token}`]]);
+    expect(alone.status).toBe(200);
+    for (const pair of [
+      [`Bearer ${token}`, 'Bearer not-a-session'],
+      ['Bearer not-a-session', `Bearer ${token}`],
+      [`Bearer ${token}`, `Bearer ${token}`],
+    ]) {
+      const res = await send('GET', '/v1/me', [
+        ['Authorization', pair[0]!],
+        ['authorization', pair[1]!],
+      ]);
+      expect(res.status).toBe(401);
+      expect(JSON.parse(res.body.toString('utf8'))).toEqual({ error: 'unauthorized' });
+    }
+  });
+
+  it('two x-api-key lines are 401, even when both carry the valid key', async () => {
+    const res = await send('GET', '/v1/me', [
+      ['x-api-key', org.owner.apiKey],
+      ['X-Api-Key', org.owner.apiKey],
+    ]);
+    expect(res.status).toBe(401);
+    expect(JSON.parse(res.body.toString('utf8'))).toEqual({ error: 'unauthorized' });
+  });
+
   it('when both are valid, the API key is the principal', async () => {
     const { token } = await org.session(org.owner.memberId);
     const both = await stack.request('GET', '/v1/me', { headers: { ...org.owner.headers, authorization: `Bearer ${token}` } });

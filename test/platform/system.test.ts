@@ -44,6 +44,54 @@ describe('system routes on a real server', () => {
     expect((await stack.request('GET', '/docs/assets/..%2Fpackage.json')).status).toBe(404);
   });
 
+  it('every response says nosniff, errors included', async () => {
+    for (const [method, path] of [
+      ['GET', '/health'],
+      ['GET', '/openapi.json'],
+      ['GET', '/no-such-route'],
+      ['GET', '/v1/me'],
+      ['DELETE', '/health'],
+    ] as const) {
+      const res = await stack.request(method, path);
+      expect([res.status, res.headers.get('x-content-type-options')]).toEqual([res.status, 'nosniff']);
+    }
+    expect((await stack.request('GET', '/no-such-route')).status).toBe(404);
+  });
+
+  it('/docs may not be framed, and its CSP allows exactly what the page loads', async () => {
+    for (const path of ['/docs', '/docs/assets/init.js', '/docs/assets/nope.js']) {
+      const res = await stack.request('GET', path);
+      expect(res.headers.get('x-frame-options')).toBe('DENY');
+      expect(res.headers.get('x-content-type-options')).toBe('nosniff');
+      const csp = res.headers.get('content-security-policy') ?? '';
+      expect(csp).toContain("frame-ancestors 'none'");
+      expect(csp).toContain("default-src 'none'");
+      expect(csp).toContain("script-src 'self'");
+      expect(csp).not.toMatch(/script-src[^;]*'unsafe-(inline|eval)'/);
+    }
+    const page = await stack.request('GET', '/docs');
+    const csp = page.headers.get('content-security-policy')!;
+    // The page's scripts are all same-origin files (no inline script); its stylesheet too.
+    const scripts = [...page.text.matchAll(/<script([^>]*)>([\s\S]*?)<\/script>/g)];
+    expect(scripts.length).toBeGreaterThan(0);
+    for (const [, attributes, inline] of scripts) {
+      expect(attributes).toMatch(/src="\/docs\/assets\/[\w.-]+"/);
+      expect(inline!.trim()).toBe('');
+      const src = /src="([^"]+)"/.exec(attributes!)![1]!;
+      expect((await stack.request('GET', src)).status).toBe(200);
+    }
+    for (const [, href] of page.text.matchAll(/<link[^>]*href="([^"]+)"/g)) {
+      expect(href).toMatch(/^\/docs\/assets\//);
+      expect((await stack.request('GET', href!)).status).toBe(200);
+    }
+    // swagger-ui fetches the document from this origin and its stylesheet embeds data: images.
+    expect(csp).toContain("connect-src 'self'");
+    expect(csp).toMatch(/img-src 'self' data:/);
+    expect(csp).toMatch(/style-src 'self'/);
+    // Other pages are JSON: no CSP or frame options needed there.
+    expect((await stack.request('GET', '/health')).headers.get('x-frame-options')).toBeNull();
+  });
+
   it('GET /metrics is Prometheus text with the request histogram', async () => {
     await stack.request('GET', '/health');
     const res = await stack.request('GET', '/metrics');

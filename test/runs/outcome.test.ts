@@ -8,6 +8,7 @@
 import { WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import { runSearchAttributes, runSummaryOfFailure, runSummaryQuery, runWorkflowId, type RunSummary } from '../../src/runs/contract';
+import { LOGGED_TEXT_MAX_LENGTH } from '../../src/runs/log-text';
 import { endedByOwnLogic, reconcileRun } from '../../src/runs/reconcile';
 import { createTestOrg } from '../harness/identity';
 import { event, newRunId, runsClient, startQueuedRun } from '../harness/runs';
@@ -119,6 +120,22 @@ describe('a run whose outcome is a failure ends its workflow Failed', () => {
     });
     // The same completion again (a runtime retrying after a lost response) is not refused.
     expect((await runs.postEvent(id, terminal)).status).toBe(200);
+  });
+
+  it('a long terminal error is logged cut to LOGGED_TEXT_MAX_LENGTH characters and an ellipsis, and stored whole', async () => {
+    const id = newRunId();
+    const error = `boom-${id}-${'x'.repeat(1000)}-tail`;
+    expect((await runs.postEvent(id, event(1, 1, 'terminal', { status: 'failed', error }))).status).toBe(200);
+    await expectFailedWith(id, 'RunFailed', { status: 'failed', error, eventCount: 1 });
+    expect((await runs.get(id)).json).toMatchObject({ id, status: 'failed', error });
+    const status = await waitFor(() =>
+      stack.logs.find((line) => line.msg === 'run status' && line.runId === id && line.status === 'failed'),
+    );
+    expect(status.error).toBe(`${error.slice(0, LOGGED_TEXT_MAX_LENGTH)}…`);
+    // No line of the log carries more of it than that.
+    const everything = stack.logs.map((line) => JSON.stringify(line)).join('\n');
+    expect(everything).toContain(error.slice(0, LOGGED_TEXT_MAX_LENGTH));
+    expect(everything).not.toContain(error.slice(0, LOGGED_TEXT_MAX_LENGTH + 1));
   });
 
   it('timed out: FAILED (RunTimedOut); never claimed: FAILED (RunSkipped)', async () => {

@@ -3,6 +3,7 @@
  * InvalidRequestError whose details name exactly the offending paths; each valid edge is a 200
  * that reached the run.
  */
+import { MAX_JSON_DEPTH } from '../../src/app/http/json-depth';
 import { createTestOrg } from '../harness/identity';
 import { event, newRunId, runResult, runsClient } from '../harness/runs';
 import { startTestStack, type TestStack } from '../harness/stack';
@@ -217,5 +218,69 @@ describe('automation-run input validation', () => {
     expect(doc.paths['/v1/automation-runs/{id}/heartbeat'].post).toBeDefined();
     expect(doc.paths['/v1/automation-runs'].get).toBeDefined();
     expect(doc.components.schemas.AutomationRunEventInput).toBeDefined();
+  });
+});
+
+/** An object nested `levels` deep, itself included: nest(1) is {}, nest(2) is {a: {}}. */
+const nest = (levels: number): Record<string, unknown> => {
+  let value: Record<string, unknown> = {};
+  for (let i = 1; i < levels; i++) value = { a: value };
+  return value;
+};
+
+// A request body nests at most MAX_JSON_DEPTH levels (the body is level 1); deeper is a 400 with the path, never a 503.
+describe('nesting depth at the edge', () => {
+  let stack: TestStack;
+  let headers: Record<string, string>;
+  let runs: ReturnType<typeof runsClient>;
+
+  beforeAll(async () => {
+    stack = await startTestStack({ worker: true });
+    headers = (await createTestOrg(stack.services.database.db)).owner.headers;
+    runs = runsClient(stack, headers);
+  });
+  afterAll(() => stack.stop());
+
+  const body = (payloadLevels: number) => ({ attempt: 1, sequence: 1, type: 'user', payload: nest(payloadLevels), createdAt: 0 });
+
+  it(`a body ${MAX_JSON_DEPTH} levels deep is accepted`, async () => {
+    const id = newRunId();
+    const res = await runs.postEvent(id, body(MAX_JSON_DEPTH - 1));
+    expect(res.status).toBe(200);
+    expect((await runs.get(id)).json).toMatchObject({ id, eventCount: 1 });
+  });
+
+  it(`a body ${MAX_JSON_DEPTH + 1} levels deep is a 400 naming the path of the first value too deep`, async () => {
+    const id = newRunId();
+    const res = await runs.postEvent(id, body(MAX_JSON_DEPTH));
+    expect(res.status).toBe(400);
+    expect(res.json).toEqual({
+      error: 'invalid_request',
+      details: [{ message: expect.any(String), path: ['payload', ...Array<string>(MAX_JSON_DEPTH - 1).fill('a')] }],
+    });
+    expect((await runs.get(id)).status).toBe(404);
+  });
+
+  it('6,000 levels, under the size limit, is a 400 too: no Retry-After, no Temporal error counted', async () => {
+    // Written by hand: JSON.stringify itself overflows the test's stack at this depth.
+    const raw = `{"attempt":1,"sequence":1,"type":"user","createdAt":0,"payload":${'{"a":'.repeat(5999)}{}${'}'.repeat(5999)}}`;
+    const res = await stack.request('POST', `/v1/automation-runs/${newRunId()}/events`, {
+      headers: { ...headers, 'content-type': 'application/json' },
+      raw,
+    });
+    expect(res.status).toBe(400);
+    expect(res.headers.get('retry-after')).toBeNull();
+    expect(res.json.error).toBe('invalid_request');
+    expect(res.json.details[0].path).toHaveLength(MAX_JSON_DEPTH);
+    const metrics = await stack.request('GET', '/metrics');
+    expect(metrics.text).not.toMatch(/^den_temporal_client_errors_total\{[^}]*\} [1-9]/m);
+  });
+
+  it('arrays count as levels too', async () => {
+    let value: unknown = [];
+    for (let i = 1; i < MAX_JSON_DEPTH; i++) value = [value];
+    const res = await runs.postEvent(newRunId(), { attempt: 1, sequence: 1, type: 'user', payload: { list: value }, createdAt: 0 });
+    expect(res.status).toBe(400);
+    expect(res.json.details[0].path).toEqual(['payload', 'list', ...Array<number>(MAX_JSON_DEPTH - 2).fill(0)]);
   });
 });

@@ -105,11 +105,18 @@ describe('completing a connect link', () => {
     expect(results.filter((r) => r.status === 409).map((r) => r.json)).toEqual([{ error: 'link_used' }, { error: 'link_used' }]);
   });
 
-  it('403 for a connection of another organization', async () => {
+  // Another organization's connection answers exactly as one that does not exist, so ids cannot be probed.
+  it('404 for a connection of another organization, with the same body as for a missing one', async () => {
     const otherOrg = await createTestOrg(stack.services.database.db);
-    const res = await redeem(otherOrg.owner, await tokenFor(newSlackUserId()));
-    expect(res.status).toBe(403);
-    expect(res.json).toMatchObject({ error: 'forbidden', reason: 'other_organization' });
+    const token = await tokenFor(newSlackUserId());
+    const other = await redeem(otherOrg.owner, token);
+    const missing = await redeem(otherOrg.owner, token, 'emc_01h2xcejqtf2nbrexx3vqjhp41');
+    expect(other.status).toBe(404);
+    expect(missing.status).toBe(404);
+    expect(other.text).toBe(missing.text);
+    expect(other.json).toEqual({ error: 'not_found', message: expect.any(String) });
+    // Nothing was spent: the token still links a member of the connection's own organization.
+    expect((await redeem(await org.addMember('member'), token)).status).toBe(201);
   });
 
   it('409 {error:"already_linked"} when the Slack user is linked to a different member; the token stays unspent', async () => {

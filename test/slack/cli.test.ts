@@ -258,7 +258,7 @@ describe('den slack links complete (deployments without a dashboard)', () => {
     const fresh = await linkToken(org);
     const wrongMember = await den('slack', 'links', 'complete', '--token', fresh.token, '--member', stranger.owner.memberId);
     expect(wrongMember.code).toBe(1);
-    expect(wrongMember.stderr).toContain('other_organization (the API would answer 403)');
+    expect(wrongMember.stderr).toContain('other_organization (the API would answer 404)');
   });
 
   it('refuses an expired link token', async () => {

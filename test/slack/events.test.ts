@@ -21,6 +21,7 @@ import {
 } from '../harness/slack';
 import { startTestStack, type TestStack } from '../harness/stack';
 import { waitFor } from '../harness/wait';
+import { MAX_JSON_DEPTH } from '../../src/app/http/json-depth';
 
 let stack: TestStack;
 let slack: FakeSlack;
@@ -142,6 +143,16 @@ describe.each(['slack', 'chatplatform'] as const)('POST /v1/integrations/%s/{con
     const res = await post(undefined, { raw: 'this is { not json' });
     expect(res.status).toBe(400);
     expect(res.json).toEqual({ error: 'invalid_request', details: [{ message: 'Body is not valid JSON.', path: [] }] });
+  });
+
+  it(`400 with the path for a signed envelope nested deeper than ${MAX_JSON_DEPTH} levels`, async () => {
+    const deep = `{"type":"event_callback","event":${'{"a":'.repeat(MAX_JSON_DEPTH - 1)}{}${'}'.repeat(MAX_JSON_DEPTH - 1)}}`;
+    const res = await post(undefined, { raw: deep });
+    expect(res.status).toBe(400);
+    expect(res.json).toEqual({
+      error: 'invalid_request',
+      details: [{ message: expect.any(String), path: ['event', ...Array<string>(MAX_JSON_DEPTH - 1).fill('a')] }],
+    });
   });
 
   it('400 for signed JSON that is not an envelope', async () => {

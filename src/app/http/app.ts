@@ -1,5 +1,5 @@
 /**
- * The Koa front door. Middleware order: request id → logging → error
+ * The Koa front door. Middleware order: security headers → request id → logging → error
  * mapper → per-route body limits (inside each route, see route.ts) → routes. It mounts the
  * routes it is given; it knows no feature (src/main/compose.ts chooses them).
  */
@@ -14,6 +14,7 @@ import type { RemovedRoute } from './deprecated';
 import { errorMapper } from './middleware/errors';
 import { requestLogging } from './middleware/logging';
 import { requestId } from './middleware/request-id';
+import { securityHeaders } from './middleware/security-headers';
 import { mountRoute, type Route } from './route';
 
 export interface AppDeps {
@@ -37,6 +38,7 @@ export function createApp(deps: AppDeps): Koa<AppState> {
     });
   }
 
+  app.use((ctx, next) => securityHeaders(ctx as AppContext, next));
   app.use((ctx, next) => requestId(ctx as AppContext, next));
   app.use((ctx, next) => requestLogging(ctx as AppContext, next, deps));
   app.use((ctx, next) => errorMapper(ctx as AppContext, next));

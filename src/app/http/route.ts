@@ -16,7 +16,9 @@ import { AppError, errors } from '../errors';
 import type { Metrics } from '../metrics';
 import type { AppContext, AppState } from './context';
 import { readRawBody } from './body';
+import { refuseTooDeep } from './json-depth';
 import type { OpenAPIRegistry } from '@asteasolutions/zod-to-openapi';
+import { withCredentialLines } from './credential-lines';
 import { requireAuth, type Authenticator, type AuthMode, type Principal } from './auth';
 import { authResponses, InvalidRequestError, PlainText, Unavailable } from './schemas';
 
@@ -197,7 +199,9 @@ export function mountRoute(router: Router<AppState>, route: Route, deps: MountDe
   const handler = async (ctx: AppContext) => {
     ctx.state.routeTemplate = route.path;
     const serve = async (): Promise<Reply> => {
-      const principal = await requireAuth(ctx.headers, route.auth, deps.authenticate, { sessionOnly: route.sessionOnly });
+      const principal = await requireAuth(withCredentialLines(ctx.headers, ctx.req.rawHeaders), route.auth, deps.authenticate, {
+        sessionOnly: route.sessionOnly,
+      });
       ctx.state.principal = principal;
       return route.serve(ctx, principal);
     };
@@ -231,8 +235,9 @@ async function recordOutcome(metrics: Metrics, route: string, serve: () => Promi
 export function parseJson(raw: Buffer): unknown {
   if (raw.length === 0) return undefined;
   try {
-    return JSON.parse(raw.toString('utf8'));
-  } catch {
+    return refuseTooDeep(JSON.parse(raw.toString('utf8')));
+  } catch (error) {
+    if (error instanceof AppError) throw error;
     throw errors.invalidRequest([{ message: 'Body is not valid JSON.', path: [] }]);
   }
 }

@@ -4,6 +4,7 @@ import {
   WorkflowExecutionAlreadyStartedError,
   WorkflowNotFoundError,
   WorkflowUpdateFailedError,
+  ValueError,
 } from '@temporalio/client';
 import { status as grpcStatus } from '@grpc/grpc-js';
 import { AppError, errors } from '../errors';
@@ -68,9 +69,22 @@ function isDefiniteAnswer(error: unknown): boolean {
 }
 
 /**
+ * The data converter could not serialise the call (ValueError, PayloadConverterError) or code on
+ * the way overflowed its stack (RangeError): a bug in what we send, never a sign of an outage.
+ */
+export function isConversionFailure(error: unknown): boolean {
+  let at: unknown = error;
+  for (let hops = 0; at instanceof Error && hops < 5; hops++, at = at.cause) {
+    if (at instanceof ValueError || at instanceof RangeError) return true;
+  }
+  return false;
+}
+
+/**
  * Runs one Temporal call under a deadline. A definite answer (already started, not found…)
- * is rethrown for the caller to interpret; anything else means Temporal could not durably take
- * the request in time, which is a 503 so that the sender retries. Never an ack.
+ * is rethrown for the caller to interpret, and so is a conversion failure (a bug: 500); anything
+ * else means Temporal could not durably take the request in time, which is a 503 so that the
+ * sender retries. Never an ack.
  */
 export async function temporalCall<T>(
   temporal: TemporalClientHandle,
@@ -95,7 +109,8 @@ export async function temporalCall<T>(
   try {
     return await Promise.race([call, hardTimeout]);
   } catch (error) {
-    if (isDefiniteAnswer(error)) throw error;
+    // Rethrown as they are: the error mapper answers a conversion failure 500 and logs it as a bug.
+    if (isDefiniteAnswer(error) || isConversionFailure(error)) throw error;
     metrics?.temporalErrors.inc({ operation, kind: (error as Error)?.name ?? 'unknown' });
     throw errors.unavailable('temporal', error);
   } finally {

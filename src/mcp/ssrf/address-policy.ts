@@ -9,6 +9,8 @@
  *   forbidden  — every other special-purpose range (unspecified, link-local and cloud metadata,
  *                multicast, documentation, benchmarking, reserved…), under both settings.
  * Embedded IPv4 (mapped, compatible, NAT64, 6to4) is judged by the IPv4 address inside.
+ * IPv4-translated (::ffff:0:0:0/96) and Teredo (2001::/32) tunnel to addresses the guard cannot
+ * see, so both are forbidden outright.
  * Zone ids ("fe80::1%eth0") and anything unparsable fail closed.
  */
 import ipaddr from 'ipaddr.js';
@@ -77,6 +79,12 @@ const NAT64_WELL_KNOWN = ipaddr.IPv6.parseCIDR('64:ff9b::/96');
 const NAT64_LOCAL = ipaddr.IPv6.parseCIDR('64:ff9b:1::/48');
 const SIX_TO_FOUR = ipaddr.IPv6.parseCIDR('2002::/16');
 
+/** Tunnelling classes refused outright, by ipaddr.js's range name (IPv6 SpecialRanges). */
+const TUNNELS: Record<string, string> = {
+  rfc6145: '::ffff:0:0:0/96 (IPv4-translated)',
+  teredo: '2001::/32 (Teredo)',
+};
+
 const SEVERITY: Record<AddressClass, number> = { public: 0, private: 1, loopback: 2, forbidden: 3 };
 
 function classifyV4(address: ipaddr.IPv4): { class: AddressClass; range: string } {
@@ -119,6 +127,8 @@ function classifyV6(address: ipaddr.IPv6): { class: AddressClass; range: string 
   for (const r of parsedV6) {
     if (r.cidr.startsWith('::') && address.match(r.net)) return { class: r.class, range: `${r.cidr} (${r.label})` };
   }
+  const tunnel = TUNNELS[address.range()];
+  if (tunnel) return { class: 'forbidden', range: tunnel };
   if (address.match(MAPPED)) return embedded('IPv4-mapped ::ffff:0:0/96', classifyV4(v4FromBytes(bytes.slice(12))));
   if (address.match(COMPATIBLE)) return embedded('IPv4-compatible ::/96', classifyV4(v4FromBytes(bytes.slice(12))));
   if (address.match(NAT64_WELL_KNOWN)) return embedded('NAT64 64:ff9b::/96', classifyV4(v4FromBytes(bytes.slice(12))));

@@ -21,6 +21,7 @@ import dns from 'node:dns';
 import net from 'node:net';
 import { Agent, Headers, Response, buildConnector, fetch as undiciFetch } from 'undici';
 import { decideAddress, isIpLiteral, type AddressPolicy } from './address-policy';
+import { addressRefusal } from './address-refusal';
 
 export type FailureCode =
   | 'invalid_url'
@@ -45,6 +46,8 @@ export interface FetchFailure {
   message: string;
   /** Refused by the guard itself (no connection was opened). */
   blocked: boolean;
+  /** For the server's log only, never an answer: e.g. the refused address of a name (address-refusal.ts). */
+  detail?: string;
 }
 
 export class GuardedFetchError extends Error {
@@ -277,7 +280,7 @@ function judgeAddresses(host: string, addresses: string[], policy: AddressPolicy
   for (const address of addresses) {
     const verdict = decideAddress(address, policy);
     if (!verdict.allowed) {
-      throw refuse('blocked_address', host === address ? `Blocked: ${verdict.reason}` : `Blocked: ${host} resolves to ${verdict.reason}`);
+      throw new GuardedFetchError(addressRefusal(host, address, verdict.reason));
     }
   }
 }
@@ -337,7 +340,7 @@ function connectOrigin(opts: buildConnector.Options): string | undefined {
 function checkConnectedSocket(
   error: Error | null,
   socket: net.Socket | null,
-  policy: AddressPolicy,
+  connection: { hostname: string; policy: AddressPolicy },
   callback: buildConnector.Callback,
 ): void {
   if (error || !socket) {
@@ -345,10 +348,10 @@ function checkConnectedSocket(
     return;
   }
   const remote = socket.remoteAddress;
-  const verdict = remote ? decideAddress(remote, policy) : undefined;
+  const verdict = remote ? decideAddress(remote, connection.policy) : undefined;
   if (!verdict?.allowed) {
     socket.destroy();
-    callback(refuse('blocked_address', `Blocked after connect: ${verdict ? verdict.reason : 'no remote address'}`), null);
+    callback(new GuardedFetchError(addressRefusal(connection.hostname, remote, verdict?.reason ?? 'no remote address', true)), null);
     return;
   }
   callback(null, socket);
@@ -368,7 +371,7 @@ function createGuardedConnector(state: GuardState): buildConnector.connector {
         const address = addresses[0]!;
         // Connect to the judged address; TLS still verifies the name (servername comes from `host`).
         baseConnect({ ...opts, hostname: address }, (error, socket) =>
-          checkConnectedSocket(error, socket, policyFor(state, origin), callback),
+          checkConnectedSocket(error, socket, { hostname: opts.hostname, policy: policyFor(state, origin) }, callback),
         );
       },
       (error: unknown) => callback(error instanceof Error ? error : fail('network_error', String(error)), null),

@@ -18,9 +18,7 @@ type AccountLinkDeps = Pick<SlackRouteDeps, 'platform' | 'db' | 'secretKey' | 't
 
 /** The route's answer to each refusal; the codes' statuses are defined with completeLink. */
 export function linkRefusal(error: LinkRefusal): AppError {
-  if (error === 'no_connection') return errors.notFound('No such Slack connection.');
-  if (error === 'other_organization')
-    return errors.forbidden('other_organization', 'This Slack connection belongs to another organization.');
+  if (LINK_REFUSAL_STATUS[error] === 404) return errors.notFound('No such Slack connection.');
   return new AppError(error, LINK_REFUSAL_STATUS[error], { error });
 }
 
@@ -60,8 +58,7 @@ export function createAccountLinksRoute(deps: AccountLinkDeps): Route {
         schema: LinkError,
       },
       401: { description: 'Not authenticated.', schema: LinkError },
-      403: { description: 'The connection belongs to another organization.', schema: LinkError },
-      404: { description: 'No such connection.', schema: LinkError },
+      404: { description: "No such connection in the caller's organization (another organization's answers the same).", schema: LinkError },
       409: {
         description: '`link_used` (token already redeemed) or `already_linked` (the Slack user is linked to another member).',
         schema: LinkError,
