@@ -2,10 +2,10 @@ import type { Next } from 'koa';
 import type { AppContext } from '../context';
 
 /**
- * What the API reference page at /docs may load: its own scripts (swagger-ui-bundle.js and
- * init.js, no inline script), its own stylesheet plus the inline styles swagger-ui's rendering
- * sets, the data: images its stylesheet embeds, and requests back to this origin (openapi.json
- * and "Try it out"). Nothing may frame it.
+ * What the API reference page at /docs may load: its own scripts (Swagger UI's bundle and its
+ * init script, no inline script), its own stylesheet plus the inline styles Swagger UI's rendering
+ * sets, the data: images its stylesheet embeds, and requests back to this origin (the OpenAPI
+ * document and "Try it out"). Nothing may frame it.
  */
 export const DOCS_CONTENT_SECURITY_POLICY = [
   "default-src 'none'",
