@@ -4,7 +4,7 @@
  */
 import type { InvalidRequestDetail } from '../app/errors';
 
-export type SlackEnvelope =
+type SlackEnvelope =
   | { kind: 'url_verification'; challenge: string }
   | {
       kind: 'callback';
@@ -53,7 +53,7 @@ export function parseEnvelope(raw: Buffer): EnvelopeResult {
 }
 
 /** Slash commands are form-encoded; these are the fields we need. */
-export interface SlashCommand {
+interface SlashCommand {
   teamId: string;
   apiAppId: string | undefined;
   userId: string;

@@ -20,10 +20,10 @@ import type { OpenAPIRegistry } from '@asteasolutions/zod-to-openapi';
 import { requireAuth, type Authenticator, type AuthMode, type Principal } from './auth';
 import { authResponses, InvalidRequestError, PlainText, Unavailable } from './schemas';
 
-export type Method = 'get' | 'post' | 'put' | 'patch' | 'delete';
+type Method = 'get' | 'post' | 'put' | 'patch' | 'delete';
 
 /** The outcome labels of `den_ingress_outcomes_total`; the durable ones come from the ingress gateway. */
-export type IngressOutcome = 'enqueued' | 'duplicate' | 'closed' | 'ineligible' | 'acknowledged' | 'rejected' | 'not_enqueued';
+type IngressOutcome = 'enqueued' | 'duplicate' | 'closed' | 'ineligible' | 'acknowledged' | 'rejected' | 'not_enqueued';
 
 export interface Reply {
   status: number;
@@ -33,7 +33,7 @@ export interface Reply {
   outcome?: { outcome: IngressOutcome; reason: string };
 }
 
-export interface ResponseSpec {
+interface ResponseSpec {
   description: string;
   schema?: ZodType;
   /** Defaults to application/json. */
@@ -228,7 +228,7 @@ async function recordOutcome(metrics: Metrics, route: string, serve: () => Promi
 }
 
 /** JSON.parse with a 400 instead of a SyntaxError. Empty bodies parse as `undefined`. */
-export function parseJson(raw: Buffer): unknown {
+function parseJson(raw: Buffer): unknown {
   if (raw.length === 0) return undefined;
   try {
     return JSON.parse(raw.toString('utf8'));
