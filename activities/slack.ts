@@ -19,7 +19,7 @@ type SlackActivityDeps = WorkerDeps<SlackSettings>;
 /** A thread longer than this many pages of 200 is not searched further (the reply is recent). */
 const REPLY_SCAN_PAGES = 5;
 
-export interface SlackPostResult {
+interface SlackPostResult {
   posted: boolean;
   /** Why nothing was posted: the connection has no bot token, or is disabled. */
   skipped?: 'no_bot_token' | 'connection_disabled' | 'no_connection';

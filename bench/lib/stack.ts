@@ -24,7 +24,7 @@ import { waitFor } from '../../test/harness/wait';
 const root = path.resolve(__dirname, '../..');
 const log = createLogger({ level: 'warn', name: 'bench' });
 
-export class ServiceProcess {
+class ServiceProcess {
   child: ChildProcess | undefined;
   output = '';
   constructor(

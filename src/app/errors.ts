@@ -34,7 +34,7 @@ export class AppError extends Error {
 /** What a 503 (retry later) names: a service that is down, or a secret key that cannot open a stored secret. */
 export type Dependency = 'temporal' | 'postgres' | 'secret_key';
 
-export function zodDetails(error: ZodError, prefix: (string | number)[] = []): InvalidRequestDetail[] {
+function zodDetails(error: ZodError, prefix: (string | number)[] = []): InvalidRequestDetail[] {
   return error.issues.map((issue) => ({
     message: issue.message,
     path: [...prefix, ...issue.path.map((p) => (typeof p === 'symbol' ? String(p) : p))],

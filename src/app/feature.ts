@@ -52,7 +52,7 @@ export interface WorkerDeps<S> {
 }
 
 /** A periodic job the worker role runs, e.g. closing rows whose workflow ended outside its logic. */
-export interface Sweep<S> {
+interface Sweep<S> {
   name: string;
   intervalMs: number;
   run(deps: WorkerDeps<S>, now: Date): Promise<void>;

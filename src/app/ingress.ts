@@ -35,14 +35,14 @@ import { temporalCall, type TemporalClientHandle } from './temporal/client';
 
 /** `not_enqueued`: only from the benchmark gateway, which acks without Temporal. */
 export type StartOutcome = 'enqueued' | 'duplicate' | 'not_enqueued';
-export type SignalOutcome = 'enqueued' | 'closed' | 'not_enqueued';
+type SignalOutcome = 'enqueued' | 'closed' | 'not_enqueued';
 /** The server's failure type for an Update the worker never saw (see updateWithStart). */
 const UNPROCESSED_UPDATE = 'UnprocessedUpdate';
 
-export type UpdateOutcome<R> =
+type UpdateOutcome<R> =
   { outcome: 'enqueued'; result: R } | { outcome: 'refused'; refusal: ApplicationFailure } | { outcome: 'closed' | 'not_enqueued' };
 
-export interface StartOptions {
+interface StartOptions {
   /** Known at start, so no upsert command is needed in the workflow (the Web UI filters on them). */
   searchAttributes?: WorkflowStartOptions['typedSearchAttributes'];
 }

@@ -6,7 +6,7 @@ export type { Logger };
  * Paths that may carry credentials. Headers are logged for requests, and bodies are never
  * logged whole, but anything that reaches a log line under these keys is censored.
  */
-export const REDACT_PATHS = [
+const REDACT_PATHS = [
   'req.headers.authorization',
   'req.headers["x-api-key"]',
   'req.headers["x-slack-signature"]',

@@ -9,9 +9,9 @@ import type { Logger } from '../app/log';
 import { findOrInstall } from '../app/temporal/go-binaries';
 
 export const TEMPORAL_SERVER_VERSION = '1.29.1';
-export const TEMPORAL_SERVER_MODULE = `go.temporal.io/server/cmd/server@v${TEMPORAL_SERVER_VERSION}`;
-export const TEMPORAL_SQL_TOOL_MODULE = `go.temporal.io/server/cmd/tools/sql@v${TEMPORAL_SERVER_VERSION}`;
-export const TEMPORAL_UI_SERVER_MODULE = 'github.com/temporalio/ui-server/v2/cmd/server@v2.42.1';
+const TEMPORAL_SERVER_MODULE = `go.temporal.io/server/cmd/server@v${TEMPORAL_SERVER_VERSION}`;
+const TEMPORAL_SQL_TOOL_MODULE = `go.temporal.io/server/cmd/tools/sql@v${TEMPORAL_SERVER_VERSION}`;
+const TEMPORAL_UI_SERVER_MODULE = 'github.com/temporalio/ui-server/v2/cmd/server@v2.42.1';
 
 export interface ClusterBinaries {
   server: string;

@@ -43,11 +43,11 @@ export interface RunningCluster {
   stop(): Promise<void>;
 }
 
-export function clusterDir(config: ClusterConfig): string {
+function clusterDir(config: ClusterConfig): string {
   return path.join(config.dataDir, 'cluster');
 }
 
-export function clusterStateFile(config: ClusterConfig): string {
+function clusterStateFile(config: ClusterConfig): string {
   return path.join(clusterDir(config), 'cluster.json');
 }
 

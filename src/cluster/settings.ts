@@ -31,7 +31,7 @@ export const clusterSettings = defineSettings(
   }),
 );
 
-export type ClusterSettings = ReturnType<typeof clusterSettings.build>;
+type ClusterSettings = ReturnType<typeof clusterSettings.build>;
 
 /** What the launcher reads: the platform's settings (ports, data directory, Postgres) and its own. */
 export type ClusterConfig = PlatformConfig & { cluster: ClusterSettings };

@@ -50,7 +50,7 @@ export type GithubDeliveryInput = { deliveryId: string; receivedAt: number } & (
     }
 );
 
-export type GithubEventName = GithubDeliveryInput['event'];
+type GithubEventName = GithubDeliveryInput['event'];
 
 export interface GithubSyncEventRecord {
   id: string;

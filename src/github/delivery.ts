@@ -6,7 +6,7 @@ import type { SearchAttributePair } from '@temporalio/common';
 import { githubSearchAttributes, type GithubDeliveryInput, type GithubDeliverySummary } from './contract';
 
 /** The repository an operator would search a delivery by, when it names exactly one. */
-export function deliveryRepository(input: GithubDeliveryInput): string | undefined {
+function deliveryRepository(input: GithubDeliveryInput): string | undefined {
   if (input.event === 'push' || input.event === 'repository') return input.repository.fullName;
   if (input.event === 'installation_repositories' && input.repositories.length === 1) return input.repositories[0]!.fullName;
   return undefined;

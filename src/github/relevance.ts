@@ -27,7 +27,7 @@ export const IGNORED = {
   missingRepositories: 'missing repositories',
 } as const;
 
-export type IgnoredReason = (typeof IGNORED)[keyof typeof IGNORED];
+type IgnoredReason = (typeof IGNORED)[keyof typeof IGNORED];
 
 export type DeliveryHeaders = { ok: true; event: string; deliveryId: string } | { ok: false; reason: IgnoredReason };
 

@@ -14,7 +14,7 @@ export const SIGNATURE_HEADER = 'x-hub-signature-256';
 /** GitHub always sends lowercase hex; anything else is not a signature GitHub made. */
 const SIGNATURE_SHAPE = /^sha256=([0-9a-f]{64})$/;
 
-export type SignatureFailure = 'missing' | 'malformed' | 'mismatch';
+type SignatureFailure = 'missing' | 'malformed' | 'mismatch';
 
 export type VerifyResult = { ok: true; secret: 'current' | 'previous' } | { ok: false; reason: SignatureFailure };
 

@@ -10,7 +10,6 @@ import type { Database } from '../app/store/schema';
 import type { GithubSyncKind, GithubSyncStatus, GithubTargetStatus } from './tables';
 import type { GithubDeliveryInput, GithubRepositoryRef, GithubSyncEventRecord, GithubTargetChange } from './contract';
 
-export const TARGET_STATUSES: GithubTargetStatus[] = ['active', 'disabled', 'disconnected'];
 export const SYNC_STATUSES: GithubSyncStatus[] = ['queued', 'running', 'completed', 'skipped', 'failed'];
 
 /** `owner/name`, as GitHub allows them. */
@@ -20,7 +19,7 @@ const newTargetId = () => typeid('ght').toString();
 const newSyncEventId = () => typeid('gse').toString();
 
 /** `main` → `refs/heads/main`; a full ref is kept as it is. */
-export function normalizeRef(ref: string): string {
+function normalizeRef(ref: string): string {
   const trimmed = ref.trim();
   return trimmed.startsWith('refs/') ? trimmed : `refs/heads/${trimmed}`;
 }

@@ -6,7 +6,7 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { typeid } from 'typeid-js';
 
-export const API_KEY_PREFIX = 'den_';
+const API_KEY_PREFIX = 'den_';
 /** `den_` + base64url(32 random bytes) = 47 characters. */
 const API_KEY_SHAPE = /^den_[A-Za-z0-9_-]{43,}$/;
 const SESSION_TOKEN_SHAPE = /^[A-Za-z0-9_-]{43,}$/;

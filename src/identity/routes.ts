@@ -6,7 +6,7 @@ import type { Db } from '../app/store/db';
 import { authResponses } from '../app/http/schemas';
 import { listMembers, switchActiveOrganization } from './store';
 
-export const PrincipalBody = z
+const PrincipalBody = z
   .object({
     userId: z.string(),
     organizationId: z.string(),

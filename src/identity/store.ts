@@ -229,7 +229,7 @@ export async function listOrganizationMembers(db: Db, input: { organizationId: s
   return query.orderBy('m.created_at').orderBy('m.id').execute();
 }
 
-export type ApiKeyStatus = 'active' | 'revoked' | 'expired' | 'member_removed';
+type ApiKeyStatus = 'active' | 'revoked' | 'expired' | 'member_removed';
 
 /**
  * API keys for `den api-keys list`, revoked and expired ones included, each with whether it still

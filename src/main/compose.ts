@@ -211,7 +211,7 @@ function workerDeps(infra: Infrastructure, feature: Feature): WorkerDeps<unknown
 }
 
 /** Every feature's activities, keyed by the name workflows proxy them by. */
-export function workerActivities(infra: Infrastructure, options: FeatureOptions = {}): Record<string, ActivityFunction> {
+function workerActivities(infra: Infrastructure, options: FeatureOptions = {}): Record<string, ActivityFunction> {
   const activities: Record<string, ActivityFunction> = {};
   for (const feature of features(options)) {
     for (const [name, activity] of Object.entries(feature.activities?.(workerDeps(infra, feature)) ?? {})) {

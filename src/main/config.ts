@@ -13,7 +13,7 @@ type Features = ReturnType<typeof features>[number];
 type SettingsOf<F> = F extends { settings?: SettingsSlice<infer S> } ? S : never;
 
 /** Each feature's settings under its name (features without settings have none). */
-export type FeatureSettings = { [F in Features as unknown extends SettingsOf<F> ? never : F['name']]: SettingsOf<F> };
+type FeatureSettings = { [F in Features as unknown extends SettingsOf<F> ? never : F['name']]: SettingsOf<F> };
 
 export type Config = PlatformConfig & FeatureSettings;
 

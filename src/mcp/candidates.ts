@@ -6,7 +6,7 @@ import { classifyQuery, type QueryClass } from './classify';
 import { findPresetByHost, findPresetByName, withPreregisteredClient, type PreregisteredClients } from './presets';
 import type { McpCandidate, McpPreset } from './types';
 
-export const MAX_CANDIDATES = 5;
+const MAX_CANDIDATES = 5;
 
 const IPV4_HOST = /^\d{1,3}(?:\.\d{1,3}){3}$/;
 const isIpHost = (hostname: string) => IPV4_HOST.test(hostname) || hostname.startsWith('[');

@@ -40,28 +40,28 @@ export interface ProbeFacts {
   warnings: McpWarning[];
 }
 
-export const authenticationRequired = (f: Pick<ProbeFacts, 'lastStatus' | 'initializeSucceeded'>) =>
+const authenticationRequired = (f: Pick<ProbeFacts, 'lastStatus' | 'initializeSucceeded'>) =>
   !f.initializeSucceeded && (f.lastStatus === 401 || f.lastStatus === 403);
 
-export function decideInitialize(f: ProbeFacts): InitializeOutcome {
+function decideInitialize(f: ProbeFacts): InitializeOutcome {
   if (f.initializeSucceeded) return 'succeeded';
   if (authenticationRequired(f)) return 'authentication_required';
   return 'failed';
 }
 
-export function decideKind(f: ProbeFacts): AuthenticationKind {
+function decideKind(f: ProbeFacts): AuthenticationKind {
   if (f.initializeSucceeded) return 'none';
   if (f.resourceMetadata || f.authorizationServers.length > 0) return 'oauth';
   if (authenticationRequired(f)) return 'manual_bearer';
   return 'unknown';
 }
 
-export function decideRefreshSupport(servers: McpAuthorizationServer[]): RefreshSupport {
+function decideRefreshSupport(servers: McpAuthorizationServer[]): RefreshSupport {
   if (servers.some((s) => s.grantTypesSupported.includes('refresh_token'))) return 'supported';
   return servers.length > 0 ? 'not_advertised' : 'unknown';
 }
 
-export function decideRegistrationMethods(servers: McpAuthorizationServer[]): {
+function decideRegistrationMethods(servers: McpAuthorizationServer[]): {
   available: RegistrationMethod[];
   recommended: RegistrationMethod;
 } {
@@ -75,7 +75,7 @@ export function decideRegistrationMethods(servers: McpAuthorizationServer[]): {
   return { available, recommended };
 }
 
-export function decideScopes(f: ProbeFacts, refresh: RefreshSupport): { required: string[]; recommended: string[] } {
+function decideScopes(f: ProbeFacts, refresh: RefreshSupport): { required: string[]; recommended: string[] } {
   const required = [...f.challengeScopes];
   const recommended = required.length > 0 ? [...required] : [...(f.resourceMetadata?.scopesSupported ?? [])];
   if (
@@ -88,7 +88,7 @@ export function decideScopes(f: ProbeFacts, refresh: RefreshSupport): { required
   return { required, recommended };
 }
 
-export function decideManualRequirements(f: ProbeFacts): McpManualRequirement[] {
+function decideManualRequirements(f: ProbeFacts): McpManualRequirement[] {
   const requirements: McpManualRequirement[] = [
     {
       code: 'provider_access',
@@ -127,13 +127,13 @@ export function decideManualRequirements(f: ProbeFacts): McpManualRequirement[] 
   return requirements;
 }
 
-export function decideToolVisibility(f: ProbeFacts): ToolVisibility {
+function decideToolVisibility(f: ProbeFacts): ToolVisibility {
   if (f.initializeSucceeded && f.tools !== undefined) return 'available_without_auth';
   if (authenticationRequired(f)) return 'requires_auth';
   return 'unavailable';
 }
 
-export function decideStatus(f: ProbeFacts, kind: AuthenticationKind, requirements: McpManualRequirement[]): DiscoveryStatus {
+function decideStatus(f: ProbeFacts, kind: AuthenticationKind, requirements: McpManualRequirement[]): DiscoveryStatus {
   if (f.initializeSucceeded) return 'ready';
   if (!f.httpResponded) return 'unreachable';
   if (kind === 'oauth' && !requirements.some((r) => r.required)) return 'ready';

@@ -32,9 +32,9 @@ import {
 } from './ssrf/guarded-fetch';
 import type { McpAuthorizationServer, McpDiscovery, McpToolItem, McpWarning } from './types';
 
-export const MAX_TOOL_PAGES = 5;
-export const MAX_TOOLS = 100;
-export const MAX_AUTHORIZATION_SERVERS = 5;
+const MAX_TOOL_PAGES = 5;
+const MAX_TOOLS = 100;
+const MAX_AUTHORIZATION_SERVERS = 5;
 
 export interface DiscoveryOptions extends GuardSettings {
   url: string;

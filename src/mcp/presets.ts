@@ -144,7 +144,7 @@ export function findPresetByHost(host: string): McpPreset | undefined {
 }
 
 /** Server URLs compare without a trailing slash, so `https://x/mcp/` and `https://x/mcp` match. */
-export function sameServerUrl(a: string, b: string): boolean {
+function sameServerUrl(a: string, b: string): boolean {
   const norm = (value: string) => {
     try {
       return new URL(value).href.replace(/\/+$/, '');

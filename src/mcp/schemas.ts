@@ -15,7 +15,7 @@ import {
   TOOL_VISIBILITIES,
 } from './types';
 
-export const QUERY_MAX_LENGTH = 200;
+const QUERY_MAX_LENGTH = 200;
 
 export const ResolveRequest = z
   .object({
@@ -25,7 +25,7 @@ export const ResolveRequest = z
 
 const AuthType = z.enum(AUTH_TYPES);
 
-export const PresetSchema = z
+const PresetSchema = z
   .object({
     presetId: z.string(),
     displayName: z.string(),
@@ -52,7 +52,7 @@ const AuthorizationServer = z.object({
   tokenEndpointAuthMethodsSupported: z.array(z.string()),
 });
 
-export const DiscoverySchema = z
+const DiscoverySchema = z
   .object({
     status: z.enum(DISCOVERY_STATUSES),
     server: z.object({ url: z.string(), initialize: z.enum(INITIALIZE_OUTCOMES), protocolVersion: z.string().optional() }),

@@ -5,7 +5,7 @@
  */
 
 export const AUTH_TYPES = ['oauth', 'apikey', 'none'] as const;
-export type AuthType = (typeof AUTH_TYPES)[number];
+type AuthType = (typeof AUTH_TYPES)[number];
 
 /**
  * A preset: a curated MCP server a query matches by id, name or host; then only its URL is probed.
@@ -25,7 +25,7 @@ export interface McpPreset {
 }
 
 export const RESOLUTIONS = ['preset', 'discovered', 'not_found'] as const;
-export type Resolution = (typeof RESOLUTIONS)[number];
+type Resolution = (typeof RESOLUTIONS)[number];
 
 export const DISCOVERY_STATUSES = ['ready', 'manual_action_required', 'unreachable', 'unsupported'] as const;
 export type DiscoveryStatus = (typeof DISCOVERY_STATUSES)[number];
@@ -51,7 +51,7 @@ export const MANUAL_REQUIREMENT_CODES = [
   'authorization_server_selection',
   'oauth_client_registration',
 ] as const;
-export type ManualRequirementCode = (typeof MANUAL_REQUIREMENT_CODES)[number];
+type ManualRequirementCode = (typeof MANUAL_REQUIREMENT_CODES)[number];
 
 export interface McpAuthorizationServer {
   issuer: string;
@@ -105,7 +105,7 @@ export interface McpDiscovery {
   warnings: McpWarning[];
 }
 
-export interface McpMatch {
+interface McpMatch {
   url: string;
   suggestedName: string;
   discovery: McpDiscovery;

@@ -14,11 +14,11 @@ import type { RunDeps } from './deps';
 import type { RunRow } from './store';
 
 /** A row this old (or none) is worth asking the workflow about. */
-export const BACKLOG_CHECK_AFTER_MS = 5_000;
+const BACKLOG_CHECK_AFTER_MS = 5_000;
 /** A verdict is reused this long per run and process, so an outage does not turn into a query storm. */
 const VERDICT_TTL_MS = 1_000;
 /** Unpersisted payload bytes past which a run takes no more events (its history must stay small). */
-export const UNPERSISTED_MAX_BYTES = 1024 * 1024;
+const UNPERSISTED_MAX_BYTES = 1024 * 1024;
 
 export class BacklogGate {
   private readonly verdicts = new Map<string, { at: number; backlogged: boolean }>();

@@ -18,7 +18,7 @@ import { holdClaimCandidate, releaseClaimHold } from './store';
  * a start. A claim that lands after this gave up is held by nobody: its lease runs out and the
  * run can be claimed again.
  */
-export const CLAIM_TIMEOUT_MS = 10_000;
+const CLAIM_TIMEOUT_MS = 10_000;
 /** How long a claim-next poller keeps other pollers off the candidate it is trying. */
 const CANDIDATE_HOLD_MS = CLAIM_TIMEOUT_MS + 1_000;
 /** How often a long-poll looks for newly queued runs. */
@@ -49,7 +49,7 @@ export async function claimRun(deps: RunDeps, organizationId: string, runId: str
 }
 
 /** The run's status in a validator's refusal (workflows/runs.ts `refuse`). */
-export function refusalStatus(refusal: ApplicationFailure): string {
+function refusalStatus(refusal: ApplicationFailure): string {
   const detail = refusal.details?.[0] as { status?: unknown } | undefined;
   return typeof detail?.status === 'string' ? detail.status : '';
 }

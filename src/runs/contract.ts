@@ -19,12 +19,11 @@ export type RunEventType = (typeof RUN_EVENT_TYPES)[number];
 
 export const RUN_STATUSES = ['queued', 'running', 'awaiting_retry', 'succeeded', 'failed', 'cancelled', 'timed_out', 'skipped'] as const;
 export type RunStatus = (typeof RUN_STATUSES)[number];
-export const CLOSED_RUN_STATUSES: readonly RunStatus[] = ['succeeded', 'failed', 'cancelled', 'timed_out', 'skipped'];
+const CLOSED_RUN_STATUSES: readonly RunStatus[] = ['succeeded', 'failed', 'cancelled', 'timed_out', 'skipped'];
 export const isClosedRunStatus = (status: string): boolean => (CLOSED_RUN_STATUSES as readonly string[]).includes(status);
 
 /** `payload.status` values a `terminal` event may carry (default `succeeded`). */
 export const TERMINAL_EVENT_STATUSES = ['succeeded', 'failed', 'cancelled'] as const;
-export type TerminalEventStatus = (typeof TERMINAL_EVENT_STATUSES)[number];
 
 /** The organization is part of the id so two organizations can use the same run id. */
 export function runWorkflowId(organizationId: string, runId: string): string {
@@ -59,7 +58,7 @@ export interface RunSettings {
 }
 
 /** Where a run came from, when something other than its runtime created it (a Slack invocation). */
-export interface RunOrigin {
+interface RunOrigin {
   kind: 'slack';
   connectionId: string;
   teamId: string;

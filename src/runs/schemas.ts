@@ -9,8 +9,8 @@ import { RUN_EVENT_TYPES, RUN_STATUSES, TERMINAL_EVENT_STATUSES, type RunEventTy
 export const EVENT_BODY_LIMIT_BYTES = 256 * 1024;
 export const HEARTBEAT_BODY_LIMIT_BYTES = 4 * 1024;
 export const TERMINAL_ERROR_MAX_LENGTH = 4096;
-export const EVENTS_PAGE_MAX = 500;
-export const RUNS_PAGE_MAX = 500;
+const EVENTS_PAGE_MAX = 500;
+const RUNS_PAGE_MAX = 500;
 
 /**
  * z.int() is the safe-integer range, so 2^53 and above fail ("numbers above 2^53−1 are invalid").
@@ -35,7 +35,7 @@ export const RunIdParams = z.object({
     .openapi({ description: 'The run id, 1 to 160 characters, chosen by the runtime.', pattern: '^[^\\u0000-\\u001f\\u007f]+$' }),
 });
 
-export const RunEventTypeSchema = z.enum(RUN_EVENT_TYPES).openapi('AutomationRunEventType');
+const RunEventTypeSchema = z.enum(RUN_EVENT_TYPES).openapi('AutomationRunEventType');
 
 const RunEventFields = z.object({
   attempt: safeInt(1),
@@ -236,7 +236,7 @@ export const RunConflictBody = z
   })
   .openapi('AutomationRunConflict');
 
-export const RunEventRecord = z
+const RunEventRecord = z
   .object({
     attempt: z.number().int(),
     sequence: z.number().int(),

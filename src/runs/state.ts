@@ -37,7 +37,7 @@ export const BUFFER_MAX_BYTES = 512 * 1024;
 export const USAGE_MAX_KEYS = 64;
 const USAGE_KEY_MAX_LENGTH = 100;
 
-export interface BufferedEvent {
+interface BufferedEvent {
   event: RunEventReport;
   bytes: number;
 }
@@ -140,7 +140,7 @@ function isRunState(value: unknown): value is RunState {
 
 /** Unpersisted events continue-as-new may carry (what arrives during about one activity round trip). */
 export const CARRY_MAX_EVENTS = 200;
-export const CARRY_MAX_BYTES = 256 * 1024;
+const CARRY_MAX_BYTES = 256 * 1024;
 
 /** Whether the unpersisted remainder is small enough to travel in the continue-as-new input. */
 export function canCarry(state: RunState): boolean {
@@ -231,7 +231,7 @@ export function claimVerdict(state: RunState): ClaimVerdict {
  * and never reaches the history. `duplicate` is a refusal too: the event is already applied or
  * buffered, so the API answers it 200 without growing the history.
  */
-export type EventVerdict =
+type EventVerdict =
   | { ok: true }
   | { ok: false; error: 'duplicate' }
   | { ok: false; error: 'run_closed'; status: RunStatus }
@@ -345,7 +345,7 @@ export function utf8Bytes(text: string): number {
 }
 
 /** A payload's JSON size in UTF-8 bytes, for every byte budget that guards a Temporal payload. */
-export function payloadBytes(event: RunEventReport): number {
+function payloadBytes(event: RunEventReport): number {
   return utf8Bytes(JSON.stringify(event.payload ?? {}));
 }
 

@@ -13,7 +13,7 @@ import type { SlackSigningSecrets } from './signature';
 /** A connection id is a typeid: `emc_` + 26 base32 characters; the first one is 0-7 because the suffix is 128 bits. */
 export const CONNECTION_ID_PATTERN = /^emc_[0-7][0-9a-hjkmnp-tv-z]{25}$/;
 
-export const newConnectionId = () => typeid('emc').toString();
+const newConnectionId = () => typeid('emc').toString();
 
 export class SlackConnectionError extends Error {
   constructor(message: string) {

@@ -44,7 +44,7 @@ export interface SlackInvocation {
 export type SlackLifecycleType = 'app_uninstalled' | 'tokens_revoked';
 
 /** Settings fixed by the front door at start (workflows cannot read config). */
-export interface SlackEventSettings {
+interface SlackEventSettings {
   linkWaitMs: number;
   memberDailyInvocations: number;
   memberConcurrentRuns: number;
@@ -64,19 +64,17 @@ export interface SlackEventInput {
 }
 
 /** Values of the SlackEventStatus search attribute, in the order an invocation goes through them. */
-export const SLACK_EVENT_STATUSES = [
-  'received',
-  'awaiting_link',
-  'link_expired',
-  'limited',
-  'run_created',
-  'replied',
-  'reply_skipped',
-  'reply_failed',
-  'connection_disabled',
-  'cancelled',
-] as const;
-export type SlackEventStatus = (typeof SLACK_EVENT_STATUSES)[number];
+export type SlackEventStatus =
+  | 'received'
+  | 'awaiting_link'
+  | 'link_expired'
+  | 'limited'
+  | 'run_created'
+  | 'replied'
+  | 'reply_skipped'
+  | 'reply_failed'
+  | 'connection_disabled'
+  | 'cancelled';
 
 export interface SlackEventState {
   status: SlackEventStatus;

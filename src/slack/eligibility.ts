@@ -33,7 +33,7 @@ const LIFECYCLE: readonly string[] = ['app_uninstalled', 'tokens_revoked'];
 const str = (value: unknown): string | undefined => (typeof value === 'string' && value.length > 0 ? value : undefined);
 
 /** DM channel ids start with D; `channel_type: im` says the same on message events. */
-export const isDirectMessage = (channel: string, channelType: string | null) => channelType === 'im' || channel.startsWith('D');
+const isDirectMessage = (channel: string, channelType: string | null) => channelType === 'im' || channel.startsWith('D');
 
 export function classifyEvent(event: Record<string, unknown>, connection: EligibilityContext): EventClassification {
   const type = str(event.type);

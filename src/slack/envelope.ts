@@ -5,7 +5,7 @@
 import type { InvalidRequestDetail } from '../app/errors';
 import { pathDeeperThan, TOO_DEEP_MESSAGE } from '../app/http/json-depth';
 
-export type SlackEnvelope =
+type SlackEnvelope =
   | { kind: 'url_verification'; challenge: string }
   | {
       kind: 'callback';
@@ -56,7 +56,7 @@ export function parseEnvelope(raw: Buffer): EnvelopeResult {
 }
 
 /** Slash commands are form-encoded; these are the fields we need. */
-export interface SlashCommand {
+interface SlashCommand {
   teamId: string;
   apiAppId: string | undefined;
   userId: string;

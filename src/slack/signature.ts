@@ -6,7 +6,7 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 
 /** Slack's replay window. Ours applies it in both directions: a timestamp too far in the future is refused too. */
-export const SLACK_TIMESTAMP_TOLERANCE_SECONDS = 300;
+const SLACK_TIMESTAMP_TOLERANCE_SECONDS = 300;
 
 export interface SlackSigningSecrets {
   current: string;
@@ -14,7 +14,7 @@ export interface SlackSigningSecrets {
   previous?: { secret: string; expiresAt: number };
 }
 
-export type SignatureFailure =
+type SignatureFailure =
   'missing_headers' | 'malformed_timestamp' | 'malformed_signature' | 'stale_timestamp' | 'future_timestamp' | 'mismatch';
 
 export type SignatureVerdict = { ok: true; secret: 'current' | 'previous' } | { ok: false; reason: SignatureFailure };

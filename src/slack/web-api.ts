@@ -62,7 +62,7 @@ export async function callSlackApi(
  * The metadata our thread replies carry (https://api.slack.com/metadata): the invocation's key,
  * so a retry can tell whether an earlier attempt's post already landed.
  */
-export const REPLY_EVENT_TYPE = 'den_run_reply';
+const REPLY_EVENT_TYPE = 'den_run_reply';
 
 export function replyMetadata(replyKey: string): Record<string, unknown> {
   return { event_type: REPLY_EVENT_TYPE, event_payload: { reply_key: replyKey } };

@@ -17,7 +17,7 @@ import { createTestOrg } from '../harness/identity';
 import { outsideEnv } from '../harness/process';
 import { startBenchStack } from '../../bench/lib/stack';
 
-export const SCHEMATHESIS_VERSION = '4.32.5';
+const SCHEMATHESIS_VERSION = '4.32.5';
 const root = path.resolve(__dirname, '../..');
 const venv = path.join(root, '.venv-conformance');
 const schemathesis = path.join(venv, 'bin', 'schemathesis');
@@ -37,7 +37,7 @@ function installedVersion(): string | undefined {
 }
 
 /** Creates or refreshes the virtual environment; a no-op when the pinned version is there. */
-export function ensureSchemathesis(log: (line: string) => void): void {
+function ensureSchemathesis(log: (line: string) => void): void {
   if (installedVersion() === SCHEMATHESIS_VERSION) return;
   if (!fs.existsSync(path.join(venv, 'bin', 'python'))) {
     log(`creating ${path.relative(root, venv)}/ …`);

@@ -265,13 +265,13 @@ function signatureHeaders(template: string, body: Buffer, signers: Signers | und
   return [];
 }
 
-export function isAcceptable(response: RawResponse): boolean {
+function isAcceptable(response: RawResponse): boolean {
   if (response.status < 500) return true;
   // A dependency outage is the one 5xx we allow: the sender retries.
   return response.status === 503 && response.body.toString('utf8').includes('unavailable');
 }
 
-export interface FuzzRoute {
+interface FuzzRoute {
   method: string;
   /** The OpenAPI path template. */
   path: string;
@@ -281,7 +281,7 @@ export interface FuzzRoute {
  * Every operation the server's own /openapi.json declares (each alias is a path of its own
  * there), so the campaign covers what the server says it serves, not a list kept beside it.
  */
-export async function fuzzableRoutes(port: number): Promise<FuzzRoute[]> {
+async function fuzzableRoutes(port: number): Promise<FuzzRoute[]> {
   const response = await rawRequest({ port, method: 'GET', path: '/openapi.json', headers: [], body: Buffer.alloc(0) });
   const document = JSON.parse(response.body.toString('utf8')) as { paths: Record<string, Record<string, unknown>> };
   return Object.entries(document.paths).flatMap(([path, operations]) => Object.keys(operations).map((method) => ({ method, path })));

@@ -45,7 +45,7 @@ export interface DeliveryRequest {
   contentType?: string;
 }
 
-export const GITHUB_PATH = '/v1/webhooks/connectors/github';
+const GITHUB_PATH = '/v1/webhooks/connectors/github';
 export const CODEHOST_PATH = '/v1/webhooks/connectors/codehost';
 
 /** POSTs a delivery the way GitHub does: same headers, HMAC over the exact bytes sent. */
@@ -61,7 +61,7 @@ export async function deliver(stack: HttpTarget, request: DeliveryRequest): Prom
   return stack.request('POST', request.path ?? GITHUB_PATH, { headers, raw });
 }
 
-export async function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+async function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   try {
     return await Promise.race([

@@ -163,7 +163,7 @@ export async function startEverythingServer(): Promise<RunningServer & { url: st
   };
 }
 
-export interface SeenRequest {
+interface SeenRequest {
   method: string;
   path: string;
   headers: http.IncomingHttpHeaders;
@@ -193,7 +193,7 @@ function sendJson(res: http.ServerResponse, status: number, body: unknown, heade
 }
 
 /** A small MCP server (SDK McpServer) with annotated tools. */
-export function buildMcpServer(): McpServer {
+function buildMcpServer(): McpServer {
   const server = new McpServer({ name: 'den-test-server', version: '1.0.0' });
   server.registerTool(
     'lookup',

@@ -13,7 +13,9 @@ export async function freePort(): Promise<number> {
 }
 
 /** A port with nothing listening: for "dependency unreachable" tests. */
-export const closedPort = freePort;
+export function closedPort(): Promise<number> {
+  return freePort();
+}
 
 /** Whether nothing listens on `port` of 127.0.0.1 right now. */
 export function isFree(port: number): Promise<boolean> {

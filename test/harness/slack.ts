@@ -14,14 +14,14 @@ import { createTestOrg } from './identity';
 import { startTestStack, type HttpTarget, type TestResponse, type TestStack } from './stack';
 import { waitFor } from './wait';
 
-export interface SlackApiCall {
+interface SlackApiCall {
   method: string;
   authorization: string | undefined;
   body: Record<string, unknown>;
   at: number;
 }
 
-export interface ScriptedReply {
+interface ScriptedReply {
   status: number;
   headers?: Record<string, string>;
   body?: unknown;
@@ -32,7 +32,7 @@ export interface ScriptedReply {
 }
 
 /** A message the fake accepted, as conversations.replies returns it. */
-export interface FakeMessage {
+interface FakeMessage {
   channel: string;
   ts: string;
   thread_ts?: string;

@@ -10,7 +10,7 @@ export type Role = 'owner' | 'admin' | 'member';
 export const ROLES: readonly Role[] = ['owner', 'admin', 'member'];
 
 /** Role levels: owner 2, admin 1, member 0; "admin" means level ≥ 1, so an owner is an admin too. */
-export const ROLE_LEVEL: Record<Role, number> = { owner: 2, admin: 1, member: 0 };
+const ROLE_LEVEL: Record<Role, number> = { owner: 2, admin: 1, member: 0 };
 export const isAdmin = (role: Role): boolean => ROLE_LEVEL[role] >= 1;
 
 /** What a route declares: either scheme, admins only, a provider signature, or nothing. */

@@ -6,7 +6,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 
 /** The headers that carry a credential; each may appear at most once. */
-export const CREDENTIAL_HEADERS = ['authorization', 'x-api-key'] as const;
+const CREDENTIAL_HEADERS = ['authorization', 'x-api-key'] as const;
 
 /** `headers` with every credential header that appears on more than one line as an array of its lines. Pure. */
 export function withCredentialLines(headers: IncomingHttpHeaders, rawHeaders: readonly string[]): IncomingHttpHeaders {

@@ -22,10 +22,10 @@ import { withCredentialLines } from './credential-lines';
 import { requireAuth, type Authenticator, type AuthMode, type Principal } from './auth';
 import { authResponses, InvalidRequestError, PlainText, Unavailable } from './schemas';
 
-export type Method = 'get' | 'post' | 'put' | 'patch' | 'delete';
+type Method = 'get' | 'post' | 'put' | 'patch' | 'delete';
 
 /** The outcome labels of `den_ingress_outcomes_total`; the durable ones come from the ingress gateway. */
-export type IngressOutcome = 'enqueued' | 'duplicate' | 'closed' | 'ineligible' | 'acknowledged' | 'rejected' | 'not_enqueued';
+type IngressOutcome = 'enqueued' | 'duplicate' | 'closed' | 'ineligible' | 'acknowledged' | 'rejected' | 'not_enqueued';
 
 export interface Reply {
   status: number;
@@ -35,7 +35,7 @@ export interface Reply {
   outcome?: { outcome: IngressOutcome; reason: string };
 }
 
-export interface ResponseSpec {
+interface ResponseSpec {
   description: string;
   schema?: ZodType;
   /** Defaults to application/json. */
@@ -232,7 +232,7 @@ async function recordOutcome(metrics: Metrics, route: string, serve: () => Promi
 }
 
 /** JSON.parse with a 400 instead of a SyntaxError. Empty bodies parse as `undefined`. */
-export function parseJson(raw: Buffer): unknown {
+function parseJson(raw: Buffer): unknown {
   if (raw.length === 0) return undefined;
   try {
     return refuseTooDeep(JSON.parse(raw.toString('utf8')));

@@ -19,9 +19,9 @@ export const InvalidRequestError = z
   })
   .openapi('InvalidRequestError');
 
-export const Unauthorized = z.object({ error: z.literal('unauthorized') }).openapi('Unauthorized');
+const Unauthorized = z.object({ error: z.literal('unauthorized') }).openapi('Unauthorized');
 
-export const Forbidden = z.object({ error: z.literal('forbidden'), reason: z.string(), message: z.string() }).openapi('Forbidden');
+const Forbidden = z.object({ error: z.literal('forbidden'), reason: z.string(), message: z.string() }).openapi('Forbidden');
 
 /** A dependency is down: retry later (src/app/errors.ts `errors.unavailable`). */
 export const Unavailable = z

@@ -47,7 +47,7 @@ const OUTAGE_ERRNO = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE'
 const OUTAGE_MESSAGE = /timeout exceeded when trying to connect|Connection terminated|connection error|Client was closed/i;
 
 /** Whether a query failed because Postgres could not be reached (vs. a constraint, data or SQL error). */
-export function isPostgresOutage(error: unknown): boolean {
+function isPostgresOutage(error: unknown): boolean {
   const e = error as { code?: unknown; message?: unknown } | null;
   if (!e || typeof e !== 'object') return false;
   if (typeof e.code === 'string' && (OUTAGE_SQLSTATE.test(e.code) || OUTAGE_ERRNO.has(e.code))) return true;

@@ -13,9 +13,9 @@ import type { Logger } from '../log';
 import { goBinDir, goInstall, isExecutable, onPath } from './go-binaries';
 
 /** v1.5.1 is the newest CLI whose go.mod has no `replace` directive, so `go install` works. */
-export const TEMPORAL_CLI_MODULE = 'github.com/temporalio/cli/cmd/temporal@v1.5.1';
+const TEMPORAL_CLI_MODULE = 'github.com/temporalio/cli/cmd/temporal@v1.5.1';
 
-export type CliSource = 'TEMPORAL_CLI' | 'PATH' | 'GOPATH' | 'go install' | 'sdk download';
+type CliSource = 'TEMPORAL_CLI' | 'PATH' | 'GOPATH' | 'go install' | 'sdk download';
 
 export interface CliLocation {
   path: string | undefined;

@@ -46,7 +46,7 @@ const PINO_LEVEL: Record<LogLevel, 'trace' | 'debug' | 'info' | 'warn' | 'error'
  * The SDK runtime is process-wide: install it once, logging through pino (the SDK's default
  * writes to the console) and with Prometheus metrics when WORKER_METRICS_PORT is set.
  */
-export function installWorkerRuntime(config: PlatformConfig, log: Logger): void {
+function installWorkerRuntime(config: PlatformConfig, log: Logger): void {
   if (runtimeInstalled) return;
   runtimeInstalled = true;
   const sdkLog = log.child({ component: 'temporal-sdk' });

@@ -5,7 +5,6 @@ import { createSyncEventsRoute } from './sync-events';
 import { createWebhookRoute } from './webhook';
 
 export type { GithubRouteDeps } from './shared';
-export { CODEHOST_WEBHOOK_PATH, GITHUB_BODY_LIMIT_BYTES, GITHUB_WEBHOOK_PATH } from './webhook';
 
 export function createGithubRoutes(deps: GithubRouteDeps): Route[] {
   return [createWebhookRoute(deps), createSyncEventsRoute(deps)];

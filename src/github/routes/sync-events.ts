@@ -32,7 +32,7 @@ const SyncEventsQuery = z.object({
   limit: z.coerce.number().int().min(1).max(200).default(50),
 });
 
-export async function getSyncEvents(
+async function getSyncEvents(
   deps: Pick<GithubRouteDeps, 'db'>,
   principal: Principal,
   query: z.output<typeof SyncEventsQuery>,

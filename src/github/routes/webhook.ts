@@ -20,10 +20,10 @@ import { classifyDelivery, parseWebhookBody, readDeliveryHeaders } from '../rele
 import { SIGNATURE_HEADER, verifyWithFallback } from '../signature';
 import type { GithubRouteDeps } from './shared';
 
-export const GITHUB_WEBHOOK_PATH = '/v1/webhooks/connectors/github';
-export const CODEHOST_WEBHOOK_PATH = '/v1/webhooks/connectors/codehost';
+const GITHUB_WEBHOOK_PATH = '/v1/webhooks/connectors/github';
+const CODEHOST_WEBHOOK_PATH = '/v1/webhooks/connectors/codehost';
 /** GitHub caps payloads at 25 MB; anything larger is not GitHub. */
-export const GITHUB_BODY_LIMIT_BYTES = 25 * 1024 * 1024;
+const GITHUB_BODY_LIMIT_BYTES = 25 * 1024 * 1024;
 
 const NotAccepted = z.object({ ok: z.literal(true), accepted: z.literal(false), reason: z.string() }).openapi('GithubWebhookNotAccepted');
 const Accepted = z
@@ -42,7 +42,7 @@ const Rejected = z
 type WebhookDeps = Pick<GithubRouteDeps, 'settings' | 'ingress' | 'metrics' | 'now'>;
 
 /** Throws 503 without a secret and 401 unless the current or the previous secret signed the raw body. */
-export function verifyDeliverySignature(
+function verifyDeliverySignature(
   deps: Pick<GithubRouteDeps, 'settings' | 'metrics'>,
   log: Logger,
   rawBody: Buffer,
@@ -67,7 +67,7 @@ const ignored = (reason: string): Reply => ({
   outcome: { outcome: 'ineligible', reason },
 });
 
-export async function postWebhook(deps: WebhookDeps, ctx: AppContext, rawBody: Buffer): Promise<Reply> {
+async function postWebhook(deps: WebhookDeps, ctx: AppContext, rawBody: Buffer): Promise<Reply> {
   const { ingress, now } = deps;
   const log = ctx.state.log;
   verifyDeliverySignature(deps, log, rawBody, ctx.headers[SIGNATURE_HEADER]);

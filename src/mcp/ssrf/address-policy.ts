@@ -15,7 +15,7 @@
  */
 import ipaddr from 'ipaddr.js';
 
-export type AddressClass = 'public' | 'loopback' | 'private' | 'forbidden';
+type AddressClass = 'public' | 'loopback' | 'private' | 'forbidden';
 
 export interface AddressDecision {
   /** The address as given. */
@@ -169,7 +169,7 @@ export function isIpLiteral(text: string): boolean {
   return ipaddr.isValid(bare);
 }
 
-export function isAllowed(decision: AddressDecision, policy: AddressPolicy): boolean {
+function isAllowed(decision: AddressDecision, policy: AddressPolicy): boolean {
   switch (decision.class) {
     case 'public':
       return true;

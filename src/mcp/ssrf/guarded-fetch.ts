@@ -23,7 +23,7 @@ import { Agent, Headers, Response, buildConnector, fetch as undiciFetch } from '
 import { decideAddress, isIpLiteral, type AddressPolicy } from './address-policy';
 import { addressRefusal } from './address-refusal';
 
-export type FailureCode =
+type FailureCode =
   | 'invalid_url'
   | 'blocked_scheme'
   | 'blocked_credentials'
@@ -79,7 +79,7 @@ export interface FetchRecord {
 /** Resolves a host name to its addresses. Injectable so tests never touch real DNS. */
 export type HostResolver = (hostname: string) => Promise<string[]>;
 
-export const systemResolver: HostResolver = async (hostname) => {
+const systemResolver: HostResolver = async (hostname) => {
   const results = await dns.promises.lookup(hostname, { all: true, verbatim: true });
   return results.map((r) => r.address);
 };
@@ -105,7 +105,7 @@ export interface GuardedFetchOptions extends GuardSettings {
   now?: () => number;
 }
 
-export const GUARD_DEFAULTS = {
+const GUARD_DEFAULTS = {
   dnsTimeoutMs: 2_000,
   connectTimeoutMs: 3_000,
   responseTimeoutMs: 5_000,
@@ -116,7 +116,7 @@ export const GUARD_DEFAULTS = {
 } as const;
 
 /** Dropped when a redirect changes origin. */
-export const CROSS_ORIGIN_STRIPPED_HEADERS = [
+const CROSS_ORIGIN_STRIPPED_HEADERS = [
   'authorization',
   'cookie',
   'proxy-authorization',
@@ -129,7 +129,7 @@ export const CROSS_ORIGIN_STRIPPED_HEADERS = [
 const REDIRECT_STATUSES = new Set([301, 302, 303, 307, 308]);
 const NULL_BODY_STATUSES = new Set([101, 103, 204, 205, 304]);
 
-export type FetchLike = (input: string | URL, init?: RequestInit) => Promise<globalThis.Response>;
+type FetchLike = (input: string | URL, init?: RequestInit) => Promise<globalThis.Response>;
 
 export interface GuardedFetch {
   fetch: FetchLike;

@@ -30,12 +30,7 @@ async function runExists(deps: EventsDeps, organizationId: string, runId: string
   }
 }
 
-export async function getEvents(
-  deps: EventsDeps,
-  principal: Principal,
-  runId: string,
-  query: z.output<typeof RunEventsQuery>,
-): Promise<Reply> {
+async function getEvents(deps: EventsDeps, principal: Principal, runId: string, query: z.output<typeof RunEventsQuery>): Promise<Reply> {
   const { db } = deps;
   const row = await findRun(db, principal.organizationId, runId);
   if (row && !canSee(principal, row.memberId)) throw notFound();

@@ -28,7 +28,7 @@ async function querySummary(
   );
 }
 
-export async function getRun(deps: RunDeps, principal: Principal, runId: string): Promise<Reply> {
+async function getRun(deps: RunDeps, principal: Principal, runId: string): Promise<Reply> {
   const { db } = deps;
   let row = await findRun(db, principal.organizationId, runId);
   if (row && !canSee(principal, row.memberId)) throw notFound();

@@ -9,11 +9,7 @@ import { listRuns } from '../store';
 import { TAGS, summaryBody } from './shared';
 
 /** Members see their own runs; owners and admins the organization's. */
-export async function listVisibleRuns(
-  deps: Pick<RunDeps, 'db'>,
-  principal: Principal,
-  query: z.output<typeof RunListQuery>,
-): Promise<Reply> {
+async function listVisibleRuns(deps: Pick<RunDeps, 'db'>, principal: Principal, query: z.output<typeof RunListQuery>): Promise<Reply> {
   const { db } = deps;
   const runs = await listRuns(db, {
     organizationId: principal.organizationId,

@@ -6,7 +6,7 @@ import type { RunDeps } from '../deps';
 import { HEARTBEAT_BODY_LIMIT_BYTES, RunClaimNextBody } from '../schemas';
 import { TAGS, claimBody, claimResponses } from './shared';
 
-export async function postClaimNext(deps: RunDeps, principal: Principal, waitSeconds: number | undefined): Promise<Reply> {
+async function postClaimNext(deps: RunDeps, principal: Principal, waitSeconds: number | undefined): Promise<Reply> {
   const claim = await claimNext(deps, principal, (waitSeconds ?? 0) * 1000);
   return claim ? { status: 200, body: claimBody(claim) } : { status: 204 };
 }

@@ -10,7 +10,7 @@ import { findRun } from '../store';
 import { canSee } from '../visibility';
 import { TAGS, claimBody, claimResponses, notFound, runClosed } from './shared';
 
-export async function postClaim(deps: RunDeps, principal: Principal, runId: string): Promise<Reply> {
+async function postClaim(deps: RunDeps, principal: Principal, runId: string): Promise<Reply> {
   const { db } = deps;
   const row = await findRun(db, principal.organizationId, runId);
   if (!row || !canSee(principal, row.memberId)) throw notFound();

@@ -9,7 +9,7 @@ import { EVENT_BODY_LIMIT_BYTES, RunEventBody, RunIdParams } from '../schemas';
 import { TAGS, reportResponses, runClosed } from './shared';
 
 /** Delivers the event; a repeat of the completion that closed the run is acknowledged as a duplicate. */
-export async function postEvent(
+async function postEvent(
   deps: RunDeps,
   backlog: BacklogGate,
   principal: Principal,

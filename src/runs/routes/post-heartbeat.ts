@@ -13,13 +13,13 @@ import { TAGS, reportResponses, runClosed } from './shared';
  * Heartbeats are coalesced per process: at most one forwarded per (run, attempt) per window, a
  * fraction of the run's own lease (learned from its row when a heartbeat is forwarded).
  */
-export function createHeartbeatCoalescer(settings: RunsSettings): HeartbeatCoalescer {
+function createHeartbeatCoalescer(settings: RunsSettings): HeartbeatCoalescer {
   const fraction = settings.admission.heartbeatCoalesceFraction;
   return new HeartbeatCoalescer(HeartbeatCoalescer.windowFor(settings.defaults.leaseTimeoutMs, fraction), undefined, fraction);
 }
 
 /** Answers a coalesced heartbeat at once; forwards the others to the run's workflow. */
-export async function postHeartbeat(
+async function postHeartbeat(
   deps: RunDeps,
   gates: { backlog: BacklogGate; coalescer: HeartbeatCoalescer },
   principal: Principal,

@@ -17,12 +17,12 @@ const LinkError = z.object({ error: z.string() });
 type AccountLinkDeps = Pick<SlackRouteDeps, 'platform' | 'db' | 'secretKey' | 'temporal' | 'metrics' | 'now'>;
 
 /** The route's answer to each refusal; the codes' statuses are defined with completeLink. */
-export function linkRefusal(error: LinkRefusal): AppError {
+function linkRefusal(error: LinkRefusal): AppError {
   if (LINK_REFUSAL_STATUS[error] === 404) return errors.notFound('No such Slack connection.');
   return new AppError(error, LINK_REFUSAL_STATUS[error], { error });
 }
 
-export async function postAccountLink(
+async function postAccountLink(
   deps: AccountLinkDeps,
   ctx: AppContext,
   principal: Principal,

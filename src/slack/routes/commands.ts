@@ -13,13 +13,13 @@ import { connectAccountText, connectLinkUrl, DISABLED_CONNECTION_TEXT } from '..
 import { verifiedConnection } from '../verify';
 import { ConnectionParams, type SlackRouteDeps } from './shared';
 
-export const COMMANDS_BODY_LIMIT = 100_000;
+const COMMANDS_BODY_LIMIT = 100_000;
 
 const SlashCommandResponse = z.object({ response_type: z.literal('ephemeral'), text: z.string() }).openapi('SlackSlashCommandResponse');
 
 type CommandDeps = Pick<SlackRouteDeps, 'settings' | 'platform' | 'db' | 'secretKey' | 'metrics' | 'now'>;
 
-export async function postCommand(deps: CommandDeps, ctx: AppContext, connectionId: string, rawBody: Buffer): Promise<Reply> {
+async function postCommand(deps: CommandDeps, ctx: AppContext, connectionId: string, rawBody: Buffer): Promise<Reply> {
   const { settings, platform, db, secretKey, metrics, now } = deps;
   const connection = await verifiedConnection({ db, secretKey, metrics, now }, ctx, connectionId, rawBody);
   // Slack checks the request URL's certificate with a signed `ssl_check=1` that has no team or

@@ -23,7 +23,7 @@ import type { SlackSettings } from '../settings';
 import { verifiedConnection } from '../verify';
 import { ConnectionParams, ok, type SlackRouteDeps } from './shared';
 
-export const EVENTS_BODY_LIMIT = 1_000_000;
+const EVENTS_BODY_LIMIT = 1_000_000;
 
 const Challenge = z.object({ challenge: z.string() }).openapi('SlackUrlVerificationChallenge');
 
@@ -53,7 +53,7 @@ async function readEvent(deps: EventsDeps, ctx: AppContext, connectionId: string
 }
 
 /** The slack-event workflow's input: the event's route and the settings it runs under. */
-export function slackEventInput(
+function slackEventInput(
   settings: SlackSettings,
   connection: SlackConnection,
   eventId: string,
@@ -110,7 +110,7 @@ async function enqueueEvent(
   return { ok: true, outcome };
 }
 
-export async function postEvent(deps: EventsDeps, ctx: AppContext, connectionId: string, rawBody: Buffer): Promise<Reply> {
+async function postEvent(deps: EventsDeps, ctx: AppContext, connectionId: string, rawBody: Buffer): Promise<Reply> {
   const { settings, now } = deps;
   const log = ctx.state.log;
   const read = await readEvent(deps, ctx, connectionId, rawBody);

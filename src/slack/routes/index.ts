@@ -9,8 +9,6 @@ import { createEventsRoute } from './events';
 import type { SlackRouteDeps } from './shared';
 
 export type { SlackRouteDeps } from './shared';
-export { EVENTS_BODY_LIMIT } from './events';
-export { COMMANDS_BODY_LIMIT } from './commands';
 
 export function createSlackRoutes(deps: SlackRouteDeps): Route[] {
   return [createEventsRoute(deps), createCommandsRoute(deps), createAccountLinksRoute(deps)];

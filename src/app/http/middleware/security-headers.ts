@@ -7,7 +7,7 @@ import type { AppContext } from '../context';
  * sets, the data: images its stylesheet embeds, and requests back to this origin (the OpenAPI
  * document and "Try it out"). Nothing may frame it.
  */
-export const DOCS_CONTENT_SECURITY_POLICY = [
+const DOCS_CONTENT_SECURITY_POLICY = [
   "default-src 'none'",
   "script-src 'self'",
   "style-src 'self' 'unsafe-inline'",
