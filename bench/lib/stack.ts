@@ -9,7 +9,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import { SEARCH_ATTRIBUTES } from '../../src/main/compose';
+import { SEARCH_ATTRIBUTES } from '../../src/main/features';
 import { loadConfig } from '../../src/main/config';
 import { startEmbeddedPostgres, type EmbeddedPostgres } from '../../src/app/store/embedded-postgres';
 import { createLogger } from '../../src/app/log';

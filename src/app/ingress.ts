@@ -15,7 +15,7 @@
  *   `refused` with the validator's ApplicationFailure; nothing was recorded. Bounded by
  *   TEMPORAL_UPDATE_TIMEOUT, longer than a start because a worker must answer too.
  *
- * The benchmark-only gateway that skips Temporal is chosen at composition (src/main/compose.ts).
+ * The benchmark-only gateway that skips Temporal is chosen at composition (src/main/api.ts).
  */
 import {
   ApplicationFailure,
@@ -189,7 +189,7 @@ export function createIngressGateway(deps: GatewayDeps): IngressGateway {
 
 /**
  * Benchmarks only (BENCH_DISABLE_ENQUEUE): everything but the durable hand-off, to measure what
- * durability costs. Its acks are not durable, which is why only compose.ts can choose it.
+ * durability costs. Its acks are not durable, which is why only src/main/api.ts can choose it.
  */
 export function createNoEnqueueGateway(): IngressGateway {
   return {

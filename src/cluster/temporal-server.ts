@@ -10,7 +10,7 @@ import { msToTs } from '@temporalio/common/lib/time';
 import { childEnvironment } from '../app/config';
 import type { ClusterConfig } from './settings';
 import type { Logger } from '../app/log';
-import { SEARCH_ATTRIBUTES } from '../main/compose';
+import { SEARCH_ATTRIBUTES } from '../main/features';
 import { reachable } from '../app/temporal/dev-server';
 import { ensureSearchAttributes } from '../app/temporal/search-attributes';
 import type { ClusterPostgres } from './postgres';

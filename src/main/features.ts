@@ -25,3 +25,14 @@ export function features(options: FeatureOptions = {}) {
     createMcpFeature({ network: options.mcpNetwork }),
   ] as const satisfies readonly Feature[];
 }
+
+/** The descriptors as the root uses them: each part receives its own feature's settings. */
+export function descriptors(options: FeatureOptions = {}): readonly Feature[] {
+  return features(options);
+}
+
+/** Every feature's custom search attributes, registered on the dev server and at start-up. */
+export const SEARCH_ATTRIBUTES = descriptors().flatMap((feature) => feature.searchAttributes ?? []);
+
+/** Every feature's workflow module, bundled for the worker. */
+export const WORKFLOW_MODULES = descriptors().flatMap((feature) => (feature.workflows ? [feature.workflows] : []));

@@ -3,7 +3,7 @@ import { msToTs } from '@temporalio/common/lib/time';
 import { loadConfig } from '../../src/main/config';
 import { createLogger } from '../../src/app/log';
 import { createTemporalClient } from '../../src/app/temporal/client';
-import { SEARCH_ATTRIBUTES } from '../../src/main/compose';
+import { SEARCH_ATTRIBUTES } from '../../src/main/features';
 import { ensureSearchAttributes } from '../../src/app/temporal/search-attributes';
 
 it('registers missing custom search attributes once, idempotently (production servers take no flags)', async () => {

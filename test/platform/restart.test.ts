@@ -9,7 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { loadConfigWith } from '../../src/main/config';
 import { createLogger } from '../../src/app/log';
-import { ensureDependencies } from '../../src/main/compose';
+import { ensureDependencies } from '../../src/main/infrastructure';
 import { openDatabase } from '../../src/app/store/db';
 import { migrateToLatest } from '../../src/app/store/migrate';
 import { createTemporalClient } from '../../src/app/temporal/client';

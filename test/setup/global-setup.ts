@@ -8,7 +8,7 @@ import { randomBytes } from 'node:crypto';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { SEARCH_ATTRIBUTES, WORKFLOW_MODULES } from '../../src/main/compose';
+import { SEARCH_ATTRIBUTES, WORKFLOW_MODULES } from '../../src/main/features';
 import { loadConfig } from '../../src/main/config';
 import { startEmbeddedPostgres } from '../../src/app/store/embedded-postgres';
 import { createLogger } from '../../src/app/log';

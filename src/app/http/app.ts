@@ -1,7 +1,7 @@
 /**
  * The Koa front door. Middleware order: security headers → request id → logging → error
  * mapper → per-route body limits (inside each route, see route.ts) → routes. It mounts the
- * routes it is given; it knows no feature (src/main/compose.ts chooses them).
+ * routes it is given; it knows no feature (src/main/api.ts chooses them).
  */
 import Koa, { type Next } from 'koa';
 import Router from '@koa/router';

@@ -1,6 +1,6 @@
 /**
  * The Temporal worker: runs the workflows and activities the composition root hands it
- * (src/main/compose.ts reads them from the feature descriptors) on the main task queue and on
+ * (src/main/worker.ts reads them from the feature descriptors) on the main task queue and on
  * any extra queue a feature asks for. Scale it out by running more `npm run worker` processes.
  */
 import fs from 'node:fs/promises';

@@ -21,7 +21,6 @@ import dns from 'node:dns';
 import net from 'node:net';
 import { Agent, Headers, Response, buildConnector, fetch as undiciFetch } from 'undici';
 import { decideAddress, isIpLiteral, type AddressPolicy } from './address-policy';
-import { addressRefusal } from './address-refusal';
 
 type FailureCode =
   | 'invalid_url'
@@ -58,6 +57,22 @@ export class GuardedFetchError extends Error {
     super(failure.message, options);
     this.name = 'GuardedFetchError';
   }
+}
+
+/**
+ * What the guard says when an address is refused. The answer goes back to whoever asked (an
+ * admin's MCP resolve), so it names only the host they gave and says its address is not allowed;
+ * which address a name resolved to, and the range that refused it, are the `detail`, for the
+ * server's log only (an internal name's private address is not the caller's to learn).
+ */
+function addressRefusal(host: string, address: string | undefined, reason: string, afterConnect = false): FetchFailure {
+  const where = afterConnect ? 'Blocked after connect' : 'Blocked';
+  return {
+    code: 'blocked_address',
+    message: `${where}: the address of ${host} is not allowed`,
+    blocked: true,
+    detail: address !== undefined && address !== host ? `${where}: ${host} resolves to ${reason}` : `${where}: ${reason}`,
+  };
 }
 
 const refuse = (code: FailureCode, message: string) => new GuardedFetchError({ code, message, blocked: true });

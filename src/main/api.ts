@@ -1,0 +1,46 @@
+/** The API process's front door: the system routes and every feature's, behind one Koa app. */
+import type Koa from 'koa';
+import type { ApiDeps, Feature } from '../app/feature';
+import { createApp } from '../app/http/app';
+import type { AppState } from '../app/http/context';
+import { REMOVED_ROUTES, type RemovedRoute } from '../app/http/deprecated';
+import { createOpenApi } from '../app/http/openapi';
+import { createSystemRoutes } from '../app/http/system-routes';
+import { createIngressGateway, createNoEnqueueGateway } from '../app/ingress';
+import { descriptors } from './features';
+import { platformSettings, settingsOf, type Infrastructure } from './infrastructure';
+
+/**
+ * The API: every feature's routes behind the front door. `now` is the clock every route uses
+ * (tests inject one); `removedRoutes` the 410 table (tests add entries of their own).
+ */
+export function createApi(infra: Infrastructure, options: { now?: () => number; removedRoutes?: RemovedRoute[] } = {}): Koa<AppState> {
+  const { config, log, metrics, database, temporal, secretKey, lifecycle } = infra;
+  // The benchmark gateway acks without Temporal; only this line can choose it.
+  const ingress = config.bench.disableEnqueue
+    ? createNoEnqueueGateway()
+    : createIngressGateway({
+        temporal,
+        startTimeoutMs: config.temporal.startTimeoutMs,
+        updateTimeoutMs: config.temporal.updateTimeoutMs,
+        metrics,
+      });
+  const deps = (feature: Feature): ApiDeps<unknown> => ({
+    settings: settingsOf(config, feature),
+    platform: platformSettings(config),
+    db: database.db,
+    log,
+    metrics,
+    temporal,
+    ingress,
+    secretKey,
+    now: options.now ?? (() => Date.now()),
+  });
+  const all = descriptors();
+  const authenticators = all.flatMap((feature) => (feature.authenticator ? [feature.authenticator(deps(feature))] : []));
+  if (authenticators.length !== 1) throw new Error(`exactly one feature must authenticate requests, found ${authenticators.length}`);
+  const system = createSystemRoutes({ database, temporal, metrics, lifecycle, openapiDocument: () => openapi.document() });
+  const routes = [...system, ...all.flatMap((feature) => feature.routes?.(deps(feature)) ?? [])];
+  const openapi = createOpenApi(routes);
+  return createApp({ routes, authenticate: authenticators[0]!, log, metrics, removedRoutes: options.removedRoutes ?? REMOVED_ROUTES });
+}

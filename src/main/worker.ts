@@ -1,0 +1,59 @@
+/** The worker process's parts: every feature's workflows, activities, task queues and sweeps. */
+import type { ActivityFunction, Feature, WorkerDeps } from '../app/feature';
+import { startWorker } from '../app/temporal/worker';
+import { descriptors, WORKFLOW_MODULES, type FeatureOptions } from './features';
+import { platformSettings, settingsOf, type Infrastructure } from './infrastructure';
+
+/** What a worker process hands each feature. */
+function workerDeps(infra: Infrastructure, feature: Feature): WorkerDeps<unknown> {
+  return {
+    settings: settingsOf(infra.config, feature),
+    platform: platformSettings(infra.config),
+    db: infra.database.db,
+    log: infra.log,
+    temporal: infra.temporal,
+    secretKey: infra.secretKey,
+  };
+}
+
+/** Every feature's activities, keyed by the name workflows proxy them by. */
+function workerActivities(infra: Infrastructure, options: FeatureOptions = {}): Record<string, ActivityFunction> {
+  const activities: Record<string, ActivityFunction> = {};
+  for (const feature of descriptors(options)) {
+    for (const [name, activity] of Object.entries(feature.activities?.(workerDeps(infra, feature)) ?? {})) {
+      if (name in activities) throw new Error(`activity ${name} is registered by two features`);
+      activities[name] = activity;
+    }
+  }
+  return activities;
+}
+
+/** Starts a worker for every feature's workflows, activities and task queues. */
+export function startFeatureWorker(infra: Infrastructure, options: FeatureOptions & { address: string; taskQueue?: string }) {
+  const all = descriptors(options);
+  return startWorker({
+    config: infra.config,
+    address: options.address,
+    log: infra.log,
+    taskQueue: options.taskQueue,
+    activities: workerActivities(infra, options),
+    workflowModules: WORKFLOW_MODULES,
+    extraTaskQueues: (mainQueue) => all.flatMap((feature) => feature.taskQueues?.(mainQueue) ?? []),
+  });
+}
+
+/** The worker role's periodic jobs, each feature's, on their own intervals. */
+export function startSweeps(infra: Infrastructure): { stop(): void } {
+  const timers = descriptors().flatMap((feature) =>
+    (feature.sweeps ?? []).map((sweep) => {
+      const timer = setInterval(() => {
+        sweep
+          .run(workerDeps(infra, feature), new Date())
+          .catch((error: unknown) => infra.log.warn({ err: error, sweep: sweep.name }, 'sweep failed; retrying at the next interval'));
+      }, sweep.intervalMs);
+      timer.unref();
+      return timer;
+    }),
+  );
+  return { stop: () => timers.forEach((timer) => clearInterval(timer)) };
+}
