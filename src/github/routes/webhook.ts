@@ -140,7 +140,7 @@ export function createWebhookRoute(deps: WebhookDeps): Route {
       401: { description: 'Missing or wrong signature.', schema: Rejected },
       413: { description: 'Body over 25 MB.', schema: z.string(), contentType: 'text/plain' },
       503: {
-        description: 'Webhook secret not configured, or Temporal unavailable: retry later.',
+        description: 'Webhook secret not configured, or Temporal or Postgres unavailable: retry later.',
         schema: z.object({ ok: z.boolean().optional(), error: z.string() }).passthrough(),
       },
     },
