@@ -72,9 +72,10 @@ async function main(): Promise<number> {
           body,
         };
       } else if (kind === 'github') {
+        // Each delivery its own head: the same body under another delivery id is refused as a replay.
         const body = JSON.stringify({
           ref: 'refs/heads/main',
-          after: 'a'.repeat(40),
+          after: id.replace(/-/g, '').padEnd(40, '0'),
           installation: { id: 1 },
           repository: { id: 1, full_name: 'chaos/repo' },
         });
@@ -194,7 +195,7 @@ async function main(): Promise<number> {
     }
 
     // 3. Postgres down for 5 s: routes that need it (API-key auth, the Slack installation
-    //    lookup) answer 503; the GitHub hot path needs no database and keeps acking.
+    //    lookup) answer 503; so does the GitHub route, whose body digest is a Postgres write.
     {
       await stack.stopPostgres();
       const downAt = Date.now();

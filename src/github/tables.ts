@@ -1,4 +1,4 @@
-/** The github feature's tables as Kysely sees them; the DDL is in src/app/store/migrations/0004_github.ts. */
+/** The github feature's tables as Kysely sees them; the DDL is in src/app/store/migrations/0004_github.ts and 0007_replays.ts. */
 import type { Timestamp, Int8, NullableInt8 } from '../app/store/columns';
 
 export type GithubTargetStatus = 'active' | 'disabled' | 'disconnected';
@@ -50,6 +50,16 @@ export interface GithubTables {
     status: 'available' | 'removed';
     delivery_id: string;
     updated_at: Timestamp;
+  };
+  /**
+   * The sha256 of each accepted body, per installation (0 for a repository webhook), and the
+   * delivery id that first carried it: the same body under another id is a replay (src/github/digests.ts).
+   */
+  github_delivery_digests: {
+    installation_id: Int8;
+    body_sha256: string;
+    delivery_id: string;
+    created_at: Timestamp;
   };
 }
 

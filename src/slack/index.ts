@@ -5,10 +5,14 @@ import { createSlackActivities } from '../../activities/slack';
 import { registerSlackCommands } from './cli';
 import { slackSearchAttributes } from './contract';
 import { SlackQuota } from './quota';
+import { sweepSlackReplays } from './replays';
 import { createSlackRoutes } from './routes';
 import { slackSettings } from './settings';
 
 export { resealSlackSecrets } from './connections';
+
+/** How often a worker process deletes replay-cache entries whose signature window has closed. */
+const REPLAY_SWEEP_INTERVAL_MS = 60_000;
 
 export const slackFeature = defineFeature({
   name: 'slack',
@@ -18,5 +22,15 @@ export const slackFeature = defineFeature({
   // The quota is shared by every replica through Postgres; the feature builds it from the deps.
   routes: (deps) => createSlackRoutes({ ...deps, quota: new SlackQuota(deps.db, deps.log) }),
   activities: (deps) => createSlackActivities(deps),
+  sweeps: [
+    {
+      name: 'slack replay cache',
+      intervalMs: REPLAY_SWEEP_INTERVAL_MS,
+      run: async (deps, now) => {
+        const deleted = await sweepSlackReplays(deps.db, now);
+        if (deleted > 0) deps.log.debug({ deleted }, 'swept expired slack replay-cache entries');
+      },
+    },
+  ],
   cli: registerSlackCommands,
 });

@@ -6,7 +6,7 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 
 /** Slack's replay window. Ours applies it in both directions: a timestamp too far in the future is refused too. */
-const SLACK_TIMESTAMP_TOLERANCE_SECONDS = 300;
+export const SLACK_TIMESTAMP_TOLERANCE_SECONDS = 300;
 
 export interface SlackSigningSecrets {
   current: string;
@@ -77,4 +77,12 @@ export function verifySlackSignature(input: {
     return { ok: true, secret: 'previous' };
   }
   return { ok: false, reason: 'mismatch' };
+}
+
+/** The timestamp and signature of a request that verified, normalised as they were checked. */
+export function signatureStamp(headers: HeaderBag): { timestamp: number; signature: string } {
+  const timestamp = header(headers, 'x-slack-request-timestamp');
+  const signature = header(headers, 'x-slack-signature');
+  if (typeof timestamp !== 'string' || typeof signature !== 'string') throw new Error('signatureStamp needs a verified request');
+  return { timestamp: Number(timestamp.trim()), signature: signature.trim().toLowerCase() };
 }

@@ -1,8 +1,8 @@
 /**
- * The slack feature's tables as Kysely sees them; the DDL is in src/app/store/migrations/0003_slack.ts
- * and 0006_slack_quotas.ts.
+ * The slack feature's tables as Kysely sees them; the DDL is in src/app/store/migrations/0003_slack.ts,
+ * 0006_slack_quotas.ts and 0007_replays.ts.
  */
-import type { Timestamp, NullableTimestamp } from '../app/store/columns';
+import type { Timestamp, NullableTimestamp, Int8 } from '../app/store/columns';
 
 export interface SlackTables {
   /** One Slack app installation in one workspace, owned by an organization. */
@@ -73,6 +73,16 @@ export interface SlackTables {
     key: string;
     window_start: Date;
     used: number;
+  };
+  /**
+   * Verified Slack requests by (connection, timestamp, signature), kept until their signature
+   * window closes so a replay is refused (src/slack/replays.ts); expired rows are swept.
+   */
+  slack_request_replays: {
+    connection_id: string;
+    request_timestamp: Int8;
+    signature: string;
+    expires_at: Timestamp;
   };
 }
 

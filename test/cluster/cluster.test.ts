@@ -317,8 +317,10 @@ describe('runs across replicas and workers', () => {
         const i = sent++;
         if (i === 60) process.kill(victim, 'SIGKILL');
         const deliveryId = randomUUID();
+        // Each delivery is another push (its own head): the same body under a new id would be a replay.
+        const push = { ...payload, after: randomBytes(20).toString('hex') };
         try {
-          const res = await deliver(apis[i % 2]!, { event: 'push', deliveryId, payload, secret: GITHUB_SECRET });
+          const res = await deliver(apis[i % 2]!, { event: 'push', deliveryId, payload: push, secret: GITHUB_SECRET });
           if (res.status === 202) acked.push(deliveryId);
           if (i % 2 === 1) survivorAnswers.push(res.status);
         } catch {

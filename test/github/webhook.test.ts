@@ -127,8 +127,14 @@ describe('push', () => {
     const first = randomUUID();
     expect((await deliver(stack, { event: 'push', deliveryId: first, payload, secret: SECRET })).status).toBe(202);
     await deliveryResult(stack, first);
+    // Another push to the same head (a force-push back to it): another body, so not a replay.
     const second = randomUUID();
-    const res = await deliver(stack, { event: 'push', deliveryId: second, payload, secret: SECRET });
+    const res = await deliver(stack, {
+      event: 'push',
+      deliveryId: second,
+      payload: { ...payload, before: 'c'.repeat(40) },
+      secret: SECRET,
+    });
     expect(res.json).toEqual(accepted('push', second));
     const summary = await deliveryResult(stack, second);
     expect(summary.syncEvents).toEqual([expect.objectContaining({ targetId, created: false, status: 'queued' })]);

@@ -199,7 +199,7 @@ export async function postSlackEvent(
   });
 }
 
-/** Posts a signed slash command form to the commands route (or its alias). */
+/** Posts a signed slash command form to the commands route (or its alias), with a fresh `trigger_id` as Slack sends. */
 export async function postSlashCommand(
   stack: TestStack,
   connection: Pick<TestSlackConnection, 'connectionId' | 'signingSecret' | 'teamId' | 'appId'>,
@@ -213,6 +213,8 @@ export async function postSlashCommand(
     channel_id: 'C0TESTCHAN',
     command: '/den',
     text: '',
+    // Unique per command, as Slack's are: two commands are never the same bytes, so never a replay.
+    trigger_id: `${Date.now()}.${randomUUID()}`,
     ...fields,
   }).toString();
   return stack.request('POST', `/v1/integrations/${options.provider ?? 'slack'}/${connection.connectionId}/commands`, {

@@ -3,9 +3,10 @@
  *
  * Order of checks, each answered before the next runs: body within 25 MB (413, in
  * src/app/http/route.ts) → secret configured (503) → signature over the raw bytes (401) →
- * delivery headers (200 not accepted) → JSON (400) → relevance (200 not accepted) → durable
- * start of `github-delivery/{deliveryId}` → 202. GitHub never retries by itself and waits 10 s,
- * so the hot path does no database work: matching targets is the workflow's job.
+ * delivery headers (200 not accepted) → JSON (400) → relevance (200 not accepted) → the body's
+ * digest (a replay under a new delivery id: 202, nothing started) → durable start of
+ * `github-delivery/{deliveryId}` → 202. GitHub never retries by itself and waits 10 s, so the hot
+ * path does one database write, the digest: matching targets is the workflow's job.
  */
 import { errors } from '../../app/errors';
 import type { AppContext } from '../../app/http/context';
@@ -16,6 +17,7 @@ import type { Logger } from '../../app/log';
 import { githubDelivery } from '../../../workflows/github';
 import { githubDeliveryWorkflowId } from '../contract';
 import { deliverySearchAttributes } from '../delivery';
+import { bodyDigest, claimDigest } from '../digests';
 import { classifyDelivery, parseWebhookBody, readDeliveryHeaders } from '../relevance';
 import { SIGNATURE_HEADER, verifyWithFallback } from '../signature';
 import type { GithubRouteDeps } from './shared';
@@ -39,7 +41,7 @@ const Rejected = z
   .object({ ok: z.literal(false), error: z.string().openapi({ example: 'invalid signature' }) })
   .openapi('GithubWebhookRejected');
 
-type WebhookDeps = Pick<GithubRouteDeps, 'settings' | 'ingress' | 'metrics' | 'now'>;
+type WebhookDeps = Pick<GithubRouteDeps, 'settings' | 'db' | 'ingress' | 'metrics' | 'now'>;
 
 /** Throws 503 without a secret and 401 unless the current or the previous secret signed the raw body. */
 function verifyDeliverySignature(
@@ -67,8 +69,14 @@ const ignored = (reason: string): Reply => ({
   outcome: { outcome: 'ineligible', reason },
 });
 
+/** The 202 of an accepted delivery, whether this request started its workflow or not. */
+const accept = (event: string, deliveryId: string) => ({
+  status: 202,
+  body: { ok: true, accepted: true, event, deliveryId, queued: true },
+});
+
 async function postWebhook(deps: WebhookDeps, ctx: AppContext, rawBody: Buffer): Promise<Reply> {
-  const { ingress, now } = deps;
+  const { db, ingress, now } = deps;
   const log = ctx.state.log;
   verifyDeliverySignature(deps, log, rawBody, ctx.headers[SIGNATURE_HEADER]);
 
@@ -79,6 +87,21 @@ async function postWebhook(deps: WebhookDeps, ctx: AppContext, rawBody: Buffer):
   if (!parsed.ok) throw errors.invalidRequest([{ message: parsed.message, path: parsed.path }]);
   const delivery = classifyDelivery({ event: headers.event, deliveryId: headers.deliveryId, receivedAt: now() }, parsed.payload);
   if (!delivery.accepted) return ignored(delivery.reason);
+  const accepted = accept(delivery.event, delivery.deliveryId);
+
+  // The digest is a Postgres row written before the start, not the workflow id, so the delivery
+  // id stays the workflow's key: a 202 still waits for Temporal, and after a 503 the same id
+  // passes the digest again and starts its workflow.
+  const digest = {
+    installationId: delivery.input.installationId,
+    digest: bodyDigest(rawBody),
+    deliveryId: delivery.deliveryId,
+    now: now(),
+  };
+  if (!(await claimDigest(db, digest))) {
+    log.info({ deliveryId: delivery.deliveryId, event: delivery.event }, 'github body replayed under a new delivery id; nothing started');
+    return { ...accepted, outcome: { outcome: 'duplicate', reason: delivery.event } };
+  }
 
   // Started before answering: a 202 means Temporal holds the delivery. The delivery id is
   // the dedupe key, also after the first workflow closed (GitHub redeliveries keep the id).
@@ -86,11 +109,7 @@ async function postWebhook(deps: WebhookDeps, ctx: AppContext, rawBody: Buffer):
     searchAttributes: deliverySearchAttributes(delivery.input),
   });
   log.info({ deliveryId: delivery.deliveryId, event: delivery.event, outcome }, 'github delivery queued');
-  return {
-    status: 202,
-    body: { ok: true, accepted: true, event: delivery.event, deliveryId: delivery.deliveryId, queued: true },
-    outcome: { outcome, reason: delivery.event },
-  };
+  return { ...accepted, outcome: { outcome, reason: delivery.event } };
 }
 
 export function createWebhookRoute(deps: WebhookDeps): Route {
@@ -103,7 +122,8 @@ export function createWebhookRoute(deps: WebhookDeps): Route {
       'Signed with `X-Hub-Signature-256: sha256=<hex HMAC-SHA256 of the raw body>` under GITHUB_WEBHOOK_SECRET ' +
       '(or GITHUB_WEBHOOK_SECRET_PREVIOUS during a rotation). Relevant: `push`; `installation` deleted, suspend, ' +
       'unsuspend; `installation_repositories` added, removed; `repository` renamed, deleted, transferred. ' +
-      'Each delivery id starts one workflow; a redelivery gets the same answer and starts nothing.',
+      'Each delivery id starts one workflow; a redelivery gets the same answer and starts nothing, and so does ' +
+      'the same body under another delivery id (a replay: GitHub does not sign the id).',
     tags: ['Webhooks'],
     auth: 'signature',
     ingress: true,
@@ -120,7 +140,7 @@ export function createWebhookRoute(deps: WebhookDeps): Route {
       401: { description: 'Missing or wrong signature.', schema: Rejected },
       413: { description: 'Body over 25 MB.', schema: z.string(), contentType: 'text/plain' },
       503: {
-        description: 'Webhook secret not configured, or Temporal unavailable: retry later.',
+        description: 'Webhook secret not configured, or Temporal or Postgres unavailable: retry later.',
         schema: z.object({ ok: z.boolean().optional(), error: z.string() }).passthrough(),
       },
     },

@@ -10,7 +10,7 @@ import { z } from '../../app/http/zod';
 import { isSslCheck, parseSlashCommand } from '../envelope';
 import { createLinkToken } from '../link-token';
 import { connectAccountText, connectLinkUrl, DISABLED_CONNECTION_TEXT } from '../texts';
-import { verifiedConnection } from '../verify';
+import { verifiedOnce } from '../verify';
 import { ConnectionParams, type SlackRouteDeps } from './shared';
 
 const COMMANDS_BODY_LIMIT = 100_000;
@@ -21,7 +21,8 @@ type CommandDeps = Pick<SlackRouteDeps, 'settings' | 'platform' | 'db' | 'secret
 
 async function postCommand(deps: CommandDeps, ctx: AppContext, connectionId: string, rawBody: Buffer): Promise<Reply> {
   const { settings, platform, db, secretKey, metrics, now } = deps;
-  const connection = await verifiedConnection({ db, secretKey, metrics, now }, ctx, connectionId, rawBody);
+  // A captured command replayed within the signature window would mint a new link token: refused.
+  const connection = await verifiedOnce({ db, secretKey, metrics, now }, ctx, connectionId, rawBody);
   // Slack checks the request URL's certificate with a signed `ssl_check=1` that has no team or
   // user: answered 200 with an empty body before any other command check.
   if (isSslCheck(rawBody)) return { status: 200, body: '', outcome: { outcome: 'acknowledged', reason: 'ssl_check' } };
@@ -81,7 +82,7 @@ export function createCommandsRoute(deps: CommandDeps): Route {
         schema: z.union([SlashCommandResponse, z.literal('')]),
       },
       400: { description: 'Invalid connection id or form.', schema: InvalidRequestError },
-      401: { description: 'No such installation, or the signature is invalid.', schema: OkFalse },
+      401: { description: 'No such installation, the signature is invalid, or the request is a replay.', schema: OkFalse },
       403: { description: 'team_id or api_app_id differs from the installation, or api_app_id is missing.', schema: OkFalse },
       413: { description: 'Body over 100,000 bytes.', schema: PlainText, contentType: 'text/plain' },
     },

@@ -5,6 +5,7 @@ import * as slack from './0003_slack';
 import * as github from './0004_github';
 import * as runClaims from './0005_run_claims';
 import * as slackQuotas from './0006_slack_quotas';
+import * as replays from './0007_replays';
 
 /** Ordered by name. Never edit a migration that has shipped: add a new one. */
 export const migrations: Record<string, Migration> = {
@@ -14,4 +15,5 @@ export const migrations: Record<string, Migration> = {
   '0004_github': github,
   '0005_run_claims': runClaims,
   '0006_slack_quotas': slackQuotas,
+  '0007_replays': replays,
 };
