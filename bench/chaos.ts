@@ -195,7 +195,8 @@ async function main(): Promise<number> {
     }
 
     // 3. Postgres down for 5 s: routes that need it (API-key auth, the Slack installation
-    //    lookup) answer 503; so does the GitHub route, whose body digest is a Postgres write.
+    //    lookup) answer 503; the GitHub route keeps acking (Temporal holds the delivery, and its
+    //    replay check is skipped while Postgres cannot record the body digest).
     {
       await stack.stopPostgres();
       const downAt = Date.now();

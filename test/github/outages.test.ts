@@ -1,5 +1,9 @@
-/** The webhook when its secret or Temporal is missing: 503, so the operator redelivers later. */
+/**
+ * The webhook when its secret or Temporal is missing: 503, so the operator redelivers later. When
+ * only Postgres is refusing writes, a delivery is still started and acked: Temporal holds it.
+ */
 import { randomUUID } from 'node:crypto';
+import { githubDeliveryWorkflowId } from '../../src/github/contract';
 import { deliver, freshId, githubExample } from '../harness/github';
 import { closedPort } from '../harness/ports';
 import { startTestStack } from '../harness/stack';
@@ -46,6 +50,26 @@ describe('GitHub webhook outages', () => {
       const ping = await deliver(stack, { event: 'ping', payload: githubExample('ping'), secret: SECRET });
       expect(ping.status).toBe(200);
       expect(ping.json).toEqual({ ok: true, accepted: false, reason: 'ping' });
+    } finally {
+      await stack.stop();
+    }
+  });
+
+  it('Postgres refusing writes → the body digest is skipped, and the delivery is still started and acked 202', async () => {
+    const base = await startTestStack();
+    const url = new URL(base.config.database.url!);
+    await base.stop();
+    // Reads answer and writes are refused (SQLSTATE 25006), as after a failover to a replica.
+    url.searchParams.set('options', '-c default_transaction_read_only=on');
+    const stack = await startTestStack({ env: { GITHUB_WEBHOOK_SECRET: SECRET, DATABASE_URL: url.toString() } });
+    try {
+      const deliveryId = randomUUID();
+      const res = await deliver(stack, { event: 'push', payload: push(), secret: SECRET, deliveryId });
+      expect(res.status).toBe(202);
+      expect(res.json).toMatchObject({ ok: true, accepted: true, deliveryId });
+      const started = await stack.services.temporal.client.workflow.getHandle(githubDeliveryWorkflowId(deliveryId)).describe();
+      expect(started.workflowId).toBe(githubDeliveryWorkflowId(deliveryId));
+      expect(stack.logs.some((line) => String(line.msg).includes('replay check skipped'))).toBe(true);
     } finally {
       await stack.stop();
     }

@@ -8,12 +8,13 @@
  * `github-delivery/{deliveryId}` → 202. GitHub never retries by itself and waits 10 s, so the hot
  * path does one database write, the digest: matching targets is the workflow's job.
  */
-import { errors } from '../../app/errors';
+import { AppError, errors } from '../../app/errors';
 import type { AppContext } from '../../app/http/context';
 import { defineRoute, type Reply, type Route } from '../../app/http/route';
 import { InvalidRequestError } from '../../app/http/schemas';
 import { z } from '../../app/http/zod';
 import type { Logger } from '../../app/log';
+import type { Db } from '../../app/store/db';
 import { githubDelivery } from '../../../workflows/github';
 import { githubDeliveryWorkflowId } from '../contract';
 import { deliverySearchAttributes } from '../delivery';
@@ -98,7 +99,7 @@ async function postWebhook(deps: WebhookDeps, ctx: AppContext, rawBody: Buffer):
     deliveryId: delivery.deliveryId,
     now: now(),
   };
-  if (!(await claimDigest(db, digest))) {
+  if (!(await firstCarrier(db, digest, log))) {
     log.info({ deliveryId: delivery.deliveryId, event: delivery.event }, 'github body replayed under a new delivery id; nothing started');
     return { ...accepted, outcome: { outcome: 'duplicate', reason: delivery.event } };
   }
@@ -110,6 +111,21 @@ async function postWebhook(deps: WebhookDeps, ctx: AppContext, rawBody: Buffer):
   });
   log.info({ deliveryId: delivery.deliveryId, event: delivery.event, outcome }, 'github delivery queued');
   return { ...accepted, outcome: { outcome, reason: delivery.event } };
+}
+
+/**
+ * Whether this delivery id is the first to carry its body. GitHub never redelivers by itself, so
+ * a delivery must not wait on Postgres: while Postgres cannot take the digest, the replay check is
+ * skipped (the delivery id still dedupes) and the delivery goes on to Temporal, which holds it.
+ */
+async function firstCarrier(db: Db, digest: Parameters<typeof claimDigest>[1], log: Logger): Promise<boolean> {
+  try {
+    return await claimDigest(db, digest);
+  } catch (error) {
+    if (!(error instanceof AppError && error.dependency === 'postgres')) throw error;
+    log.warn({ deliveryId: digest.deliveryId }, 'github body digest not recorded (postgres unavailable); replay check skipped');
+    return true;
+  }
 }
 
 export function createWebhookRoute(deps: WebhookDeps): Route {
