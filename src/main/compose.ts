@@ -155,6 +155,7 @@ function platformSettings(config: Config): PlatformSettings {
     publicBaseUrl: publicBaseUrl(config),
     taskQueue: config.temporal.taskQueue,
     temporalCallTimeoutMs: config.temporal.startTimeoutMs,
+    failureLimits: config.failureLimits,
   };
 }
 
