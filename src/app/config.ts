@@ -53,6 +53,14 @@ export const platformSettings = defineSettings(
     // The key before a rotation: still opens stored secrets and verifies link tokens, never seals.
     SECRET_KEY_PREVIOUS: optionalString,
 
+    // Failed authentications per source address or connection id before 429, and the window.
+    AUTH_FAILURE_LIMIT: int(20, 1, 1_000_000),
+    AUTH_FAILURE_WINDOW: duration('10s'),
+    // Addresses, ids and unknown credentials each limit map holds at most.
+    AUTH_FAILURE_TRACKED_KEYS: int(10_000, 100, 10_000_000),
+    // How long an unknown credential or connection id is refused without a lookup (0s: never).
+    AUTH_UNKNOWN_CACHE_TTL: duration('10s'),
+
     // Benchmarks only: verify and ack without the durable enqueue, to measure its cost.
     BENCH_DISABLE_ENQUEUE: bool(false),
   },
@@ -90,6 +98,12 @@ export const platformSettings = defineSettings(
     database: { url: e.DATABASE_URL, embeddedPort: e.EMBEDDED_PG_PORT, poolMax: e.DATABASE_POOL_MAX },
     secretKey: e.SECRET_KEY,
     secretKeyPrevious: e.SECRET_KEY_PREVIOUS,
+    failureLimits: {
+      maxFailures: e.AUTH_FAILURE_LIMIT,
+      windowMs: e.AUTH_FAILURE_WINDOW,
+      maxKeys: e.AUTH_FAILURE_TRACKED_KEYS,
+      unknownTtlMs: e.AUTH_UNKNOWN_CACHE_TTL,
+    },
     bench: { disableEnqueue: e.BENCH_DISABLE_ENQUEUE },
   }),
   (e) => [

@@ -60,6 +60,16 @@ export const errors = {
       { error: 'unavailable', dependency, message: `${dependency} is unavailable; retry later.` },
       { cause, headers: { 'retry-after': '5' }, dependency },
     ),
+  /** Too many failed authentications from one address or for one id: retry after the window. */
+  tooManyFailures: (retryAfterSeconds: number, shape: 'api' | 'webhook') =>
+    new AppError(
+      'rate_limited',
+      429,
+      shape === 'webhook'
+        ? { ok: false, error: 'rate_limited' }
+        : { error: 'rate_limited', message: `Too many failed authentications; retry in ${retryAfterSeconds} s.` },
+      { headers: { 'retry-after': String(retryAfterSeconds) } },
+    ),
   /** Webhook-shaped failures carry `{ok:false}` bodies; the Slack and GitHub webhook routes use them. */
   webhook: (code: string, status: number, extra: Record<string, unknown> = {}) => new AppError(code, status, { ok: false, ...extra }),
 };

@@ -6,6 +6,7 @@
  * line in the root.
  */
 import type { Command } from 'commander';
+import type { FailureLimitSettings } from './failure-limit';
 import type { SearchAttributeKey } from './temporal/search-attributes';
 import type { Authenticator } from './http/auth';
 import type { Route } from './http/route';
@@ -25,6 +26,8 @@ export interface PlatformSettings {
   taskQueue: string;
   /** Bounds every start, signal and query a route or activity sends Temporal. */
   temporalCallTimeoutMs: number;
+  /** The limits on failed authentications every verifying feature builds its limiter from. */
+  failureLimits: FailureLimitSettings;
 }
 
 /** What the API process hands a feature's routes: its own settings and the shared clients. */

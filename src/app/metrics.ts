@@ -30,6 +30,12 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}) {
       labelNames: ['route', 'reason'] as const,
       registers: [registry],
     }),
+    authFailures: new Counter({
+      name: 'den_auth_failures_total',
+      help: 'Failed authentications by surface and outcome: rejected (401), unknown_cached (401 without a lookup) or limited (429).',
+      labelNames: ['surface', 'outcome'] as const,
+      registers: [registry],
+    }),
     heartbeats: new Counter({
       name: 'den_run_heartbeats_total',
       help: 'Run heartbeats received, by whether they were forwarded to Temporal or coalesced.',

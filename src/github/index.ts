@@ -4,6 +4,7 @@ import { defineFeature } from '../app/feature';
 import { createGithubActivities } from '../../activities/github';
 import { registerGithubCommands } from './cli';
 import { githubSearchAttributes } from './contract';
+import { createFailureLimiter } from '../app/failure-limit';
 import { createGithubRoutes } from './routes';
 import { githubSettings } from './settings';
 
@@ -12,7 +13,7 @@ export const githubFeature = defineFeature({
   settings: githubSettings,
   workflows: path.join(__dirname, '..', '..', 'workflows', 'github'),
   searchAttributes: Object.values(githubSearchAttributes),
-  routes: (deps) => createGithubRoutes(deps),
+  routes: (deps) => createGithubRoutes({ ...deps, failures: createFailureLimiter(deps.platform.failureLimits, deps.now) }),
   activities: (deps) => createGithubActivities(deps),
   cli: registerGithubCommands,
 });

@@ -127,6 +127,7 @@ export function platformSettings(config: Config): PlatformSettings {
     publicBaseUrl: publicBaseUrl(config),
     taskQueue: config.temporal.taskQueue,
     temporalCallTimeoutMs: config.temporal.startTimeoutMs,
+    failureLimits: config.failureLimits,
   };
 }
 

@@ -7,6 +7,7 @@ import { slackSearchAttributes } from './contract';
 import { SlackQuota } from './quota';
 import { sweepSlackReplays } from './replays';
 import { createSlackRoutes } from './routes';
+import { createSlackGuard } from './verify';
 import { slackSettings } from './settings';
 
 export { resealSlackSecrets } from './connections';
@@ -20,7 +21,12 @@ export const slackFeature = defineFeature({
   workflows: path.join(__dirname, '..', '..', 'workflows', 'slack'),
   searchAttributes: Object.values(slackSearchAttributes),
   // The quota is shared by every replica through Postgres; the feature builds it from the deps.
-  routes: (deps) => createSlackRoutes({ ...deps, quota: new SlackQuota(deps.db, deps.log) }),
+  routes: (deps) =>
+    createSlackRoutes({
+      ...deps,
+      quota: new SlackQuota(deps.db, deps.log),
+      guard: createSlackGuard(deps.platform.failureLimits, deps.now),
+    }),
   activities: (deps) => createSlackActivities(deps),
   sweeps: [
     {

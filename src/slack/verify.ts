@@ -2,8 +2,17 @@
  * The two checks the events and commands routes share: find the installation (else 401
  * `unknown_installation`), then verify the signature over the raw bytes (else 401 `invalid_signature`).
  * Routes whose requests carry no id of their own to dedupe on add the replay cache with `verifiedOnce`.
+ * Before both, an address or a connection id past its failure limit gets 429 with `Retry-After`,
+ * and an id that was not found a moment ago gets 401 again without a lookup.
  */
 import { errors } from '../app/errors';
+import {
+  createFailureLimiter,
+  createUnknownCache,
+  type FailureLimiter,
+  type FailureLimitSettings,
+  type UnknownCache,
+} from '../app/failure-limit';
 import type { AppContext } from '../app/http/context';
 import type { Metrics } from '../app/metrics';
 import type { SecretKeys } from '../app/secrets';
@@ -17,6 +26,37 @@ export interface VerifyDeps {
   secretKey: SecretKeys;
   metrics: Metrics;
   now: () => number;
+  guard: SlackGuard;
+}
+
+/** Failed verifications per source address and per connection id, and the ids just found unknown. */
+export interface SlackGuard {
+  byAddress: FailureLimiter;
+  byConnection: FailureLimiter;
+  unknownConnections: UnknownCache;
+}
+
+export function createSlackGuard(limits: FailureLimitSettings, now: () => number): SlackGuard {
+  return {
+    byAddress: createFailureLimiter(limits, now),
+    byConnection: createFailureLimiter(limits, now),
+    unknownConnections: createUnknownCache(limits, now),
+  };
+}
+
+/** 429 before any lookup when the address or the connection id is past its failure limit. */
+function admit({ guard, metrics }: VerifyDeps, address: string, connectionId: string): void {
+  const retryAfter = Math.max(guard.byAddress.retryAfterSeconds(address), guard.byConnection.retryAfterSeconds(connectionId));
+  if (retryAfter === 0) return;
+  metrics.authFailures.inc({ surface: 'slack', outcome: 'limited' });
+  throw errors.tooManyFailures(retryAfter, 'webhook');
+}
+
+/** Counts a failed verification against the address and the connection id. */
+function failed({ guard, metrics }: VerifyDeps, address: string, connectionId: string, outcome: 'rejected' | 'unknown_cached'): void {
+  guard.byAddress.fail(address);
+  guard.byConnection.fail(connectionId);
+  metrics.authFailures.inc({ surface: 'slack', outcome });
 }
 
 /** 401 `{ok:false}` for both causes, so a caller learns nothing about which ids exist. */
@@ -26,10 +66,21 @@ export async function verifiedConnection(
   connectionId: string,
   rawBody: Buffer,
 ): Promise<SlackConnection> {
+  const address = ctx.ip;
+  admit(deps, address, connectionId);
+  if (deps.guard.unknownConnections.has(connectionId)) {
+    failed(deps, address, connectionId, 'unknown_cached');
+    throw errors.webhook('unknown_installation', 401);
+  }
   const connection = await findSlackConnection(deps.db, deps.secretKey, connectionId);
-  if (!connection) throw errors.webhook('unknown_installation', 401);
+  if (!connection) {
+    deps.guard.unknownConnections.add(connectionId);
+    failed(deps, address, connectionId, 'rejected');
+    throw errors.webhook('unknown_installation', 401);
+  }
   const verdict = verifySlackSignature({ rawBody, headers: ctx.headers, secrets: connection.secrets, now: deps.now });
   if (!verdict.ok) {
+    failed(deps, address, connectionId, 'rejected');
     deps.metrics.signatureFailures.inc({ route: ctx.state.routeTemplate ?? 'slack', reason: verdict.reason });
     ctx.state.log.info({ connectionId, reason: verdict.reason }, 'slack signature rejected');
     throw errors.webhook('invalid_signature', 401);

@@ -20,7 +20,7 @@ import { refuseTooDeep } from './json-depth';
 import type { OpenAPIRegistry } from '@asteasolutions/zod-to-openapi';
 import { withCredentialLines } from './credential-lines';
 import { requireAuth, type Authenticator, type AuthMode, type Principal } from './auth';
-import { authResponses, InvalidRequestError, PlainText, Unavailable } from './schemas';
+import { authResponses, InvalidRequestError, PlainText, Unavailable, webhookRateLimited } from './schemas';
 
 type Method = 'get' | 'post' | 'put' | 'patch' | 'delete';
 
@@ -131,10 +131,13 @@ function pipelineResponses(route: Route): Record<number, ResponseSpec> {
   const implied: Record<number, ResponseSpec> = {};
   if (route.auth === 'authenticated' || route.auth === 'admin') {
     implied[401] = authResponses[401];
+    implied[429] = authResponses[429];
     if (route.auth === 'admin' || route.sessionOnly) implied[403] = authResponses[403];
     // Credentials are looked up in Postgres on every request (src/identity/auth.ts).
     implied[503] = { description: 'Postgres unavailable while checking the credentials: retry later.', schema: Unavailable };
   }
+  // Signed routes refuse an address or installation with too many failed signatures.
+  if (route.auth === 'signature') implied[429] = webhookRateLimited;
   if (route.params || route.query || route.body) {
     implied[400] = { description: 'Invalid path parameter, query or body.', schema: InvalidRequestError };
   }
@@ -201,6 +204,7 @@ export function mountRoute(router: Router<AppState>, route: Route, deps: MountDe
     const serve = async (): Promise<Reply> => {
       const principal = await requireAuth(withCredentialLines(ctx.headers, ctx.req.rawHeaders), route.auth, deps.authenticate, {
         sessionOnly: route.sessionOnly,
+        source: { address: ctx.ip },
       });
       ctx.state.principal = principal;
       return route.serve(ctx, principal);

@@ -28,10 +28,23 @@ export const Unavailable = z
   .object({ error: z.literal('unavailable'), dependency: z.string(), message: z.string() })
   .openapi('Unavailable');
 
+/** Too many failed authentications from one address (src/app/failure-limit.ts): retry after `Retry-After` seconds. */
+const RateLimited = z.object({ error: z.literal('rate_limited'), message: z.string() }).openapi('RateLimited');
+
+/** The same refusal on the signed webhook routes, in their `{ok:false}` shape. */
+const WebhookRateLimited = z.object({ ok: z.literal(false), error: z.literal('rate_limited') }).openapi('WebhookRateLimited');
+
 export const PlainText = z.string();
 
 /** The 401/403 rows every authenticated route shares. */
 export const authResponses = {
   401: { description: 'No or invalid credentials.', schema: Unauthorized },
   403: { description: 'Authenticated, but not allowed.', schema: Forbidden },
+  429: { description: 'Too many failed authentications from this address: retry after `Retry-After` seconds.', schema: RateLimited },
+};
+
+/** The 429 every signed webhook route shares. */
+export const webhookRateLimited = {
+  description: 'Too many failed signatures from this address or for this installation: retry after `Retry-After` seconds.',
+  schema: WebhookRateLimited,
 };

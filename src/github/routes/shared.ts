@@ -1,6 +1,10 @@
 /** What the GitHub routes share: the deps type. */
 import type { ApiDeps } from '../../app/feature';
+import type { FailureLimiter } from '../../app/failure-limit';
 import type { GithubSettings } from '../settings';
 
 /** What the GitHub routes use, handed over by the composition root (src/main/compose.ts). */
-export type GithubRouteDeps = Pick<ApiDeps<GithubSettings>, 'settings' | 'db' | 'ingress' | 'metrics' | 'now'>;
+export type GithubRouteDeps = Pick<ApiDeps<GithubSettings>, 'settings' | 'db' | 'ingress' | 'metrics' | 'now'> & {
+  /** Failed webhook signatures per source address in this process; built by the feature's descriptor. */
+  failures: FailureLimiter;
+};

@@ -2,11 +2,12 @@
  * POST /v1/webhooks/connectors/github (and the `codehost` alias): GitHub App webhooks.
  *
  * Order of checks, each answered before the next runs: body within 25 MB (413, in
- * src/app/http/route.ts) → secret configured (503) → signature over the raw bytes (401) →
- * delivery headers (200 not accepted) → JSON (400) → relevance (200 not accepted) → the body's
- * digest (a replay under a new delivery id: 202, nothing started) → durable start of
- * `github-delivery/{deliveryId}` → 202. GitHub never retries by itself and waits 10 s, so the hot
- * path does one database write, the digest: matching targets is the workflow's job.
+ * src/app/http/route.ts) → secret configured (503) → the source address within its failure
+ * limit (429) → signature over the raw bytes (401) → delivery headers (200 not accepted) → JSON
+ * (400) → relevance (200 not accepted) → the body's digest (a replay under a new delivery id: 202,
+ * nothing started) → durable start of `github-delivery/{deliveryId}` → 202. GitHub never retries
+ * by itself and waits 10 s, so the hot path does one database write, the digest: matching
+ * targets is the workflow's job.
  */
 import { AppError, errors } from '../../app/errors';
 import type { AppContext } from '../../app/http/context';
@@ -42,20 +43,31 @@ const Rejected = z
   .object({ ok: z.literal(false), error: z.string().openapi({ example: 'invalid signature' }) })
   .openapi('GithubWebhookRejected');
 
-type WebhookDeps = Pick<GithubRouteDeps, 'settings' | 'db' | 'ingress' | 'metrics' | 'now'>;
+type WebhookDeps = Pick<GithubRouteDeps, 'settings' | 'db' | 'ingress' | 'metrics' | 'now' | 'failures'>;
 
-/** Throws 503 without a secret and 401 unless the current or the previous secret signed the raw body. */
+/**
+ * Throws 503 without a secret, 429 when the address is past its failure limit, and 401 unless
+ * the current or the previous secret signed the raw body.
+ */
 function verifyDeliverySignature(
-  deps: Pick<GithubRouteDeps, 'settings' | 'metrics'>,
-  log: Logger,
+  deps: Pick<GithubRouteDeps, 'settings' | 'metrics' | 'failures'>,
+  ctx: AppContext,
   rawBody: Buffer,
   signature: string | string[] | undefined,
 ): void {
-  const { settings, metrics } = deps;
+  const { settings, metrics, failures } = deps;
+  const log = ctx.state.log;
   const secret = settings.webhookSecret;
   if (!secret) throw errors.webhook('webhook_secret_not_configured', 503, { error: 'webhook secret not configured' });
+  const retryAfter = failures.retryAfterSeconds(ctx.ip);
+  if (retryAfter > 0) {
+    metrics.authFailures.inc({ surface: 'github', outcome: 'limited' });
+    throw errors.tooManyFailures(retryAfter, 'webhook');
+  }
   const verified = verifyWithFallback({ current: secret, previous: settings.webhookSecretPrevious }, rawBody, signature);
   if (!verified.ok) {
+    failures.fail(ctx.ip);
+    metrics.authFailures.inc({ surface: 'github', outcome: 'rejected' });
     metrics.signatureFailures.inc({ route: GITHUB_WEBHOOK_PATH, reason: verified.reason });
     log.info({ reason: verified.reason }, 'github webhook signature rejected');
     throw errors.webhook('invalid_signature', 401, { error: 'invalid signature' });
@@ -79,7 +91,7 @@ const accept = (event: string, deliveryId: string) => ({
 async function postWebhook(deps: WebhookDeps, ctx: AppContext, rawBody: Buffer): Promise<Reply> {
   const { db, ingress, now } = deps;
   const log = ctx.state.log;
-  verifyDeliverySignature(deps, log, rawBody, ctx.headers[SIGNATURE_HEADER]);
+  verifyDeliverySignature(deps, ctx, rawBody, ctx.headers[SIGNATURE_HEADER]);
 
   const headers = readDeliveryHeaders(ctx.headers);
   if (!headers.ok) return ignored(headers.reason);

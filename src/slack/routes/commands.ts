@@ -17,12 +17,12 @@ const COMMANDS_BODY_LIMIT = 100_000;
 
 const SlashCommandResponse = z.object({ response_type: z.literal('ephemeral'), text: z.string() }).openapi('SlackSlashCommandResponse');
 
-type CommandDeps = Pick<SlackRouteDeps, 'settings' | 'platform' | 'db' | 'secretKey' | 'metrics' | 'now'>;
+type CommandDeps = Pick<SlackRouteDeps, 'settings' | 'platform' | 'db' | 'secretKey' | 'metrics' | 'now' | 'guard'>;
 
 async function postCommand(deps: CommandDeps, ctx: AppContext, connectionId: string, rawBody: Buffer): Promise<Reply> {
-  const { settings, platform, db, secretKey, metrics, now } = deps;
+  const { settings, platform, db, secretKey, metrics, now, guard } = deps;
   // A captured command replayed within the signature window would mint a new link token: refused.
-  const connection = await verifiedOnce({ db, secretKey, metrics, now }, ctx, connectionId, rawBody);
+  const connection = await verifiedOnce({ db, secretKey, metrics, now, guard }, ctx, connectionId, rawBody);
   // Slack checks the request URL's certificate with a signed `ssl_check=1` that has no team or
   // user: answered 200 with an empty body before any other command check.
   if (isSslCheck(rawBody)) return { status: 200, body: '', outcome: { outcome: 'acknowledged', reason: 'ssl_check' } };

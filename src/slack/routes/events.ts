@@ -27,15 +27,15 @@ const EVENTS_BODY_LIMIT = 1_000_000;
 
 const Challenge = z.object({ challenge: z.string() }).openapi('SlackUrlVerificationChallenge');
 
-type EventsDeps = Pick<SlackRouteDeps, 'settings' | 'db' | 'secretKey' | 'ingress' | 'metrics' | 'now' | 'quota'>;
+type EventsDeps = Pick<SlackRouteDeps, 'settings' | 'db' | 'secretKey' | 'ingress' | 'metrics' | 'now' | 'guard' | 'quota'>;
 
 /** A verified callback that carries an event, or the answer to a request that carries none. */
 type ReadEvent = { reply: Reply } | { connection: SlackConnection; event: Record<string, unknown>; eventId: string };
 
 /** The checks up to "no event": installation, signature, envelope, url_verification, team/app. */
 async function readEvent(deps: EventsDeps, ctx: AppContext, connectionId: string, rawBody: Buffer): Promise<ReadEvent> {
-  const { db, secretKey, metrics, now } = deps;
-  const connection = await verifiedConnection({ db, secretKey, metrics, now }, ctx, connectionId, rawBody);
+  const { db, secretKey, metrics, now, guard } = deps;
+  const connection = await verifiedConnection({ db, secretKey, metrics, now, guard }, ctx, connectionId, rawBody);
 
   const parsed = parseEnvelope(rawBody);
   if (!parsed.ok) throw errors.invalidRequest(parsed.details);
