@@ -151,7 +151,7 @@ describe('validation', () => {
     const doc = (await stack.request('GET', '/openapi.json')).json;
     const op = doc.paths[PATH].post;
     expect(op.security).toEqual([{ bearerAuth: [] }, { denApiKey: [] }]);
-    expect(Object.keys(op.responses).sort()).toEqual(['200', '400', '401', '403', '413', '503']);
+    expect(Object.keys(op.responses).sort()).toEqual(['200', '400', '401', '403', '413', '429', '503']);
     expect(op.requestBody.required).toBe(true);
     // The 413 the document lists is the one the body reader answers.
     const big = await stack.request('POST', PATH, { headers: admin.headers, body: { query: 'x'.repeat(17 * 1024) } });

@@ -143,9 +143,18 @@ it('the OpenAPI document describes the claim routes and the run fields a runtime
       '404',
       '409',
       '413',
+      '429',
       '503',
     ]);
-    expect(Object.keys(doc.paths['/v1/automation-runs/claim'].post.responses).sort()).toEqual(['200', '204', '400', '401', '413', '503']);
+    expect(Object.keys(doc.paths['/v1/automation-runs/claim'].post.responses).sort()).toEqual([
+      '200',
+      '204',
+      '400',
+      '401',
+      '413',
+      '429',
+      '503',
+    ]);
     expect(doc.components.schemas.AutomationRun.properties).toHaveProperty('input');
     expect(doc.components.schemas.AutomationRun.properties).toHaveProperty('origin');
     expect(doc.components.schemas.AutomationRunClaim.required).toEqual(expect.arrayContaining(['run', 'attempt', 'leaseExpiresAt']));

@@ -214,7 +214,7 @@ describe('automation-run input validation', () => {
     const doc = (await stack.request('GET', '/openapi.json')).json;
     const events = doc.paths['/v1/automation-runs/{id}/events'].post;
     expect(events.security).toEqual([{ bearerAuth: [] }, { denApiKey: [] }]);
-    expect(Object.keys(events.responses).sort()).toEqual(['200', '400', '401', '404', '409', '413', '503']);
+    expect(Object.keys(events.responses).sort()).toEqual(['200', '400', '401', '404', '409', '413', '429', '503']);
     expect(doc.paths['/v1/automation-runs/{id}/heartbeat'].post).toBeDefined();
     expect(doc.paths['/v1/automation-runs'].get).toBeDefined();
     expect(doc.components.schemas.AutomationRunEventInput).toBeDefined();
