@@ -34,6 +34,7 @@ import { forLog } from '../src/runs/log-text';
 import {
   PERSIST_REJECTED,
   RUN_CLAIMS_PATCH,
+  RUN_NOT_FOUND,
   RUN_OUTCOME_PATCH,
   claimRunUpdate,
   reportRunEventUpdate,
@@ -42,12 +43,17 @@ import {
   runOutcomeFailure,
   runSearchAttributes,
   runSummaryQuery,
+  type RunCaller,
+  type RunClaimRequest,
+  type RunEventReport,
+  type RunHeartbeat,
   type RunSettings,
   type RunSummary,
   type RunWorkflowInput,
 } from '../src/runs/contract';
 import {
   applyHeartbeat,
+  callerMayReach,
   cancelRun,
   canCarry,
   claimRun,
@@ -104,6 +110,11 @@ const isRejected = (error: unknown) =>
 function refuse(verdict: { ok: true } | { ok: false; error: string; status?: string }): void {
   if (verdict.ok) return;
   throw ApplicationFailure.create({ type: verdict.error, message: verdict.error, nonRetryable: true, details: [verdict] });
+}
+
+/** A caller who may not reach the run is refused as the API refuses a run it cannot see: not found. */
+function refuseStranger(run: Run, caller: RunCaller | undefined): void {
+  if (!callerMayReach(run.state, caller)) refuse({ ok: false, error: RUN_NOT_FOUND });
 }
 
 function settle(error: unknown): 'rejected' {
@@ -199,10 +210,15 @@ function setRunHandlers(run: Run): void {
       run.state = decideEvent(run.state, event, Date.now(), settings).next;
       return { disposition: run.state.nextSequence > event.sequence ? 'applied' : 'buffered', status: run.state.status };
     },
-    { validator: (event) => refuse(decideEvent(run.state, event, Date.now(), settings).verdict) },
+    {
+      validator: (event: RunEventReport, caller?: RunCaller) => {
+        refuseStranger(run, caller);
+        refuse(decideEvent(run.state, event, Date.now(), settings).verdict);
+      },
+    },
   );
-  setHandler(runHeartbeatSignal, (heartbeat) => {
-    run.state = applyHeartbeat(run.state, heartbeat, Date.now(), settings);
+  setHandler(runHeartbeatSignal, (heartbeat: RunHeartbeat, caller?: RunCaller) => {
+    run.state = applyHeartbeat(run.state, heartbeat, Date.now(), settings, caller);
   });
   setHandler(runSummaryQuery, () => ({ ...summarize(run.state), unpersisted: unpersistedOf(run.state) }));
   // Of two concurrent claims exactly one passes the validator; the other is refused before it
@@ -217,7 +233,8 @@ function setRunHandlers(run: Run): void {
       return { run: summarize(run.state), attempt: run.state.attempt, leaseExpiresAt: run.state.leaseExpiresAt ?? Date.now() };
     },
     {
-      validator: (_request) => {
+      validator: (_request: RunClaimRequest, caller?: RunCaller) => {
+        refuseStranger(run, caller);
         const verdict = claimVerdict(run.state);
         if (!verdict.ok) refuse(verdict);
       },

@@ -9,9 +9,10 @@ import { ApplicationFailure, WorkflowNotFoundError, WorkflowUpdateFailedError } 
 import { errors } from '../app/errors';
 import { isAdmin, type Principal } from '../app/http/auth';
 import { temporalCall } from '../app/temporal/client';
-import { CLAIM_REFUSALS, claimRunUpdate, runWorkflowId, type RunClaim } from './contract';
+import { CLAIM_REFUSALS, RUN_NOT_FOUND, claimRunUpdate, runWorkflowId, type RunClaim } from './contract';
 import type { RunDeps } from './deps';
 import { holdClaimCandidate, releaseClaimHold } from './store';
+import { runCaller } from './visibility';
 
 /**
  * The Update waits for a worker and for the run's row to show the claim, so it gets longer than
@@ -26,21 +27,26 @@ const LONG_POLL_INTERVAL_MS = 250;
 
 export type ClaimOutcome = { ok: true; claim: RunClaim } | { ok: false; error: (typeof CLAIM_REFUSALS)[number]; status: string };
 
-/** One claim Update. Unknown runs are a 404; a refusal is the workflow's answer. */
-export async function claimRun(deps: RunDeps, organizationId: string, runId: string): Promise<ClaimOutcome> {
+/** One claim Update. Unknown runs, and runs the caller may not reach (the run decides), are a 404; a refusal is the workflow's answer. */
+export async function claimRun(deps: RunDeps, principal: Principal, runId: string): Promise<ClaimOutcome> {
   const { temporal, metrics } = deps;
+  const { organizationId } = principal;
   try {
     const claim = await temporalCall(
       temporal,
       'claimRun',
       CLAIM_TIMEOUT_MS,
-      () => temporal.client.workflow.getHandle(runWorkflowId(organizationId, runId)).executeUpdate(claimRunUpdate, { args: [{}] }),
+      () =>
+        temporal.client.workflow
+          .getHandle(runWorkflowId(organizationId, runId))
+          .executeUpdate(claimRunUpdate, { args: [{}, runCaller(principal)] }),
       metrics,
     );
     return { ok: true, claim };
   } catch (error) {
     if (error instanceof WorkflowNotFoundError) throw errors.notFound('No such automation run.');
     const refusal = error instanceof WorkflowUpdateFailedError ? error.cause : undefined;
+    if (refusal instanceof ApplicationFailure && refusal.type === RUN_NOT_FOUND) throw errors.notFound('No such automation run.');
     if (refusal instanceof ApplicationFailure && (CLAIM_REFUSALS as readonly (string | undefined)[]).includes(refusal.type ?? undefined)) {
       return { ok: false, error: refusal.type as (typeof CLAIM_REFUSALS)[number], status: refusalStatus(refusal) };
     }
@@ -72,7 +78,7 @@ export async function claimNext(deps: RunDeps, principal: Principal, waitMs: num
       const release = () => releaseClaimHold(deps.db, principal.organizationId, runId).catch(() => undefined);
       let outcome: ClaimOutcome;
       try {
-        outcome = await claimRun(deps, principal.organizationId, runId);
+        outcome = await claimRun(deps, principal, runId);
       } catch (error) {
         await release(); // Undecided (Temporal unavailable): another poller may try it.
         throw error;

@@ -46,6 +46,19 @@ export interface RunHeartbeat {
   receivedAt: number;
 }
 
+/**
+ * Who sends a report or a claim: the run decides from it whether the caller may reach it, with
+ * the API's visibility rule (a member reaches only its own runs; owners and admins every run of
+ * the organization). Absent only in histories recorded before reports carried it.
+ */
+export interface RunCaller {
+  memberId: string;
+  admin: boolean;
+}
+
+/** The refusal a run answers a caller who may not reach it: the API's 404 for a run it cannot see. */
+export const RUN_NOT_FOUND = 'not_found';
+
 /** Liveness and size settings, fixed when the run starts so a deployment change can't reshape it midway. */
 export interface RunSettings {
   leaseTimeoutMs: number;
@@ -123,7 +136,7 @@ export interface RunIgnoredCounts {
   afterClose: number;
 }
 
-/** What a claim asks: nothing yet; the caller's visibility is checked by the API before it. */
+/** What a claim asks: nothing; who asks travels beside it (RunCaller). */
 export type RunClaimRequest = Record<string, never>;
 
 export interface RunClaim {
@@ -212,10 +225,10 @@ export interface RunEventAck {
  * Events arrive as this Update: its validator decides before the ack, so a report
  * answered 200 is applied or kept. The signal stays for histories recorded before it.
  */
-export const reportRunEventUpdate = defineUpdate<RunEventAck, [RunEventReport]>('reportRunEvent');
+export const reportRunEventUpdate = defineUpdate<RunEventAck, [RunEventReport, RunCaller?]>('reportRunEvent');
 /** Events as signals, from before the `reportRunEvent` Update: kept so runs live across that deploy still take them. */
 export const runEventSignal = defineSignal<[RunEventReport]>('runEvent');
-export const runHeartbeatSignal = defineSignal<[RunHeartbeat]>('runHeartbeat');
+export const runHeartbeatSignal = defineSignal<[RunHeartbeat, RunCaller?]>('runHeartbeat');
 export const runSummaryQuery = defineQuery<RunSummary>('runSummary');
 /** Exclusive claim: the validator refuses unless the run waits for an attempt. */
-export const claimRunUpdate = defineUpdate<RunClaim, [RunClaimRequest]>('claimRun');
+export const claimRunUpdate = defineUpdate<RunClaim, [RunClaimRequest, RunCaller?]>('claimRun');

@@ -1,20 +1,24 @@
 /**
- * Heartbeat coalescing: a process forwards a heartbeat of (run, attempt) to Temporal
+ * Heartbeat coalescing: a process forwards a heartbeat of (run, attempt, member) to Temporal
  * at most once per window (a fraction of the run's own lease, RUN_HEARTBEAT_COALESCE_FRACTION,
  * a quarter by default), so Temporal load grows with the number of runs, not with the number of
  * heartbeats. Runners heartbeat about every 10 s against a 60 s lease, so one forwarded heartbeat
  * per 15 s (or per 30 s at a half) still moves the lease long before it expires.
  *
- * The others are answered at once: a heartbeat for the same (run, attempt) is already in flight
- * or recorded. If the forwarded one fails, `release` forgets it, so the next one is forwarded.
+ * The others are answered at once once a forward for the same member succeeded, which is when
+ * the API checked that the member may reach the run; while that forward is in flight they are
+ * `pending` and share its answer. If a forward fails, `release` forgets it, so the next one is
+ * forwarded.
  * Pure and clock-injected: it knows nothing of HTTP or Temporal.
  */
-export type Admission = { forward: true } | { forward: false; closedStatus?: string };
+export type Admission = { forward: true } | { forward: false; pending: true } | { forward: false; closedStatus?: string };
 
 interface Entry {
   at: number;
   /** The run's own window (a fraction of its lease), learned when a heartbeat is forwarded. */
   windowMs: number;
+  /** A forward of this key succeeded: the caller may reach the run, so its answer can be reused. */
+  confirmed: boolean;
   closedStatus?: string;
 }
 
@@ -31,8 +35,9 @@ export class HeartbeatCoalescer {
     private readonly leaseFraction = 0.25,
   ) {}
 
-  static key(organizationId: string, runId: string, attempt: number): string {
-    return JSON.stringify([organizationId, runId, attempt]);
+  /** The member is part of the key: one member's answer is never another's. */
+  static key(organizationId: string, runId: string, attempt: number, memberId: string): string {
+    return JSON.stringify([organizationId, runId, attempt, memberId]);
   }
 
   /** Decides, synchronously (so concurrent requests see each other), whether to forward. */
@@ -40,9 +45,10 @@ export class HeartbeatCoalescer {
     this.maybeSweep(now);
     const entry = this.entries.get(key);
     if (entry && now - entry.at < entry.windowMs) {
+      if (!entry.confirmed) return { forward: false, pending: true };
       return entry.closedStatus === undefined ? { forward: false } : { forward: false, closedStatus: entry.closedStatus };
     }
-    this.entries.set(key, { at: now, windowMs: entry?.windowMs ?? this.defaultWindowMs });
+    this.entries.set(key, { at: now, windowMs: entry?.windowMs ?? this.defaultWindowMs, confirmed: false });
     return { forward: true };
   }
 
@@ -53,7 +59,9 @@ export class HeartbeatCoalescer {
    */
   forwarded(key: string, at: number, leaseTimeoutMs: number): void {
     const entry = this.entries.get(key);
-    if (entry?.at === at) entry.windowMs = HeartbeatCoalescer.windowFor(leaseTimeoutMs, this.leaseFraction);
+    if (entry?.at !== at) return;
+    entry.windowMs = HeartbeatCoalescer.windowFor(leaseTimeoutMs, this.leaseFraction);
+    entry.confirmed = true;
   }
 
   static windowFor(leaseTimeoutMs: number, leaseFraction = 0.25): number {
@@ -67,7 +75,8 @@ export class HeartbeatCoalescer {
 
   /** The run turned out to be closed: coalesced heartbeats get the same answer for the window. */
   markClosed(key: string, status: string, now: number): void {
-    this.entries.set(key, { at: now, windowMs: this.entries.get(key)?.windowMs ?? this.defaultWindowMs, closedStatus: status });
+    const windowMs = this.entries.get(key)?.windowMs ?? this.defaultWindowMs;
+    this.entries.set(key, { at: now, windowMs, confirmed: true, closedStatus: status });
   }
 
   get size(): number {

@@ -13,18 +13,21 @@
 import { AppError, errors } from '../app/errors';
 import type { Principal } from '../app/http/auth';
 import { automationRun } from '../../workflows/runs';
-import type { ApplicationFailure } from '@temporalio/client';
+import { WorkflowNotFoundError, type ApplicationFailure } from '@temporalio/client';
+import { temporalCall } from '../app/temporal/client';
 import {
   EVENT_REFUSALS,
+  RUN_NOT_FOUND,
   isClosedRunStatus,
   reportRunEventUpdate,
   runHeartbeatSignal,
+  runSummaryQuery,
   runWorkflowId,
   type RunEventReport,
   type RunHeartbeat,
   type RunWorkflowInput,
 } from './contract';
-import { canSee } from './visibility';
+import { canSee, runCaller } from './visibility';
 import type { BacklogGate } from './backlog';
 import type { RunDeps } from './deps';
 import { outlivedMs, reconcileRun } from './reconcile';
@@ -51,6 +54,8 @@ export async function deliverReport(
   const row = await readRow(deps, principal.organizationId, runId, report);
   // Another member's run does not exist for this caller (never 403: that would say it does).
   if (row && !canSee(principal, row.memberId)) throw errors.notFound('No such automation run.');
+  // Without a row (a new run, or Postgres cannot answer) a heartbeat asks the run who owns it.
+  if (!row && report.kind === 'heartbeat') await refuseUnseenRun(deps, principal, runId);
   if (row && isClosedRunStatus(row.status)) return { result: 'closed', status: row.status };
   // An open row older than its run could live: its workflow ended outside its own logic, and
   // Temporal may have forgotten it, so a signal would start a fresh run the row ignores.
@@ -75,12 +80,19 @@ export async function deliverReport(
   const leaseTimeoutMs = row?.summary.leaseTimeoutMs ?? settings.defaults.leaseTimeoutMs;
   if (report.kind === 'heartbeat') {
     // Heartbeats stay signals: they carry no data, so one that races the close loses nothing,
-    // and a signal needs no worker to answer.
-    const outcome = await ingress.signalWithStart(automationRun, workflowId, [input], runHeartbeatSignal, [report.heartbeat]);
+    // and a signal to a run whose row showed the caller may reach it needs no worker to answer.
+    const outcome = await ingress.signalWithStart(automationRun, workflowId, [input], runHeartbeatSignal, [
+      report.heartbeat,
+      runCaller(principal),
+    ]);
     if (outcome !== 'closed') return { result: outcome, leaseTimeoutMs };
     return { result: 'closed', status: await closedStatus(deps, principal.organizationId, runId) };
   }
-  const outcome = await ingress.updateWithStart(automationRun, workflowId, [input], reportRunEventUpdate, [report.event]);
+  // The run's validator refuses a caller who may not reach it, whether or not its row exists yet.
+  const outcome = await ingress.updateWithStart(automationRun, workflowId, [input], reportRunEventUpdate, [
+    report.event,
+    runCaller(principal),
+  ]);
   switch (outcome.outcome) {
     case 'enqueued':
     case 'not_enqueued':
@@ -95,6 +107,7 @@ export async function deliverReport(
 /** The run's validator refused the event (eventVerdict): nothing was recorded; answer why. */
 function refusedEvent(refusal: ApplicationFailure, leaseTimeoutMs: number): ReportOutcome {
   const type = refusal.type ?? '';
+  if (type === RUN_NOT_FOUND) throw errors.notFound('No such automation run.');
   if (!(EVENT_REFUSALS as readonly string[]).includes(type)) throw refusal;
   const verdict = { ...(refusal.details?.[0] as object), error: type } as EventRefusal;
   if (verdict.error === 'duplicate') return { result: 'duplicate', leaseTimeoutMs };
@@ -105,8 +118,9 @@ function refusedEvent(refusal: ApplicationFailure, leaseTimeoutMs: number): Repo
 
 /**
  * The run's row, for visibility, the closed check and claims. A heartbeat does not need it: when
- * Postgres cannot answer, the heartbeat goes to Temporal anyway (REJECT_DUPLICATE still keeps a
- * closed run closed within retention), so a Postgres outage never costs a live run its lease.
+ * Postgres cannot answer, the heartbeat goes to Temporal once the run's query shows the caller may
+ * reach it (REJECT_DUPLICATE still keeps a closed run closed within retention), so a Postgres
+ * outage never costs a live run its lease.
  * Events carry data Postgres must take anyway: they get the 503.
  */
 async function readRow(deps: RunDeps, organizationId: string, runId: string, report: RunReport): Promise<RunRow | undefined> {
@@ -116,6 +130,30 @@ async function readRow(deps: RunDeps, organizationId: string, runId: string, rep
     if (report.kind === 'heartbeat' && error instanceof AppError && error.dependency === 'postgres') return undefined;
     throw error;
   }
+}
+
+/**
+ * A heartbeat with no row to check goes only where the caller may go: the run's own query names
+ * its owner (a run Temporal does not know is a new one, which this heartbeat starts as the
+ * caller's). The run ignores a heartbeat from anyone else too, which covers two first reports
+ * racing to start it. The query needs Temporal and a worker: when neither answers, 503.
+ */
+async function refuseUnseenRun(deps: RunDeps, principal: Principal, runId: string): Promise<void> {
+  const { temporal, platform, metrics } = deps;
+  let summary;
+  try {
+    summary = await temporalCall(
+      temporal,
+      'query',
+      platform.temporalCallTimeoutMs,
+      () => temporal.client.workflow.getHandle(runWorkflowId(principal.organizationId, runId)).query(runSummaryQuery),
+      metrics,
+    );
+  } catch (error) {
+    if (error instanceof WorkflowNotFoundError) return;
+    throw error;
+  }
+  if (!canSee(principal, summary.memberId)) throw errors.notFound('No such automation run.');
 }
 
 const reportAttempt = (report: RunReport) => (report.kind === 'event' ? report.event.attempt : report.heartbeat.attempt);

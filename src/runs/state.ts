@@ -16,6 +16,7 @@
  * - A `terminal` event ends the run once every earlier sequence of its attempt is applied.
  */
 import {
+  type RunCaller,
   type RunEventReport,
   type RunEventType,
   type RunHeartbeat,
@@ -315,8 +316,19 @@ export function claimRun(state: RunState, now: number, settings: RunSettings): R
   };
 }
 
-export function applyHeartbeat(state: RunState, heartbeat: RunHeartbeat, now: number, settings: RunSettings): RunState {
+/**
+ * Whether a caller may reach the run: its owner (the member whose report or Slack invocation
+ * started it), or an owner or admin of the organization. A run without an owner is reached only
+ * by admins; a report without a caller predates this rule and is taken as it was.
+ */
+export function callerMayReach(state: RunState, caller: RunCaller | undefined): boolean {
+  return caller === undefined || caller.admin || caller.memberId === state.memberId;
+}
+
+/** A heartbeat from a caller who may not reach the run is counted as a signal and changes nothing else. */
+export function applyHeartbeat(state: RunState, heartbeat: RunHeartbeat, now: number, settings: RunSettings, caller?: RunCaller): RunState {
   const counted = { ...state, signalsThisExecution: state.signalsThisExecution + 1 };
+  if (!callerMayReach(state, caller)) return counted;
   const admitted = admitAttempt(counted, heartbeat.attempt, now, settings);
   if (!admitted.admitted) return admitted.state;
   return { ...admitted.state, lastHeartbeatAt: now };

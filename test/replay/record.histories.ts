@@ -14,7 +14,7 @@ import { temporal } from '@temporalio/proto';
 import type { WorkflowHandle } from '@temporalio/client';
 import { githubDeliveryWorkflowId } from '../../src/github/contract';
 import { createTarget } from '../../src/github/targets';
-import { runWorkflowId } from '../../src/runs/contract';
+import { runHeartbeatSignal, runWorkflowId } from '../../src/runs/contract';
 import { slackEventStateQuery, slackEventWorkflowId } from '../../src/slack/contract';
 import { deliver, freshId, githubExample } from '../harness/github';
 import { createTestOrg } from '../harness/identity';
@@ -59,6 +59,22 @@ beforeAll(async () => {
 afterAll(async () => {
   await stack.stop();
   await slack.close();
+});
+
+it("records a member's run that another member's heartbeat reaches but does not move", async () => {
+  const org = await createTestOrg(stack.services.database.db);
+  const [alice, bob] = [await org.addMember('member'), await org.addMember('member')];
+  const runs = runsClient(stack, alice.headers);
+  const id = newRunId();
+  expect((await runs.postEvent(id, event(1, 1, 'user', { text: 'mine' }))).status).toBe(200);
+  const handle = stack.services.temporal.client.workflow.getHandle(runWorkflowId(org.organizationId, id));
+  // As a heartbeat that raced the run's start would: the run ignores it.
+  await handle.signal(runHeartbeatSignal, { attempt: 1, receivedAt: Date.now() }, { memberId: bob.memberId, admin: false });
+  expect((await runsClient(stack, bob.headers).postEvent(id, event(1, 2))).status).toBe(404);
+  expect((await runs.heartbeat(id, 1)).status).toBe(200);
+  expect((await runs.postEvent(id, event(1, 2, 'terminal'))).status).toBe(200);
+  expect((await runResult(stack, org.organizationId, id)).status).toBe('succeeded');
+  await save('runs-other-member-heartbeat', handle);
 });
 
 it('records a run with events, out of order, to its terminal', async () => {

@@ -2,7 +2,8 @@
  * Runs keep their lease through what is not theirs to decide:
  * - heartbeats do not need Postgres: the API loses Postgres for longer than the run's lease
  *   (its connections go through a proxy the test cuts) while the worker keeps its own, and the
- *   run's heartbeats still reach Temporal, so the run stays `running`;
+ *   run's heartbeats still reach Temporal, so the run stays `running`; another member's do not
+ *   (the run's query says whose it is);
  * - the coalescing window comes from the run, not the API's current settings: a run with a 4 s
  *   lease, heartbeating every 500 ms through an API whose default lease is 60 s, keeps its lease.
  */
@@ -77,6 +78,31 @@ describe('a Postgres outage of the API longer than the lease', () => {
     expectHeartbeatsThrough(during);
     const live = await worker.services.temporal.client.workflow.getHandle(runWorkflowId(org.organizationId, runId)).query(runSummaryQuery);
     expect(live).toMatchObject({ status: 'running', attempt: 1 });
+  }, 30_000);
+
+  it("does not widen what a member reaches: another member's heartbeat is refused while the row cannot be read", async () => {
+    const org = await createTestOrg(worker.services.database.db);
+    const [alice, bob] = [await org.addMember('member'), await org.addMember('member')];
+    const mine = runsClient(api, alice.headers);
+    const theirs = runsClient(api, bob.headers);
+    const runId = newRunId();
+    expect((await mine.heartbeat(runId, 1)).status).toBe(200);
+    await mine.waitForStatus(runId, ['running']);
+    // This process verified the intruder's key before the outage, so it still authenticates.
+    expect((await theirs.list()).status).toBe(200);
+    const handle = worker.services.temporal.client.workflow.getHandle(runWorkflowId(org.organizationId, runId));
+    const before = await handle.query(runSummaryQuery);
+
+    proxy.cut();
+    let intruder;
+    try {
+      intruder = await theirs.heartbeat(runId, 1);
+    } finally {
+      proxy.restore();
+    }
+    expect(intruder.status).toBe(404);
+    expect(intruder.json).toEqual({ error: 'not_found', message: 'No such automation run.' });
+    expect((await handle.query(runSummaryQuery)).lastHeartbeatAt).toBe(before.lastHeartbeatAt);
   }, 30_000);
 });
 

@@ -509,16 +509,30 @@ describe('run state: persistence and continue-as-new', () => {
 describe('heartbeat coalescer', () => {
   it('forwards once per window per key', () => {
     const c = new HeartbeatCoalescer(15_000);
-    const key = HeartbeatCoalescer.key('org', 'run', 1);
+    const key = HeartbeatCoalescer.key('org', 'run', 1, 'm');
     expect(c.admit(key, 0)).toEqual({ forward: true });
+    c.forwarded(key, 0, 60_000);
     for (let t = 1; t < 15_000; t += 1000) expect(c.admit(key, t)).toEqual({ forward: false });
     expect(c.admit(key, 15_000)).toEqual({ forward: true });
-    expect(c.admit(HeartbeatCoalescer.key('org', 'run', 2), 15_001)).toEqual({ forward: true });
-    expect(c.admit(HeartbeatCoalescer.key('other', 'run', 1), 15_001)).toEqual({ forward: true });
+    expect(c.admit(HeartbeatCoalescer.key('org', 'run', 2, 'm'), 15_001)).toEqual({ forward: true });
+    expect(c.admit(HeartbeatCoalescer.key('other', 'run', 1, 'm'), 15_001)).toEqual({ forward: true });
+  });
+
+  it("never answers one member's heartbeat with another's, nor before a forward succeeded", () => {
+    const c = new HeartbeatCoalescer(15_000);
+    const mine = HeartbeatCoalescer.key('org', 'run', 1, 'me');
+    expect(c.admit(mine, 0)).toEqual({ forward: true });
+    // Still in flight: the next heartbeat waits for its answer.
+    expect(c.admit(mine, 1)).toEqual({ forward: false, pending: true });
+    c.forwarded(mine, 0, 60_000);
+    expect(c.admit(mine, 2)).toEqual({ forward: false });
+    c.markClosed(mine, 'succeeded', 3);
+    expect(c.admit(HeartbeatCoalescer.key('org', 'run', 1, 'other'), 4)).toEqual({ forward: true });
   });
 
   it('keys cannot collide through separators in ids', () => {
-    expect(HeartbeatCoalescer.key('a/b', 'c', 1)).not.toBe(HeartbeatCoalescer.key('a', 'b/c', 1));
+    expect(HeartbeatCoalescer.key('a/b', 'c', 1, 'm')).not.toBe(HeartbeatCoalescer.key('a', 'b/c', 1, 'm'));
+    expect(HeartbeatCoalescer.key('a', 'b', 1, 'm')).not.toBe(HeartbeatCoalescer.key('a', 'b', 1, 'n'));
   });
 
   it('a failed forward is released so the next heartbeat is forwarded', () => {
@@ -528,7 +542,9 @@ describe('heartbeat coalescer', () => {
     expect(c.admit('k', 101).forward).toBe(true);
     // A release for an older admission does not undo a newer one.
     c.release('k', 100);
-    expect(c.admit('k', 102).forward).toBe(false);
+    expect(c.admit('k', 102)).toEqual({ forward: false, pending: true });
+    c.forwarded('k', 101, 60_000);
+    expect(c.admit('k', 103)).toEqual({ forward: false });
   });
 
   it('remembers a closed run for the window', () => {
@@ -551,7 +567,7 @@ describe('heartbeat coalescer', () => {
 describe("heartbeat coalescer: the window is the run's own", () => {
   it('takes the window as a configured fraction of the lease', () => {
     const c = new HeartbeatCoalescer(HeartbeatCoalescer.windowFor(60_000, 0.6), undefined, 0.6);
-    const key = HeartbeatCoalescer.key('org', 'run', 1);
+    const key = HeartbeatCoalescer.key('org', 'run', 1, 'm');
     // Heartbeats every 10 s against a 60 s lease: one in four is forwarded.
     const forwarded = [0, 10_000, 20_000, 30_000, 40_000, 50_000, 60_000, 70_000].filter((t) => {
       const admission = c.admit(key, t);
@@ -563,7 +579,7 @@ describe("heartbeat coalescer: the window is the run's own", () => {
 
   it("learns a forwarded run's lease and coalesces its heartbeats for a quarter of it", () => {
     const c = new HeartbeatCoalescer(15_000);
-    const key = HeartbeatCoalescer.key('org', 'run', 1);
+    const key = HeartbeatCoalescer.key('org', 'run', 1, 'm');
     expect(c.admit(key, 0)).toEqual({ forward: true });
     c.forwarded(key, 0, 4_000); // the run's lease is 4 s, not the process's 60 s
     expect(c.admit(key, 999)).toEqual({ forward: false });

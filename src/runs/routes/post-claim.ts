@@ -15,7 +15,7 @@ async function postClaim(deps: RunDeps, principal: Principal, runId: string): Pr
   const row = await findRun(db, principal.organizationId, runId);
   if (!row || !canSee(principal, row.memberId)) throw notFound();
   if (isClosedRunStatus(row.status)) throw runClosed(row.status);
-  const outcome = await claimRun(deps, principal.organizationId, runId);
+  const outcome = await claimRun(deps, principal, runId);
   if (!outcome.ok) throw errors.conflict(outcome.error, { status: outcome.status });
   return { status: 200, body: claimBody(outcome.claim) };
 }

@@ -10,7 +10,7 @@ import { HEARTBEAT_BODY_LIMIT_BYTES, RunHeartbeatBody, RunIdParams } from '../sc
 import { TAGS, reportResponses, runClosed } from './shared';
 
 /**
- * Heartbeats are coalesced per process: at most one forwarded per (run, attempt) per window, a
+ * Heartbeats are coalesced per process: at most one forwarded per (run, attempt, member) per window, a
  * fraction of the run's own lease (learned from its row when a heartbeat is forwarded).
  */
 function createHeartbeatCoalescer(settings: RunsSettings): HeartbeatCoalescer {
@@ -18,24 +18,56 @@ function createHeartbeatCoalescer(settings: RunsSettings): HeartbeatCoalescer {
   return new HeartbeatCoalescer(HeartbeatCoalescer.windowFor(settings.defaults.leaseTimeoutMs, fraction), undefined, fraction);
 }
 
-/** Answers a coalesced heartbeat at once; forwards the others to the run's workflow. */
-async function postHeartbeat(
-  deps: RunDeps,
-  gates: { backlog: BacklogGate; coalescer: HeartbeatCoalescer },
-  principal: Principal,
-  runId: string,
-  attempt: number,
-): Promise<Reply> {
+interface HeartbeatGates {
+  backlog: BacklogGate;
+  coalescer: HeartbeatCoalescer;
+  /** The forward in flight per coalescer key: heartbeats that arrive meanwhile share its answer. */
+  inFlight: Map<string, Promise<Reply>>;
+}
+
+const coalescedReply: Reply = { status: 200, body: { ok: true }, outcome: { outcome: 'acknowledged', reason: 'coalesced' } };
+
+/**
+ * Answers a coalesced heartbeat at once, only for a member whose own heartbeat was forwarded (and
+ * so checked) within the window, and shares an in-flight forward's answer, refusal included;
+ * forwards the others to the run's workflow.
+ */
+async function postHeartbeat(deps: RunDeps, gates: HeartbeatGates, principal: Principal, runId: string, attempt: number): Promise<Reply> {
   const { metrics, now } = deps;
-  const { backlog, coalescer } = gates;
-  const key = HeartbeatCoalescer.key(principal.organizationId, runId, attempt);
+  const { coalescer, inFlight } = gates;
+  const key = HeartbeatCoalescer.key(principal.organizationId, runId, attempt, principal.memberId);
   const at = now();
   const admission = coalescer.admit(key, at);
-  if (!admission.forward) {
+  const pending = inFlight.get(key);
+  if (!admission.forward && 'pending' in admission && pending !== undefined) {
+    metrics.heartbeats.inc({ result: 'coalesced' });
+    await pending;
+    return coalescedReply;
+  }
+  if (!admission.forward && !('pending' in admission)) {
     metrics.heartbeats.inc({ result: 'coalesced' });
     if (admission.closedStatus !== undefined) throw runClosed(admission.closedStatus);
-    return { status: 200, body: { ok: true }, outcome: { outcome: 'acknowledged', reason: 'coalesced' } };
+    return coalescedReply;
   }
+  const forward = forwardHeartbeat(deps, gates, principal, runId, { key, at, attempt });
+  inFlight.set(key, forward);
+  try {
+    return await forward;
+  } finally {
+    if (inFlight.get(key) === forward) inFlight.delete(key);
+  }
+}
+
+/** Forwards one heartbeat to the run's workflow and tells the coalescer what came of it. */
+async function forwardHeartbeat(
+  deps: RunDeps,
+  gates: HeartbeatGates,
+  principal: Principal,
+  runId: string,
+  heartbeat: { key: string; at: number; attempt: number },
+): Promise<Reply> {
+  const { key, at, attempt } = heartbeat;
+  const { backlog, coalescer } = gates;
   let outcome;
   try {
     outcome = await deliverReport(deps, principal, runId, { kind: 'heartbeat', heartbeat: { attempt, receivedAt: at } }, backlog);
@@ -49,25 +81,25 @@ async function postHeartbeat(
     throw runClosed(outcome.status);
   }
   coalescer.forwarded(key, at, outcome.leaseTimeoutMs);
-  metrics.heartbeats.inc({ result: 'forwarded' });
+  deps.metrics.heartbeats.inc({ result: 'forwarded' });
   return { status: 200, body: { ok: true }, outcome: { outcome: outcome.result, reason: 'heartbeat' } };
 }
 
 export function createPostHeartbeatRoute(deps: RunDeps, backlog: BacklogGate): Route {
-  const coalescer = createHeartbeatCoalescer(deps.settings);
+  const gates: HeartbeatGates = { backlog, coalescer: createHeartbeatCoalescer(deps.settings), inFlight: new Map() };
   return defineRoute({
     method: 'post',
     path: '/v1/automation-runs/{id}/heartbeat',
     summary: 'Send a heartbeat for an automation run',
     description:
       "Extends the current attempt's lease; the first heartbeat of a newer attempt starts it. Each process " +
-      "forwards at most one heartbeat per (run, attempt) per `RUN_HEARTBEAT_COALESCE_FRACTION` (default a quarter) of the run's own lease and answers the others at once.",
+      "forwards at most one heartbeat per (run, attempt, member) per `RUN_HEARTBEAT_COALESCE_FRACTION` (default a quarter) of the run's own lease and answers the others at once.",
     tags: TAGS,
     auth: 'authenticated',
     ingress: true,
     params: RunIdParams,
     body: { kind: 'json', schema: RunHeartbeatBody, limitBytes: HEARTBEAT_BODY_LIMIT_BYTES },
     responses: reportResponses,
-    handler: ({ params, body, principal }) => postHeartbeat(deps, { backlog, coalescer }, principal, params.id, body.attempt),
+    handler: ({ params, body, principal }) => postHeartbeat(deps, gates, principal, params.id, body.attempt),
   });
 }
