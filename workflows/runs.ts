@@ -33,6 +33,7 @@ import { localFirst } from './local-first';
 import { forLog } from '../src/runs/log-text';
 import {
   PERSIST_REJECTED,
+  RUN_CALLER_PATCH,
   RUN_CLAIMS_PATCH,
   RUN_NOT_FOUND,
   RUN_OUTCOME_PATCH,
@@ -218,7 +219,10 @@ function setRunHandlers(run: Run): void {
     },
   );
   setHandler(runHeartbeatSignal, (heartbeat: RunHeartbeat, caller?: RunCaller) => {
-    run.state = applyHeartbeat(run.state, heartbeat, Date.now(), settings, caller);
+    // A worker from before the check applied every heartbeat, so a stranger's is ignored only
+    // where the history records the change (patched() is asked only when it would decide).
+    const stranger = caller !== undefined && !callerMayReach(run.state, caller) && patched(RUN_CALLER_PATCH);
+    run.state = applyHeartbeat(run.state, heartbeat, Date.now(), settings, stranger ? caller : undefined);
   });
   setHandler(runSummaryQuery, () => ({ ...summarize(run.state), unpersisted: unpersistedOf(run.state) }));
   // Of two concurrent claims exactly one passes the validator; the other is refused before it

@@ -153,6 +153,8 @@ export interface RunClaim {
 export const RUN_CLAIMS_PATCH = 'run-claims';
 /** A run whose outcome is a failure ends its workflow Failed instead of Completed (see runOutcomeFailure). */
 export const RUN_OUTCOME_PATCH = 'run-outcome-failure';
+/** Executions that recorded it ignore another member's heartbeat; those before it applied every heartbeat. */
+export const RUN_CALLER_PATCH = 'run-caller-heartbeats';
 
 /**
  * ApplicationFailure types of the run outcomes that end the workflow Failed, so the Web UI and
