@@ -16,10 +16,9 @@ import { migrateToLatest } from '../../src/app/store/migrate';
 import { parseSecretKey } from '../../src/app/secrets';
 import type { ClusterState } from '../../src/cluster/launch';
 import { githubDeliveryWorkflowId } from '../../src/github/contract';
-import { createTarget } from '../../src/github/targets';
 import { runWorkflowId, type RunWorkflowInput } from '../../src/runs/contract';
 import { slackEventWorkflowId } from '../../src/slack/contract';
-import { deliver, freshId, githubExample, type Payload } from '../harness/github';
+import { deliver, pushWithTarget, type Payload } from '../harness/github';
 import { createTestOrg } from '../harness/identity';
 import { freePort } from '../harness/ports';
 import { launchClusterProcess, type ClusterProcess } from '../harness/cluster';
@@ -93,21 +92,8 @@ afterAll(async () => {
 }, 180_000);
 
 /** GitHub's example branch push, moved onto a fresh repository that a new organization syncs. */
-async function pushWithTarget(): Promise<Payload> {
-  const org = await createTestOrg(database.db);
-  const payload = githubExample('push', (p) => p.ref === 'refs/heads/master' && p.installation);
-  const n = freshId();
-  payload.installation.id = freshId();
-  payload.repository.id = n;
-  payload.repository.full_name = `octo-${n}/hello-${n}`;
-  payload.repository.name = `hello-${n}`;
-  await createTarget(database.db, {
-    organizationId: org.organizationId,
-    installationId: payload.installation.id,
-    repositoryFullName: payload.repository.full_name,
-    repositoryId: n,
-  });
-  return payload;
+async function pushWithNewOrg(): Promise<Payload> {
+  return pushWithTarget(database.db, (await createTestOrg(database.db)).organizationId);
 }
 
 async function workflowExists(workflowId: string): Promise<boolean> {
@@ -164,7 +150,7 @@ describe('one workflow per delivery across replicas', () => {
   });
 
   it('the same GitHub delivery sent concurrently to both replicas starts one workflow', async () => {
-    const payload = await pushWithTarget();
+    const payload = await pushWithNewOrg();
     const deliveryId = randomUUID();
     const answers = await Promise.all(
       Array.from({ length: 8 }, (_, i) => deliver(apis[i % 2]!, { event: 'push', deliveryId, payload, secret: GITHUB_SECRET })),
@@ -305,7 +291,7 @@ describe('runs across replicas and workers', () => {
   });
 
   it('kill -9 of one API replica under load: no acked delivery is lost, and the other replica keeps answering', async () => {
-    const payload = await pushWithTarget();
+    const payload = await pushWithNewOrg();
     const victim = state.api[0]!.pid;
     const acked: string[] = [];
     const survivorAnswers: number[] = [];

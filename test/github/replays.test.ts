@@ -5,9 +5,8 @@
  */
 import { randomUUID } from 'node:crypto';
 import { WorkflowNotFoundError } from '@temporalio/client';
-import { createTarget } from '../../src/github/targets';
 import { githubDeliveryWorkflowId } from '../../src/github/contract';
-import { deliver, deliveryResult, freshId, githubExample } from '../harness/github';
+import { deliver, deliveryResult, pushWithTarget } from '../harness/github';
 import { createTestOrg } from '../harness/identity';
 import { closedPort } from '../harness/ports';
 import { startTestStack, type TestStack } from '../harness/stack';
@@ -31,22 +30,8 @@ afterAll(async () => {
 
 const db = () => stack.services.database.db;
 
-/** GitHub's example branch push on a fresh installation and repository that a target syncs. */
-async function capturedPush(): Promise<string> {
-  const payload = githubExample('push', (p) => p.ref === 'refs/heads/master' && p.installation);
-  const n = freshId();
-  payload.installation.id = freshId();
-  payload.repository.id = n;
-  payload.repository.full_name = `octo-${n}/hello-${n}`;
-  payload.repository.name = `hello-${n}`;
-  await createTarget(db(), {
-    organizationId,
-    installationId: payload.installation.id,
-    repositoryFullName: payload.repository.full_name,
-    repositoryId: n,
-  });
-  return JSON.stringify(payload);
-}
+/** A push a target syncs, as the raw bytes GitHub signed. */
+const capturedPush = async (): Promise<string> => JSON.stringify(await pushWithTarget(db(), organizationId));
 
 const accepted = (deliveryId: string) => ({ ok: true, accepted: true, event: 'push', deliveryId, queued: true });
 

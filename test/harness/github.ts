@@ -3,7 +3,9 @@
  * over real HTTP, and bounded waits for the delivery workflow.
  */
 import { randomInt, randomUUID } from 'node:crypto';
+import type { Db } from '../../src/app/store/db';
 import { signGithubPayload } from '../../src/github/signature';
+import { createTarget } from '../../src/github/targets';
 import { githubDeliveryWorkflowId, type GithubDeliverySummary } from '../../src/github/contract';
 import type { HttpTarget, TestStack, TestResponse } from './stack';
 
@@ -31,6 +33,23 @@ export function githubExample(event: string, where: (payload: Payload) => boolea
 
 /** Ids far from the examples' (1, 2, 186853002…) so tests never see each other's rows. */
 export const freshId = () => randomInt(1_000_000_000, 2 ** 47);
+
+/** GitHub's example branch push, moved onto a fresh installation and repository that `organizationId` syncs. */
+export async function pushWithTarget(db: Db, organizationId: string): Promise<Payload> {
+  const payload = githubExample('push', (p) => p.ref === 'refs/heads/master' && p.installation);
+  const n = freshId();
+  payload.installation.id = freshId();
+  payload.repository.id = n;
+  payload.repository.full_name = `octo-${n}/hello-${n}`;
+  payload.repository.name = `hello-${n}`;
+  await createTarget(db, {
+    organizationId,
+    installationId: payload.installation.id,
+    repositoryFullName: payload.repository.full_name,
+    repositoryId: n,
+  });
+  return payload;
+}
 
 export interface DeliveryRequest {
   event?: string | null;
