@@ -113,8 +113,10 @@ describe('an unlinked Slack user', () => {
     const state = await waitForStatus(eventId, 'run_created');
     expect(state.memberId).toBe(member.memberId);
     expect(state.runId).toEqual(expect.any(String));
-    // The run exists, as a child workflow of the invocation.
-    const run = await stack.services.temporal.client.workflow.getHandle(runWorkflowId(org.organizationId, state.runId!)).describe();
+    // The run exists, as a child workflow of the invocation. The status is set in the workflow
+    // task that asks Temporal to start the child, so the child may start a moment later.
+    const handle = stack.services.temporal.client.workflow.getHandle(runWorkflowId(org.organizationId, state.runId!));
+    const run = await waitFor(() => handle.describe(), 10_000, { what: 'the run child workflow' });
     expect(run.type).toBe('automationRun');
     expect(run.parentExecution?.workflowId).toBe(slackEventWorkflowId(connection.connectionId, eventId));
     const left = await stack.services.database.db
