@@ -60,6 +60,9 @@ export const platformSettings = defineSettings(
     AUTH_FAILURE_TRACKED_KEYS: int(10_000, 100, 10_000_000),
     // How long an unknown credential or connection id is refused without a lookup (0s: never).
     AUTH_UNKNOWN_CACHE_TTL: duration('10s'),
+    // Bytes of signed-webhook bodies the process holds before their signature is checked; past
+    // it they are answered 503 with Retry-After, unread. Bodies over 1 MiB share 3/4 of it.
+    UNAUTHENTICATED_BODY_BUDGET: int(128 * 1024 * 1024, 1024 * 1024, 64 * 1024 * 1024 * 1024),
 
     // Benchmarks only: verify and ack without the durable enqueue, to measure its cost.
     BENCH_DISABLE_ENQUEUE: bool(false),
@@ -75,6 +78,7 @@ export const platformSettings = defineSettings(
       publicBaseUrl: e.APP_BASE_URL,
       shutdownGraceMs: e.SHUTDOWN_GRACE,
       shutdownReadyDelayMs: e.SHUTDOWN_READY_DELAY,
+      unauthenticatedBodyBytes: e.UNAUTHENTICATED_BODY_BUDGET,
     },
     temporal: {
       address: e.TEMPORAL_ADDRESS,

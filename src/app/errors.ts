@@ -60,6 +60,17 @@ export const errors = {
       { error: 'unavailable', dependency, message: `${dependency} is unavailable; retry later.` },
       { cause, headers: { 'retry-after': '5' }, dependency },
     ),
+  /**
+   * The process holds as many unauthenticated request bodies as it may (src/app/http/unauthenticated-budget.ts):
+   * not an outage, but the sender should retry soon, and a webhook sender does on a 503.
+   */
+  unauthenticatedBudgetFull: () =>
+    new AppError(
+      'busy',
+      503,
+      { error: 'busy', message: 'Too many unauthenticated request bodies in flight; retry later.' },
+      { headers: { 'retry-after': '1' } },
+    ),
   /** Too many failed authentications from one address or for one id: retry after the window. */
   tooManyFailures: (retryAfterSeconds: number, shape: 'api' | 'webhook') =>
     new AppError(

@@ -3,7 +3,7 @@
  * run several instances in one process). Names and labels are documented in docs/operations.md. Run
  * status transitions happen in workflows, so the worker exports them (workflows/runs.ts).
  */
-import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
 export function createMetrics(options: { defaultMetrics?: boolean } = {}) {
   const registry = new Registry();
@@ -34,6 +34,17 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}) {
       name: 'den_auth_failures_total',
       help: 'Failed authentications by surface and outcome: rejected (401), unknown_cached (401 without a lookup) or limited (429).',
       labelNames: ['surface', 'outcome'] as const,
+      registers: [registry],
+    }),
+    unauthenticatedBytes: new Gauge({
+      name: 'den_unauthenticated_body_bytes',
+      help: 'Bytes of request bodies held before their sender is authenticated (signed webhooks), against UNAUTHENTICATED_BODY_BUDGET.',
+      registers: [registry],
+    }),
+    unauthenticatedRefusals: new Counter({
+      name: 'den_unauthenticated_body_refusals_total',
+      help: 'Unauthenticated request bodies refused unread with 503 because the budget was full, by route template.',
+      labelNames: ['route'] as const,
       registers: [registry],
     }),
     heartbeats: new Counter({

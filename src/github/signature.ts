@@ -38,6 +38,12 @@ function parseHeader(header: string | string[] | undefined): Buffer | SignatureF
   return Buffer.from(match[1]!, 'hex');
 }
 
+/** Why the header alone already fails verification (missing or malformed), or undefined when only the body can tell. */
+export function signatureHeaderFailure(header: string | string[] | undefined): SignatureFailure | undefined {
+  const digest = parseHeader(header);
+  return Buffer.isBuffer(digest) ? undefined : digest;
+}
+
 /** Constant-time check of one secret. Both sides are 32 bytes by construction. */
 function matches(secret: string, rawBody: Buffer, digest: Buffer): boolean {
   return timingSafeEqual(hmac(secret, rawBody), digest);

@@ -42,5 +42,12 @@ export function createApi(infra: Infrastructure, options: { now?: () => number; 
   const system = createSystemRoutes({ database, temporal, metrics, lifecycle, openapiDocument: () => openapi.document() });
   const routes = [...system, ...all.flatMap((feature) => feature.routes?.(deps(feature)) ?? [])];
   const openapi = createOpenApi(routes);
-  return createApp({ routes, authenticate: authenticators[0]!, log, metrics, removedRoutes: options.removedRoutes ?? REMOVED_ROUTES });
+  return createApp({
+    routes,
+    authenticate: authenticators[0]!,
+    log,
+    metrics,
+    removedRoutes: options.removedRoutes ?? REMOVED_ROUTES,
+    unauthenticatedBodyBytes: config.http.unauthenticatedBodyBytes,
+  });
 }

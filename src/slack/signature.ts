@@ -45,6 +45,34 @@ function matches(secret: string, timestamp: string, rawBody: Buffer | string, ex
   return computed.length === expected.length && timingSafeEqual(computed, expected);
 }
 
+type SignedHeaders = { timestamp: string; expected: Buffer } | { failure: SignatureFailure };
+
+/** The checks that need no body: both headers present once, well formed, and the timestamp within the window. */
+function readSignedHeaders(headers: HeaderBag, now: () => number, toleranceSeconds?: number): SignedHeaders {
+  const signature = header(headers, 'x-slack-signature');
+  const timestamp = header(headers, 'x-slack-request-timestamp');
+  if (signature === undefined || timestamp === undefined || signature === '' || timestamp === '') {
+    return { failure: 'missing_headers' };
+  }
+  // Shape checks before any crypto: cheap, and they keep junk away from the HMAC.
+  if (timestamp === null || !TIMESTAMP_SHAPE.test(timestamp.trim())) return { failure: 'malformed_timestamp' };
+  if (signature === null || !SIGNATURE_SHAPE.test(signature.trim().toLowerCase())) return { failure: 'malformed_signature' };
+  const ts = timestamp.trim();
+  const tolerance = toleranceSeconds ?? SLACK_TIMESTAMP_TOLERANCE_SECONDS;
+  const skew = Number(ts) - now() / 1000;
+  // Past: a replayed request. Future: Slack's bolt does not check it; we do, since a future
+  // timestamp would otherwise stretch the replay window.
+  if (skew < -tolerance) return { failure: 'stale_timestamp' };
+  if (skew > tolerance) return { failure: 'future_timestamp' };
+  return { timestamp: ts, expected: Buffer.from(signature.trim().toLowerCase().slice(3), 'hex') };
+}
+
+/** Why the headers alone already fail verification, or undefined when only the body can tell. */
+export function slackHeadersFailure(headers: HeaderBag, now: () => number): SignatureFailure | undefined {
+  const read = readSignedHeaders(headers, now);
+  return 'failure' in read ? read.failure : undefined;
+}
+
 export function verifySlackSignature(input: {
   rawBody: Buffer | string;
   headers: HeaderBag;
@@ -52,28 +80,12 @@ export function verifySlackSignature(input: {
   now: () => number;
   toleranceSeconds?: number;
 }): SignatureVerdict {
-  const signature = header(input.headers, 'x-slack-signature');
-  const timestamp = header(input.headers, 'x-slack-request-timestamp');
-  if (signature === undefined || timestamp === undefined || signature === '' || timestamp === '') {
-    return { ok: false, reason: 'missing_headers' };
-  }
-  // Shape checks before any crypto: cheap, and they keep junk away from the HMAC.
-  if (timestamp === null || !TIMESTAMP_SHAPE.test(timestamp.trim())) return { ok: false, reason: 'malformed_timestamp' };
-  if (signature === null || !SIGNATURE_SHAPE.test(signature.trim().toLowerCase())) {
-    return { ok: false, reason: 'malformed_signature' };
-  }
-  const ts = timestamp.trim();
-  const tolerance = input.toleranceSeconds ?? SLACK_TIMESTAMP_TOLERANCE_SECONDS;
-  const skew = Number(ts) - input.now() / 1000;
-  // Past: a replayed request. Future: Slack's bolt does not check it; we do, since a future
-  // timestamp would otherwise stretch the replay window.
-  if (skew < -tolerance) return { ok: false, reason: 'stale_timestamp' };
-  if (skew > tolerance) return { ok: false, reason: 'future_timestamp' };
-
-  const expected = Buffer.from(signature.trim().toLowerCase().slice(3), 'hex');
-  if (matches(input.secrets.current, ts, input.rawBody, expected)) return { ok: true, secret: 'current' };
+  const read = readSignedHeaders(input.headers, input.now, input.toleranceSeconds);
+  if ('failure' in read) return { ok: false, reason: read.failure };
+  const { timestamp, expected } = read;
+  if (matches(input.secrets.current, timestamp, input.rawBody, expected)) return { ok: true, secret: 'current' };
   const previous = input.secrets.previous;
-  if (previous && input.now() < previous.expiresAt && matches(previous.secret, ts, input.rawBody, expected)) {
+  if (previous && input.now() < previous.expiresAt && matches(previous.secret, timestamp, input.rawBody, expected)) {
     return { ok: true, secret: 'previous' };
   }
   return { ok: false, reason: 'mismatch' };

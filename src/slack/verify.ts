@@ -19,7 +19,7 @@ import type { SecretKeys } from '../app/secrets';
 import type { Db } from '../app/store/db';
 import { findSlackConnection, type SlackConnection } from './connections';
 import { firstSighting } from './replays';
-import { signatureStamp, verifySlackSignature } from './signature';
+import { signatureStamp, slackHeadersFailure, verifySlackSignature } from './signature';
 
 export interface VerifyDeps {
   db: Db;
@@ -59,13 +59,14 @@ function failed({ guard, metrics }: VerifyDeps, address: string, connectionId: s
   metrics.authFailures.inc({ surface: 'slack', outcome });
 }
 
-/** 401 `{ok:false}` for both causes, so a caller learns nothing about which ids exist. */
-export async function verifiedConnection(
-  deps: VerifyDeps,
-  ctx: AppContext,
-  connectionId: string,
-  rawBody: Buffer,
-): Promise<SlackConnection> {
+/** Connections found before their request's body was read (knownConnection), for the verification after it. */
+const foundBeforeBody = new WeakMap<AppContext, SlackConnection>();
+
+/**
+ * The checks that need no body, run before it is read: 429 past a failure limit, 401 for an
+ * unknown installation, and 401 for signature headers that cannot verify whatever the body.
+ */
+export async function knownConnection(deps: VerifyDeps, ctx: AppContext, connectionId: string): Promise<SlackConnection> {
   const address = ctx.ip;
   admit(deps, address, connectionId);
   if (deps.guard.unknownConnections.has(connectionId)) {
@@ -78,13 +79,32 @@ export async function verifiedConnection(
     failed(deps, address, connectionId, 'rejected');
     throw errors.webhook('unknown_installation', 401);
   }
+  const failure = slackHeadersFailure(ctx.headers, deps.now);
+  if (failure) rejectSignature(deps, ctx, connectionId, failure);
+  foundBeforeBody.set(ctx, connection);
+  return connection;
+}
+
+function rejectSignature(deps: VerifyDeps, ctx: AppContext, connectionId: string, reason: string): never {
+  failed(deps, ctx.ip, connectionId, 'rejected');
+  deps.metrics.signatureFailures.inc({ route: ctx.state.routeTemplate ?? 'slack', reason });
+  ctx.state.log.info({ connectionId, reason }, 'slack signature rejected');
+  throw errors.webhook('invalid_signature', 401);
+}
+
+/**
+ * The installation (found before the body was read, or now), then the signature over the raw
+ * bytes. 401 `{ok:false}` for both causes, so a caller learns nothing about which ids exist.
+ */
+export async function verifiedConnection(
+  deps: VerifyDeps,
+  ctx: AppContext,
+  connectionId: string,
+  rawBody: Buffer,
+): Promise<SlackConnection> {
+  const connection = foundBeforeBody.get(ctx) ?? (await knownConnection(deps, ctx, connectionId));
   const verdict = verifySlackSignature({ rawBody, headers: ctx.headers, secrets: connection.secrets, now: deps.now });
-  if (!verdict.ok) {
-    failed(deps, address, connectionId, 'rejected');
-    deps.metrics.signatureFailures.inc({ route: ctx.state.routeTemplate ?? 'slack', reason: verdict.reason });
-    ctx.state.log.info({ connectionId, reason: verdict.reason }, 'slack signature rejected');
-    throw errors.webhook('invalid_signature', 401);
-  }
+  if (!verdict.ok) rejectSignature(deps, ctx, connectionId, verdict.reason);
   if (verdict.secret === 'previous') ctx.state.log.info({ connectionId }, 'slack request verified with the previous signing secret');
   return connection;
 }

@@ -16,6 +16,7 @@ import { requestLogging } from './middleware/logging';
 import { requestId } from './middleware/request-id';
 import { securityHeaders } from './middleware/security-headers';
 import { mountRoute, type Route } from './route';
+import { createUnauthenticatedBudget, type UnauthenticatedBudget } from './unauthenticated-budget';
 
 export interface AppDeps {
   routes: Route[];
@@ -23,6 +24,8 @@ export interface AppDeps {
   log: Logger;
   metrics: Metrics;
   removedRoutes: RemovedRoute[];
+  /** UNAUTHENTICATED_BODY_BUDGET: bytes the process may hold for bodies not yet authenticated. */
+  unauthenticatedBodyBytes: number;
 }
 
 export function createApp(deps: AppDeps): Koa<AppState> {
@@ -30,7 +33,10 @@ export function createApp(deps: AppDeps): Koa<AppState> {
   // Koa's default error listener prints stacks to stderr; our mapper already logged it.
   app.silent = true;
   const router = new Router<AppState>();
-  for (const route of deps.routes) mountRoute(router, route, { authenticate: deps.authenticate, metrics: deps.metrics });
+  const unauthenticated = createUnauthenticatedBudget(deps.unauthenticatedBodyBytes, (held) => deps.metrics.unauthenticatedBytes.set(held));
+  refuseUnadmittableRoutes(deps.routes, unauthenticated);
+  const pipeline = { unauthenticated, metrics: deps.metrics };
+  for (const route of deps.routes) mountRoute(router, route, { authenticate: deps.authenticate, metrics: deps.metrics, pipeline });
   for (const removed of deps.removedRoutes) {
     router.all(removed.path.replace(/\{(\w+)\}/g, ':$1'), (ctx) => {
       ctx.state.routeTemplate = removed.path;
@@ -45,6 +51,17 @@ export function createApp(deps: AppDeps): Koa<AppState> {
   app.use((ctx, next) => methodNotAllowed(ctx as AppContext, next, router));
   app.use(router.routes());
   return app;
+}
+
+/** A signed route whose largest body the budget could never admit would refuse every such body: refused at start-up instead. */
+function refuseUnadmittableRoutes(routes: Route[], budget: UnauthenticatedBudget): void {
+  for (const route of routes) {
+    if (route.auth !== 'signature' || !route.body || route.body.limitBytes <= budget.largestBody()) continue;
+    throw new Error(
+      `UNAUTHENTICATED_BODY_BUDGET: too small for ${route.path}, whose bodies may be ${route.body.limitBytes} bytes ` +
+        `(one body may hold at most ${budget.largestBody()} bytes of the budget)`,
+    );
+  }
 }
 
 /**

@@ -12,11 +12,7 @@ export async function readRawBody(ctx: AppContext, limitBytes: number): Promise<
     return await getRawBody(ctx.req, { limit: limitBytes, length: ctx.request.length });
   } catch (error) {
     const e = error as { type?: string; status?: number };
-    if (e.type === 'entity.too.large' || e.status === 413) {
-      ctx.req.resume();
-      ctx.set('connection', 'close');
-      throw errors.payloadTooLarge(limitBytes);
-    }
+    if (e.type === 'entity.too.large' || e.status === 413) refuseUnread(ctx, errors.payloadTooLarge(limitBytes));
     if (e.type === 'request.size.invalid') {
       throw errors.invalidRequest([{ message: 'Request body length does not match Content-Length.' }]);
     }
@@ -31,4 +27,14 @@ export async function readRawBody(ctx: AppContext, limitBytes: number): Promise<
     }
     throw error;
   }
+}
+
+/**
+ * Answers without reading the body: the rest of the upload is drained (read and dropped, never
+ * held) and the connection closed after the answer, so the client reads it instead of a reset.
+ */
+export function refuseUnread(ctx: AppContext, error: unknown): never {
+  ctx.req.resume();
+  ctx.set('connection', 'close');
+  throw error;
 }

@@ -6,7 +6,10 @@
  *   auth (authenticated/admin only) → path params → raw body within the route's limit →
  *   JSON body schema (json routes) → query schema → handler.
  * Signature routes ('signature') verify inside the handler, because the provider's check order
- * (e.g. Slack: id → size → installation → signature) is part of their contract.
+ * (e.g. Slack: id → size → installation → signature) is part of their contract. Their body is read
+ * before anyone is authenticated, so before reading it they refuse a declared size over the limit
+ * (413), run the route's `beforeBody` checks (the ones that need no body), and hold the body's
+ * bytes in the process's unauthenticated budget (503 with `Retry-After` when it is full).
  */
 import type Router from '@koa/router';
 import type { RouteConfig } from '@asteasolutions/zod-to-openapi';
@@ -15,12 +18,13 @@ import { z } from './zod';
 import { AppError, errors } from '../errors';
 import type { Metrics } from '../metrics';
 import type { AppContext, AppState } from './context';
-import { readRawBody } from './body';
+import { readRawBody, refuseUnread } from './body';
+import { SMALL_BODY_BYTES, type UnauthenticatedBudget } from './unauthenticated-budget';
 import { refuseTooDeep } from './json-depth';
 import type { OpenAPIRegistry } from '@asteasolutions/zod-to-openapi';
 import { withCredentialLines } from './credential-lines';
 import { requireAuth, type Authenticator, type AuthMode, type Principal } from './auth';
-import { authResponses, InvalidRequestError, PlainText, Unavailable, webhookRateLimited } from './schemas';
+import { authResponses, InvalidRequestError, PlainText, Unavailable, unauthenticatedBusy, webhookRateLimited } from './schemas';
 
 type Method = 'get' | 'post' | 'put' | 'patch' | 'delete';
 
@@ -71,6 +75,12 @@ export interface RouteDefinition<
   hidden?: boolean;
   /** Webhook and report routes: every answer is counted in `den_ingress_outcomes_total`. */
   ingress?: boolean;
+  /**
+   * Signature routes: the checks that need no body (a secret configured, failure limits, the
+   * signature header's shape, the installation), run before the body is read, so a request that
+   * cannot be authenticated is refused before it costs memory.
+   */
+  beforeBody?: (input: { params: z.output<P> }, ctx: AppContext) => Promise<void> | void;
   handler: (
     input: {
       params: z.output<P>;
@@ -83,9 +93,15 @@ export interface RouteDefinition<
   ) => Promise<Reply>;
 }
 
+/** What the pipeline shares between routes: the process's budget for unauthenticated bodies. */
+export interface Pipeline {
+  unauthenticated: UnauthenticatedBudget;
+  metrics: Metrics;
+}
+
 /** A route as the app mounts it: its description, and `serve`, which parses, then calls the handler. */
-export type Route = Omit<RouteDefinition, 'handler'> & {
-  serve(ctx: AppContext, principal: Principal | undefined): Promise<Reply>;
+export type Route = Omit<RouteDefinition, 'handler' | 'beforeBody'> & {
+  serve(ctx: AppContext, principal: Principal | undefined, pipeline: Pipeline): Promise<Reply>;
 };
 
 /**
@@ -95,21 +111,55 @@ export type Route = Omit<RouteDefinition, 'handler'> & {
 export function defineRoute<P extends ZodType, Q extends ZodType, B extends ZodType, A extends AuthMode>(
   definition: RouteDefinition<P, Q, B, A>,
 ): Route {
-  const { handler, ...meta } = definition;
+  const { handler, beforeBody, ...meta } = definition;
   return {
-    ...(meta as Omit<RouteDefinition, 'handler'>),
-    async serve(ctx, principal) {
+    ...(meta as Omit<RouteDefinition, 'handler' | 'beforeBody'>),
+    async serve(ctx, principal, pipeline) {
       const params = parseOr400(definition.params, ctx.params);
       let rawBody: Buffer = Buffer.alloc(0);
       let body: unknown = undefined;
-      if (definition.body) {
-        rawBody = await readRawBody(ctx, definition.body.limitBytes);
-        if (definition.body.kind === 'json') body = parseOr400(definition.body.schema, parseJson(rawBody));
+      let release = () => {};
+      try {
+        if (definition.body) {
+          let limitBytes = definition.body.limitBytes;
+          if (definition.auth === 'signature') {
+            const checks = async () => beforeBody?.({ params }, ctx);
+            ({ release, limitBytes } = await admitUnauthenticated(ctx, limitBytes, checks, pipeline));
+          }
+          rawBody = await readRawBody(ctx, limitBytes);
+          if (definition.body.kind === 'json') body = parseOr400(definition.body.schema, parseJson(rawBody));
+        }
+        const query = parseOr400(definition.query, ctx.query);
+        return await handler({ params, query, body: body as z.output<B>, rawBody, principal: principal as never }, ctx);
+      } finally {
+        release();
       }
-      const query = parseOr400(definition.query, ctx.query);
-      return handler({ params, query, body: body as z.output<B>, rawBody, principal: principal as never }, ctx);
     },
   };
+}
+
+/**
+ * Before an unauthenticated body is read: a declared size over the limit is a 413, then the
+ * route's own checks run, then the body's bytes are held in the budget: its declared length, or
+ * for a body sent without one (chunked), SMALL_BODY_BYTES at most, which then is its limit too.
+ * A full budget is a 503 with `Retry-After`. Every refusal leaves the body unread.
+ */
+async function admitUnauthenticated(
+  ctx: AppContext,
+  limitBytes: number,
+  checks: () => Promise<void>,
+  { unauthenticated, metrics }: Pipeline,
+): Promise<{ release: () => void; limitBytes: number }> {
+  const declared = ctx.request.length as number | undefined;
+  if (declared !== undefined && declared > limitBytes) refuseUnread(ctx, errors.payloadTooLarge(limitBytes));
+  await checks().catch((error: unknown) => refuseUnread(ctx, error));
+  const bytes = declared ?? Math.min(limitBytes, SMALL_BODY_BYTES);
+  const release = unauthenticated.reserve(bytes);
+  if (!release) {
+    metrics.unauthenticatedRefusals.inc({ route: ctx.state.routeTemplate ?? 'unknown' });
+    refuseUnread(ctx, errors.unauthenticatedBudgetFull());
+  }
+  return { release, limitBytes: declared === undefined ? bytes : limitBytes };
 }
 
 const toKoaPath = (openApiPath: string) => openApiPath.replace(/\{(\w+)\}/g, ':$1');
@@ -136,8 +186,10 @@ function pipelineResponses(route: Route): Record<number, ResponseSpec> {
     // Credentials are looked up in Postgres on every request (src/identity/auth.ts).
     implied[503] = { description: 'Postgres unavailable while checking the credentials: retry later.', schema: Unavailable };
   }
-  // Signed routes refuse an address or installation with too many failed signatures.
+  // Signed routes refuse an address or installation with too many failed signatures, and a body
+  // the process has no room to hold before it can check the signature.
   if (route.auth === 'signature') implied[429] = webhookRateLimited;
+  if (route.auth === 'signature' && route.body) implied[503] = unauthenticatedBusy;
   if (route.params || route.query || route.body) {
     implied[400] = { description: 'Invalid path parameter, query or body.', schema: InvalidRequestError };
   }
@@ -196,6 +248,7 @@ function parseOr400<S extends ZodType>(schema: S | undefined, value: unknown): z
 export interface MountDeps {
   authenticate: Authenticator;
   metrics: Metrics;
+  pipeline: Pipeline;
 }
 
 export function mountRoute(router: Router<AppState>, route: Route, deps: MountDeps): void {
@@ -207,7 +260,7 @@ export function mountRoute(router: Router<AppState>, route: Route, deps: MountDe
         source: { address: ctx.ip },
       });
       ctx.state.principal = principal;
-      return route.serve(ctx, principal);
+      return route.serve(ctx, principal, deps.pipeline);
     };
     const reply = route.ingress ? await recordOutcome(deps.metrics, route.path, serve) : await serve();
     ctx.status = reply.status;

@@ -48,3 +48,11 @@ export const webhookRateLimited = {
   description: 'Too many failed signatures from this address or for this installation: retry after `Retry-After` seconds.',
   schema: WebhookRateLimited,
 };
+
+const Busy = z.object({ error: z.literal('busy'), message: z.string() }).openapi('Busy');
+
+/** The 503 of a signed route whose body the process has no room to hold before checking it (src/app/http/unauthenticated-budget.ts). */
+export const unauthenticatedBusy = {
+  description: 'The process holds as many unauthenticated request bodies as it may: retry after `Retry-After` seconds.',
+  schema: Busy,
+};

@@ -1,9 +1,11 @@
 /**
  * POST /v1/webhooks/connectors/github (and the `codehost` alias): GitHub App webhooks.
  *
- * Order of checks, each answered before the next runs: body within 25 MB (413, in
+ * Order of checks, each answered before the next runs: declared body within 25 MB (413, in
  * src/app/http/route.ts) → secret configured (503) → the source address within its failure
- * limit (429) → signature over the raw bytes (401) → delivery headers (200 not accepted) → JSON
+ * limit (429) → a signature header of the right shape (401) → room in the process's budget for
+ * unauthenticated bodies (503, in route.ts) → the body read within 25 MB (413) → signature over
+ * the raw bytes (401) → delivery headers (200 not accepted) → JSON
  * (400) → relevance (200 not accepted) → the body's digest (a replay under a new delivery id: 202,
  * nothing started) → durable start of `github-delivery/{deliveryId}` → 202. GitHub never retries
  * by itself and waits 10 s, so the hot path does one database write, the digest: matching
@@ -21,7 +23,7 @@ import { githubDeliveryWorkflowId } from '../contract';
 import { deliverySearchAttributes } from '../delivery';
 import { bodyDigest, claimDigest } from '../digests';
 import { classifyDelivery, parseWebhookBody, readDeliveryHeaders } from '../relevance';
-import { SIGNATURE_HEADER, verifyWithFallback } from '../signature';
+import { SIGNATURE_HEADER, signatureHeaderFailure, verifyWithFallback } from '../signature';
 import type { GithubRouteDeps } from './shared';
 
 const GITHUB_WEBHOOK_PATH = '/v1/webhooks/connectors/github';
@@ -46,33 +48,36 @@ const Rejected = z
 type WebhookDeps = Pick<GithubRouteDeps, 'settings' | 'db' | 'ingress' | 'metrics' | 'now' | 'failures'>;
 
 /**
- * Throws 503 without a secret, 429 when the address is past its failure limit, and 401 unless
- * the current or the previous secret signed the raw body.
+ * The checks that need no body, run before it is read: 503 without a secret, 429 when the
+ * address is past its failure limit, 401 for a signature header that cannot be a signature.
  */
-function verifyDeliverySignature(
-  deps: Pick<GithubRouteDeps, 'settings' | 'metrics' | 'failures'>,
-  ctx: AppContext,
-  rawBody: Buffer,
-  signature: string | string[] | undefined,
-): void {
+function admitDelivery(deps: Pick<GithubRouteDeps, 'settings' | 'metrics' | 'failures'>, ctx: AppContext): void {
   const { settings, metrics, failures } = deps;
-  const log = ctx.state.log;
-  const secret = settings.webhookSecret;
-  if (!secret) throw errors.webhook('webhook_secret_not_configured', 503, { error: 'webhook secret not configured' });
+  if (!settings.webhookSecret) throw errors.webhook('webhook_secret_not_configured', 503, { error: 'webhook secret not configured' });
   const retryAfter = failures.retryAfterSeconds(ctx.ip);
   if (retryAfter > 0) {
     metrics.authFailures.inc({ surface: 'github', outcome: 'limited' });
     throw errors.tooManyFailures(retryAfter, 'webhook');
   }
-  const verified = verifyWithFallback({ current: secret, previous: settings.webhookSecretPrevious }, rawBody, signature);
-  if (!verified.ok) {
-    failures.fail(ctx.ip);
-    metrics.authFailures.inc({ surface: 'github', outcome: 'rejected' });
-    metrics.signatureFailures.inc({ route: GITHUB_WEBHOOK_PATH, reason: verified.reason });
-    log.info({ reason: verified.reason }, 'github webhook signature rejected');
-    throw errors.webhook('invalid_signature', 401, { error: 'invalid signature' });
-  }
-  if (verified.secret === 'previous') log.info('github webhook signed with the previous secret (rotation in progress)');
+  const failure = signatureHeaderFailure(ctx.headers[SIGNATURE_HEADER]);
+  if (failure) rejectSignature(deps, ctx, failure);
+}
+
+function rejectSignature(deps: Pick<GithubRouteDeps, 'metrics' | 'failures'>, ctx: AppContext, reason: string): never {
+  deps.failures.fail(ctx.ip);
+  deps.metrics.authFailures.inc({ surface: 'github', outcome: 'rejected' });
+  deps.metrics.signatureFailures.inc({ route: GITHUB_WEBHOOK_PATH, reason });
+  ctx.state.log.info({ reason }, 'github webhook signature rejected');
+  throw errors.webhook('invalid_signature', 401, { error: 'invalid signature' });
+}
+
+/** 401 unless the current or the previous secret signed the raw body (admitDelivery ran before it was read). */
+function verifyDeliverySignature(deps: Pick<GithubRouteDeps, 'settings' | 'metrics' | 'failures'>, ctx: AppContext, rawBody: Buffer): void {
+  const { settings } = deps;
+  const secrets = { current: settings.webhookSecret!, previous: settings.webhookSecretPrevious };
+  const verified = verifyWithFallback(secrets, rawBody, ctx.headers[SIGNATURE_HEADER]);
+  if (!verified.ok) rejectSignature(deps, ctx, verified.reason);
+  if (verified.secret === 'previous') ctx.state.log.info('github webhook signed with the previous secret (rotation in progress)');
 }
 
 /** A verified delivery that starts no sync work: 200 with the reason. */
@@ -91,7 +96,7 @@ const accept = (event: string, deliveryId: string) => ({
 async function postWebhook(deps: WebhookDeps, ctx: AppContext, rawBody: Buffer): Promise<Reply> {
   const { db, ingress, now } = deps;
   const log = ctx.state.log;
-  verifyDeliverySignature(deps, ctx, rawBody, ctx.headers[SIGNATURE_HEADER]);
+  verifyDeliverySignature(deps, ctx, rawBody);
 
   const headers = readDeliveryHeaders(ctx.headers);
   if (!headers.ok) return ignored(headers.reason);
@@ -168,10 +173,13 @@ export function createWebhookRoute(deps: WebhookDeps): Route {
       401: { description: 'Missing or wrong signature.', schema: Rejected },
       413: { description: 'Body over 25 MB.', schema: z.string(), contentType: 'text/plain' },
       503: {
-        description: 'Webhook secret not configured, or Temporal or Postgres unavailable: retry later.',
+        description:
+          'Webhook secret not configured, Temporal or Postgres unavailable, or the process holds as many ' +
+          'unauthenticated bodies as it may (`busy`, with `Retry-After`): retry later.',
         schema: z.object({ ok: z.boolean().optional(), error: z.string() }).passthrough(),
       },
     },
+    beforeBody: (_input, ctx) => admitDelivery(deps, ctx),
     handler: ({ rawBody }, ctx) => postWebhook(deps, ctx, rawBody),
   });
 }

@@ -10,7 +10,7 @@ import { z } from '../../app/http/zod';
 import { isSslCheck, parseSlashCommand } from '../envelope';
 import { createLinkToken } from '../link-token';
 import { connectAccountText, connectLinkUrl, DISABLED_CONNECTION_TEXT } from '../texts';
-import { verifiedOnce } from '../verify';
+import { knownConnection, verifiedOnce } from '../verify';
 import { ConnectionParams, type SlackRouteDeps } from './shared';
 
 const COMMANDS_BODY_LIMIT = 100_000;
@@ -76,6 +76,7 @@ export function createCommandsRoute(deps: CommandDeps): Route {
       contentType: 'application/x-www-form-urlencoded',
       description: 'The slash command form (team_id, api_app_id, user_id, command, …).',
     },
+    beforeBody: ({ params }, ctx) => knownConnection(deps, ctx, params.connectionId).then(() => undefined),
     responses: {
       200: {
         description: 'Ephemeral reply with the connect link (spec 2.9); an empty body for `ssl_check=1`.',

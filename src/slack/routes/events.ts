@@ -20,7 +20,7 @@ import { classifyEvent, type EventClassification, type IneligibleReason } from '
 import { parseEnvelope } from '../envelope';
 import { slackQuotaChecks } from '../quota';
 import type { SlackSettings } from '../settings';
-import { verifiedConnection } from '../verify';
+import { knownConnection, verifiedConnection } from '../verify';
 import { ConnectionParams, ok, type SlackRouteDeps } from './shared';
 
 const EVENTS_BODY_LIMIT = 1_000_000;
@@ -148,13 +148,18 @@ export function createEventsRoute(deps: EventsDeps): Route {
     ingress: true,
     params: ConnectionParams,
     body: { kind: 'raw', limitBytes: EVENTS_BODY_LIMIT, contentType: 'application/json', description: 'The Events API envelope.' },
+    beforeBody: ({ params }, ctx) => knownConnection(deps, ctx, params.connectionId).then(() => undefined),
     responses: {
       200: { description: '`OkResponse`, or `{challenge}` for url_verification.', schema: z.union([OkResponse, Challenge]) },
       400: { description: 'Invalid connection id or payload.', schema: z.union([InvalidRequestError, OkFalse]) },
       401: { description: 'No such installation, or the signature is invalid.', schema: OkFalse },
       403: { description: 'team_id or api_app_id differs from the installation.', schema: OkFalse },
       413: { description: 'Body over 1,000,000 bytes.', schema: PlainText, contentType: 'text/plain' },
-      503: { description: 'Temporal could not take the event in time, or Postgres could not count it against the quotas; Slack retries.' },
+      503: {
+        description:
+          'Temporal could not take the event in time, Postgres could not count it against the quotas, or the process holds ' +
+          'as many unauthenticated bodies as it may (`busy`, with `Retry-After`); Slack retries.',
+      },
     },
     handler: ({ params, rawBody }, ctx) => postEvent(deps, ctx, params.connectionId, rawBody),
   });

@@ -22,7 +22,8 @@ export async function errorMapper(ctx: AppContext, next: Next): Promise<void> {
       ctx.state.log?.error({ err: caught }, 'unhandled error');
       error = new AppError('internal', 500, { error: 'internal', message: 'Internal server error.' });
     }
-    if (error.status === 503) ctx.state.log?.warn({ err: error.cause ?? error }, 'dependency unavailable');
+    // A full unauthenticated budget is load, not a fault: den_unauthenticated_body_refusals_total counts it.
+    if (error.status === 503 && error.code !== 'busy') ctx.state.log?.warn({ err: error.cause ?? error }, 'dependency unavailable');
     ctx.status = error.status;
     for (const [name, value] of Object.entries(error.headers)) ctx.set(name, value);
     if (typeof error.body === 'string') {
