@@ -110,3 +110,13 @@ it('a cancel taken elsewhere reaches the heartbeat reply within one coalescing w
   expect(answers.filter((a) => a.at > 1_000 && !a.cancelRequested)).toEqual([]);
   expect(answers.at(-1)?.cancelRequested).toBe(true);
 });
+
+it('the OpenAPI document lists the cancel route and the heartbeat reply', async () => {
+  const doc = (await stack.request('GET', '/openapi.json')).json;
+  const cancel = doc.paths['/v1/automation-runs/{id}/cancel'].post;
+  expect(Object.keys(cancel.responses).sort()).toEqual(['202', '400', '401', '404', '409', '413', '429', '503']);
+  expect(doc.components.schemas.AutomationRunCancelRequest.properties.reason).toMatchObject({ maxLength: 500 });
+  const heartbeat = doc.paths['/v1/automation-runs/{id}/heartbeat'].post.responses['200'].content['application/json'].schema;
+  expect(heartbeat).toEqual({ $ref: '#/components/schemas/AutomationRunHeartbeatReply' });
+  expect(doc.components.schemas.AutomationRunHeartbeatReply.required.sort()).toEqual(['cancelRequested', 'leaseExpiresAt', 'ok']);
+});
