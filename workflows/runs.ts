@@ -39,11 +39,13 @@ import {
   RUN_OUTCOME_PATCH,
   claimRunUpdate,
   reportRunEventUpdate,
+  requestRunCancelUpdate,
   runEventSignal,
   runHeartbeatSignal,
   runOutcomeFailure,
   runSearchAttributes,
   runSummaryQuery,
+  type RunCancelRequest,
   type RunCaller,
   type RunClaimRequest,
   type RunEventReport,
@@ -56,6 +58,7 @@ import {
   applyHeartbeat,
   callerMayReach,
   cancelRun,
+  cancelVerdict,
   canCarry,
   claimRun,
   claimVerdict,
@@ -66,6 +69,7 @@ import {
   isClosed,
   nextDeadline,
   outboxBatch,
+  requestCancel,
   summarize,
   tick,
   unpersistedOf,
@@ -241,6 +245,29 @@ function setRunHandlers(run: Run): void {
         refuseStranger(run, caller);
         const verdict = claimVerdict(run.state);
         if (!verdict.ok) refuse(verdict);
+      },
+    },
+  );
+  setCancelHandler(run);
+}
+
+/**
+ * A member's or admin's request to stop the run. It is answered once the row shows it, so a
+ * heartbeat that reads the row after the answer tells the runtime (the API's heartbeat reply).
+ */
+function setCancelHandler(run: Run): void {
+  setHandler(
+    requestRunCancelUpdate,
+    async (request, caller) => {
+      run.state = requestCancel(run.state, request, caller, Date.now());
+      const asked = run.state.transitions;
+      await condition(() => run.syncedTransitions >= asked);
+      return { status: run.state.status, cancelRequested: run.state.cancelRequested !== undefined };
+    },
+    {
+      validator: (_request: RunCancelRequest, caller: RunCaller) => {
+        refuseStranger(run, caller);
+        refuse(cancelVerdict(run.state));
       },
     },
   );

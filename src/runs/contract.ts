@@ -121,6 +121,8 @@ export interface RunSummary {
   leaseTimeoutMs?: number;
   /** Applied events not yet in Postgres (the query's answer; the API refuses new events past a bound). */
   unpersisted?: { events: number; bytes: number };
+  /** Someone asked the run to stop (requestRunCancelUpdate); its runtime learns it from the heartbeat reply. */
+  cancelRequested?: { at: number; reason: string | null; memberId: string } | null;
 }
 
 export interface RunIgnoredCounts {
@@ -232,5 +234,37 @@ export const reportRunEventUpdate = defineUpdate<RunEventAck, [RunEventReport, R
 export const runEventSignal = defineSignal<[RunEventReport]>('runEvent');
 export const runHeartbeatSignal = defineSignal<[RunHeartbeat, RunCaller?]>('runHeartbeat');
 export const runSummaryQuery = defineQuery<RunSummary>('runSummary');
+/**
+ * A request to stop a run, from its member or an admin: through the API's cancel route or a Slack
+ * Cancel button. Who asks travels beside it (RunCaller), as for reports and claims.
+ */
+export interface RunCancelRequest {
+  reason?: string;
+  /** When the front door received it (ms), stamped by the server. */
+  requestedAt: number;
+}
+
+/** What a cancel request did: a queued run closes `cancelled` at once; a claimed one waits for its runtime. */
+export interface RunCancelAck {
+  status: RunStatus;
+  cancelRequested: boolean;
+}
+
+/** The validator refuses a caller who may not reach the run (RUN_NOT_FOUND) and a run already closed (`run_closed`). */
+export const requestRunCancelUpdate = defineUpdate<RunCancelAck, [RunCancelRequest, RunCaller]>('requestRunCancel');
+
+/**
+ * What a run started as a child (a Slack invocation) tells its parent as it works, so the parent
+ * keeps its message current without polling: the newest answer text, or the tool it is using.
+ * `sequence` grows with each signal, so the parent keeps only the newest.
+ */
+export interface RunProgress {
+  runId: string;
+  sequence: number;
+  text?: string;
+  tool?: string;
+}
+export const runProgressSignal = defineSignal<[RunProgress]>('runProgress');
+
 /** Exclusive claim: the validator refuses unless the run waits for an attempt. */
 export const claimRunUpdate = defineUpdate<RunClaim, [RunClaimRequest, RunCaller?]>('claimRun');

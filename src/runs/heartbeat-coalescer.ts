@@ -9,9 +9,19 @@
  * the API checked that the member may reach the run; while that forward is in flight they are
  * `pending` and share its answer. If a forward fails, `release` forgets it, so the next one is
  * forwarded.
+ *
+ * A coalesced answer is what this process last learnt of the run: the lease its last forward set,
+ * and whether a cancel was requested (read with that forward, or told by this process's cancel
+ * route). Entries live one window, so another process's cancel is learnt within one window.
  * Pure and clock-injected: it knows nothing of HTTP or Temporal.
  */
-export type Admission = { forward: true } | { forward: false; pending: true } | { forward: false; closedStatus?: string };
+export interface HeartbeatAnswer {
+  leaseExpiresAt: number;
+  cancelRequested: boolean;
+}
+
+export type Admission =
+  { forward: true } | { forward: false; pending: true } | { forward: false; closedStatus: string } | ({ forward: false } & HeartbeatAnswer);
 
 interface Entry {
   at: number;
@@ -20,6 +30,8 @@ interface Entry {
   /** A forward of this key succeeded: the caller may reach the run, so its answer can be reused. */
   confirmed: boolean;
   closedStatus?: string;
+  /** What the last successful forward learnt (set with `confirmed`). */
+  answer?: HeartbeatAnswer;
 }
 
 export class HeartbeatCoalescer {
@@ -46,7 +58,8 @@ export class HeartbeatCoalescer {
     const entry = this.entries.get(key);
     if (entry && now - entry.at < entry.windowMs) {
       if (!entry.confirmed) return { forward: false, pending: true };
-      return entry.closedStatus === undefined ? { forward: false } : { forward: false, closedStatus: entry.closedStatus };
+      if (entry.closedStatus !== undefined) return { forward: false, closedStatus: entry.closedStatus };
+      return { forward: false, ...entry.answer! };
     }
     this.entries.set(key, { at: now, windowMs: entry?.windowMs ?? this.defaultWindowMs, confirmed: false });
     return { forward: true };
@@ -55,13 +68,24 @@ export class HeartbeatCoalescer {
   /**
    * The forward succeeded, and the run's lease is known: coalesce its heartbeats for the fraction
    * of it. Each run carries its own lease, so a deploy that changes the default never shortens
-   * the window of a live run into a lost lease, nor stretches it past one.
+   * the window of a live run into a lost lease, nor stretches it past one. The heartbeat moved
+   * the lease to at least `at + leaseTimeoutMs`.
    */
-  forwarded(key: string, at: number, leaseTimeoutMs: number): void {
+  forwarded(key: string, at: number, leaseTimeoutMs: number, cancelRequested = false): void {
     const entry = this.entries.get(key);
     if (entry?.at !== at) return;
     entry.windowMs = HeartbeatCoalescer.windowFor(leaseTimeoutMs, this.leaseFraction);
     entry.confirmed = true;
+    entry.answer = { leaseExpiresAt: at + leaseTimeoutMs, cancelRequested };
+  }
+
+  /** This process took a cancel of the run: its coalesced heartbeats say so from now on. */
+  noteCancelRequested(organizationId: string, runId: string): void {
+    // Keys are JSON arrays that start with these two ids.
+    const prefix = `${JSON.stringify([organizationId, runId]).slice(0, -1)},`;
+    for (const [key, entry] of this.entries) {
+      if (key.startsWith(prefix) && entry.answer) entry.answer = { ...entry.answer, cancelRequested: true };
+    }
   }
 
   static windowFor(leaseTimeoutMs: number, leaseFraction = 0.25): number {

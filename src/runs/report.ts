@@ -25,6 +25,7 @@ import {
   runWorkflowId,
   type RunEventReport,
   type RunHeartbeat,
+  type RunSummary,
   type RunWorkflowInput,
 } from './contract';
 import { canSee, runCaller } from './visibility';
@@ -39,9 +40,11 @@ export type RunReport = { kind: 'event'; event: RunEventReport } | { kind: 'hear
 export type ReportOutcome =
   /**
    * `leaseTimeoutMs`: the run's own lease (its row's), or the current setting for a run this report
-   * starts. `duplicate`: the run already holds this event (applied or buffered).
+   * starts. `cancelRequested`: the run's row (or, without one, its query) showed a cancel request.
+   * `duplicate`: the run already holds this event (applied or buffered).
    */
-  { result: 'enqueued' | 'not_enqueued' | 'duplicate'; leaseTimeoutMs: number } | { result: 'closed'; status: string };
+  | { result: 'enqueued' | 'not_enqueued' | 'duplicate'; leaseTimeoutMs: number; cancelRequested?: boolean }
+  | { result: 'closed'; status: string };
 
 export async function deliverReport(
   deps: RunDeps,
@@ -55,7 +58,7 @@ export async function deliverReport(
   // Another member's run does not exist for this caller (never 403: that would say it does).
   if (row && !canSee(principal, row.memberId)) throw errors.notFound('No such automation run.');
   // Without a row (a new run, or Postgres cannot answer) a heartbeat asks the run who owns it.
-  if (!row && report.kind === 'heartbeat') await refuseUnseenRun(deps, principal, runId);
+  const unseen = !row && report.kind === 'heartbeat' ? await refuseUnseenRun(deps, principal, runId) : undefined;
   if (row && isClosedRunStatus(row.status)) return { result: 'closed', status: row.status };
   // An open row older than its run could live: its workflow ended outside its own logic, and
   // Temporal may have forgotten it, so a signal would start a fresh run the row ignores.
@@ -85,7 +88,8 @@ export async function deliverReport(
       report.heartbeat,
       runCaller(principal),
     ]);
-    if (outcome !== 'closed') return { result: outcome, leaseTimeoutMs };
+    const cancelRequested = Boolean((row?.summary ?? unseen)?.cancelRequested);
+    if (outcome !== 'closed') return { result: outcome, leaseTimeoutMs, cancelRequested };
     return { result: 'closed', status: await closedStatus(deps, principal.organizationId, runId) };
   }
   // The run's validator refuses a caller who may not reach it, whether or not its row exists yet.
@@ -138,7 +142,7 @@ async function readRow(deps: RunDeps, organizationId: string, runId: string, rep
  * caller's). The run ignores a heartbeat from anyone else too, which covers two first reports
  * racing to start it. The query needs Temporal and a worker: when neither answers, 503.
  */
-async function refuseUnseenRun(deps: RunDeps, principal: Principal, runId: string): Promise<void> {
+async function refuseUnseenRun(deps: RunDeps, principal: Principal, runId: string): Promise<RunSummary | undefined> {
   const { temporal, platform, metrics } = deps;
   let summary;
   try {
@@ -150,10 +154,11 @@ async function refuseUnseenRun(deps: RunDeps, principal: Principal, runId: strin
       metrics,
     );
   } catch (error) {
-    if (error instanceof WorkflowNotFoundError) return;
+    if (error instanceof WorkflowNotFoundError) return undefined;
     throw error;
   }
   if (!canSee(principal, summary.memberId)) throw errors.notFound('No such automation run.');
+  return summary;
 }
 
 const reportAttempt = (report: RunReport) => (report.kind === 'event' ? report.event.attempt : report.heartbeat.attempt);

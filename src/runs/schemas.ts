@@ -9,6 +9,8 @@ import { RUN_EVENT_TYPES, RUN_STATUSES, TERMINAL_EVENT_STATUSES, type RunEventTy
 export const EVENT_BODY_LIMIT_BYTES = 256 * 1024;
 export const HEARTBEAT_BODY_LIMIT_BYTES = 4 * 1024;
 export const TERMINAL_ERROR_MAX_LENGTH = 4096;
+/** A cancel's reason becomes the cancelled run's `error` and the Slack message's text: a short sentence. */
+export const CANCEL_REASON_MAX_LENGTH = 500;
 const EVENTS_PAGE_MAX = 500;
 const RUNS_PAGE_MAX = 500;
 
@@ -121,6 +123,18 @@ export const RunEventBody = z
 
 export const RunHeartbeatBody = z.object({ attempt: safeInt(1) }).openapi('AutomationRunHeartbeatInput');
 
+export const RunCancelBody = z
+  .object({
+    reason: z
+      .string()
+      .min(1)
+      .max(CANCEL_REASON_MAX_LENGTH)
+      .optional()
+      .openapi({ description: "Why; it becomes the cancelled run's `error` (default `cancel_requested`)." }),
+  })
+  .optional()
+  .openapi('AutomationRunCancelRequest');
+
 /** A query-string integer: digits only (no signs, exponents or blanks), then bounds. */
 const queryInt = (min: number, max: number) =>
   z
@@ -167,6 +181,10 @@ export const RunSummaryBody = z
     usage: z.record(z.string(), z.number()),
     error: z.string().nullable(),
     memberId: z.string().nullable(),
+    cancelRequested: z
+      .object({ at: z.number().int(), reason: z.string().nullable(), memberId: z.string() })
+      .nullable()
+      .openapi({ description: 'A request to stop the run: when (ms), why, and by whom. Null when none was made.' }),
     ignoredEvents: z.record(z.string(), z.number().int()),
     input: z
       .object({ text: z.string() })
@@ -235,6 +253,30 @@ export const RunConflictBody = z
     lastSequence: detail('terminal_not_last: the highest sequence the run already holds.'),
   })
   .openapi('AutomationRunConflict');
+
+export const RunHeartbeatReply = z
+  .object({
+    ok: z.literal(true),
+    leaseExpiresAt: z
+      .number()
+      .int()
+      .openapi({ description: "When the attempt's lease ends unless another heartbeat or event moves it (ms since the epoch)." }),
+    cancelRequested: z.boolean().openapi({
+      description:
+        'Someone asked the run to stop (POST /v1/automation-runs/{id}/cancel, or Slack): stop the work and report a `terminal` event with `status: cancelled`.',
+    }),
+  })
+  .openapi('AutomationRunHeartbeatReply', {
+    description:
+      'Added to `{ok:true}`: clients that read only `ok` keep working. Coalesced heartbeats answer from what this process last learnt.',
+  });
+
+export const RunCancelAckBody = z
+  .object({
+    status: z.enum(RUN_STATUSES).openapi({ description: '`cancelled` for a run no runtime held (it closed at once); else its status.' }),
+    cancelRequested: z.literal(true),
+  })
+  .openapi('AutomationRunCancelAck');
 
 const RunEventRecord = z
   .object({

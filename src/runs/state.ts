@@ -16,6 +16,7 @@
  * - A `terminal` event ends the run once every earlier sequence of its attempt is applied.
  */
 import {
+  type RunCancelRequest,
   type RunCaller,
   type RunEventReport,
   type RunEventType,
@@ -37,6 +38,8 @@ export const BUFFER_MAX_BYTES = 512 * 1024;
 /** Distinct `usage` keys kept; more would let one run grow its state without bound. */
 export const USAGE_MAX_KEYS = 64;
 const USAGE_KEY_MAX_LENGTH = 100;
+/** The error of a run cancelled with no reason given. */
+const CANCEL_REQUESTED = 'cancel_requested';
 
 interface BufferedEvent {
   event: RunEventReport;
@@ -84,7 +87,12 @@ export interface RunState {
    * Absent in states carried by executions that predate claims: those behave as before.
    */
   claimRequired?: boolean;
+  /** A member's or admin's request to stop the run (requestCancel); absent until one is made. */
+  cancelRequested?: RunCancelRecord;
 }
+
+/** Who asked the run to stop, when and why: the summary shows it, the heartbeat reply tells the runtime. */
+export type RunCancelRecord = NonNullable<RunSummary['cancelRequested']>;
 
 export type RunStateInput = Pick<
   RunWorkflowInput,
@@ -418,6 +426,8 @@ function applyInOrder(state: RunState, event: RunEventReport, now: number): RunS
   if (event.type === 'usage') next.usage = addUsage(state.usage, event.payload);
   if (event.type === 'assistant' && typeof event.payload.text === 'string') next.lastAssistantText = event.payload.text;
   if (event.type !== 'terminal') return next;
+  // Asked to stop: whatever the runtime reports at its end, the run ends as the member asked.
+  if (state.cancelRequested) return closeRun(next, 'cancelled', state.cancelRequested.reason ?? CANCEL_REQUESTED, now);
   const requested = event.payload.status;
   const status: RunStatus =
     requested === undefined
@@ -467,7 +477,28 @@ function closeRun(state: RunState, status: RunStatus, error: string | null, now:
  * `cancelled`. A run that already ended keeps its outcome.
  */
 export function cancelRun(state: RunState, now: number): RunState {
-  return isClosed(state) ? state : closeRun(state, 'cancelled', 'cancel_requested', now);
+  return isClosed(state) ? state : closeRun(state, 'cancelled', CANCEL_REQUESTED, now);
+}
+
+export type CancelVerdict = { ok: true } | { ok: false; error: 'run_closed'; status: RunStatus };
+
+/** Whether a cancel request may be taken (its caller checked apart): any run that has not ended. */
+export function cancelVerdict(state: RunState): CancelVerdict {
+  return isClosed(state) ? { ok: false, error: 'run_closed', status: state.status } : { ok: true };
+}
+
+/**
+ * A member's or admin's request to stop the run (call only after cancelVerdict said ok). A run no
+ * runtime holds (queued, or waiting for a retry) closes `cancelled` at once; a running one records
+ * the request, which its runtime learns from the heartbeat reply, and ends `cancelled` at its
+ * terminal event or when its lease runs out. A repeated request keeps the first.
+ */
+export function requestCancel(state: RunState, request: RunCancelRequest, caller: RunCaller, now: number): RunState {
+  if (isClosed(state) || state.cancelRequested) return state;
+  const record: RunCancelRecord = { at: request.requestedAt, reason: request.reason ?? null, memberId: caller.memberId };
+  const asked = { ...state, cancelRequested: record };
+  if (state.status !== 'running') return closeRun(asked, 'cancelled', record.reason ?? CANCEL_REQUESTED, now);
+  return { ...asked, transitions: state.transitions + 1 };
 }
 
 /** The next moment at which `tick` would change the run, or null if only a report can. */
@@ -495,6 +526,8 @@ export function tick(state: RunState, now: number, settings: RunSettings): RunSt
     case 'awaiting_retry': {
       if (now >= maxDurationDeadline(state, settings)) return closeRun(state, 'timed_out', 'max_duration_exceeded', now);
       if (state.status === 'running' && state.leaseExpiresAt !== null && now >= state.leaseExpiresAt) {
+        // Asked to stop and no longer heard from: the runtime stopped, so no retry.
+        if (state.cancelRequested) return closeRun(state, 'cancelled', state.cancelRequested.reason ?? CANCEL_REQUESTED, now);
         if (state.attempt < settings.maxAttempts) {
           return {
             ...state,
@@ -557,6 +590,7 @@ export function summarize(state: RunState): RunSummary {
     ...(state.origin !== undefined ? { origin: state.origin } : {}),
     ...(state.input !== undefined ? { input: state.input } : {}),
     ...(state.claimRequired ? { claimRequired: true } : {}),
+    ...(state.cancelRequested ? { cancelRequested: { ...state.cancelRequested } } : {}),
   };
 }
 

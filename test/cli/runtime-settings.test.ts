@@ -1,18 +1,37 @@
-/** `den runtime`'s own settings: DEN_API_URL and DEN_API_KEY, and nothing of the service's config. */
+/** `den runtime`'s own settings: DEN_API_URL, DEN_API_KEY and DEN_RUNTIME_KILL_GRACE, and nothing of the service's config. */
 import { ConfigError } from '../../src/app/settings';
+import { retryAfterMs } from '../../src/cli/runtime/api-client';
 import { loadRuntimeSettings, runtimeSettings } from '../../src/cli/runtime/settings';
 
-it('reads exactly DEN_API_URL and DEN_API_KEY', () => {
-  expect(Object.keys(runtimeSettings.shape).sort()).toEqual(['DEN_API_KEY', 'DEN_API_URL']);
-  expect(loadRuntimeSettings({ DEN_API_URL: 'https://den.example/', DEN_API_KEY: 'den_abc' })).toEqual({
+it('reads exactly DEN_API_URL, DEN_API_KEY and DEN_RUNTIME_KILL_GRACE', () => {
+  expect(Object.keys(runtimeSettings.shape).sort()).toEqual(['DEN_API_KEY', 'DEN_API_URL', 'DEN_RUNTIME_KILL_GRACE']);
+  expect(loadRuntimeSettings({ DEN_API_URL: 'https://den.example/', DEN_API_KEY: 'den_abc', DEN_RUNTIME_KILL_GRACE: '10s' })).toEqual({
     apiUrl: 'https://den.example/',
     apiKey: 'den_abc',
+    killGraceMs: 10_000,
   });
 });
 
+it('refuses a kill grace that is not a duration, naming the variable', () => {
+  expect(() => loadRuntimeSettings({ DEN_RUNTIME_KILL_GRACE: 'soon' })).toThrow(/DEN_RUNTIME_KILL_GRACE/);
+});
+
+it("reads a 429's Retry-After as seconds or a date, bounded, and a second when it says nothing usable", () => {
+  expect(retryAfterMs('2')).toBe(2_000);
+  expect(retryAfterMs('0')).toBe(0);
+  expect(retryAfterMs(new Date(1_000_000 + 3_000).toUTCString(), 1_000_000)).toBe(3_000);
+  expect(retryAfterMs('100000')).toBe(300_000);
+  expect(retryAfterMs(null)).toBe(1_000);
+  expect(retryAfterMs('soon')).toBe(1_000);
+});
+
 it('defaults the URL to the local API, and an empty variable counts as unset', () => {
-  expect(loadRuntimeSettings({})).toEqual({ apiUrl: 'http://127.0.0.1:8080', apiKey: undefined });
-  expect(loadRuntimeSettings({ DEN_API_URL: '', DEN_API_KEY: '  ' })).toEqual({ apiUrl: 'http://127.0.0.1:8080', apiKey: undefined });
+  expect(loadRuntimeSettings({})).toEqual({ apiUrl: 'http://127.0.0.1:8080', apiKey: undefined, killGraceMs: 5_000 });
+  expect(loadRuntimeSettings({ DEN_API_URL: '', DEN_API_KEY: '  ' })).toEqual({
+    apiUrl: 'http://127.0.0.1:8080',
+    apiKey: undefined,
+    killGraceMs: 5_000,
+  });
 });
 
 it("ignores the service's variables, even invalid ones", () => {

@@ -132,6 +132,29 @@ it('records a cancelled run', async () => {
   await save('runs-cancelled', handle);
 });
 
+it("records a member's cancel of a queued run, of a claimed run that ends at its terminal, and of one whose lease runs out", async () => {
+  const org = await createTestOrg(stack.services.database.db);
+  const runs = runsClient(stack, org.owner.headers);
+  const owner = { organizationId: org.organizationId, memberId: org.owner.memberId };
+  const cancel = (runId: string, body: unknown) =>
+    stack.request('POST', `/v1/automation-runs/${encodeURIComponent(runId)}/cancel`, { headers: org.owner.headers, body });
+  const queued = await startQueuedRun(stack, owner);
+  const claimed = await startQueuedRun(stack, owner);
+  const quiet = await startQueuedRun(stack, { ...owner, settings: { leaseTimeoutMs: 1_500 } });
+  expect((await cancel(queued.runId, { reason: 'not needed' })).status).toBe(202);
+  expect((await runs.claim(claimed.runId)).status).toBe(200);
+  expect((await runs.claim(quiet.runId)).status).toBe(200);
+  expect((await cancel(claimed.runId, {})).json).toEqual({ status: 'running', cancelRequested: true });
+  expect((await cancel(quiet.runId, {})).status).toBe(202);
+  expect((await runs.heartbeat(claimed.runId, 1)).json.cancelRequested).toBe(true);
+  expect((await runs.postEvent(claimed.runId, event(1, 1, 'assistant', { text: 'partial' }))).status).toBe(200);
+  expect((await runs.postEvent(claimed.runId, event(1, 2, 'terminal', { status: 'cancelled' }))).status).toBe(200);
+  for (const { runId } of [queued, claimed, quiet]) expect((await runResult(stack, org.organizationId, runId)).status).toBe('cancelled');
+  await save('runs-cancel-queued', queued.handle);
+  await save('runs-cancel-claimed', claimed.handle);
+  await save('runs-cancel-lease-out', quiet.handle);
+});
+
 it('records runs that end failed (lease lost on the last attempt), timed_out and skipped', async () => {
   const org = await createTestOrg(stack.services.database.db);
   const runs = runsClient(stack, org.owner.headers);

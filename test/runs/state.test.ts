@@ -8,7 +8,9 @@ import {
   utf8Bytes,
   claimRun,
   claimVerdict,
+  cancelVerdict,
   decideEvent,
+  requestCancel,
   BUFFER_MAX_BYTES,
   CARRY_MAX_EVENTS,
   USAGE_MAX_KEYS,
@@ -405,6 +407,66 @@ describe('run state: terminal', () => {
   });
 });
 
+describe('run state: a cancel request', () => {
+  const member = { memberId: 'm', admin: false };
+  const ask = (reason?: string) => ({ requestedAt: T0 + 5, ...(reason === undefined ? {} : { reason }) });
+
+  it('closes a queued run cancelled at once, with who asked and why', () => {
+    const q = queued();
+    expect(cancelVerdict(q)).toEqual({ ok: true });
+    const done = requestCancel(q, ask('wrong question'), member, T0 + 6);
+    expect(done).toMatchObject({ status: 'cancelled', error: 'wrong question', endedAt: T0 + 6, transitions: 1 });
+    expect(summarize(done).cancelRequested).toEqual({ at: T0 + 5, reason: 'wrong question', memberId: 'm' });
+    expect(cancelVerdict(done)).toEqual({ ok: false, error: 'run_closed', status: 'cancelled' });
+  });
+
+  it('closes a run waiting for a retry at once: no runtime holds it', () => {
+    const lost = tick(claimRun(queued(), T0, settings), T0 + 60_000, settings);
+    expect(requestCancel(lost, ask(), member, T0 + 60_001)).toMatchObject({ status: 'cancelled', error: 'cancel_requested' });
+  });
+
+  it('records the request on a claimed run, which keeps taking reports; a repeat keeps the first', () => {
+    const claimed = claimRun(queued(), T0, settings);
+    const asked = requestCancel(claimed, ask('stop'), member, T0 + 6);
+    expect(asked).toMatchObject({ status: 'running', cancelRequested: { at: T0 + 5, reason: 'stop', memberId: 'm' } });
+    expect(asked.transitions).toBe(claimed.transitions + 1);
+    expect(requestCancel(asked, ask('again'), { memberId: 'admin', admin: true }, T0 + 7)).toBe(asked);
+    const reported = nextState(
+      applyHeartbeat(asked, { attempt: 1, receivedAt: 0 }, T0 + 10, settings),
+      ev(1, 1, 'assistant'),
+      T0 + 11,
+      settings,
+    );
+    expect(reported).toMatchObject({ status: 'running', eventCount: 1, leaseExpiresAt: T0 + 60_011 });
+    expect(summarize(claimed).cancelRequested).toBeUndefined();
+  });
+
+  it.each(['succeeded', 'failed', 'cancelled'])('ends cancelled at the terminal event the runtime reports as %s', (status) => {
+    const asked = requestCancel(claimRun(queued(), T0, settings), ask(), member, T0 + 6);
+    expect(nextState(asked, ev(1, 1, 'terminal', { status }), T0 + 7, settings)).toMatchObject({
+      status: 'cancelled',
+      error: 'cancel_requested',
+      endedAt: T0 + 7,
+    });
+  });
+
+  it('ends cancelled when the lease runs out after the request, with attempts left: no retry', () => {
+    const asked = requestCancel(claimRun(queued(), T0, settings), ask('enough'), member, T0 + 6);
+    expect(tick(asked, T0 + 59_999, settings).status).toBe('running');
+    expect(tick(asked, T0 + 60_000, settings)).toMatchObject({ status: 'cancelled', error: 'enough', endedAt: T0 + 60_000 });
+  });
+
+  it('is carried through continue-as-new', () => {
+    const asked = requestCancel(claimRun(queued(), T0, settings), ask(), member, T0 + 6);
+    const carried = initialState(
+      { organizationId: 'org', runId: 'r', initialStatus: 'queued', createdAt: T0, carried: compactState(asked) },
+      T0,
+      settings,
+    );
+    expect(carried.cancelRequested).toEqual(asked.cancelRequested);
+  });
+});
+
 describe('run state: liveness', () => {
   it('heartbeats and events move the lease, never backwards', () => {
     let s = applyHeartbeat(running(), { attempt: 1, receivedAt: 0 }, T0 + 1000, settings);
@@ -506,13 +568,16 @@ describe('run state: persistence and continue-as-new', () => {
   });
 });
 
+/** A coalesced answer: the lease the last forward set, and no cancel unless one was learnt. */
+const coalesced = (leaseExpiresAt: number, cancelRequested = false) => ({ forward: false, leaseExpiresAt, cancelRequested });
+
 describe('heartbeat coalescer', () => {
   it('forwards once per window per key', () => {
     const c = new HeartbeatCoalescer(15_000);
     const key = HeartbeatCoalescer.key('org', 'run', 1, 'm');
     expect(c.admit(key, 0)).toEqual({ forward: true });
     c.forwarded(key, 0, 60_000);
-    for (let t = 1; t < 15_000; t += 1000) expect(c.admit(key, t)).toEqual({ forward: false });
+    for (let t = 1; t < 15_000; t += 1000) expect(c.admit(key, t)).toEqual(coalesced(60_000));
     expect(c.admit(key, 15_000)).toEqual({ forward: true });
     expect(c.admit(HeartbeatCoalescer.key('org', 'run', 2, 'm'), 15_001)).toEqual({ forward: true });
     expect(c.admit(HeartbeatCoalescer.key('other', 'run', 1, 'm'), 15_001)).toEqual({ forward: true });
@@ -525,9 +590,29 @@ describe('heartbeat coalescer', () => {
     // Still in flight: the next heartbeat waits for its answer.
     expect(c.admit(mine, 1)).toEqual({ forward: false, pending: true });
     c.forwarded(mine, 0, 60_000);
-    expect(c.admit(mine, 2)).toEqual({ forward: false });
+    expect(c.admit(mine, 2)).toEqual(coalesced(60_000));
     c.markClosed(mine, 'succeeded', 3);
     expect(c.admit(HeartbeatCoalescer.key('org', 'run', 1, 'other'), 4)).toEqual({ forward: true });
+  });
+
+  it("answers a cancel it learnt: from the forward that read it, or from this process's cancel of that run only", () => {
+    const c = new HeartbeatCoalescer(15_000);
+    const [a1, a2, b] = [
+      HeartbeatCoalescer.key('org', 'run', 1, 'm'),
+      HeartbeatCoalescer.key('org', 'run', 2, 'admin'),
+      HeartbeatCoalescer.key('org', 'run-2', 1, 'm'),
+    ];
+    for (const key of [a1, a2, b]) c.admit(key, 0);
+    c.forwarded(a1, 0, 60_000);
+    c.forwarded(a2, 0, 60_000, true);
+    c.forwarded(b, 0, 60_000);
+    expect(c.admit(a1, 1)).toEqual(coalesced(60_000));
+    expect(c.admit(a2, 1)).toEqual(coalesced(60_000, true));
+    c.noteCancelRequested('org', 'run');
+    expect(c.admit(a1, 2)).toEqual(coalesced(60_000, true));
+    expect(c.admit(b, 2)).toEqual(coalesced(60_000));
+    // The entry lives one window: the next heartbeat is forwarded and reads the run again.
+    expect(c.admit(a1, 15_000)).toEqual({ forward: true });
   });
 
   it('keys cannot collide through separators in ids', () => {
@@ -544,7 +629,7 @@ describe('heartbeat coalescer', () => {
     c.release('k', 100);
     expect(c.admit('k', 102)).toEqual({ forward: false, pending: true });
     c.forwarded('k', 101, 60_000);
-    expect(c.admit('k', 103)).toEqual({ forward: false });
+    expect(c.admit('k', 103)).toEqual(coalesced(60_101));
   });
 
   it('remembers a closed run for the window', () => {
@@ -582,10 +667,10 @@ describe("heartbeat coalescer: the window is the run's own", () => {
     const key = HeartbeatCoalescer.key('org', 'run', 1, 'm');
     expect(c.admit(key, 0)).toEqual({ forward: true });
     c.forwarded(key, 0, 4_000); // the run's lease is 4 s, not the process's 60 s
-    expect(c.admit(key, 999)).toEqual({ forward: false });
+    expect(c.admit(key, 999)).toEqual(coalesced(4_000));
     expect(c.admit(key, 1_000)).toEqual({ forward: true });
     c.forwarded(key, 1_000, 120_000);
-    expect(c.admit(key, 29_999)).toEqual({ forward: false });
+    expect(c.admit(key, 29_999)).toEqual(coalesced(121_000));
     expect(c.admit(key, 31_000)).toEqual({ forward: true });
   });
 });

@@ -95,7 +95,11 @@ describe('Slack → run → Slack', () => {
 
     // Step 5: the runtime claims the run and reports, terminal last.
     expect((await runtime('claim', {})).json).toMatchObject({ attempt: 1, run: { id: runId, status: 'running' } });
-    expect((await runtime('heartbeat', { attempt: 1 })).json).toEqual({ ok: true });
+    expect((await runtime('heartbeat', { attempt: 1 })).json).toEqual({
+      ok: true,
+      leaseExpiresAt: expect.any(Number),
+      cancelRequested: false,
+    });
     const events = [
       { type: 'user', payload: { text: 'what is six times seven?' } },
       { type: 'assistant', payload: { text: 'Thinking…' } },

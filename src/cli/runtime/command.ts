@@ -17,7 +17,8 @@ export function registerRuntimeCommands(program: Command): void {
     .command('runtime')
     .description(
       "Claim queued automation runs (Slack mentions) and run a command for each: the run's input on stdin, " +
-        'its stdout reported as the answer. Ctrl-C stops claiming and lets the current command finish.',
+        "its stdout reported as the answer as it grows. A cancelled run's command is stopped (SIGTERM, then SIGKILL after " +
+        'DEN_RUNTIME_KILL_GRACE). Ctrl-C stops claiming and lets the current command finish.',
     )
     .requiredOption('--exec <command>', 'the shell command to run per run (for example "tr a-z A-Z")')
     .option('--api-url <url>', 'the API (default DEN_API_URL, else http://127.0.0.1:8080)')
@@ -49,6 +50,7 @@ export function registerRuntimeCommands(program: Command): void {
           heartbeatMs: options.heartbeatInterval * 1000,
           waitSeconds: options.wait,
           graceMs: options.grace * 1000,
+          killGraceMs: settings.killGraceMs,
           stop: controller.signal,
           log: (line) => process.stderr.write(`den runtime: ${line}\n`),
           // The command inherits the runtime's environment: passing it on, not reading config.

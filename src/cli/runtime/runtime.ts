@@ -6,12 +6,18 @@
  * rest of src/ from importing src/cli/runtime/).
  *
  * Per run: the run's `input.text` on the command's stdin, DEN_RUN_ID and DEN_RUN_ATTEMPT in its
- * environment, a heartbeat every `heartbeatMs` while it runs, then its stdout as one `assistant`
- * event and a `terminal` event: `succeeded` on exit 0, else `failed` with the tail of stderr.
+ * environment, a heartbeat every `heartbeatMs` while it runs, its stdout so far as an `assistant`
+ * event at most once per STREAM_INTERVAL_MS (a member watches the answer grow), then the whole
+ * stdout as the last `assistant` event and a `terminal` event: `succeeded` on exit 0, else
+ * `failed` with the tail of stderr. A heartbeat reply that says the run was asked to stop ends
+ * the command (SIGTERM, SIGKILL after `killGraceMs`) and reports `terminal` `cancelled`.
  */
-import { spawn } from 'node:child_process';
 import type { RunClaim } from '../../runs/contract';
-import { EVENT_BODY_LIMIT_BYTES, TERMINAL_ERROR_MAX_LENGTH } from '../../runs/schemas';
+import { TERMINAL_ERROR_MAX_LENGTH } from '../../runs/schemas';
+import { BACKOFF_MS, RuntimeError, apiClient, sleep, type ApiClient } from './api-client';
+import { AttemptReporter, startCommand, type Exit, type RunningCommand } from './execution';
+
+export { RuntimeError } from './api-client';
 
 export interface RuntimeOptions {
   apiUrl: string;
@@ -23,6 +29,8 @@ export interface RuntimeOptions {
   waitSeconds: number;
   /** After a stop request, how long the current command may still run before it is killed. */
   graceMs: number;
+  /** After a cancel, how long the command has between SIGTERM and SIGKILL. */
+  killGraceMs: number;
   /** Aborted by Ctrl-C: stop claiming, finish (or kill after the grace) the current run. */
   stop: AbortSignal;
   log: (line: string) => void;
@@ -30,13 +38,8 @@ export interface RuntimeOptions {
   environment: Record<string, string | undefined>;
 }
 
-/** A refusal that no retry fixes (bad key, unreachable API): the CLI prints it and exits non-zero. */
-export class RuntimeError extends Error {}
-
-/** Room left in an event body for everything but the assistant text. */
-const TEXT_MAX_BYTES = EVENT_BODY_LIMIT_BYTES - 4096;
-const BACKOFF_MS = { initial: 500, max: 10_000 };
-const REQUEST_SLACK_SECONDS = 15;
+/** How often the output so far is reported while the command runs, at most. */
+const STREAM_INTERVAL_MS = 1000;
 
 /** fetch reports network failures as `TypeError: fetch failed` with the reason in `cause`. */
 function describe(error: unknown): string {
@@ -70,143 +73,84 @@ export async function runRuntime(options: RuntimeOptions): Promise<void> {
   }
 }
 
+/** Why the command ended early, if it did: the run's own request, a lost lease, or Ctrl-C past its grace. */
+interface Interruptions {
+  cancelled: boolean;
+  leaseLost?: string;
+  killedAfterGrace: boolean;
+}
+
 async function runOne(options: RuntimeOptions, api: ApiClient, claim: RunClaim): Promise<void> {
   const runId = claim.run.id;
   const attempt = claim.attempt;
   options.log(`claimed run ${runId} (attempt ${attempt})`);
-  const child = spawn('/bin/sh', ['-c', options.exec], {
-    env: { ...options.environment, DEN_RUN_ID: runId, DEN_RUN_ATTEMPT: String(attempt) },
-    stdio: ['pipe', 'pipe', 'pipe'],
-  });
-  const stdout: Buffer[] = [];
-  let stdoutBytes = 0;
-  let stderrTail = '';
-  child.stdout.on('data', (chunk: Buffer) => {
-    if (stdoutBytes < TEXT_MAX_BYTES) stdout.push(chunk);
-    stdoutBytes += chunk.length;
-  });
-  child.stderr.on('data', (chunk: Buffer) => {
-    stderrTail = (stderrTail + chunk.toString('utf8')).slice(-TERMINAL_ERROR_MAX_LENGTH);
-  });
-  child.stdin.on('error', () => undefined); // A command that does not read its input.
-  child.stdin.end(claim.run.input?.text ?? '');
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null; error?: Error }>((resolve) => {
-    child.once('error', (error) => resolve({ code: null, signal: null, error }));
-    child.once('close', (code, signal) => resolve({ code, signal }));
-  });
+  const environment = { ...options.environment, DEN_RUN_ID: runId, DEN_RUN_ATTEMPT: String(attempt) };
+  const command = startCommand(options.exec, environment, claim.run.input?.text ?? '');
+  const reporter = new AttemptReporter(api, runId, attempt);
+  const seen: Interruptions = { cancelled: false, killedAfterGrace: false };
 
-  // Heartbeats while the command runs. A refused one (the lease was lost, the run ended) means
-  // another attempt owns the run now: stop the command and report nothing.
-  let leaseLost: string | undefined;
-  const heartbeat = setInterval(() => {
-    api.heartbeat(runId, attempt).then(
-      (refusal) => {
-        if (refusal && !leaseLost) {
-          leaseLost = refusal;
-          options.log(`run ${runId}: heartbeat refused (${refusal}); stopping the command`);
-          child.kill('SIGTERM');
-        }
-      },
-      (error: unknown) => options.log(`run ${runId}: heartbeat failed (${(error as Error).message})`),
-    );
-  }, options.heartbeatMs);
-
+  const stream = setInterval(() => reporter.progress(command.text()), STREAM_INTERVAL_MS);
+  const heartbeat = setInterval(() => void heartbeatOnce(options, api, command, runId, attempt, seen), options.heartbeatMs);
   // Ctrl-C: the current command gets the grace period, then is killed and reported failed.
-  let stoppedByUs = false;
   const onStop = () => {
     options.log(`stopping: run ${runId} has ${options.graceMs} ms to finish`);
     setTimeout(() => {
-      if (child.exitCode === null && child.signalCode === null) {
-        stoppedByUs = true;
-        child.kill('SIGKILL');
-      }
+      if (command.done()) return;
+      seen.killedAfterGrace = true;
+      command.signal('SIGKILL');
     }, options.graceMs).unref();
   };
   options.stop.addEventListener('abort', onStop, { once: true });
-  const result = await exited;
+  const result = await command.exited;
+  clearInterval(stream);
   clearInterval(heartbeat);
   options.stop.removeEventListener('abort', onStop);
-  if (leaseLost) return;
+  // Another attempt owns the run now: report nothing.
+  if (seen.leaseLost) return;
 
-  const text = truncateUtf8(Buffer.concat(stdout).toString('utf8'), TEXT_MAX_BYTES);
-  const succeeded = result.code === 0;
+  const terminal = terminalPayload(result, command, seen);
+  await reporter.finish(command.text(), terminal);
+  options.log(`run ${runId}: ${String(terminal.status)}`);
+}
+
+/**
+ * One heartbeat. A refusal (the lease was lost, the run ended) means another attempt owns the
+ * run: stop the command. A reply saying the run was asked to stop: stop it, to report `cancelled`.
+ */
+async function heartbeatOnce(
+  options: RuntimeOptions,
+  api: ApiClient,
+  command: RunningCommand,
+  runId: string,
+  attempt: number,
+  seen: Interruptions,
+): Promise<void> {
+  let result;
+  try {
+    result = await api.heartbeat(runId, attempt);
+  } catch (error) {
+    options.log(`run ${runId}: heartbeat failed (${(error as Error).message})`);
+    return;
+  }
+  if (command.done() || seen.cancelled || seen.leaseLost) return;
+  if (result.refused !== undefined) {
+    seen.leaseLost = result.refused;
+    options.log(`run ${runId}: heartbeat refused (${result.refused}); stopping the command`);
+    command.signal('SIGTERM');
+  } else if (result.cancelRequested) {
+    seen.cancelled = true;
+    options.log(`run ${runId}: cancel requested; stopping the command (SIGKILL after ${options.killGraceMs} ms)`);
+    command.stop(options.killGraceMs);
+  }
+}
+
+function terminalPayload(result: Exit, command: RunningCommand, seen: Interruptions): Record<string, unknown> {
+  if (seen.cancelled) return { status: 'cancelled' };
+  if (result.code === 0) return { status: 'succeeded' };
   const error = result.error
     ? `could not start the command: ${result.error.message}`
-    : stoppedByUs
+    : seen.killedAfterGrace
       ? 'the runtime stopped before the command finished'
-      : stderrTail.trim() || `exit ${result.code ?? result.signal}`;
-  await api.event(runId, { attempt, sequence: 1, type: 'assistant', payload: { text } });
-  await api.event(runId, {
-    attempt,
-    sequence: 2,
-    type: 'terminal',
-    payload: succeeded ? { status: 'succeeded' } : { status: 'failed', error: error.slice(-TERMINAL_ERROR_MAX_LENGTH) },
-  });
-  options.log(`run ${runId}: ${succeeded ? 'succeeded' : 'failed'}`);
-}
-
-function truncateUtf8(text: string, maxBytes: number): string {
-  const bytes = Buffer.from(text, 'utf8');
-  if (bytes.length <= maxBytes) return text;
-  // Cut on a character boundary: decoding a cut sequence would leave a replacement character.
-  return new TextDecoder('utf-8', { fatal: false }).decode(bytes.subarray(0, maxBytes)).replace(/\uFFFD$/, '');
-}
-
-type ApiClient = ReturnType<typeof apiClient>;
-
-function apiClient(options: RuntimeOptions) {
-  const base = options.apiUrl.replace(/\/+$/, '');
-  const call = async (method: string, path: string, body: unknown, stop?: AbortSignal) => {
-    // Every call is bounded: the long-poll's wait plus room for the answer.
-    const timeout = AbortSignal.timeout((options.waitSeconds + REQUEST_SLACK_SECONDS) * 1000);
-    const response = await fetch(`${base}${path}`, {
-      method,
-      headers: { 'x-api-key': options.apiKey, 'content-type': 'application/json' },
-      body: JSON.stringify(body),
-      signal: stop ? AbortSignal.any([stop, timeout]) : timeout,
-    });
-    if (response.status === 401) throw new RuntimeError(`the API at ${base} refused the API key (401): check DEN_API_KEY`);
-    const text = await response.text();
-    return { status: response.status, json: text ? (JSON.parse(text) as Record<string, unknown>) : undefined };
-  };
-  const report = async (runId: string, kind: 'events' | 'heartbeat', body: unknown) =>
-    call('POST', `/v1/automation-runs/${encodeURIComponent(runId)}/${kind}`, body);
-  return {
-    async claimNext(): Promise<RunClaim | undefined> {
-      const res = await call('POST', '/v1/automation-runs/claim', { waitSeconds: options.waitSeconds }, options.stop);
-      if (res.status === 204) return undefined;
-      if (res.status === 200) return res.json as unknown as RunClaim;
-      throw new Error(`claim answered ${res.status}`);
-    },
-    /** The refusal (`stale_attempt`, `run_closed`…) when the run no longer takes this attempt. */
-    async heartbeat(runId: string, attempt: number): Promise<string | undefined> {
-      const res = await report(runId, 'heartbeat', { attempt });
-      if (res.status === 409 || res.status === 404) return String(res.json?.error ?? res.status);
-      if (res.status !== 200) throw new Error(`heartbeat answered ${res.status}`);
-      return undefined;
-    },
-    /** Retried until the API takes it (an ack is durable): a lost report would leave the run hanging. */
-    async event(runId: string, event: Record<string, unknown>): Promise<void> {
-      for (let delay = BACKOFF_MS.initial; ; delay = Math.min(BACKOFF_MS.max, delay * 2)) {
-        const res = await report(runId, 'events', { ...event, createdAt: Date.now() }).catch((error: unknown) => ({
-          status: 0,
-          json: { error: (error as Error).message },
-        }));
-        if (res.status === 200) return;
-        // 4xx: the run will not take it (ended, or another attempt owns it); retrying won't help.
-        if (res.status >= 400 && res.status < 500) {
-          options.log(`run ${runId}: event refused (${res.status} ${JSON.stringify(res.json)})`);
-          return;
-        }
-        await new Promise((resolve) => setTimeout(resolve, delay));
-      }
-    },
-  };
-}
-
-function sleep(ms: number, stop: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const timer = setTimeout(resolve, ms);
-    stop.addEventListener('abort', () => (clearTimeout(timer), resolve()), { once: true });
-  });
+      : command.stderrTail().trim() || `exit ${result.code ?? result.signal}`;
+  return { status: 'failed', error: error.slice(-TERMINAL_ERROR_MAX_LENGTH) };
 }

@@ -1,17 +1,20 @@
 /**
- * What `den runtime` reads from the environment: where the API is, and the key it calls it with.
+ * What `den runtime` reads from the environment: where the API is, the key it calls it with, and
+ * how long a cancelled command has between SIGTERM and SIGKILL.
  * The runtime is a client of the API, not part of the service, so it parses only this slice and
  * never the service's settings: a service variable it does not use cannot stop it.
  */
 import { z } from 'zod';
-import { defineSettings, optionalString, parseSettings, type Environment } from '../../app/settings';
+import { defineSettings, duration, optionalString, parseSettings, type Environment } from '../../app/settings';
 
 export const runtimeSettings = defineSettings(
   {
     DEN_API_URL: z.string().url().default('http://127.0.0.1:8080'),
     DEN_API_KEY: optionalString,
+    // A cancelled run's command gets SIGTERM, then SIGKILL once this has passed.
+    DEN_RUNTIME_KILL_GRACE: duration('5s'),
   },
-  (e) => ({ apiUrl: e.DEN_API_URL, apiKey: e.DEN_API_KEY }),
+  (e) => ({ apiUrl: e.DEN_API_URL, apiKey: e.DEN_API_KEY, killGraceMs: e.DEN_RUNTIME_KILL_GRACE }),
 );
 
 /** Parses an environment (process.env by default); every problem is reported at once. */

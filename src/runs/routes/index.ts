@@ -8,17 +8,21 @@ import type { RunDeps } from '../deps';
 import { createGetEventsRoute } from './get-events';
 import { createGetRunRoute } from './get-run';
 import { createListRunsRoute } from './list-runs';
+import { createPostCancelRoute } from './post-cancel';
 import { createPostClaimRoute } from './post-claim';
 import { createPostClaimNextRoute } from './post-claim-next';
 import { createPostEventRoute } from './post-event';
-import { createPostHeartbeatRoute } from './post-heartbeat';
+import { createHeartbeatCoalescer, createPostHeartbeatRoute } from './post-heartbeat';
 
 export function createRunRoutes(deps: RunDeps): Route[] {
   // One gate for both report routes, so they share its per-run verdicts.
   const backlog = new BacklogGate(deps);
+  // One coalescer for heartbeats and cancels, so a cancel taken here reaches coalesced heartbeats at once.
+  const coalescer = createHeartbeatCoalescer(deps.settings);
   return [
     createPostEventRoute(deps, backlog),
-    createPostHeartbeatRoute(deps, backlog),
+    createPostHeartbeatRoute(deps, backlog, coalescer),
+    createPostCancelRoute(deps, coalescer),
     createPostClaimNextRoute(deps),
     createPostClaimRoute(deps),
     createGetRunRoute(deps),

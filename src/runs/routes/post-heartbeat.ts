@@ -4,16 +4,17 @@ import { defineRoute, type Reply, type Route } from '../../app/http/route';
 import type { RunsSettings } from '../settings';
 import type { BacklogGate } from '../backlog';
 import type { RunDeps } from '../deps';
-import { HeartbeatCoalescer } from '../heartbeat-coalescer';
+import { HeartbeatCoalescer, type HeartbeatAnswer } from '../heartbeat-coalescer';
 import { deliverReport } from '../report';
-import { HEARTBEAT_BODY_LIMIT_BYTES, RunHeartbeatBody, RunIdParams } from '../schemas';
+import { HEARTBEAT_BODY_LIMIT_BYTES, RunHeartbeatBody, RunHeartbeatReply, RunIdParams } from '../schemas';
 import { TAGS, reportResponses, runClosed } from './shared';
 
 /**
  * Heartbeats are coalesced per process: at most one forwarded per (run, attempt, member) per window, a
- * fraction of the run's own lease (learned from its row when a heartbeat is forwarded).
+ * fraction of the run's own lease (learned from its row when a heartbeat is forwarded). The cancel
+ * route shares it, to tell the run's coalesced heartbeats at once.
  */
-function createHeartbeatCoalescer(settings: RunsSettings): HeartbeatCoalescer {
+export function createHeartbeatCoalescer(settings: RunsSettings): HeartbeatCoalescer {
   const fraction = settings.admission.heartbeatCoalesceFraction;
   return new HeartbeatCoalescer(HeartbeatCoalescer.windowFor(settings.defaults.leaseTimeoutMs, fraction), undefined, fraction);
 }
@@ -25,7 +26,8 @@ interface HeartbeatGates {
   inFlight: Map<string, Promise<Reply>>;
 }
 
-const coalescedReply: Reply = { status: 200, body: { ok: true }, outcome: { outcome: 'acknowledged', reason: 'coalesced' } };
+const heartbeatReply = (answer: HeartbeatAnswer) => ({ ok: true, ...answer });
+const coalesced = { outcome: 'acknowledged', reason: 'coalesced' } as const;
 
 /**
  * Answers a coalesced heartbeat at once, only for a member whose own heartbeat was forwarded (and
@@ -41,13 +43,13 @@ async function postHeartbeat(deps: RunDeps, gates: HeartbeatGates, principal: Pr
   const pending = inFlight.get(key);
   if (!admission.forward && 'pending' in admission && pending !== undefined) {
     metrics.heartbeats.inc({ result: 'coalesced' });
-    await pending;
-    return coalescedReply;
+    return { ...(await pending), outcome: coalesced };
   }
   if (!admission.forward && !('pending' in admission)) {
     metrics.heartbeats.inc({ result: 'coalesced' });
-    if (admission.closedStatus !== undefined) throw runClosed(admission.closedStatus);
-    return coalescedReply;
+    if ('closedStatus' in admission) throw runClosed(admission.closedStatus);
+    const { leaseExpiresAt, cancelRequested } = admission;
+    return { status: 200, body: heartbeatReply({ leaseExpiresAt, cancelRequested }), outcome: coalesced };
   }
   const forward = forwardHeartbeat(deps, gates, principal, runId, { key, at, attempt });
   inFlight.set(key, forward);
@@ -80,26 +82,34 @@ async function forwardHeartbeat(
     coalescer.markClosed(key, outcome.status, at);
     throw runClosed(outcome.status);
   }
-  coalescer.forwarded(key, at, outcome.leaseTimeoutMs);
+  const cancelRequested = outcome.cancelRequested === true;
+  coalescer.forwarded(key, at, outcome.leaseTimeoutMs, cancelRequested);
   deps.metrics.heartbeats.inc({ result: 'forwarded' });
-  return { status: 200, body: { ok: true }, outcome: { outcome: outcome.result, reason: 'heartbeat' } };
+  // The run applies the heartbeat at or after `at`, so its lease ends no sooner than this.
+  const body = heartbeatReply({ leaseExpiresAt: at + outcome.leaseTimeoutMs, cancelRequested });
+  return { status: 200, body, outcome: { outcome: outcome.result, reason: 'heartbeat' } };
 }
 
-export function createPostHeartbeatRoute(deps: RunDeps, backlog: BacklogGate): Route {
-  const gates: HeartbeatGates = { backlog, coalescer: createHeartbeatCoalescer(deps.settings), inFlight: new Map() };
+export function createPostHeartbeatRoute(deps: RunDeps, backlog: BacklogGate, coalescer: HeartbeatCoalescer): Route {
+  const gates: HeartbeatGates = { backlog, coalescer, inFlight: new Map() };
   return defineRoute({
     method: 'post',
     path: '/v1/automation-runs/{id}/heartbeat',
     summary: 'Send a heartbeat for an automation run',
     description:
       "Extends the current attempt's lease; the first heartbeat of a newer attempt starts it. Each process " +
-      "forwards at most one heartbeat per (run, attempt, member) per `RUN_HEARTBEAT_COALESCE_FRACTION` (default a quarter) of the run's own lease and answers the others at once.",
+      "forwards at most one heartbeat per (run, attempt, member) per `RUN_HEARTBEAT_COALESCE_FRACTION` (default a quarter) of the run's own lease and answers the others at once. " +
+      'The reply adds to `{ok:true}` the lease the heartbeat set and whether a cancel was requested: a coalesced reply answers from ' +
+      'what this process last learnt, and says `cancelRequested:false` for at most one coalescing window after a request.',
     tags: TAGS,
     auth: 'authenticated',
     ingress: true,
     params: RunIdParams,
     body: { kind: 'json', schema: RunHeartbeatBody, limitBytes: HEARTBEAT_BODY_LIMIT_BYTES },
-    responses: reportResponses,
+    responses: {
+      ...reportResponses,
+      200: { description: 'Durably accepted by the run (or coalesced into a heartbeat already forwarded).', schema: RunHeartbeatReply },
+    },
     handler: ({ params, body, principal }) => postHeartbeat(deps, gates, principal, params.id, body.attempt),
   });
 }

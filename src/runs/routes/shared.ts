@@ -52,6 +52,7 @@ export function summaryBody(summary: RunSummary) {
     usage: summary.usage,
     error: summary.error,
     memberId: summary.memberId ?? null,
+    cancelRequested: summary.cancelRequested ?? null,
     ignoredEvents: summary.ignoredEvents ?? { duplicate: 0, stale: 0, rejected: 0, overflow: 0, afterClose: 0 },
     input: summary.input ?? null,
     origin: summary.origin
