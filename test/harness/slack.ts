@@ -250,6 +250,55 @@ export async function postSlashCommand(
   });
 }
 
+/** A `block_actions` payload as Slack sends it when a user clicks a button on one of our messages. */
+export function blockActions(
+  connection: Pick<TestSlackConnection, 'teamId' | 'appId'>,
+  options: { user: string; actionId: string; value: string; channel?: string; threadTs?: string },
+): Record<string, unknown> {
+  const channel = options.channel ?? 'C0TESTCHAN';
+  const ts = `${Math.floor(Date.now() / 1000)}.${String(Math.floor(Math.random() * 1e6)).padStart(6, '0')}`;
+  return {
+    type: 'block_actions',
+    team: { id: connection.teamId, domain: 'test' },
+    user: { id: options.user, username: 'someone', team_id: connection.teamId },
+    api_app_id: connection.appId,
+    token: 'deprecated',
+    container: { type: 'message', message_ts: ts, channel_id: channel, is_ephemeral: false },
+    trigger_id: `${Date.now()}.${randomUUID()}`,
+    channel: { id: channel, name: 'test' },
+    message: { type: 'message', ts, thread_ts: options.threadTs ?? ts, text: 'Working on it…' },
+    response_url: 'https://hooks.slack.com/actions/T0/1/x',
+    actions: [
+      {
+        type: 'button',
+        action_id: options.actionId,
+        block_id: 'b1',
+        value: options.value,
+        text: { type: 'plain_text', text: 'Cancel' },
+        action_ts: ts,
+      },
+    ],
+  };
+}
+
+/** Posts a signed interaction form (`payload=<json>`) to the interactions route (or its alias). */
+export async function postInteraction(
+  stack: HttpTarget,
+  connection: Pick<TestSlackConnection, 'connectionId' | 'signingSecret'>,
+  payload: unknown,
+  options: { provider?: 'slack' | 'chatplatform'; headers?: Record<string, string>; raw?: string } = {},
+): Promise<TestResponse> {
+  const raw = options.raw ?? new URLSearchParams({ payload: JSON.stringify(payload) }).toString();
+  return stack.request('POST', `/v1/integrations/${options.provider ?? 'slack'}/${connection.connectionId}/interactions`, {
+    raw,
+    headers: {
+      'content-type': 'application/x-www-form-urlencoded',
+      ...slackSignatureHeaders(connection.signingSecret, raw),
+      ...options.headers,
+    },
+  });
+}
+
 /** The token inside the `<url|Connect your account>` link of a slash-command reply or ephemeral text. */
 export function linkTokenFrom(text: string): string {
   const match = /<([^|>]+)\|Connect your account>/.exec(text);
