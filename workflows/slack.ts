@@ -328,11 +328,19 @@ async function runWithMessage(job: Invocation, member: Member, runId: string, th
     if (!(error instanceof ActivityFailure)) throw error;
   }
   let done = false;
-  const progress = ts === null ? Promise.resolve(0) : keepProgress(job, { ...ref, ts }, runId, () => done);
+  // Kept for after the run: a cancel rejects the loop's wait while this awaits the run, and a
+  // rejection nobody handles yet would fail the workflow task.
+  let progressFailure: unknown;
+  const progress = (ts === null ? Promise.resolve(0) : keepProgress(job, { ...ref, ts }, runId, () => done)).catch((error: unknown) => {
+    progressFailure = error;
+    return 0;
+  });
   const summary = await outcomeOf(run);
   done = true;
+  const nextAt = await progress;
+  if (progressFailure !== undefined) throw progressFailure;
   // The answer is an edit too: it keeps the interval after the last one.
-  const wait = editDelay(Date.now(), await progress);
+  const wait = editDelay(Date.now(), nextAt);
   if (wait > 0) await sleep(wait);
   await records('slackReleaseInvocation', { connectionId: input.connectionId, eventId: input.eventId });
   cleanup.reserved = false;
