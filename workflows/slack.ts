@@ -319,14 +319,8 @@ async function runWithMessage(job: Invocation, member: Member, runId: string, th
   const { input, records, state, setStatus, cleanup } = job;
   const ref: MessageRef = { connectionId: input.connectionId, channel: job.invocation.channel, threadTs };
   const replyKey = workflowInfo().workflowId;
-  const run = await startInvocationRun(job, member, runId, threadTs);
-  let ts: string | null = null;
-  try {
-    const accepted = await slackApi.slackPostAccepted({ ...ref, runId, replyKey });
-    ts = accepted.ts ?? null;
-  } catch (error) {
-    if (!(error instanceof ActivityFailure)) throw error;
-  }
+  // The run starts and the message is posted in the same workflow task: the member sees it at once.
+  const [run, ts] = await Promise.all([startInvocationRun(job, member, runId, threadTs), postAccepted(ref, runId, replyKey)]);
   let done = false;
   // Kept for after the run: a cancel rejects the loop's wait while this awaits the run, and a
   // rejection nobody handles yet would fail the workflow task.
@@ -349,6 +343,16 @@ async function runWithMessage(job: Invocation, member: Member, runId: string, th
   if (summary.status === 'cancelled') setStatus('cancelled', summary.error ?? 'cancel_requested');
   else setStatus(reply === 'posted' ? 'replied' : reply === 'skipped' ? 'reply_skipped' : 'reply_failed');
   return state;
+}
+
+/** "Working on it…" with the Cancel button: the message's ts, or null when nothing could be posted. */
+async function postAccepted(ref: MessageRef, runId: string, replyKey: string): Promise<string | null> {
+  try {
+    return (await slackApi.slackPostAccepted({ ...ref, runId, replyKey })).ts ?? null;
+  } catch (error) {
+    if (error instanceof ActivityFailure) return null;
+    throw error;
+  }
 }
 
 /** The invocation's run as a child workflow, started (not awaited): the message is posted while it waits. */
