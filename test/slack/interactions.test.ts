@@ -179,6 +179,18 @@ describe('the Cancel button', () => {
     if (!runsTakeCancels) await run.terminate('test done');
   });
 
+  it("an admin of the organization may cancel another member's run, by their linked Slack user", async () => {
+    const { runId, run } = await invocation();
+    const admin = await loop.org.addMember('admin');
+    const adminSlack = await linkSlackUser(stack, connection, admin);
+    const before = Date.now();
+    await postInteraction(stack, connection, blockActions(connection, { user: adminSlack, actionId: CANCEL_ACTION_ID, value: runId }));
+    const answer = await ephemeralTo(adminSlack, before);
+    expect(answer.body.text).not.toMatch(/Only the member who asked/);
+    expect(answer.body.text).toMatch(runsTakeCancels ? /Cancelling the run/ : /Cancelling the run|could not be cancelled/);
+    if (!runsTakeCancels) await run.terminate('test done');
+  });
+
   (runsTakeCancels ? it : it.skip)("the member's click cancels the queued run, and the message says so", async () => {
     const { runId, handle, slackUserId, mention } = await invocation();
     await postInteraction(stack, connection, blockActions(connection, { user: slackUserId, actionId: CANCEL_ACTION_ID, value: runId }));
