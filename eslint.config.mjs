@@ -7,6 +7,7 @@ const PURE_MODULES = [
   'src/runs/state',
   'src/runs/log-text',
   'src/slack/texts',
+  'src/slack/progress',
   'src/github/delivery',
   'src/mcp/decide',
   'src/mcp/resolution',

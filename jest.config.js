@@ -4,6 +4,11 @@ module.exports = {
   transform: {
     '^.+\\.(t|j)sx?$': ['@swc/jest', { jsc: { parser: { syntax: 'typescript' }, target: 'es2022' }, module: { type: 'commonjs' } }],
   },
+  // slackify-markdown and the unified/remark packages it uses are ES modules only: @swc/jest
+  // turns them into CommonJS, since Jest's module system cannot require() them (Node can).
+  transformIgnorePatterns: [
+    '/node_modules/(?!(slackify-markdown|unified|bail|ccount|character-entities|decode-named-character-reference|devlop|escape-string-regexp|is-plain-obj|longest-streak|markdown-table|trough|zwitch|vfile|vfile-message|mdast-util-[a-z-]+|micromark|micromark-[a-z-]+|remark-[a-z]+|unist-util-[a-z-]+)/)',
+  ],
   // One Temporal dev server, one Postgres and one workflow bundle for the whole run.
   globalSetup: '<rootDir>/test/setup/global-setup.ts',
   globalTeardown: '<rootDir>/test/setup/global-teardown.ts',

@@ -20,6 +20,7 @@ import {
   isCancellation,
   condition,
   continueAsNew,
+  getExternalWorkflowHandle,
   log,
   setHandler,
   upsertSearchAttributes,
@@ -43,6 +44,7 @@ import {
   runEventSignal,
   runHeartbeatSignal,
   runOutcomeFailure,
+  runProgressSignal,
   runSearchAttributes,
   runSummaryQuery,
   type RunCancelRequest,
@@ -212,7 +214,9 @@ function setRunHandlers(run: Run): void {
   setHandler(
     reportRunEventUpdate,
     (event) => {
+      const applied = run.state.outbox.length;
       run.state = decideEvent(run.state, event, Date.now(), settings).next;
+      tellParent(run, run.state.outbox.slice(applied));
       return { disposition: run.state.nextSequence > event.sequence ? 'applied' : 'buffered', status: run.state.status };
     },
     {
@@ -271,6 +275,35 @@ function setCancelHandler(run: Run): void {
       },
     },
   );
+}
+
+/**
+ * A run started as a child (a Slack invocation) tells its parent the newest answer text or the
+ * tool it uses, among the events just applied, so the parent keeps its message current without
+ * polling. Runs from before RUN_PROGRESS_PATCH told nobody (patched() is asked only when it would decide).
+ */
+const RUN_PROGRESS_PATCH = 'run-progress';
+
+function tellParent(run: Run, applied: RunEventReport[]): void {
+  const parent = workflowInfo().parent;
+  const last = applied.findLast((e) => e.type === 'assistant' || e.type === 'capability_execution');
+  if (parent === undefined || last === undefined || !patched(RUN_PROGRESS_PATCH)) return;
+  const text = last.type === 'assistant' && typeof last.payload.text === 'string' ? last.payload.text : undefined;
+  const tool = last.type === 'capability_execution' ? toolName(last.payload) : undefined;
+  if (text === undefined && tool === undefined) return;
+  const progress = { runId: run.state.runId, sequence: run.state.eventCount, ...(text !== undefined ? { text } : { tool }) };
+  // A parent that already closed cannot take it, and needs nothing more: the failure is dropped.
+  getExternalWorkflowHandle(parent.workflowId, parent.runId)
+    .signal(runProgressSignal, progress)
+    .catch(() => undefined);
+}
+
+/** The tool a capability_execution event names, under the keys runtimes use. */
+function toolName(payload: Record<string, unknown>): string {
+  for (const key of ['tool', 'name', 'capability']) {
+    if (typeof payload[key] === 'string' && payload[key]) return payload[key] as string;
+  }
+  return 'a tool';
 }
 
 const needsSync = (run: Run) => run.state.outbox.length > 0 || run.state.transitions !== run.syncedTransitions;

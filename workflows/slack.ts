@@ -6,7 +6,9 @@
  * - Invocation (app_mention, DM): find the Slack user's member, or hold the invocation for
  *   SLACK_LINK_WAIT while an ephemeral message offers a connect link; apply the member's limits;
  *   run it as a queued automation run (a child workflow) for the member's runtime to claim;
- *   reply in the thread with the run's last assistant text.
+ *   post one message in the thread at once ("Working on it…", with a Cancel button), edit it as
+ *   the run reports progress (at most once per interval, on a timer), and replace it with the
+ *   run's answer. Events from before SLACK_PROGRESS_PATCH reply once, at the end.
  */
 import {
   ActivityFailure,
@@ -18,6 +20,8 @@ import {
   patched,
   proxyActivities,
   setHandler,
+  sleep,
+  startChild,
   upsertSearchAttributes,
   uuid4,
   workflowInfo,
@@ -26,10 +30,19 @@ import type { SlackActivities } from '../activities/slack';
 import { byName, localFirst, LOCAL_POSTGRES_EFFECT, type ActivityCall } from './local-first';
 import { automationRun } from './runs';
 import { limitText, runReplyText } from '../src/slack/texts';
-import { runSummaryOfFailure, runWorkflowId, type RunSummary, type RunWorkflowInput } from '../src/runs/contract';
+import { editDelay, newerProgress, nextEditAt, progressText } from '../src/slack/progress';
+import {
+  runProgressSignal,
+  runSummaryOfFailure,
+  runWorkflowId,
+  type RunProgress,
+  type RunSummary,
+  type RunWorkflowInput,
+} from '../src/runs/contract';
 import {
   LINK_DECISION_PATCH,
   SLACK_LOCAL_RECORDS_PATCH,
+  SLACK_PROGRESS_PATCH,
   slackSearchAttributes,
   slackAccountLinkedSignal,
   slackEventStateQuery,
@@ -55,13 +68,24 @@ const slackApi = proxyActivities<SlackActivities>({
   retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '1m', maximumAttempts: 6 },
 });
 
+/** A progress edit is worth little once stale: a few quick tries, then the next state goes out. */
+const progressApi = proxyActivities<SlackActivities>({
+  startToCloseTimeout: '15s',
+  retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '5s', maximumAttempts: 3 },
+});
+
 export async function slackEvent(input: SlackEventInput): Promise<SlackEventState> {
   const records = patched(SLACK_LOCAL_RECORDS_PATCH) ? localRecords : regularRecords;
   const state: SlackEventState = { status: 'received', memberId: null, runId: null, runStatus: null, detail: null };
   let linked: SlackAccountLinked | undefined;
+  let progress: RunProgress | null = null;
   setHandler(slackEventStateQuery, () => state);
   setHandler(slackAccountLinkedSignal, (link) => {
     if (input.invocation && link.slackUserId === input.invocation.user && link.organizationId === input.organizationId) linked ??= link;
+  });
+  // Only the invocation's own run reports here; its newest report is what the message shows.
+  setHandler(runProgressSignal, (report) => {
+    if (report.runId === state.runId) progress = newerProgress(progress, report);
   });
   const setStatus = (status: SlackEventStatus, detail: string | null = null) => {
     state.status = status;
@@ -70,7 +94,7 @@ export async function slackEvent(input: SlackEventInput): Promise<SlackEventStat
   };
   const cleanup: Cleanup = { pendingLink: false, reserved: false };
   try {
-    return await handle(input, records, state, setStatus, () => linked, cleanup);
+    return await handle(input, records, state, setStatus, { link: () => linked, progress: () => progress }, cleanup);
   } catch (error) {
     if (!isCancellation(error)) throw error;
     // Cancelled: the run child got the cancel too and closed `cancelled` (the default
@@ -104,7 +128,7 @@ interface Invocation {
   records: ActivityCall<SlackActivities>;
   state: SlackEventState;
   setStatus: SetStatus;
-  recordedLink: () => SlackAccountLinked | undefined;
+  signals: Signals;
   cleanup: Cleanup;
   /** Where the ephemeral messages go. */
   thread: { connectionId: string; channel: string; user: string; threadTs: string | null };
@@ -112,12 +136,18 @@ interface Invocation {
 
 type Member = { organizationId: string; memberId: string };
 
+/** What the signals brought: the link an invocation waits for, and the run's newest progress. */
+interface Signals {
+  link: () => SlackAccountLinked | undefined;
+  progress: () => RunProgress | null;
+}
+
 async function handle(
   input: SlackEventInput,
   records: ActivityCall<SlackActivities>,
   state: SlackEventState,
   setStatus: SetStatus,
-  recordedLink: () => SlackAccountLinked | undefined,
+  signals: Signals,
   cleanup: Cleanup,
 ): Promise<SlackEventState> {
   if (input.lifecycle) {
@@ -128,7 +158,7 @@ async function handle(
   const invocation = input.invocation;
   if (!invocation) return state;
   const thread = { connectionId: input.connectionId, channel: invocation.channel, user: invocation.user, threadTs: invocation.threadTs };
-  const job: Invocation = { input, invocation, records, state, setStatus, recordedLink, cleanup, thread };
+  const job: Invocation = { input, invocation, records, state, setStatus, signals, cleanup, thread };
 
   // 1. Who is asking: the linked member, or wait for the link.
   const member = await findMember(job);
@@ -141,6 +171,7 @@ async function handle(
 
   // 3. The run: queued until the member's runtime claims it.
   const threadTs = invocation.threadTs ?? invocation.ts;
+  if (patched(SLACK_PROGRESS_PATCH)) return runWithMessage(job, member, runId, threadTs);
   const summary = await runInvocation(job, member, runId, threadTs);
   await records('slackReleaseInvocation', { connectionId: input.connectionId, eventId: input.eventId });
   cleanup.reserved = false;
@@ -175,12 +206,12 @@ async function findMember(job: Invocation): Promise<Member | null> {
   cleanup.pendingLink = true;
   setStatus('awaiting_link');
   await bestEffort(() => slackApi.slackPostConnectPrompt({ ...job.thread, waitMs: settings.linkWaitMs }));
-  const gotLink = await condition(() => job.recordedLink() !== undefined, settings.linkWaitMs);
+  const gotLink = await condition(() => job.signals.link() !== undefined, settings.linkWaitMs);
   await records('slackClearPending', { connectionId, eventId });
   cleanup.pendingLink = false;
   // Decide on whether a link was recorded, not on how the wait ended: a link that lands in the
   // timer's activation, or while the pending row is being cleared, still routes the invocation.
-  const link = job.recordedLink();
+  const link = job.signals.link();
   if (!link || (!gotLink && !patched(LINK_DECISION_PATCH))) {
     setStatus('link_expired');
     return null;
@@ -265,5 +296,158 @@ async function bestEffort(post: () => Promise<{ posted: boolean }>): Promise<'po
   } catch (error) {
     if (error instanceof ActivityFailure) return 'failed';
     throw error;
+  }
+}
+
+/** Before SLACK_PROGRESS_INTERVAL was part of the input (it always is in new events). */
+const DEFAULT_PROGRESS_INTERVAL_MS = 3000;
+/** A final edit Slack keeps rate-limiting is given up after this many waits. */
+const FINAL_EDIT_TRIES = 10;
+
+/** Where the invocation's message lives. */
+interface MessageRef {
+  connectionId: string;
+  channel: string;
+  threadTs: string;
+}
+
+/**
+ * The run with its one message: started, announced at once ("Working on it…" and the Cancel
+ * button), kept current while it works, and answered in place.
+ */
+async function runWithMessage(job: Invocation, member: Member, runId: string, threadTs: string): Promise<SlackEventState> {
+  const { input, records, state, setStatus, cleanup } = job;
+  const ref: MessageRef = { connectionId: input.connectionId, channel: job.invocation.channel, threadTs };
+  const replyKey = workflowInfo().workflowId;
+  // The run starts and the message is posted in the same workflow task: the member sees it at once.
+  const [run, ts] = await Promise.all([startInvocationRun(job, member, runId, threadTs), postAccepted(ref, runId, replyKey)]);
+  let done = false;
+  // Kept for after the run: a cancel rejects the loop's wait while this awaits the run, and a
+  // rejection nobody handles yet would fail the workflow task.
+  let progressFailure: unknown;
+  const progress = (ts === null ? Promise.resolve(0) : keepProgress(job, { ...ref, ts }, runId, () => done)).catch((error: unknown) => {
+    progressFailure = error;
+    return 0;
+  });
+  const summary = await outcomeOf(run);
+  done = true;
+  const nextAt = await progress;
+  if (progressFailure !== undefined) throw progressFailure;
+  // The answer is an edit too: it keeps the interval after the last one.
+  const wait = editDelay(Date.now(), nextAt);
+  if (wait > 0) await sleep(wait);
+  await records('slackReleaseInvocation', { connectionId: input.connectionId, eventId: input.eventId });
+  cleanup.reserved = false;
+  state.runStatus = summary.status;
+  const reply = await finishMessage(ref, ts, summary, replyKey);
+  if (summary.status === 'cancelled') setStatus('cancelled', summary.error ?? 'cancel_requested');
+  else setStatus(reply === 'posted' ? 'replied' : reply === 'skipped' ? 'reply_skipped' : 'reply_failed');
+  return state;
+}
+
+/** "Working on it…" with the Cancel button: the message's ts, or null when nothing could be posted. */
+async function postAccepted(ref: MessageRef, runId: string, replyKey: string): Promise<string | null> {
+  try {
+    return (await slackApi.slackPostAccepted({ ...ref, runId, replyKey })).ts ?? null;
+  } catch (error) {
+    if (error instanceof ActivityFailure) return null;
+    throw error;
+  }
+}
+
+/** The invocation's run as a child workflow, started (not awaited): the message is posted while it waits. */
+async function startInvocationRun(job: Invocation, member: Member, runId: string, threadTs: string) {
+  const { input, invocation, setStatus } = job;
+  const runInput: RunWorkflowInput = {
+    organizationId: member.organizationId,
+    runId,
+    initialStatus: 'queued',
+    createdAt: Date.now(),
+    settings: input.settings.run,
+    memberId: member.memberId,
+    origin: {
+      kind: 'slack',
+      connectionId: input.connectionId,
+      teamId: input.teamId,
+      channel: invocation.channel,
+      threadTs,
+      slackUserId: invocation.user,
+    },
+    input: { text: invocation.text },
+  };
+  setStatus('run_created');
+  return startChild(automationRun, {
+    workflowId: runWorkflowId(member.organizationId, runId),
+    args: [runInput],
+    // The run is the member's record; it outlives this invocation if an operator ends it.
+    parentClosePolicy: 'ABANDON',
+    workflowIdReusePolicy: 'REJECT_DUPLICATE',
+  });
+}
+
+/** The run's outcome, failed or not (as runInvocation). */
+async function outcomeOf(run: { result(): Promise<RunSummary> }): Promise<Pick<RunSummary, 'status' | 'error' | 'lastAssistantText'>> {
+  try {
+    return await run.result();
+  } catch (error) {
+    if (!(error instanceof ChildWorkflowFailure)) throw error;
+    return runSummaryOfFailure(error) ?? { status: 'failed', error: 'run_workflow_failed', lastAssistantText: null };
+  }
+}
+
+/**
+ * Edits the message with the run's newest progress until `done`: at most one edit per interval
+ * (a workflow timer), later when Slack answers 429, and always the newest state; states that
+ * arrive meanwhile are skipped. Stops at a message that is gone or an edit that failed. Answers
+ * when the next edit may go out.
+ */
+async function keepProgress(job: Invocation, message: MessageRef & { ts: string }, runId: string, done: () => boolean): Promise<number> {
+  const interval = job.input.settings.progressIntervalMs ?? DEFAULT_PROGRESS_INTERVAL_MS;
+  let shown = 0;
+  // The post itself counts as the first edit.
+  let nextAt = nextEditAt(Date.now(), interval);
+  for (;;) {
+    await condition(() => done() || (job.signals.progress()?.sequence ?? 0) > shown);
+    if (done()) return nextAt;
+    const wait = editDelay(Date.now(), nextAt);
+    if (wait > 0 && (await condition(done, wait))) return nextAt;
+    const progress = job.signals.progress()!;
+    let edit: Awaited<ReturnType<SlackActivities['slackUpdateProgress']>>;
+    try {
+      edit = await progressApi.slackUpdateProgress({ ...message, runId, text: progressText(progress) });
+    } catch (error) {
+      if (error instanceof ActivityFailure) return nextAt;
+      throw error;
+    }
+    nextAt = nextEditAt(Date.now(), interval, edit.outcome === 'ratelimited' ? edit.retryAfterMs : 0);
+    // Rate-limited: nothing shown; whatever is newest after the wait goes out then.
+    if (edit.outcome === 'ratelimited') continue;
+    if (edit.outcome !== 'updated') return nextAt;
+    shown = progress.sequence;
+  }
+}
+
+/** The answer in the message (or as new replies if it is gone); a 429 waits its Retry-After on a timer. */
+async function finishMessage(
+  ref: MessageRef,
+  ts: string | null,
+  summary: Pick<RunSummary, 'status' | 'error' | 'lastAssistantText'>,
+  replyKey: string,
+): Promise<'posted' | 'skipped' | 'failed'> {
+  const markdown = summary.status === 'succeeded' && !!summary.lastAssistantText?.trim();
+  const request = { ...ref, ts, text: runReplyText(summary), markdown, replyKey };
+  for (let tries = 1; ; tries++) {
+    let finished: Awaited<ReturnType<SlackActivities['slackFinishMessage']>>;
+    try {
+      finished = await slackApi.slackFinishMessage(request);
+    } catch (error) {
+      if (error instanceof ActivityFailure) return 'failed';
+      throw error;
+    }
+    if (finished.outcome !== 'ratelimited') {
+      return finished.outcome === 'skipped' ? 'skipped' : finished.outcome === 'failed' ? 'failed' : 'posted';
+    }
+    if (tries >= FINAL_EDIT_TRIES) return 'failed';
+    await sleep(finished.retryAfterMs);
   }
 }

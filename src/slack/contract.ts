@@ -25,6 +25,12 @@ export const LINK_DECISION_PATCH = 'link-decision-reads-link';
  */
 export const SLACK_LOCAL_RECORDS_PATCH = 'slack-local-records';
 
+/**
+ * Workflow patch id: one message per invocation, posted when the run starts, kept current by the
+ * run's progress and replaced by the answer; events before it post the answer alone at the end.
+ */
+export const SLACK_PROGRESS_PATCH = 'slack-progress';
+
 export function slackEventWorkflowId(connectionId: string, eventId: string): string {
   return `slack-event/${connectionId}/${eventId}`;
 }
@@ -46,6 +52,8 @@ export type SlackLifecycleType = 'app_uninstalled' | 'tokens_revoked';
 /** Settings fixed by the front door at start (workflows cannot read config). */
 interface SlackEventSettings {
   linkWaitMs: number;
+  /** The least time between two edits of the invocation's message; absent in events started before it. */
+  progressIntervalMs?: number;
   memberDailyInvocations: number;
   memberConcurrentRuns: number;
   run: RunSettings;

@@ -62,6 +62,8 @@ interface SlashCommand {
   userId: string;
   command: string | undefined;
   channelId: string | undefined;
+  /** What follows the command (`cancel`, `status`, `help`), trimmed; empty for the bare command. */
+  text: string;
 }
 
 export type SlashCommandResult = { ok: true; command: SlashCommand } | { ok: false; details: InvalidRequestDetail[] };
@@ -87,6 +89,68 @@ export function parseSlashCommand(raw: Buffer): SlashCommandResult {
       apiAppId: form.get('api_app_id') || undefined,
       command: form.get('command') || undefined,
       channelId: form.get('channel_id') || undefined,
+      text: (form.get('text') ?? '').trim(),
+    },
+  };
+}
+
+/**
+ * A `block_actions` interaction (https://api.slack.com/reference/interaction-payloads/block-actions):
+ * form-encoded, its JSON in the `payload` field. Only the fields we use.
+ */
+export interface BlockActions {
+  teamId: string | undefined;
+  apiAppId: string | undefined;
+  userId: string;
+  channelId: string | undefined;
+  /** The thread of the message the button is on, for an ephemeral answer in it. */
+  threadTs: string | undefined;
+  actions: { actionId: string; value: string | undefined }[];
+}
+
+/** Any other interaction: only where it claims to come from (checked like a block action's). */
+interface OtherInteraction {
+  type: string;
+  teamId: string | undefined;
+  apiAppId: string | undefined;
+}
+
+export type InteractionResult = { ok: true; interaction: BlockActions | OtherInteraction } | { ok: false; details: InvalidRequestDetail[] };
+
+export function parseInteraction(raw: Buffer): InteractionResult {
+  const field = new URLSearchParams(raw.toString('utf8')).get('payload');
+  if (field === null) return { ok: false, details: [{ message: 'Required form field.', path: ['payload'] }] };
+  let body: unknown;
+  try {
+    body = JSON.parse(field);
+  } catch {
+    return { ok: false, details: [{ message: 'The payload is not valid JSON.', path: ['payload'] }] };
+  }
+  if (!isObject(body) || typeof body.type !== 'string') {
+    return { ok: false, details: [{ message: 'The payload must be an object with a string "type".', path: ['payload', 'type'] }] };
+  }
+  const tooDeep = pathDeeperThan(body);
+  if (tooDeep) return { ok: false, details: [{ message: TOO_DEEP_MESSAGE, path: ['payload', ...tooDeep] }] };
+  const team = isObject(body.team) ? optionalString(body.team.id) : undefined;
+  if (body.type !== 'block_actions')
+    return { ok: true, interaction: { type: body.type, teamId: team, apiAppId: optionalString(body.api_app_id) } };
+  const user = isObject(body.user) ? optionalString(body.user.id) : undefined;
+  if (!user) return { ok: false, details: [{ message: 'block_actions needs user.id.', path: ['payload', 'user', 'id'] }] };
+  const channel = isObject(body.channel) ? optionalString(body.channel.id) : undefined;
+  const message = isObject(body.message) ? body.message : {};
+  const actions = (Array.isArray(body.actions) ? body.actions : []).filter(isObject).map((action) => ({
+    actionId: optionalString(action.action_id) ?? '',
+    value: optionalString(action.value),
+  }));
+  return {
+    ok: true,
+    interaction: {
+      teamId: team,
+      apiAppId: optionalString(body.api_app_id),
+      userId: user,
+      channelId: channel,
+      threadTs: optionalString(message.thread_ts) ?? optionalString(message.ts),
+      actions,
     },
   };
 }

@@ -20,7 +20,7 @@ async function lockSlackUser(trx: Transaction<Database>, connectionId: string, s
   await sql`SELECT pg_advisory_xact_lock(hashtextextended(${`slack-link:${connectionId}:${slackUserId}`}, 0))`.execute(trx);
 }
 
-async function findAccountLink(
+export async function findAccountLink(
   db: Db | Transaction<Database>,
   connectionId: string,
   slackUserId: string,

@@ -13,6 +13,7 @@ export const slackSettings = defineSettings(
     SLACK_MEMBER_CONCURRENT_RUNS: int(3, 1),
     SLACK_LINK_WAIT: duration('15m'),
     SLACK_LINK_TOKEN_TTL: duration('10m'),
+    SLACK_PROGRESS_INTERVAL: duration('3s'),
   },
   (e) => ({
     apiBaseUrl: e.SLACK_API_BASE_URL.replace(/\/+$/, ''),
@@ -22,6 +23,7 @@ export const slackSettings = defineSettings(
     memberConcurrentRuns: e.SLACK_MEMBER_CONCURRENT_RUNS,
     linkWaitMs: e.SLACK_LINK_WAIT,
     linkTokenTtlMs: e.SLACK_LINK_TOKEN_TTL,
+    progressIntervalMs: e.SLACK_PROGRESS_INTERVAL,
     /** What the runs this feature starts are started with. */
     runDefaults: runDefaults.build(e),
   }),

@@ -51,3 +51,41 @@ export function runReplyText(summary: Pick<RunSummary, 'status' | 'error' | 'las
       return `The run failed${why}.${text ? `\n\n${summary.lastAssistantText}` : ''}`;
   }
 }
+
+/** What a member is told, ephemerally, after asking to cancel a run from Slack. */
+export function cancelOutcomeText(outcome: 'requested' | 'not_linked' | 'not_allowed' | 'closed' | 'no_active_run' | 'failed'): string {
+  switch (outcome) {
+    case 'requested':
+      return 'Cancelling the run. Its message says so once it has stopped.';
+    case 'not_linked':
+      return 'Connect your Slack account to den first (type `/den`).';
+    case 'not_allowed':
+      return 'Only the member who asked, or an admin of the organization, can cancel this run.';
+    case 'closed':
+      return 'That run has already finished.';
+    case 'no_active_run':
+      return 'You have no den request running.';
+    default:
+      return 'The run could not be cancelled right now. Try again in a moment.';
+  }
+}
+
+/** `/den status`: the caller's active runs, newest first, with their status, age and where they were asked. */
+export function runStatusText(runs: { runId: string; status: string; startedAt: number; channel: string | null }[], now: number): string {
+  if (runs.length === 0) return 'You have no den request running.';
+  const lines = runs.map((run) => {
+    const minutes = Math.max(0, Math.floor((now - run.startedAt) / 60_000));
+    const age = minutes === 0 ? 'under a minute' : `${minutes} minute${minutes === 1 ? '' : 's'}`;
+    const where = run.channel ? ` in <#${escapeMrkdwn(run.channel)}>` : '';
+    return `• \`${escapeMrkdwn(run.runId)}\`: ${escapeMrkdwn(run.status)}, asked ${age} ago${where}`;
+  });
+  return `Your den requests still running:\n${lines.join('\n')}`;
+}
+
+export const HELP_TEXT = [
+  'den in Slack: mention the bot or send it a direct message, and your den runtime answers in the thread.',
+  '• `/den`: connect your Slack account to your den member',
+  '• `/den status`: your requests still running',
+  '• `/den cancel`: stop your newest running request (or use its Cancel button)',
+  '• `/den help`: this list',
+].join('\n');

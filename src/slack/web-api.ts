@@ -18,7 +18,7 @@ export function parseRetryAfter(value: string | null): number | undefined {
 }
 
 /** Write methods take JSON; read methods such as conversations.replies take a form. */
-export type SlackApiMethod = 'chat.postMessage' | 'chat.postEphemeral' | 'conversations.replies';
+export type SlackApiMethod = 'chat.postMessage' | 'chat.postEphemeral' | 'chat.update' | 'conversations.replies';
 const FORM_METHODS: ReadonlySet<SlackApiMethod> = new Set(['conversations.replies']);
 
 export async function callSlackApi(
@@ -68,11 +68,12 @@ export function replyMetadata(replyKey: string): Record<string, unknown> {
   return { event_type: REPLY_EVENT_TYPE, event_payload: { reply_key: replyKey } };
 }
 
-/** Whether a conversations.replies page holds our reply with this key. */
-export function hasReply(page: Record<string, unknown>, replyKey: string): boolean {
+/** Our reply with this key in a conversations.replies page: its `ts` (the message's id), or undefined. */
+export function findReply(page: Record<string, unknown>, replyKey: string): string | undefined {
   const messages = Array.isArray(page.messages) ? (page.messages as Record<string, unknown>[]) : [];
-  return messages.some((message) => {
+  const found = messages.find((message) => {
     const metadata = message.metadata as { event_type?: unknown; event_payload?: { reply_key?: unknown } } | undefined;
     return metadata?.event_type === REPLY_EVENT_TYPE && metadata.event_payload?.reply_key === replyKey;
   });
+  return found === undefined ? undefined : String(found.ts);
 }

@@ -37,7 +37,10 @@ interface FakeMessage {
   ts: string;
   thread_ts?: string;
   text: string;
+  blocks?: unknown;
   metadata?: unknown;
+  /** The texts chat.update gave it, in order. */
+  edits: { text: string; blocks?: unknown; at: number }[];
 }
 
 export interface FakeSlack {
@@ -47,6 +50,8 @@ export interface FakeSlack {
   messages: FakeMessage[];
   /** The next call(s) of `method` get these replies, in order, before the default `{ok:true}`. */
   script(method: string, ...replies: ScriptedReply[]): void;
+  /** Deletes a message, as a person can: chat.update then answers `message_not_found`. */
+  deleteMessage(channel: string, ts: string): void;
   /** Waits for a call of `method` that `match` accepts. */
   waitForCall(method: string, match?: (call: SlackApiCall) => boolean, timeoutMs?: number): Promise<SlackApiCall>;
   close(): Promise<void>;
@@ -82,10 +87,13 @@ export async function startFakeSlack(): Promise<FakeSlack> {
           ts,
           thread_ts: body.thread_ts as string | undefined,
           text: String(body.text),
+          blocks: body.blocks,
           metadata: body.metadata,
+          edits: [],
         });
       }
       if (reply?.reset) return req.socket.destroy();
+      if (!reply && method === 'chat.update') return answerUpdate(messages, body, res);
       if (!reply && method === 'conversations.replies') {
         // Slack returns the parent and its replies; metadata only with include_all_metadata.
         const thread = messages.filter((m) => m.channel === body.channel && (m.thread_ts === body.ts || m.ts === body.ts));
@@ -93,7 +101,7 @@ export async function startFakeSlack(): Promise<FakeSlack> {
         res.writeHead(200, { 'content-type': 'application/json' });
         return res.end(JSON.stringify({ ok: true, messages: thread.map((m) => (withMetadata ? m : { ...m, metadata: undefined })) }));
       }
-      const answer = reply ?? { status: 200, body: { ok: true, ts } };
+      const answer = reply ?? { status: 200, body: { ok: true, channel: body.channel, ts } };
       res.writeHead(answer.status, { 'content-type': 'application/json', ...answer.headers });
       res.end(JSON.stringify(answer.body ?? { ok: false, error: 'ratelimited' }));
     });
@@ -107,6 +115,10 @@ export async function startFakeSlack(): Promise<FakeSlack> {
     script(method, ...replies) {
       scripted.set(method, [...(scripted.get(method) ?? []), ...replies]);
     },
+    deleteMessage(channel, ts) {
+      const index = messages.findIndex((m) => m.channel === channel && m.ts === ts);
+      if (index >= 0) messages.splice(index, 1);
+    },
     async waitForCall(method, match = () => true, timeoutMs = 20_000) {
       return waitFor(() => calls.find((c) => c.method === method && match(c)), timeoutMs, { what: `Slack ${method}`, intervalMs: 100 });
     },
@@ -116,6 +128,17 @@ export async function startFakeSlack(): Promise<FakeSlack> {
         server.close(() => resolve());
       }),
   };
+}
+
+/** chat.update as Slack answers it: the edited message's channel, ts and text, or `message_not_found`. */
+function answerUpdate(messages: FakeMessage[], body: Record<string, unknown>, res: http.ServerResponse): void {
+  const message = messages.find((m) => m.channel === body.channel && m.ts === body.ts);
+  res.writeHead(200, { 'content-type': 'application/json' });
+  if (!message) return void res.end(JSON.stringify({ ok: false, error: 'message_not_found' }));
+  message.text = String(body.text);
+  message.blocks = body.blocks;
+  message.edits.push({ text: message.text, blocks: body.blocks, at: Date.now() });
+  res.end(JSON.stringify({ ok: true, channel: message.channel, ts: message.ts, text: message.text }));
 }
 
 export interface TestSlackConnection {
@@ -227,6 +250,55 @@ export async function postSlashCommand(
   });
 }
 
+/** A `block_actions` payload as Slack sends it when a user clicks a button on one of our messages. */
+export function blockActions(
+  connection: Pick<TestSlackConnection, 'teamId' | 'appId'>,
+  options: { user: string; actionId: string; value: string; channel?: string; threadTs?: string },
+): Record<string, unknown> {
+  const channel = options.channel ?? 'C0TESTCHAN';
+  const ts = `${Math.floor(Date.now() / 1000)}.${String(Math.floor(Math.random() * 1e6)).padStart(6, '0')}`;
+  return {
+    type: 'block_actions',
+    team: { id: connection.teamId, domain: 'test' },
+    user: { id: options.user, username: 'someone', team_id: connection.teamId },
+    api_app_id: connection.appId,
+    token: 'deprecated',
+    container: { type: 'message', message_ts: ts, channel_id: channel, is_ephemeral: false },
+    trigger_id: `${Date.now()}.${randomUUID()}`,
+    channel: { id: channel, name: 'test' },
+    message: { type: 'message', ts, thread_ts: options.threadTs ?? ts, text: 'Working on it…' },
+    response_url: 'https://hooks.slack.com/actions/T0/1/x',
+    actions: [
+      {
+        type: 'button',
+        action_id: options.actionId,
+        block_id: 'b1',
+        value: options.value,
+        text: { type: 'plain_text', text: 'Cancel' },
+        action_ts: ts,
+      },
+    ],
+  };
+}
+
+/** Posts a signed interaction form (`payload=<json>`) to the interactions route (or its alias). */
+export async function postInteraction(
+  stack: HttpTarget,
+  connection: Pick<TestSlackConnection, 'connectionId' | 'signingSecret'>,
+  payload: unknown,
+  options: { provider?: 'slack' | 'chatplatform'; headers?: Record<string, string>; raw?: string } = {},
+): Promise<TestResponse> {
+  const raw = options.raw ?? new URLSearchParams({ payload: JSON.stringify(payload) }).toString();
+  return stack.request('POST', `/v1/integrations/${options.provider ?? 'slack'}/${connection.connectionId}/interactions`, {
+    raw,
+    headers: {
+      'content-type': 'application/x-www-form-urlencoded',
+      ...slackSignatureHeaders(connection.signingSecret, raw),
+      ...options.headers,
+    },
+  });
+}
+
 /** The token inside the `<url|Connect your account>` link of a slash-command reply or ephemeral text. */
 export function linkTokenFrom(text: string): string {
   const match = /<([^|>]+)\|Connect your account>/.exec(text);
@@ -240,7 +312,7 @@ export function linkTokenFrom(text: string): string {
  * What the Slack loop tests share: a stack with a worker that calls a fake Slack Web API, an
  * organization, and a Slack connection of it.
  */
-export async function startSlackLoop(): Promise<{
+export async function startSlackLoop(env: Record<string, string> = {}): Promise<{
   stack: TestStack;
   slack: FakeSlack;
   org: Awaited<ReturnType<typeof createTestOrg>>;
@@ -248,7 +320,7 @@ export async function startSlackLoop(): Promise<{
   stop(): Promise<void>;
 }> {
   const slack = await startFakeSlack();
-  const stack = await startTestStack({ worker: true, env: { SLACK_API_BASE_URL: slack.url } });
+  const stack = await startTestStack({ worker: true, env: { SLACK_API_BASE_URL: slack.url, ...env } });
   const org = await createTestOrg(stack.services.database.db);
   const connection = await createTestSlackConnection(stack.services.database.db, stack.services.secretKey, org.organizationId);
   return {

@@ -53,7 +53,12 @@ beforeAll(async () => {
   slack = await startFakeSlack();
   stack = await startTestStack({
     worker: true,
-    env: { SLACK_API_BASE_URL: slack.url, GITHUB_WEBHOOK_SECRET: SECRET, RUN_CONTINUE_AS_NEW_EVENTS: '12' },
+    env: {
+      SLACK_API_BASE_URL: slack.url,
+      GITHUB_WEBHOOK_SECRET: SECRET,
+      RUN_CONTINUE_AS_NEW_EVENTS: '12',
+      SLACK_PROGRESS_INTERVAL: '1000',
+    },
   });
 });
 afterAll(async () => {
@@ -233,6 +238,34 @@ it('records a Slack event that waits for a link, then routes a run and replies',
   expect(await handle.result()).toMatchObject({ status: 'replied' });
   await save('slack-event-link-and-run', handle);
   await save('slack-event-child-run', stack.services.temporal.client.workflow.getHandle(runWorkflowId(org.organizationId, runId)));
+});
+
+it('records a Slack event whose message follows the run: progress edits, a 429, the answer in place', async () => {
+  const org = await createTestOrg(stack.services.database.db);
+  const member = await org.addMember('member');
+  const connection = await createTestSlackConnection(stack.services.database.db, stack.services.secretKey, org.organizationId);
+  const slackUserId = newSlackUserId();
+  await linkSlackUser(connection, member.headers, slackUserId);
+  const mention = appMention(slackUserId, 'watch me');
+  const envelope = eventEnvelope(connection, mention);
+  expect((await postSlackEvent(stack, connection, envelope)).status).toBe(200);
+  const handle = stack.services.temporal.client.workflow.getHandle(slackEventWorkflowId(connection.connectionId, envelope.event_id));
+  const { runs, runId } = await claimRoutedRun(handle, member.headers);
+  await slack.waitForCall('chat.postMessage', (c) => c.body.thread_ts === mention.ts);
+  slack.script('chat.update', { status: 429, headers: { 'retry-after': '1' }, body: { ok: false, error: 'ratelimited' } });
+  const reports: [string, Record<string, unknown>][] = [
+    ['assistant', { text: 'one' }],
+    ['capability_execution', { tool: 'search' }],
+    ['assistant', { text: 'one two' }],
+  ];
+  for (const [index, [type, payload]] of reports.entries()) {
+    expect((await runs.postEvent(runId, event(1, index + 1, type as 'assistant', payload))).status).toBe(200);
+    await new Promise((resolve) => setTimeout(resolve, 1200));
+  }
+  expect((await runs.postEvent(runId, event(1, reports.length + 1, 'terminal'))).status).toBe(200);
+  expect(await handle.result()).toMatchObject({ status: 'replied' });
+  await save('slack-event-progress', handle);
+  await save('slack-event-child-run-progress', stack.services.temporal.client.workflow.getHandle(runWorkflowId(org.organizationId, runId)));
 });
 
 it('records a GitHub push delivery', async () => {

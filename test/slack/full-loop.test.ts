@@ -1,7 +1,7 @@
 /**
  * The whole loop, as a member and their runtime see it: slash command → link → app_mention →
  * a queued run → the runtime (this test) claims it and reports events →
- * the answer is posted to the Slack thread.
+ * "Working on it…" in the Slack thread, replaced by the answer.
  */
 import { slackEventStateQuery, slackEventWorkflowId } from '../../src/slack/contract';
 import type { TestMember } from '../harness/identity';
@@ -111,18 +111,21 @@ describe('Slack → run → Slack', () => {
       expect(res.status).toBe(200);
     }
 
-    // Step 6: the answer lands in the mention's thread.
+    // Step 6: one message in the mention's thread, posted as the run started, now the answer
+    // (the runtime's Markdown as Slack mrkdwn: *42* is emphasis, Slack's _42_).
     const post = await slack.waitForCall('chat.postMessage', (c) => c.body.thread_ts === mention.ts);
-    expect(post.body).toEqual({
+    expect(post.body).toMatchObject({
       channel: mention.channel,
       thread_ts: mention.ts,
-      text: 'Six times seven is *42*.',
+      text: 'Working on it…',
       // The invocation's key, so a retry can find this reply instead of posting it twice.
       metadata: { event_type: 'den_run_reply', event_payload: { reply_key: handle.workflowId } },
     });
     expect(post.authorization).toMatch(/^Bearer xoxb-test-/);
     const final = await handle.result();
     expect(final).toMatchObject({ status: 'replied', runStatus: 'succeeded', memberId: member.memberId, runId });
+    const thread = slack.messages.filter((m) => m.thread_ts === mention.ts);
+    expect(thread.map((m) => m.text.replace(/\u200b/g, ''))).toEqual(['Six times seven is _42_.']);
   });
 
   it('posts a failure message when the run fails', async () => {
@@ -135,9 +138,8 @@ describe('Slack → run → Slack', () => {
       body: { attempt: 1, sequence: 1, type: 'terminal', payload: { status: 'failed', error: 'tool_crashed' }, createdAt: Date.now() },
     });
     expect(res.status).toBe(200);
-    const post = await slack.waitForCall('chat.postMessage', (c) => c.body.thread_ts === mention.ts);
-    expect(post.body.text).toBe('The run failed (tool_crashed).');
     expect(await handle.result()).toMatchObject({ status: 'replied', runStatus: 'failed' });
+    expect(slack.messages.filter((m) => m.thread_ts === mention.ts).map((m) => m.text)).toEqual(['The run failed (tool_crashed).']);
   });
 });
 

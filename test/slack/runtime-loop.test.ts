@@ -2,7 +2,8 @@
  * The Slack loop with a runtime that is not the test: a linked member
  * mentions the bot in a thread → a queued run with its input and origin appears, for that member
  * only → `den runtime --exec "tr a-z A-Z"`, a real child process, claims it → chat.postMessage
- * reaches the (local, fake) Slack Web API with the upper-cased text in the mention's thread.
+ * posts "Working on it…" in the mention's thread of the (local, fake) Slack Web API, and the
+ * upper-cased text replaces it.
  */
 import { createTestOrg } from '../harness/identity';
 import { closedPort } from '../harness/ports';
@@ -67,13 +68,17 @@ it('a mention in a thread is answered in that thread by `den runtime --exec "tr 
 
   const runtime = startRuntime(member.apiKey, 'tr a-z A-Z');
   try {
+    // One message in the thread at once, which the answer then replaces.
     const post = await loop.slack.waitForCall('chat.postMessage', (c) => c.body.thread_ts === threadTs, 30_000);
-    expect(post.body).toEqual({
+    expect(post.body).toMatchObject({
       channel: mention.channel,
       thread_ts: threadTs,
-      text: 'SHOUT THIS PLEASE',
+      text: 'Working on it…',
       metadata: { event_type: 'den_run_reply', event_payload: { reply_key: expect.stringMatching(/^slack-event\//) } },
     });
+    const answered = () => loop.slack.messages.find((m) => m.thread_ts === threadTs && m.text === 'SHOUT THIS PLEASE');
+    await waitFor(answered, 30_000, { what: 'the answer in the thread' });
+    expect(loop.slack.messages.filter((m) => m.thread_ts === threadTs)).toHaveLength(1);
     const run = await stack.request('GET', `/v1/automation-runs/${queued.id}`, { headers: member.headers });
     expect(run.json).toMatchObject({ status: 'succeeded', attempt: 1, countsByType: { assistant: 1, terminal: 1 } });
   } finally {
@@ -93,8 +98,8 @@ it('reports a failing command as failed, with the tail of its stderr', async () 
 
   const runtime = startRuntime(member.apiKey, 'echo "tool crashed" >&2; exit 3');
   try {
-    const post = await loop.slack.waitForCall('chat.postMessage', (c) => c.body.thread_ts === mention.ts, 30_000);
-    expect(post.body.text).toBe('The run failed (tool crashed).');
+    const failed = () => loop.slack.messages.find((m) => m.thread_ts === mention.ts && m.text === 'The run failed (tool crashed).');
+    await waitFor(failed, 30_000, { what: 'the failure in the thread' });
   } finally {
     runtime.child.kill('SIGINT');
   }

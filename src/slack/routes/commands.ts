@@ -1,6 +1,7 @@
 /**
  * POST /v1/integrations/slack/{connectionId}/commands (and the `chatplatform` alias): a slash
- * command answered with an ephemeral connect-your-account link, without Temporal.
+ * command answered ephemerally. `/den` alone is the connect-your-account link, without Temporal;
+ * `/den status`, `/den cancel` and `/den help` skip any queue and answer at once.
  */
 import { errors } from '../../app/errors';
 import type { AppContext } from '../../app/http/context';
@@ -9,7 +10,8 @@ import { InvalidRequestError, OkFalse, PlainText } from '../../app/http/schemas'
 import { z } from '../../app/http/zod';
 import { isSslCheck, parseSlashCommand } from '../envelope';
 import { createLinkToken } from '../link-token';
-import { connectAccountText, connectLinkUrl, DISABLED_CONNECTION_TEXT } from '../texts';
+import { cancelFromSlack, slackRunStatus } from '../run-control';
+import { cancelOutcomeText, connectAccountText, connectLinkUrl, DISABLED_CONNECTION_TEXT, HELP_TEXT, runStatusText } from '../texts';
 import { knownConnection, verifiedOnce } from '../verify';
 import { ConnectionParams, type SlackRouteDeps } from './shared';
 
@@ -17,7 +19,35 @@ const COMMANDS_BODY_LIMIT = 100_000;
 
 const SlashCommandResponse = z.object({ response_type: z.literal('ephemeral'), text: z.string() }).openapi('SlackSlashCommandResponse');
 
-type CommandDeps = Pick<SlackRouteDeps, 'settings' | 'platform' | 'db' | 'secretKey' | 'metrics' | 'now' | 'guard'>;
+type CommandDeps = Pick<SlackRouteDeps, 'settings' | 'platform' | 'db' | 'secretKey' | 'metrics' | 'now' | 'guard' | 'temporal'>;
+
+const SUBCOMMANDS = ['status', 'cancel', 'help'] as const;
+type Subcommand = (typeof SUBCOMMANDS)[number];
+
+/** The subcommand the text names (its first word), or undefined for the connect link. */
+function subcommandOf(text: string): Subcommand | undefined {
+  const word = text.split(/\s+/)[0]?.toLowerCase() ?? '';
+  return (SUBCOMMANDS as readonly string[]).includes(word) ? (word as Subcommand) : undefined;
+}
+
+const ephemeral = (text: string, reason: string): Reply => ({
+  status: 200,
+  body: { response_type: 'ephemeral', text },
+  outcome: { outcome: 'acknowledged', reason },
+});
+
+/** `/den status`, `/den cancel`, `/den help`: the caller's runs, found through their linked member. */
+async function subcommandReply(deps: CommandDeps, connectionId: string, userId: string, subcommand: Subcommand): Promise<Reply> {
+  const control = { ...deps, timeoutMs: deps.platform.temporalCallTimeoutMs };
+  if (subcommand === 'help') return ephemeral(HELP_TEXT, 'help');
+  if (subcommand === 'cancel') {
+    const outcome = await cancelFromSlack(control, { connectionId, slackUserId: userId, runId: null });
+    return ephemeral(cancelOutcomeText(outcome), `cancel_${outcome}`);
+  }
+  const runs = await slackRunStatus(control, { connectionId, slackUserId: userId });
+  if (runs === 'not_linked') return ephemeral(cancelOutcomeText('not_linked'), 'status_not_linked');
+  return ephemeral(runStatusText(runs, deps.now()), 'status');
+}
 
 async function postCommand(deps: CommandDeps, ctx: AppContext, connectionId: string, rawBody: Buffer): Promise<Reply> {
   const { settings, platform, db, secretKey, metrics, now, guard } = deps;
@@ -41,6 +71,8 @@ async function postCommand(deps: CommandDeps, ctx: AppContext, connectionId: str
       outcome: { outcome: 'ineligible', reason: 'connection_disabled' },
     };
   }
+  const subcommand = subcommandOf(command.text);
+  if (subcommand) return subcommandReply(deps, connection.id, command.userId, subcommand);
   const { token } = createLinkToken(secretKey, {
     connectionId: connection.id,
     teamId: connection.teamId,
@@ -61,11 +93,13 @@ export function createCommandsRoute(deps: CommandDeps): Route {
     method: 'post',
     path: '/v1/integrations/slack/{connectionId}/commands',
     aliases: ['/v1/integrations/chatplatform/{connectionId}/commands'],
-    summary: 'Slack slash command request URL: answers with an ephemeral connect-your-account link.',
+    summary: 'Slack slash command request URL: answers with an ephemeral connect-your-account link, or the caller’s runs.',
     description:
+      '`/den status` lists the caller’s active runs (status, age, channel), `/den cancel` asks their newest active run to stop, ' +
+      '`/den help` lists the commands; any other text gets the connect link. ' +
       'Form-encoded and signed like events. The reply carries `<{APP_BASE_URL}/connect/slack?token=…|Connect your account>`; ' +
       'the token binds the connection, the workspace and the Slack user, expires in SLACK_LINK_TOKEN_TTL (10 min) and works once. ' +
-      'Answered without Temporal.',
+      'The connect link is answered without Temporal.',
     tags: ['Slack'],
     auth: 'signature',
     ingress: true,

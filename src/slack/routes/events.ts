@@ -68,6 +68,7 @@ function slackEventInput(
     receivedAt,
     settings: {
       linkWaitMs: settings.linkWaitMs,
+      progressIntervalMs: settings.progressIntervalMs,
       memberDailyInvocations: settings.memberDailyInvocations,
       memberConcurrentRuns: settings.memberConcurrentRuns,
       run: { ...settings.runDefaults },

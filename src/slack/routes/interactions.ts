@@ -1,0 +1,105 @@
+/**
+ * POST /v1/integrations/slack/{connectionId}/interactions (and the `chatplatform` alias): Slack's
+ * interactivity request URL. The Cancel button on an invocation's message asks its run to stop,
+ * for the run's member or an admin of the organization; anyone else is told so, ephemerally.
+ * Checks in the order of the other Slack routes: connection, size, installation, signature,
+ * payload, team/app. Answered within Slack's 3 s (every Temporal call is bounded).
+ */
+import { errors } from '../../app/errors';
+import type { AppContext } from '../../app/http/context';
+import { defineRoute, type Reply, type Route } from '../../app/http/route';
+import { InvalidRequestError, OkFalse, PlainText } from '../../app/http/schemas';
+import { z } from '../../app/http/zod';
+import type { SlackConnection } from '../connections';
+import { parseInteraction, type BlockActions } from '../envelope';
+import { CANCEL_ACTION_ID } from '../progress';
+import { cancelFromSlack } from '../run-control';
+import { cancelOutcomeText } from '../texts';
+import { knownConnection, verifiedOnce } from '../verify';
+import { callSlackApi } from '../web-api';
+import { ConnectionParams, type SlackRouteDeps } from './shared';
+
+const INTERACTIONS_BODY_LIMIT = 100_000;
+
+type InteractionDeps = Pick<
+  SlackRouteDeps,
+  'settings' | 'platform' | 'db' | 'secretKey' | 'metrics' | 'now' | 'guard' | 'temporal' | 'log'
+>;
+
+/** The empty 200 Slack expects for a block action (its answer goes elsewhere). */
+const ack = (reason: string, outcome: 'acknowledged' | 'ineligible' = 'acknowledged'): Reply => ({
+  status: 200,
+  body: '',
+  outcome: { outcome, reason },
+});
+
+async function postInteraction(deps: InteractionDeps, ctx: AppContext, connectionId: string, rawBody: Buffer): Promise<Reply> {
+  const connection = await verifiedOnce(deps, ctx, connectionId, rawBody);
+  const parsed = parseInteraction(rawBody);
+  if (!parsed.ok) throw errors.invalidRequest(parsed.details);
+  const interaction = parsed.interaction;
+  // Like a command, an interaction must name this installation's workspace and app.
+  if (interaction.teamId !== connection.teamId || interaction.apiAppId !== connection.apiAppId) {
+    throw errors.webhook('installation_mismatch', 403);
+  }
+  if (!('actions' in interaction)) return ack('not_block_actions', 'ineligible');
+  const cancel = interaction.actions.find((action) => action.actionId === CANCEL_ACTION_ID);
+  if (!cancel) return ack('no_known_action', 'ineligible');
+  if (!connection.enabled) return ack('connection_disabled', 'ineligible');
+  const outcome = await cancelFromSlack(
+    { ...deps, timeoutMs: deps.platform.temporalCallTimeoutMs },
+    { connectionId: connection.id, slackUserId: interaction.userId, runId: cancel.value ?? null },
+  );
+  tellEphemerally(deps, connection, interaction, cancelOutcomeText(outcome));
+  return ack(`cancel_${outcome}`);
+}
+
+/**
+ * The clicker's answer, seen only by them, in the message's thread. Not awaited: the route must
+ * answer Slack within 3 s whatever the Web API does; a failure is logged.
+ */
+function tellEphemerally(deps: InteractionDeps, connection: SlackConnection, interaction: BlockActions, text: string): void {
+  if (!connection.botToken || !interaction.channelId) return;
+  const body = {
+    channel: interaction.channelId,
+    user: interaction.userId,
+    text,
+    ...(interaction.threadTs ? { thread_ts: interaction.threadTs } : {}),
+  };
+  void callSlackApi({ baseUrl: deps.settings.apiBaseUrl, token: connection.botToken }, 'chat.postEphemeral', body).then((result) => {
+    if (!result.ok) deps.log.warn({ connectionId: connection.id, error: result.error }, 'slack ephemeral answer to an interaction failed');
+  });
+}
+
+export function createInteractionsRoute(deps: InteractionDeps): Route {
+  return defineRoute({
+    method: 'post',
+    path: '/v1/integrations/slack/{connectionId}/interactions',
+    aliases: ['/v1/integrations/chatplatform/{connectionId}/interactions'],
+    summary: "Slack interactivity request URL: the Cancel button on an invocation's message.",
+    description:
+      'Form-encoded (`payload` holds the JSON) and signed like events. A `block_actions` payload whose action is the Cancel button ' +
+      "asks the run (the button's value) to stop, when the Slack user is linked to the run's member or to an admin of its " +
+      'organization; the clicker gets an ephemeral answer either way. Always an empty 200 once verified.',
+    tags: ['Slack'],
+    auth: 'signature',
+    ingress: true,
+    params: ConnectionParams,
+    body: {
+      kind: 'raw',
+      limitBytes: INTERACTIONS_BODY_LIMIT,
+      contentType: 'application/x-www-form-urlencoded',
+      description:
+        'The interaction form: `payload`, a JSON interaction payload (type `block_actions`, team, api_app_id, user, actions, …).',
+    },
+    beforeBody: ({ params }, ctx) => knownConnection(deps, ctx, params.connectionId).then(() => undefined),
+    responses: {
+      200: { description: 'Taken (empty body); the answer to the clicker is an ephemeral message.', schema: z.literal('') },
+      400: { description: 'Invalid connection id, or a form without a valid `payload`.', schema: InvalidRequestError },
+      401: { description: 'No such installation, the signature is invalid, or the request is a replay.', schema: OkFalse },
+      403: { description: 'team.id or api_app_id differs from the installation, or api_app_id is missing.', schema: OkFalse },
+      413: { description: 'Body over 100,000 bytes.', schema: PlainText, contentType: 'text/plain' },
+    },
+    handler: ({ params, rawBody }, ctx) => postInteraction(deps, ctx, params.connectionId, rawBody),
+  });
+}

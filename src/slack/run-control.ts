@@ -1,0 +1,131 @@
+/**
+ * A member's runs, from Slack: the Cancel button and `/den cancel` ask a run to stop, and
+ * `/den status` lists the runs still going. Who may cancel: the run's member, or an admin of its
+ * organization, each known by their linked Slack user. The run itself applies the same rule (its
+ * Update's validator); this side refuses first, so a stranger's click never reaches Temporal.
+ */
+import { isAdmin } from '../app/http/auth';
+import type { TemporalClientHandle } from '../app/temporal/client';
+import { temporalCall } from '../app/temporal/client';
+import type { Metrics } from '../app/metrics';
+import type { Db } from '../app/store/db';
+import { liveMember } from '../identity';
+import { requestRunCancelUpdate, RUN_NOT_FOUND, runSummaryQuery, runWorkflowId, type RunSummary } from '../runs/contract';
+import { findAccountLink } from './links';
+
+export interface RunControlDeps {
+  db: Db;
+  temporal: TemporalClientHandle;
+  metrics: Metrics;
+  now: () => number;
+  /** Bounds each call to Temporal (the platform's TEMPORAL_CALL_TIMEOUT). */
+  timeoutMs: number;
+}
+
+/** A run a Slack invocation started, as the member's limits recorded it. */
+interface SlackRun {
+  runId: string;
+  organizationId: string;
+  memberId: string;
+  startedAt: Date;
+}
+
+/** How a cancel from Slack ended; every outcome but `requested` is said to the clicker, ephemerally. */
+export type CancelOutcome = 'requested' | 'not_linked' | 'not_allowed' | 'closed' | 'no_active_run' | 'failed';
+
+const runsOf = (db: Db, connectionId: string) =>
+  db
+    .selectFrom('slack_member_invocations')
+    .select(['run_id as runId', 'organization_id as organizationId', 'member_id as memberId', 'started_at as startedAt'])
+    .where('connection_id', '=', connectionId);
+
+/** The member's runs from this connection that have not ended, newest first. */
+async function activeSlackRuns(db: Db, connectionId: string, memberId: string): Promise<SlackRun[]> {
+  return runsOf(db, connectionId).where('member_id', '=', memberId).where('ended_at', 'is', null).orderBy('started_at', 'desc').execute();
+}
+
+/** The caller a Slack user is, for the run's own check: their linked member and whether they administer. */
+async function callerOf(db: Db, connectionId: string, slackUserId: string) {
+  const link = await findAccountLink(db, connectionId, slackUserId);
+  if (!link) return undefined;
+  const member = await liveMember(db, link.memberId).catch(() => undefined);
+  if (!member) return undefined;
+  return { organizationId: link.organizationId, memberId: link.memberId, admin: isAdmin(member.role) };
+}
+
+/** Asks the run to stop on behalf of this Slack user, if they may. */
+export async function cancelFromSlack(
+  deps: RunControlDeps,
+  input: { connectionId: string; slackUserId: string; runId: string | null },
+): Promise<CancelOutcome> {
+  const caller = await callerOf(deps.db, input.connectionId, input.slackUserId);
+  if (!caller) return 'not_linked';
+  const run =
+    input.runId === null
+      ? (await activeSlackRuns(deps.db, input.connectionId, caller.memberId))[0]
+      : await runsOf(deps.db, input.connectionId).where('run_id', '=', input.runId).executeTakeFirst();
+  if (!run) return input.runId === null ? 'no_active_run' : 'not_allowed';
+  const mayCancel = run.memberId === caller.memberId || (caller.admin && run.organizationId === caller.organizationId);
+  if (!mayCancel) return 'not_allowed';
+  const handle = deps.temporal.client.workflow.getHandle(runWorkflowId(run.organizationId, run.runId));
+  try {
+    await temporalCall(
+      deps.temporal,
+      'requestRunCancel',
+      deps.timeoutMs,
+      () =>
+        handle.executeUpdate(requestRunCancelUpdate, {
+          args: [
+            { reason: 'cancelled from Slack', requestedAt: deps.now() },
+            { memberId: caller.memberId, admin: caller.admin },
+          ],
+        }),
+      deps.metrics,
+    );
+    return 'requested';
+  } catch (error) {
+    return refusalOf(error);
+  }
+}
+
+/** The run's refusal (its validator's failure type), or `failed` for anything else. */
+function refusalOf(error: unknown): CancelOutcome {
+  for (let cause = error, depth = 0; cause instanceof Error && depth < 5; cause = cause.cause, depth++) {
+    const type = (cause as { type?: unknown }).type;
+    if (type === 'run_closed') return 'closed';
+    if (type === RUN_NOT_FOUND) return 'not_allowed';
+  }
+  return 'failed';
+}
+
+/** One active run as `/den status` shows it. */
+export interface RunStatusLine {
+  runId: string;
+  status: string;
+  startedAt: number;
+  channel: string | null;
+}
+
+/** The caller's active runs with their live status (the run's own summary); unknown when it does not answer in time. */
+export async function slackRunStatus(
+  deps: RunControlDeps,
+  input: { connectionId: string; slackUserId: string },
+): Promise<RunStatusLine[] | 'not_linked'> {
+  const caller = await callerOf(deps.db, input.connectionId, input.slackUserId);
+  if (!caller) return 'not_linked';
+  const runs = await activeSlackRuns(deps.db, input.connectionId, caller.memberId);
+  return Promise.all(
+    runs.map(async (run): Promise<RunStatusLine> => {
+      const handle = deps.temporal.client.workflow.getHandle(runWorkflowId(run.organizationId, run.runId));
+      const summary: RunSummary | undefined = await temporalCall(deps.temporal, 'runSummary', deps.timeoutMs, () =>
+        handle.query(runSummaryQuery),
+      ).catch(() => undefined);
+      return {
+        runId: run.runId,
+        status: summary?.status ?? 'unknown',
+        startedAt: run.startedAt.getTime(),
+        channel: summary?.origin?.channel ?? null,
+      };
+    }),
+  );
+}
