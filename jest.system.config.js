@@ -10,6 +10,7 @@ const base = require('./jest.config');
 module.exports = {
   testEnvironment: base.testEnvironment,
   transform: base.transform,
+  transformIgnorePatterns: base.transformIgnorePatterns,
   testMatch: ['<rootDir>/test/conformance/**/*.test.ts', '<rootDir>/test/cluster/**/*.test.ts'],
   testTimeout: 120_000,
   maxWorkers: 1,

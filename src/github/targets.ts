@@ -10,7 +10,7 @@ import type { Database } from '../app/store/schema';
 import type { GithubSyncKind, GithubSyncStatus, GithubTargetStatus } from './tables';
 import type { GithubDeliveryInput, GithubRepositoryRef, GithubSyncEventRecord, GithubTargetChange } from './contract';
 
-export const SYNC_STATUSES: GithubSyncStatus[] = ['queued', 'running', 'completed', 'skipped', 'failed'];
+export const SYNC_STATUSES: GithubSyncStatus[] = ['queued', 'running', 'completed', 'partial', 'skipped', 'failed', 'superseded'];
 
 /** `owner/name`, as GitHub allows them. */
 export const REPOSITORY_FULL_NAME = /^[A-Za-z0-9_.-]{1,100}\/[A-Za-z0-9_.-]{1,100}$/;
