@@ -6,7 +6,9 @@ module.exports = {
   },
   // The GitHub App client (@octokit/*) and its helpers ship only as ES modules, which Jest's own
   // module system cannot require; @swc/jest turns them into CommonJS like the project's files.
-  transformIgnorePatterns: ['/node_modules/(?!(@octokit|universal-github-app-jwt|universal-user-agent|json-with-bigint|toad-cache|content-type)/)'],
+  transformIgnorePatterns: [
+    '/node_modules/(?!(@octokit|universal-github-app-jwt|universal-user-agent|json-with-bigint|toad-cache|content-type)/)',
+  ],
   // One Temporal dev server, one Postgres and one workflow bundle for the whole run.
   globalSetup: '<rootDir>/test/setup/global-setup.ts',
   globalTeardown: '<rootDir>/test/setup/global-teardown.ts',
