@@ -1,7 +1,6 @@
 import {
   condition,
   continueAsNew,
-  defineSignal,
   patched,
   proxyActivities,
   setHandler,
@@ -13,13 +12,12 @@ import type { GithubActivities } from '../activities/github';
 import { deliverySearchAttributes, summarize } from '../src/github/delivery';
 import {
   GITHUB_LOCAL_EFFECTS_PATCH,
-  GITHUB_SYNC_SIGNAL,
   GITHUB_TARGET_SYNC_PATCH,
   githubSearchAttributes,
+  githubSyncSignal,
   type GithubDeliveryInput,
   type GithubDeliverySummary,
   type GithubSyncAttempt,
-  type GithubSyncSignal,
   type GithubTargetInput,
   type GithubTargetSummary,
 } from '../src/github/contract';
@@ -79,7 +77,6 @@ async function deliverBeforeLocalEffects(input: GithubDeliveryInput): Promise<Gi
 // ---------------------------------------------------------------------------------------
 // The target actor: one workflow per target runs its syncs one at a time.
 
-const syncRequested = defineSignal<[GithubSyncSignal]>(GITHUB_SYNC_SIGNAL);
 // A sync attempt's GitHub failures come back as results; the activity's own retries are for
 // Postgres and worker crashes, bounded so a bug cannot keep a target busy for ever.
 const sync = proxyActivities<GithubActivities>({
@@ -124,7 +121,7 @@ function lastStatus(result: GithubSyncAttempt): string {
 /** `github-target/{targetId}`: syncs its target whenever a signal asks, one at a time; closes when quiet. */
 export async function githubTarget(input: GithubTargetInput): Promise<GithubTargetSummary> {
   const pending = new Map<string, boolean>((input.pending ?? []).map((p) => [p.eventId, p.full]));
-  setHandler(syncRequested, ({ eventId, full }) => {
+  setHandler(githubSyncSignal, ({ eventId, full }) => {
     pending.set(eventId, (pending.get(eventId) ?? false) || full);
   });
   let syncs = 0;

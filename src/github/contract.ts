@@ -3,6 +3,7 @@
  * search attributes, defined once for the route and the workflow. Deterministic.
  */
 import { defineSearchAttributeKey } from '@temporalio/common';
+import { defineSignal } from '@temporalio/workflow';
 
 export const githubSearchAttributes = {
   GithubEvent: defineSearchAttributeKey('GithubEvent', 'KEYWORD'),
@@ -31,6 +32,8 @@ export interface GithubSyncSignal {
   /** Fetch every blob again, not only those whose SHA changed. */
   full: boolean;
 }
+
+export const githubSyncSignal = defineSignal<[GithubSyncSignal]>(GITHUB_SYNC_SIGNAL);
 
 export interface GithubTargetInput {
   targetId: string;

@@ -153,3 +153,86 @@ it('no token, key or JWT appears in the logs', () => {
   expect(text).not.toContain('PRIVATE KEY');
   expect(text).not.toMatch(/eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}/);
 });
+
+describe('target routes', () => {
+  it('creates idempotently, shows the sync, lists files with bounded content, forces a full resync and deletes', async () => {
+    const r = await newRepo();
+    const pushed = await r.push(FILES);
+    await eventOf(r, pushed.deliveryId);
+    const headers = org.owner.headers;
+
+    const again = await stack.request('POST', '/v1/connectors/github/targets', {
+      headers,
+      body: { installationId: r.installationId, repository: r.fullName, ref: 'master' },
+    });
+    expect(again.status).toBe(200);
+    expect(again.json.targetId).toBe(r.targetId);
+    const fresh = await stack.request('POST', '/v1/connectors/github/targets', {
+      headers,
+      body: { installationId: r.installationId, repository: r.fullName },
+    });
+    expect(fresh.status).toBe(201);
+    expect(fresh.json).toMatchObject({ ref: null, sync: 'idle', syncedSha: null, lastSync: null });
+    expect(
+      (await stack.request('POST', '/v1/connectors/github/targets', { headers, body: { installationId: 1, repository: 'nope' } })).status,
+    ).toBe(400);
+
+    const shown = await stack.request('GET', `/v1/connectors/github/targets/${r.targetId}`, { headers });
+    expect(shown.status).toBe(200);
+    expect(shown.json).toMatchObject({
+      targetId: r.targetId,
+      repository: r.fullName,
+      ref: 'refs/heads/master',
+      status: 'active',
+      sync: 'idle',
+      syncedSha: pushed.sha,
+      pendingSha: null,
+      lastSync: { status: 'completed', attempts: 1, counts: { added: 4, changed: 0, removed: 0, skipped: 0, invalid: 0 }, error: null },
+    });
+    const list = await stack.request('GET', '/v1/connectors/github/targets', { headers });
+    expect(list.json.targets.map((t: { targetId: string }) => t.targetId)).toEqual(
+      expect.arrayContaining([r.targetId, fresh.json.targetId]),
+    );
+
+    const files = await stack.request('GET', `/v1/connectors/github/targets/${r.targetId}/files`, { headers });
+    expect(files.status).toBe(200);
+    expect(files.json.files).toHaveLength(4);
+    expect(files.json.files[2]).toEqual({
+      path: 'plugins/demo/.claude-plugin/plugin.json',
+      blobSha: gitBlobSha(PLUGIN),
+      size: PLUGIN.length,
+      status: 'ok',
+    });
+    const withContent = await stack.request('GET', `/v1/connectors/github/targets/${r.targetId}/files?content=true`, { headers });
+    expect(withContent.json.files[2].content).toBe(PLUGIN);
+
+    const blobsBefore = callsFor(r, 'blob').length;
+    const forced = await stack.request('POST', `/v1/connectors/github/targets/${r.targetId}/sync`, { headers });
+    expect(forced.status).toBe(202);
+    await waitFor(async () => {
+      const row = await db().selectFrom('github_sync_events').select('status').where('id', '=', forced.json.eventId).executeTakeFirst();
+      return row?.status === 'completed';
+    });
+    expect(callsFor(r, 'blob').length - blobsBefore).toBe(4);
+
+    expect((await stack.request('DELETE', `/v1/connectors/github/targets/${fresh.json.targetId}`, { headers })).status).toBe(204);
+    expect((await stack.request('GET', `/v1/connectors/github/targets/${fresh.json.targetId}`, { headers })).status).toBe(404);
+    expect((await stack.request('DELETE', `/v1/connectors/github/targets/${fresh.json.targetId}`, { headers })).status).toBe(404);
+  });
+
+  it('answers 403 to members, 404 to other organizations, 400 to a malformed id, 401 without a key', async () => {
+    const r = await newRepo();
+    const member = await org.addMember('member');
+    const stranger = await createTestOrg(db());
+    const path = `/v1/connectors/github/targets/${r.targetId}`;
+    for (const suffix of ['', '/files']) {
+      expect((await stack.request('GET', path + suffix, { headers: stranger.owner.headers })).status).toBe(404);
+    }
+    expect((await stack.request('POST', `${path}/sync`, { headers: stranger.owner.headers })).status).toBe(404);
+    expect((await stack.request('DELETE', path, { headers: stranger.owner.headers })).status).toBe(404);
+    expect((await stack.request('GET', path, { headers: member.headers })).status).toBe(403);
+    expect((await stack.request('GET', '/v1/connectors/github/targets/not-an-id', { headers: org.owner.headers })).status).toBe(400);
+    expect((await stack.request('GET', path)).status).toBe(401);
+    expect(await targetRow(r.targetId)).toBeDefined();
+  });
+});
