@@ -126,10 +126,21 @@ it('an invalid plugin.json is kept as invalid and the sync ends partial', async 
   expect((await targetRow(r.targetId)).last_sync_counts).toMatchObject({ invalid: 1 });
 });
 
-it('a burst of pushes to one target never overlaps its syncs and ends at the newest head, older events superseded', async () => {
-  const r = await newRepo();
+it('a burst of pushes to one target, alternately to two API replicas with a worker each, never overlaps its syncs and ends at the newest head, older events superseded', async () => {
+  // A second replica: its own API and worker on the same task queue, Temporal and Postgres.
+  const replica = await startTestStack({
+    worker: true,
+    env: { ...fakeGithubEnv(fake, SECRET), TEMPORAL_TASK_QUEUE: stack.config.temporal.taskQueue },
+  });
+  let i = 0;
+  const r = await syncedRepo(db(), fake, org.organizationId, () => (i % 2 === 0 ? stack : replica), SECRET);
   const pushes = [];
-  for (let i = 0; i < 10; i++) pushes.push(await r.push({ ...FILES, 'plugins/demo/skills/hello/SKILL.md': `# Hello ${i}` }));
+  try {
+    for (i = 0; i < 10; i++) pushes.push(await r.push({ ...FILES, 'plugins/demo/skills/hello/SKILL.md': `# Hello ${i}` }));
+  } finally {
+    await replica.stop();
+  }
+  for (const token of fake.issuedTokens) expect(JSON.stringify(replica.logs)).not.toContain(token);
   expect(pushes.every((p) => p.response.status === 202)).toBe(true);
   const newest = pushes[9]!;
   expect(await eventOf(r, newest.deliveryId)).toMatchObject({ status: 'completed', syncedSha: newest.sha });
