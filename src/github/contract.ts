@@ -24,7 +24,7 @@ export function githubTargetWorkflowId(targetId: string): string {
   return `github-target/${targetId}`;
 }
 
-/** The signal a target's workflow receives for each sync event (a push, a resync, a reconcile). */
+/** The signal a target's workflow receives for each sync event (a push, a rename's or an operator's resync). */
 export const GITHUB_SYNC_SIGNAL = 'githubSyncRequested';
 
 export interface GithubSyncSignal {

@@ -82,11 +82,6 @@ export interface GithubTables {
     error: string | null;
     updated_at: Timestamp;
   };
-  /** When the reconcile last listed the App's webhook deliveries. */
-  github_reconcile_state: {
-    id: string;
-    last_run_at: Timestamp;
-  };
   /** Repositories an installation gave the App access to (installation_repositories). */
   github_installation_repositories: {
     installation_id: Int8;

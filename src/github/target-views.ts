@@ -120,7 +120,7 @@ export async function listFiles(db: Db, targetId: string, withContent: boolean):
 }
 
 /** A forced full resync, recorded as a queued event of the target (its own delivery id: `manual-…`). */
-export async function recordResync(db: Db, target: GithubTarget, reason: 'manual' | 'reconcile'): Promise<string> {
+export async function recordResync(db: Db, target: GithubTarget, reason: 'manual'): Promise<string> {
   const id = typeid('gse').toString();
   await db
     .insertInto('github_sync_events')

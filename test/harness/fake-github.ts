@@ -1,6 +1,6 @@
 /**
- * A fake GitHub REST API on 127.0.0.1 for the target sync and the reconcile. It speaks the real
- * wire format and checks credentials the way GitHub does: the App JWT (RS256) is verified with
+ * A fake GitHub REST API on 127.0.0.1 for the target sync (and the App delivery log a reconcile
+ * reads). It speaks the real wire format and checks credentials the way GitHub does: the App JWT (RS256) is verified with
  * the App's public key on the App routes, and the installation token on every repository call.
  * It records every call, can answer scripted failures, and counts overlapping requests for one
  * repository (two syncs of one target at once would overlap, since every answer is delayed).

@@ -47,17 +47,9 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addColumn('updated_at', 'timestamptz', (c) => c.notNull().defaultTo(sql`now()`))
     .addPrimaryKeyConstraint('github_target_files_pk', ['target_id', 'path'])
     .execute();
-
-  // The reconcile's cursor: when it last listed the App's deliveries.
-  await db.schema
-    .createTable('github_reconcile_state')
-    .addColumn('id', 'text', (c) => c.primaryKey())
-    .addColumn('last_run_at', 'timestamptz', (c) => c.notNull())
-    .execute();
 }
 
 export async function down(db: Kysely<unknown>): Promise<void> {
-  await db.schema.dropTable('github_reconcile_state').ifExists().execute();
   await db.schema.dropTable('github_target_files').ifExists().execute();
   await sql`DROP INDEX IF EXISTS github_sync_events_target_open`.execute(db);
   for (const column of ['attempts', 'started_at', 'finished_at', 'synced_sha', 'error_code', 'error_message']) {
