@@ -98,6 +98,17 @@ it('a signed push becomes a snapshot of the manifests at the branch head, and a 
   expect((await targetRow(r.targetId)).last_sync_counts).toEqual({ added: 0, changed: 1, removed: 0, skipped: 0, invalid: 0 });
 });
 
+it('completes a truncated tree listing by walking its subtrees', async () => {
+  const r = await newRepo();
+  fake.commit(r.fullName, r.installationId, 'master', {});
+  fake.truncate(r.fullName);
+  const pushed = await r.push(FILES);
+  expect(await eventOf(r, pushed.deliveryId)).toMatchObject({ status: 'completed', syncedSha: pushed.sha });
+  expect((await filesOf(r.targetId)).map((f) => f.path)).toHaveLength(4);
+  // The recursive read, then one read per directory.
+  expect(callsFor(r, 'tree').length).toBeGreaterThan(2);
+});
+
 it('retries 500s with backoff: two 500s then 200 complete with 3 attempts', async () => {
   const r = await newRepo();
   fake.fail((c) => c.repository === r.fullName.toLowerCase() && c.kind === 'tree', 500, 2);
