@@ -1,11 +1,25 @@
-import { patched, proxyActivities, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
+import {
+  condition,
+  continueAsNew,
+  patched,
+  proxyActivities,
+  setHandler,
+  sleep,
+  upsertSearchAttributes,
+  workflowInfo,
+} from '@temporalio/workflow';
 import type { GithubActivities } from '../activities/github';
 import { deliverySearchAttributes, summarize } from '../src/github/delivery';
 import {
   GITHUB_LOCAL_EFFECTS_PATCH,
+  GITHUB_TARGET_SYNC_PATCH,
   githubSearchAttributes,
+  githubSyncSignal,
   type GithubDeliveryInput,
   type GithubDeliverySummary,
+  type GithubSyncAttempt,
+  type GithubTargetInput,
+  type GithubTargetSummary,
 } from '../src/github/contract';
 import { LOCAL_POSTGRES_EFFECT, localFirst } from './local-first';
 
@@ -25,15 +39,23 @@ export async function githubDelivery(input: GithubDeliveryInput): Promise<Github
   if (workflowInfo().typedSearchAttributes.get(githubSearchAttributes.GithubEvent) === undefined) {
     upsertSearchAttributes(deliverySearchAttributes(input));
   }
+  const effects = await applyEffects(input);
+  // Full resyncs (a renamed repository) fetch every blob again; a push only what changed.
+  const queued = effects.syncEvents.filter((e) => e.status === 'queued' && e.targetId !== null);
+  if (queued.length > 0 && patched(GITHUB_TARGET_SYNC_PATCH)) await effect('githubNotifyTargets', queued, input.event !== 'push');
+  return summarize(input, effects);
+}
+
+function applyEffects(input: GithubDeliveryInput) {
   switch (input.event) {
     case 'push':
-      return summarize(input, await effect('githubRecordPush', input));
+      return effect('githubRecordPush', input);
     case 'repository':
-      return summarize(input, await effect('githubApplyRepositoryChange', input));
+      return effect('githubApplyRepositoryChange', input);
     case 'installation':
-      return summarize(input, await effect('githubApplyInstallationChange', input));
+      return effect('githubApplyInstallationChange', input);
     case 'installation_repositories':
-      return summarize(input, await effect('githubApplyInstallationRepositories', input));
+      return effect('githubApplyInstallationRepositories', input);
   }
 }
 
@@ -49,5 +71,68 @@ async function deliverBeforeLocalEffects(input: GithubDeliveryInput): Promise<Gi
       return summarize(input, await activities.githubApplyInstallationChange(input));
     case 'installation_repositories':
       return summarize(input, await activities.githubApplyInstallationRepositories(input));
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// The target actor: one workflow per target runs its syncs one at a time.
+
+// A sync attempt's GitHub failures come back as results; the activity's own retries are for
+// Postgres and worker crashes, bounded so a bug cannot keep a target busy for ever.
+const sync = proxyActivities<GithubActivities>({
+  startToCloseTimeout: '10m',
+  retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '1m', maximumAttempts: 30 },
+});
+/** Syncs per run before continue-as-new, well inside Temporal's history limits. */
+const SYNCS_PER_RUN = 200;
+
+interface Batch {
+  eventIds: string[];
+  full: boolean;
+}
+
+/** Moves every pending request into `batch` (the newest head wins: one sync serves them all). */
+function drain(pending: Map<string, boolean>, batch: Batch): Batch {
+  for (const [eventId, full] of pending) {
+    if (!batch.eventIds.includes(eventId)) batch.eventIds.push(eventId);
+    batch.full ||= full;
+  }
+  pending.clear();
+  return batch;
+}
+
+/** One sync, retried on GitHub's transient failures with the delay the activity chose. */
+async function syncOnce(input: GithubTargetInput, pending: Map<string, boolean>): Promise<GithubSyncAttempt> {
+  const batch = drain(pending, { eventIds: [], full: false });
+  for (let attempt = 1; ; attempt++) {
+    const result = await sync.githubSyncTarget({ targetId: input.targetId, eventIds: batch.eventIds, full: batch.full, attempt });
+    if (result.outcome !== 'retry') return result;
+    await sleep(Math.max(1, result.delayMs));
+    // Pushes that arrived meanwhile join this sync: the next attempt reads the branch head again.
+    drain(pending, batch);
+  }
+}
+
+function lastStatus(result: GithubSyncAttempt): string {
+  if (result.outcome === 'synced') return result.status;
+  return result.outcome;
+}
+
+/** `github-target/{targetId}`: syncs its target whenever a signal asks, one at a time; closes when quiet. */
+export async function githubTarget(input: GithubTargetInput): Promise<GithubTargetSummary> {
+  const pending = new Map<string, boolean>((input.pending ?? []).map((p) => [p.eventId, p.full]));
+  setHandler(githubSyncSignal, ({ eventId, full }) => {
+    pending.set(eventId, (pending.get(eventId) ?? false) || full);
+  });
+  let syncs = 0;
+  let last: GithubSyncAttempt | null = null;
+  for (;;) {
+    if (!(await condition(() => pending.size > 0, input.idleMs))) return { targetId: input.targetId, syncs, last };
+    if (syncs >= SYNCS_PER_RUN || workflowInfo().continueAsNewSuggested) {
+      await continueAsNew<typeof githubTarget>({ ...input, pending: [...pending].map(([eventId, full]) => ({ eventId, full })) });
+    }
+    last = await syncOnce(input, pending);
+    syncs += 1;
+    upsertSearchAttributes([{ key: githubSearchAttributes.GithubLastSyncStatus, value: lastStatus(last) }]);
   }
 }

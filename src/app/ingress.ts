@@ -47,6 +47,14 @@ interface StartOptions {
   searchAttributes?: WorkflowStartOptions['typedSearchAttributes'];
 }
 
+interface SignalOptions extends StartOptions {
+  /**
+   * For actors that close when idle and must start again on the next signal (a GitHub target's
+   * workflow): a closed workflow of the id is started anew instead of answering `closed`.
+   */
+  reopen?: boolean;
+}
+
 export interface IngressGateway {
   startOnce<W extends Workflow>(workflow: W, workflowId: string, args: Parameters<W>, options?: StartOptions): Promise<StartOutcome>;
   signalWithStart<W extends Workflow, A extends unknown[]>(
@@ -55,6 +63,7 @@ export interface IngressGateway {
     args: Parameters<W>,
     signal: SignalDefinition<A>,
     signalArgs: A,
+    options?: SignalOptions,
   ): Promise<SignalOutcome>;
   updateWithStart<W extends Workflow, R, A extends unknown[]>(
     workflow: W,
@@ -111,6 +120,7 @@ async function signalWithStart<W extends Workflow, A extends unknown[]>(
   args: Parameters<W>,
   signal: SignalDefinition<A>,
   signalArgs: A,
+  options: SignalOptions,
 ): Promise<SignalOutcome> {
   const { temporal, startTimeoutMs, metrics } = deps;
   try {
@@ -122,10 +132,11 @@ async function signalWithStart<W extends Workflow, A extends unknown[]>(
         temporal.client.workflow.signalWithStart(workflow, {
           taskQueue: temporal.taskQueue,
           workflowId,
-          workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
+          workflowIdReusePolicy: options.reopen ? WorkflowIdReusePolicy.ALLOW_DUPLICATE : WorkflowIdReusePolicy.REJECT_DUPLICATE,
           args,
           signal,
           signalArgs,
+          ...(options.searchAttributes ? { typedSearchAttributes: options.searchAttributes } : {}),
         } as unknown as WorkflowSignalWithStartOptions<A> & WorkflowStartOptions<W>),
       metrics,
     );
@@ -180,8 +191,8 @@ async function updateWithStart<W extends Workflow, R, A extends unknown[]>(
 export function createIngressGateway(deps: GatewayDeps): IngressGateway {
   return {
     startOnce: (workflow, workflowId, args, options = {}) => startOnce(deps, workflow, workflowId, args, options),
-    signalWithStart: (workflow, workflowId, args, signal, signalArgs) =>
-      signalWithStart(deps, workflow, workflowId, args, signal, signalArgs),
+    signalWithStart: (workflow, workflowId, args, signal, signalArgs, options = {}) =>
+      signalWithStart(deps, workflow, workflowId, args, signal, signalArgs, options),
     updateWithStart: (workflow, workflowId, args, update, updateArgs) =>
       updateWithStart(deps, workflow, workflowId, args, update, updateArgs),
   };

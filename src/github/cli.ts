@@ -1,5 +1,6 @@
 import { Command, InvalidArgumentError } from 'commander';
 import { REPOSITORY_FULL_NAME, createTarget, listTargets } from './targets';
+import { deleteTarget, findTarget, listFiles, viewTarget } from './target-views';
 import { CliError, positiveInt, print, withCliContext } from '../cli/context';
 
 function repository(value: string): string {
@@ -10,6 +11,45 @@ function repository(value: string): string {
 function ref(value: string): string {
   if (value.trim() === '' || /\s/.test(value.trim())) throw new InvalidArgumentError('must be a ref such as refs/heads/main or main');
   return value;
+}
+
+/** show, files and delete: what the admin routes do, for operators with the database. */
+function registerTargetInspection(targets: Command): void {
+  targets
+    .command('show')
+    .description('A target and its last sync, as stored (the CLI reads no App settings, so never `not_configured`).')
+    .requiredOption('--org <organizationId>', 'organization id')
+    .argument('<targetId>')
+    .action((targetId: string, opts: { org: string }) =>
+      withCliContext(async ({ db }) => {
+        const view = await viewTarget(db, opts.org, targetId, true);
+        if (!view) throw new CliError(`target ${targetId} not found in ${opts.org}`);
+        print(view);
+      }),
+    );
+  targets
+    .command('files')
+    .description("A target's synced files.")
+    .requiredOption('--org <organizationId>', 'organization id')
+    .option('--content', 'include the content (bounded like the route)')
+    .argument('<targetId>')
+    .action((targetId: string, opts: { org: string; content?: boolean }) =>
+      withCliContext(async ({ db }) => {
+        if (!(await findTarget(db, opts.org, targetId))) throw new CliError(`target ${targetId} not found in ${opts.org}`);
+        print({ files: await listFiles(db, targetId, opts.content === true) });
+      }),
+    );
+  targets
+    .command('delete')
+    .description('Delete a target and its snapshot.')
+    .requiredOption('--org <organizationId>', 'organization id')
+    .argument('<targetId>')
+    .action((targetId: string, opts: { org: string }) =>
+      withCliContext(async ({ db }) => {
+        if (!(await deleteTarget(db, opts.org, targetId))) throw new CliError(`target ${targetId} not found in ${opts.org}`);
+        print({ deleted: targetId });
+      }),
+    );
 }
 
 export function registerGithubCommands(program: Command): void {
@@ -41,4 +81,5 @@ export function registerGithubCommands(program: Command): void {
     .description("An organization's connector targets, oldest first.")
     .requiredOption('--org <organizationId>', 'organization id')
     .action((opts: { org: string }) => withCliContext(async ({ db }) => print({ targets: await listTargets(db, opts.org) })));
+  registerTargetInspection(targets);
 }

@@ -3,12 +3,76 @@
  * search attributes, defined once for the route and the workflow. Deterministic.
  */
 import { defineSearchAttributeKey } from '@temporalio/common';
+import { defineSignal } from '@temporalio/workflow';
 
 export const githubSearchAttributes = {
   GithubEvent: defineSearchAttributeKey('GithubEvent', 'KEYWORD'),
   GithubDeliveryId: defineSearchAttributeKey('GithubDeliveryId', 'KEYWORD'),
   GithubRepository: defineSearchAttributeKey('GithubRepository', 'KEYWORD'),
+  GithubTargetId: defineSearchAttributeKey('GithubTargetId', 'KEYWORD'),
+  GithubLastSyncStatus: defineSearchAttributeKey('GithubLastSyncStatus', 'KEYWORD'),
 } as const;
+
+/**
+ * Patch id (`patched()`): from it on, a delivery that queued sync events hands them to each
+ * target's workflow (signal-with-start). Deliveries started before only recorded them.
+ */
+export const GITHUB_TARGET_SYNC_PATCH = 'github-target-sync';
+
+/** One actor per target: it runs that target's syncs one at a time. */
+export function githubTargetWorkflowId(targetId: string): string {
+  return `github-target/${targetId}`;
+}
+
+/** The signal a target's workflow receives for each sync event (a push, a rename's or an operator's resync). */
+export const GITHUB_SYNC_SIGNAL = 'githubSyncRequested';
+
+export interface GithubSyncSignal {
+  eventId: string;
+  /** Fetch every blob again, not only those whose SHA changed. */
+  full: boolean;
+}
+
+export const githubSyncSignal = defineSignal<[GithubSyncSignal]>(GITHUB_SYNC_SIGNAL);
+
+export interface GithubTargetInput {
+  targetId: string;
+  repository: string;
+  /** How long the workflow waits for work before it closes (GITHUB_TARGET_IDLE). */
+  idleMs: number;
+  /** Signals received and not yet synced, carried over a continue-as-new. */
+  pending?: GithubSyncSignal[];
+}
+
+/** What the target workflow asks of one sync attempt. */
+export interface GithubSyncRequest {
+  targetId: string;
+  eventIds: string[];
+  full: boolean;
+  /** 1 for the first attempt; the activity turns a retryable failure into `failed` at GITHUB_SYNC_MAX_ATTEMPTS. */
+  attempt: number;
+}
+
+export type GithubSyncAttempt =
+  | {
+      outcome: 'synced';
+      status: 'completed' | 'partial';
+      headSha: string;
+      counts: { added: number; changed: number; removed: number; skipped: number; invalid: number };
+      attempts: number;
+    }
+  | { outcome: 'retry'; code: string; message: string; delayMs: number }
+  | { outcome: 'failed'; code: string; message: string; attempts: number }
+  | { outcome: 'not_configured' }
+  /** Every event of the batch had already ended (a repeated signal): nothing to do. */
+  | { outcome: 'nothing_open' };
+
+/** The target workflow's result when it closes after a quiet period. */
+export interface GithubTargetSummary {
+  targetId: string;
+  syncs: number;
+  last: GithubSyncAttempt | null;
+}
 
 /**
  * Patch id (`patched()`): from it on, the route passes the search attributes at start and the

@@ -1,12 +1,79 @@
-/** The GitHub feature's settings: the webhook secret, and the one before a rotation. */
-import { defineSettings, optionalString } from '../app/settings';
+/**
+ * The GitHub feature's settings: the webhook secret (and the one before a rotation), the App's
+ * credentials for the sync, and what a sync picks and how hard it tries.
+ */
+import fs from 'node:fs';
+import { defineSettings, duration, int, optionalString } from '../app/settings';
+import { z } from 'zod';
+
+/** The capability manifests a sync keeps when GITHUB_SYNC_PATHS is unset. */
+export const DEFAULT_SYNC_PATHS = ['.claude-plugin/marketplace.json', '**/.claude-plugin/plugin.json', '**/SKILL.md', '.mcp.json'];
+
+const globList = z
+  .string()
+  .optional()
+  .transform((v) =>
+    v === undefined
+      ? DEFAULT_SYNC_PATHS
+      : v
+          .split(',')
+          .map((s) => s.trim())
+          .filter(Boolean),
+  );
+
+/** The key itself, or the file's text; a file that cannot be read is a configuration problem. */
+function readKeyFile(file: string | undefined): string | undefined {
+  if (file === undefined) return undefined;
+  try {
+    return fs.readFileSync(file, 'utf8');
+  } catch {
+    return undefined;
+  }
+}
 
 export const githubSettings = defineSettings(
   {
     GITHUB_WEBHOOK_SECRET: optionalString,
     GITHUB_WEBHOOK_SECRET_PREVIOUS: optionalString,
+    GITHUB_APP_ID: optionalString,
+    GITHUB_APP_PRIVATE_KEY: optionalString,
+    GITHUB_APP_PRIVATE_KEY_FILE: optionalString,
+    GITHUB_API_BASE_URL: z.string().url().default('https://api.github.com'),
+    GITHUB_SYNC_PATHS: globList,
+    GITHUB_SYNC_MAX_ATTEMPTS: int(5, 1, 50),
+    GITHUB_SYNC_RETRY_DELAY: duration('2s'),
+    GITHUB_SYNC_MAX_FILE_BYTES: int(1024 * 1024, 1, 100 * 1024 * 1024),
+    GITHUB_SYNC_MAX_FILES: int(1000, 1, 100_000),
+    GITHUB_TARGET_IDLE: duration('10m'),
   },
-  (e) => ({ webhookSecret: e.GITHUB_WEBHOOK_SECRET, webhookSecretPrevious: e.GITHUB_WEBHOOK_SECRET_PREVIOUS }),
+  (e) => {
+    const privateKey = (e.GITHUB_APP_PRIVATE_KEY ?? readKeyFile(e.GITHUB_APP_PRIVATE_KEY_FILE))?.replace(/\\n/g, '\n');
+    return {
+      webhookSecret: e.GITHUB_WEBHOOK_SECRET,
+      webhookSecretPrevious: e.GITHUB_WEBHOOK_SECRET_PREVIOUS,
+      /** Both or neither: without them deliveries are still recorded, and nothing syncs. */
+      app: e.GITHUB_APP_ID !== undefined && privateKey !== undefined ? { appId: e.GITHUB_APP_ID, privateKey } : undefined,
+      apiBaseUrl: e.GITHUB_API_BASE_URL.replace(/\/+$/, ''),
+      sync: {
+        paths: e.GITHUB_SYNC_PATHS,
+        maxAttempts: e.GITHUB_SYNC_MAX_ATTEMPTS,
+        retryDelayMs: e.GITHUB_SYNC_RETRY_DELAY,
+        maxFileBytes: e.GITHUB_SYNC_MAX_FILE_BYTES,
+        maxFiles: e.GITHUB_SYNC_MAX_FILES,
+        idleMs: e.GITHUB_TARGET_IDLE,
+      },
+    };
+  },
+  (e) => {
+    const problems: string[] = [];
+    if (e.GITHUB_APP_PRIVATE_KEY_FILE !== undefined && readKeyFile(e.GITHUB_APP_PRIVATE_KEY_FILE) === undefined) {
+      problems.push('GITHUB_APP_PRIVATE_KEY_FILE: cannot be read');
+    }
+    const hasKey = e.GITHUB_APP_PRIVATE_KEY !== undefined || e.GITHUB_APP_PRIVATE_KEY_FILE !== undefined;
+    if (e.GITHUB_APP_ID !== undefined && !hasKey) problems.push('GITHUB_APP_PRIVATE_KEY: required with GITHUB_APP_ID');
+    if (e.GITHUB_APP_ID === undefined && hasKey) problems.push('GITHUB_APP_ID: required with a private key');
+    return problems;
+  },
 );
 
 export type GithubSettings = ReturnType<typeof githubSettings.build>;

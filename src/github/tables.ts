@@ -1,8 +1,19 @@
-/** The github feature's tables as Kysely sees them; the DDL is in src/app/store/migrations/0004_github.ts and 0007_replays.ts. */
-import type { Timestamp, Int8, NullableInt8 } from '../app/store/columns';
+/** The github feature's tables as Kysely sees them; the DDL is in src/app/store/migrations/0004_github.ts, 0007_replays.ts and 0008_github_sync.ts. */
+import type { ColumnType } from 'kysely';
+import type { Timestamp, Int8, NullableInt8, NullableTimestamp } from '../app/store/columns';
 
 export type GithubTargetStatus = 'active' | 'disabled' | 'disconnected';
-export type GithubSyncStatus = 'queued' | 'running' | 'completed' | 'skipped' | 'failed';
+export type GithubSyncStatus = 'queued' | 'running' | 'completed' | 'partial' | 'skipped' | 'failed' | 'superseded';
+export type GithubFileStatus = 'ok' | 'invalid' | 'skipped';
+
+/** What one sync changed in the snapshot. */
+export interface GithubSyncCounts {
+  added: number;
+  changed: number;
+  removed: number;
+  skipped: number;
+  invalid: number;
+}
 export type GithubSyncKind = 'push' | 'full_resync';
 
 export interface GithubTables {
@@ -21,6 +32,17 @@ export interface GithubTables {
     status_reason: string | null;
     created_at: Timestamp;
     updated_at: Timestamp;
+    /** The commit the snapshot in github_target_files is of, and when it was taken. */
+    synced_sha: string | null;
+    synced_at: NullableTimestamp;
+    /** The newest pushed head not synced yet. */
+    pending_sha: string | null;
+    last_sync_status: GithubSyncStatus | null;
+    last_sync_attempts: number | null;
+    last_sync_counts: ColumnType<GithubSyncCounts | null, string | null, string | null>;
+    last_sync_error_code: string | null;
+    last_sync_error_message: string | null;
+    last_sync_at: NullableTimestamp;
   };
   /** The sync work a delivery calls for; what a sync executor picks up. */
   github_sync_events: {
@@ -40,6 +62,24 @@ export interface GithubTables {
     status: GithubSyncStatus;
     outcome: string | null;
     created_at: Timestamp;
+    updated_at: Timestamp;
+    attempts: ColumnType<number, number | undefined, number>;
+    started_at: NullableTimestamp;
+    finished_at: NullableTimestamp;
+    /** The head the sync that ended this event actually took (the branch head when it started). */
+    synced_sha: string | null;
+    error_code: string | null;
+    error_message: string | null;
+  };
+  /** A target's snapshot: one row per kept path (content null when skipped). */
+  github_target_files: {
+    target_id: string;
+    path: string;
+    blob_sha: string;
+    size: Int8;
+    content: string | null;
+    status: GithubFileStatus;
+    error: string | null;
     updated_at: Timestamp;
   };
   /** Repositories an installation gave the App access to (installation_repositories). */

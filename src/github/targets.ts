@@ -10,7 +10,7 @@ import type { Database } from '../app/store/schema';
 import type { GithubSyncKind, GithubSyncStatus, GithubTargetStatus } from './tables';
 import type { GithubDeliveryInput, GithubRepositoryRef, GithubSyncEventRecord, GithubTargetChange } from './contract';
 
-export const SYNC_STATUSES: GithubSyncStatus[] = ['queued', 'running', 'completed', 'skipped', 'failed'];
+export const SYNC_STATUSES: GithubSyncStatus[] = ['queued', 'running', 'completed', 'partial', 'skipped', 'failed', 'superseded'];
 
 /** `owner/name`, as GitHub allows them. */
 export const REPOSITORY_FULL_NAME = /^[A-Za-z0-9_.-]{1,100}\/[A-Za-z0-9_.-]{1,100}$/;
@@ -261,6 +261,10 @@ export async function recordPush(db: Db, input: Extract<GithubDeliveryInput, { e
       effects.syncEvents.push(
         await insertSyncEvent(trx, { ...common, organizationId: null, targetId: null, status: 'skipped', outcome: 'no_target' }),
       );
+    } else {
+      // The newest pushed head waits here until a sync takes the branch head.
+      const ids = targets.map((t) => t.id);
+      await trx.updateTable('github_connector_targets').set({ pending_sha: input.headSha }).where('id', 'in', ids).execute();
     }
     return effects;
   });
@@ -464,6 +468,12 @@ export interface SyncEventView {
   headSha: string | null;
   status: GithubSyncStatus;
   outcome: string | null;
+  attempts: number;
+  /** Why the sync failed (or, while it is retried, the last failure); null otherwise. */
+  error: { code: string; message: string } | null;
+  syncedSha: string | null;
+  startedAt: string | null;
+  finishedAt: string | null;
   createdAt: string;
   updatedAt: string;
 }
@@ -497,6 +507,11 @@ export async function listSyncEvents(
     headSha: row.head_sha,
     status: row.status,
     outcome: row.outcome,
+    attempts: row.attempts,
+    error: row.error_code === null ? null : { code: row.error_code, message: row.error_message ?? '' },
+    syncedSha: row.synced_sha,
+    startedAt: row.started_at?.toISOString() ?? null,
+    finishedAt: row.finished_at?.toISOString() ?? null,
     createdAt: row.created_at.toISOString(),
     updatedAt: row.updated_at.toISOString(),
   }));

@@ -92,4 +92,39 @@ describe('den github targets', () => {
     expect(badInstallation.code).not.toBe(0);
     expect(badInstallation.stderr).toContain('must be a positive whole number');
   });
+
+  it('show, files and delete a target of the organization; another organization gets not found', async () => {
+    const org = await createTestOrg(database.db);
+    const created = await den(
+      'github',
+      'targets',
+      'create',
+      '--org',
+      org.organizationId,
+      '--installation-id',
+      String(freshId()),
+      '--repo',
+      'acme/cli',
+    );
+    const { targetId } = JSON.parse(created.stdout) as { targetId: string };
+    await database.db
+      .insertInto('github_target_files')
+      .values({ target_id: targetId, path: '.mcp.json', blob_sha: 'abc', size: 2, content: '{}', status: 'ok', error: null })
+      .execute();
+
+    const shown = await den('github', 'targets', 'show', '--org', org.organizationId, targetId);
+    expect(shown.code).toBe(0);
+    expect(JSON.parse(shown.stdout)).toMatchObject({ targetId, repository: 'acme/cli', sync: 'idle', syncedSha: null, lastSync: null });
+    const files = await den('github', 'targets', 'files', '--org', org.organizationId, '--content', targetId);
+    expect(JSON.parse(files.stdout)).toEqual({ files: [{ path: '.mcp.json', blobSha: 'abc', size: 2, status: 'ok', content: '{}' }] });
+
+    const stranger = await createTestOrg(database.db);
+    const theirs = await den('github', 'targets', 'show', '--org', stranger.organizationId, targetId);
+    expect(theirs.code).toBe(1);
+    expect(theirs.stderr).toContain('not found');
+
+    expect((await den('github', 'targets', 'delete', '--org', org.organizationId, targetId)).code).toBe(0);
+    expect(await getTarget(database.db, targetId)).toBeUndefined();
+    expect((await den('github', 'targets', 'delete', '--org', org.organizationId, targetId)).code).toBe(1);
+  });
 });

@@ -621,3 +621,28 @@ describe('OpenAPI', () => {
     expect(doc.paths['/v1/connectors/github/sync-events'].get.security).toEqual([{ bearerAuth: [] }, { denApiKey: [] }]);
   });
 });
+
+describe('without App credentials', () => {
+  it('records pushes, starts no sync, and shows targets as not_configured', async () => {
+    const r = repo();
+    const created = await stack.request('POST', '/v1/connectors/github/targets', {
+      headers: org.owner.headers,
+      body: { installationId: r.installationId, repository: r.fullName },
+    });
+    expect(created.status).toBe(201);
+    expect(created.json).toMatchObject({ sync: 'not_configured', syncedSha: null });
+    const deliveryId = randomUUID();
+    expect((await deliver(stack, { event: 'push', deliveryId, payload: pushPayload(r), secret: SECRET })).status).toBe(202);
+    await deliveryResult(stack, deliveryId);
+    expect((await syncRows(deliveryId)).map((row) => row.status)).toEqual(['queued']);
+    const shown = await stack.request('GET', `/v1/connectors/github/targets/${created.json.targetId}`, { headers: org.owner.headers });
+    expect(shown.json).toMatchObject({ sync: 'not_configured' });
+    const forced = await stack.request('POST', `/v1/connectors/github/targets/${created.json.targetId}/sync`, {
+      headers: org.owner.headers,
+    });
+    expect(forced.status).toBe(409);
+    expect(forced.json.error).toBe('github_app_not_configured');
+    const handle = stack.services.temporal.client.workflow.getHandle(`github-target/${created.json.targetId}`);
+    await expect(handle.describe()).rejects.toBeInstanceOf(WorkflowNotFoundError);
+  });
+});

@@ -12,11 +12,13 @@ import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { temporal } from '@temporalio/proto';
 import type { WorkflowHandle } from '@temporalio/client';
-import { githubDeliveryWorkflowId } from '../../src/github/contract';
+import { githubDeliveryWorkflowId, githubTargetWorkflowId } from '../../src/github/contract';
 import { createTarget } from '../../src/github/targets';
 import { runHeartbeatSignal, runWorkflowId } from '../../src/runs/contract';
 import { slackEventStateQuery, slackEventWorkflowId } from '../../src/slack/contract';
 import { deliver, freshId, githubExample } from '../harness/github';
+import { startFakeGithub } from '../harness/fake-github';
+import { fakeGithubEnv, syncedRepo } from '../harness/github-sync';
 import { createTestOrg } from '../harness/identity';
 import { event, newRunId, runResult, runsClient, startQueuedRun } from '../harness/runs';
 import {
@@ -48,22 +50,26 @@ async function save(name: string, handle: WorkflowHandle, runId?: string): Promi
 
 let stack: TestStack;
 let slack: Awaited<ReturnType<typeof startFakeSlack>>;
+let github: Awaited<ReturnType<typeof startFakeGithub>>;
 beforeAll(async () => {
   await fs.mkdir(OUT, { recursive: true });
   slack = await startFakeSlack();
+  github = await startFakeGithub();
   stack = await startTestStack({
     worker: true,
     env: {
+      ...fakeGithubEnv(github, SECRET),
       SLACK_API_BASE_URL: slack.url,
-      GITHUB_WEBHOOK_SECRET: SECRET,
       RUN_CONTINUE_AS_NEW_EVENTS: '12',
       SLACK_PROGRESS_INTERVAL: '1000',
+      GITHUB_TARGET_IDLE: '2s',
     },
   });
 });
 afterAll(async () => {
   await stack.stop();
   await slack.close();
+  await github.close();
 });
 
 it("records a member's run that another member's heartbeat reaches but does not move", async () => {
@@ -287,6 +293,23 @@ it('records a GitHub push delivery', async () => {
   const handle = stack.services.temporal.client.workflow.getHandle(githubDeliveryWorkflowId(deliveryId));
   await handle.result();
   await save('github-delivery-push', handle);
+});
+
+it('records a GitHub target syncing two pushes, one retried after a 500, then closing when idle', async () => {
+  const org = await createTestOrg(stack.services.database.db);
+  const repo = await syncedRepo(stack.services.database.db, github, org.organizationId, () => stack, SECRET);
+  const files = { '.claude-plugin/plugin.json': '{"name":"recorded"}', 'skills/a/SKILL.md': '# A' };
+  const first = await repo.push(files);
+  const rows = () =>
+    stack.services.database.db.selectFrom('github_sync_events').select('status').where('target_id', '=', repo.targetId).execute();
+  await waitFor(async () => (await rows()).length === 1 && (await rows()).every((r) => r.status === 'completed') && true, 20_000);
+  github.fail((c) => c.kind === 'tree' && c.repository === repo.fullName.toLowerCase(), 500, 1);
+  await repo.push({ ...files, 'skills/a/SKILL.md': '# A, changed' });
+  await waitFor(async () => (await rows()).length === 2 && (await rows()).every((r) => r.status === 'completed') && true, 20_000);
+  const handle = stack.services.temporal.client.workflow.getHandle(githubTargetWorkflowId(repo.targetId));
+  expect(await handle.result()).toMatchObject({ targetId: repo.targetId, syncs: 2 });
+  expect(first.response.status).toBe(202);
+  await save('github-target-sync', handle);
 });
 
 it('records an MCP resolve', async () => {

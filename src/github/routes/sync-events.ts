@@ -21,6 +21,14 @@ const SyncEvent = z
     headSha: z.string().nullable(),
     status: z.enum(SYNC_STATUSES as [string, ...string[]]),
     outcome: z.string().nullable(),
+    attempts: z.number().int().openapi({ description: 'Sync attempts that included this event.' }),
+    error: z
+      .object({ code: z.string().openapi({ example: 'github_404' }), message: z.string() })
+      .nullable()
+      .openapi({ description: 'Why the sync failed (or, while it is retried, the last failure); never a token.' }),
+    syncedSha: z.string().nullable().openapi({ description: 'The branch head the sync that ended this event took.' }),
+    startedAt: z.string().nullable(),
+    finishedAt: z.string().nullable(),
     createdAt: z.string(),
     updatedAt: z.string(),
   })

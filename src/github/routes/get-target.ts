@@ -1,0 +1,30 @@
+/** GET /v1/connectors/github/targets/{targetId}: a target and where its sync stands (admins only; another organization's is a 404). */
+import type { Principal } from '../../app/http/auth';
+import { defineRoute, type Reply, type Route } from '../../app/http/route';
+import { InvalidRequestError, authResponses } from '../../app/http/schemas';
+import type { GithubRouteDeps } from './shared';
+import { NotFoundError, TAGS, TargetBody, TargetIdParams, targetNotFound } from './target-shared';
+import { viewTarget } from '../target-views';
+
+type Deps = Pick<GithubRouteDeps, 'db' | 'settings' | 'ingress'>;
+const notFound = { 404: { description: 'No such target in this organization.', schema: NotFoundError } };
+const badId = { 400: { description: 'Invalid target id.', schema: InvalidRequestError } };
+
+async function getOne(deps: Deps, principal: Principal, targetId: string): Promise<Reply> {
+  const view = await viewTarget(deps.db, principal.organizationId, targetId, deps.settings.app !== undefined);
+  if (!view) throw targetNotFound();
+  return { status: 200, body: view };
+}
+
+export function createGetTargetRoute(deps: Deps): Route {
+  return defineRoute({
+    tags: TAGS,
+    auth: 'admin',
+    params: TargetIdParams,
+    method: 'get',
+    path: '/v1/connectors/github/targets/{targetId}',
+    summary: 'A GitHub target and where its sync stands (admins only)',
+    responses: { 200: { description: 'The target.', schema: TargetBody }, ...badId, ...notFound, ...authResponses },
+    handler: ({ principal, params }) => getOne(deps, principal, params.targetId),
+  });
+}

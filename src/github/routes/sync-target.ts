@@ -1,0 +1,46 @@
+/** POST /v1/connectors/github/targets/{targetId}/sync: force a full resync (admins only). */
+import type { Principal } from '../../app/http/auth';
+import { defineRoute, type Reply, type Route } from '../../app/http/route';
+import { InvalidRequestError, authResponses } from '../../app/http/schemas';
+import type { GithubRouteDeps } from './shared';
+import { NotFoundError, TAGS, TargetIdParams, signalTarget, targetNotFound } from './target-shared';
+import { errors } from '../../app/errors';
+import { z } from '../../app/http/zod';
+import { findTarget, recordResync } from '../target-views';
+
+type Deps = Pick<GithubRouteDeps, 'db' | 'settings' | 'ingress'>;
+const notFound = { 404: { description: 'No such target in this organization.', schema: NotFoundError } };
+const badId = { 400: { description: 'Invalid target id.', schema: InvalidRequestError } };
+
+/** Records a full resync and hands it to the target's workflow: 202 once Temporal holds it. */
+async function postSync(deps: Deps, principal: Principal, targetId: string): Promise<Reply> {
+  const target = await findTarget(deps.db, principal.organizationId, targetId);
+  if (!target) throw targetNotFound();
+  if (!deps.settings.app) throw errors.conflict('github_app_not_configured', { message: 'GITHUB_APP_ID and a private key are not set.' });
+  if (target.status !== 'active') throw errors.conflict('target_inactive', { message: `The target is ${target.status}.` });
+  const eventId = await recordResync(deps.db, target, 'manual');
+  await signalTarget(deps, target, eventId, true);
+  return { status: 202, body: { eventId } };
+}
+
+export function createSyncTargetRoute(deps: Deps): Route {
+  return defineRoute({
+    tags: TAGS,
+    auth: 'admin',
+    params: TargetIdParams,
+    method: 'post',
+    path: '/v1/connectors/github/targets/{targetId}/sync',
+    summary: 'Force a full resync of a target (admins only)',
+    responses: {
+      202: { description: 'Recorded and handed to the target’s workflow.', schema: z.object({ eventId: z.string() }) },
+      409: {
+        description: 'App credentials not configured, or the target is not active.',
+        schema: z.object({ error: z.string(), message: z.string() }),
+      },
+      ...badId,
+      ...notFound,
+      ...authResponses,
+    },
+    handler: ({ principal, params }) => postSync(deps, principal, params.targetId),
+  });
+}

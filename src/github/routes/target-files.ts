@@ -1,0 +1,50 @@
+/** GET /v1/connectors/github/targets/{targetId}/files: the target's snapshot, with content on request, bounded (admins only). */
+import type { Principal } from '../../app/http/auth';
+import { defineRoute, type Reply, type Route } from '../../app/http/route';
+import { InvalidRequestError, authResponses } from '../../app/http/schemas';
+import type { GithubRouteDeps } from './shared';
+import { NotFoundError, TAGS, TargetIdParams, targetNotFound } from './target-shared';
+import { z } from '../../app/http/zod';
+import { FILE_CONTENT_LIMITS, findTarget, listFiles } from '../target-views';
+
+type Deps = Pick<GithubRouteDeps, 'db' | 'settings' | 'ingress'>;
+const notFound = { 404: { description: 'No such target in this organization.', schema: NotFoundError } };
+const badId = { 400: { description: 'Invalid target id.', schema: InvalidRequestError } };
+
+const FileBody = z
+  .object({
+    path: z.string(),
+    blobSha: z.string(),
+    size: z.number().int(),
+    status: z.enum(['ok', 'invalid', 'skipped']),
+    error: z.string().optional(),
+    content: z.string().nullable().optional().openapi({ description: 'With `?content=true`; null past the size bounds.' }),
+  })
+  .openapi('GithubTargetFile');
+
+const FilesQuery = z.object({ content: z.enum(['true', 'false']).default('false') });
+
+async function getFiles(deps: Deps, principal: Principal, targetId: string, content: boolean): Promise<Reply> {
+  if (!(await findTarget(deps.db, principal.organizationId, targetId))) throw targetNotFound();
+  return { status: 200, body: { files: await listFiles(deps.db, targetId, content) } };
+}
+
+export function createTargetFilesRoute(deps: Deps): Route {
+  return defineRoute({
+    tags: TAGS,
+    auth: 'admin',
+    params: TargetIdParams,
+    method: 'get',
+    path: '/v1/connectors/github/targets/{targetId}/files',
+    summary: "A target's synced files (admins only)",
+    description: `Content with \`?content=true\`, up to ${FILE_CONTENT_LIMITS.perFile} bytes a file and ${FILE_CONTENT_LIMITS.total} in all.`,
+    query: FilesQuery,
+    responses: {
+      200: { description: 'The snapshot, by path.', schema: z.object({ files: z.array(FileBody) }) },
+      ...badId,
+      ...notFound,
+      ...authResponses,
+    },
+    handler: ({ principal, params, query }) => getFiles(deps, principal, params.targetId, query.content === 'true'),
+  });
+}

@@ -1,0 +1,71 @@
+/** What the target routes share: their schemas, the 404, and the hand-off of a sync request to the target's workflow. */
+import { errors } from '../../app/errors';
+import { z } from '../../app/http/zod';
+import { githubTarget } from '../../../workflows/github';
+import { githubSearchAttributes, githubSyncSignal, githubTargetWorkflowId } from '../contract';
+import type { GithubTarget } from '../targets';
+import type { GithubRouteDeps } from './shared';
+
+export const TAGS = ['Connectors'];
+
+export const TargetIdParams = z.object({ targetId: z.string().regex(/^ght_[0-9a-z]{26}$/, 'must be a target id (ght_…)') });
+
+const SyncCounts = z.object({
+  added: z.number().int(),
+  changed: z.number().int(),
+  removed: z.number().int(),
+  skipped: z.number().int(),
+  invalid: z.number().int(),
+});
+
+export const TargetBody = z
+  .object({
+    targetId: z.string(),
+    installationId: z.number().int(),
+    repository: z.string(),
+    ref: z.string().nullable().openapi({ description: '`refs/heads/…`; null follows the ref of each push.' }),
+    status: z.enum(['active', 'disabled', 'disconnected']),
+    statusReason: z.string().nullable(),
+    sync: z.enum(['idle', 'queued', 'running', 'failed', 'not_configured']),
+    syncedSha: z.string().nullable(),
+    syncedAt: z.string().nullable(),
+    pendingSha: z.string().nullable(),
+    lastSync: z
+      .object({
+        status: z.string(),
+        attempts: z.number().int(),
+        counts: SyncCounts.nullable(),
+        error: z.object({ code: z.string(), message: z.string() }).nullable(),
+        at: z.string().nullable(),
+      })
+      .nullable(),
+    createdAt: z.string(),
+  })
+  .openapi('GithubTarget');
+
+export const NotFoundError = z.object({ error: z.literal('not_found'), message: z.string() }).openapi('NotFoundError');
+
+export const targetNotFound = () => errors.notFound('No such target in this organization.');
+
+/** Hands a recorded sync event to the target's workflow, starting it again if it had closed. */
+export async function signalTarget(
+  deps: Pick<GithubRouteDeps, 'ingress' | 'settings'>,
+  target: GithubTarget,
+  eventId: string,
+  full: boolean,
+): Promise<void> {
+  await deps.ingress.signalWithStart(
+    githubTarget,
+    githubTargetWorkflowId(target.targetId),
+    [{ targetId: target.targetId, repository: target.repository, idleMs: deps.settings.sync.idleMs }],
+    githubSyncSignal,
+    [{ eventId, full }],
+    {
+      reopen: true,
+      searchAttributes: [
+        { key: githubSearchAttributes.GithubTargetId, value: target.targetId },
+        { key: githubSearchAttributes.GithubRepository, value: target.repository },
+      ],
+    },
+  );
+}
