@@ -24,6 +24,9 @@ export const platformSettings = defineSettings(
     SHUTDOWN_GRACE: duration('10s'),
     // How long /ready answers 503 before the listener closes, so load balancers stop routing first.
     SHUTDOWN_READY_DELAY: duration('0s'),
+    // Idle keep-alive connections stay open this long: longer than any load balancer in front
+    // keeps an idle upstream connection, so the balancer never reuses one the API just closed.
+    HTTP_KEEP_ALIVE_TIMEOUT: duration('65s'),
 
     // Temporal. Unset TEMPORAL_ADDRESS means: start the embedded dev server.
     TEMPORAL_ADDRESS: optionalString,
@@ -75,6 +78,7 @@ export const platformSettings = defineSettings(
       publicBaseUrl: e.APP_BASE_URL,
       shutdownGraceMs: e.SHUTDOWN_GRACE,
       shutdownReadyDelayMs: e.SHUTDOWN_READY_DELAY,
+      keepAliveTimeoutMs: e.HTTP_KEEP_ALIVE_TIMEOUT,
     },
     temporal: {
       address: e.TEMPORAL_ADDRESS,
