@@ -3,7 +3,7 @@
  * run several instances in one process). Names and labels are documented in docs/operations.md. Run
  * status transitions happen in workflows, so the worker exports them (workflows/runs.ts).
  */
-import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
 export function createMetrics(options: { defaultMetrics?: boolean } = {}) {
   const registry = new Registry();
@@ -40,6 +40,18 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}) {
       name: 'den_run_heartbeats_total',
       help: 'Run heartbeats received, by whether they were forwarded to Temporal or coalesced.',
       labelNames: ['result'] as const,
+      registers: [registry],
+    }),
+    admission: new Counter({
+      name: 'den_admission_total',
+      help: "Admission decisions per organization class (its fairness weight's class, never its id), sender mode and result.",
+      labelNames: ['class', 'mode', 'result'] as const,
+      registers: [registry],
+    }),
+    admissionInFlight: new Gauge({
+      name: 'den_admission_in_flight',
+      help: 'Engine calls admitted and not yet answered in this process, by organization class.',
+      labelNames: ['class'] as const,
       registers: [registry],
     }),
     temporalErrors: new Counter({

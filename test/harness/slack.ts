@@ -240,7 +240,7 @@ export function linkTokenFrom(text: string): string {
  * What the Slack loop tests share: a stack with a worker that calls a fake Slack Web API, an
  * organization, and a Slack connection of it.
  */
-export async function startSlackLoop(): Promise<{
+export async function startSlackLoop(env: Record<string, string> = {}): Promise<{
   stack: TestStack;
   slack: FakeSlack;
   org: Awaited<ReturnType<typeof createTestOrg>>;
@@ -248,7 +248,7 @@ export async function startSlackLoop(): Promise<{
   stop(): Promise<void>;
 }> {
   const slack = await startFakeSlack();
-  const stack = await startTestStack({ worker: true, env: { SLACK_API_BASE_URL: slack.url } });
+  const stack = await startTestStack({ worker: true, env: { SLACK_API_BASE_URL: slack.url, ...env } });
   const org = await createTestOrg(stack.services.database.db);
   const connection = await createTestSlackConnection(stack.services.database.db, stack.services.secretKey, org.organizationId);
   return {

@@ -167,7 +167,11 @@ function apiClient(options: RuntimeOptions) {
     });
     if (response.status === 401) throw new RuntimeError(`the API at ${base} refused the API key (401): check DEN_API_KEY`);
     const text = await response.text();
-    return { status: response.status, json: text ? (JSON.parse(text) as Record<string, unknown>) : undefined };
+    return {
+      status: response.status,
+      json: text ? (JSON.parse(text) as Record<string, unknown>) : undefined,
+      retryAfterMs: retryAfterMs(response.headers.get('retry-after')),
+    };
   };
   const report = async (runId: string, kind: 'events' | 'heartbeat', body: unknown) =>
     call('POST', `/v1/automation-runs/${encodeURIComponent(runId)}/${kind}`, body);
@@ -182,6 +186,8 @@ function apiClient(options: RuntimeOptions) {
     async heartbeat(runId: string, attempt: number): Promise<string | undefined> {
       const res = await report(runId, 'heartbeat', { attempt });
       if (res.status === 409 || res.status === 404) return String(res.json?.error ?? res.status);
+      // The organization is at its share: this beat is skipped; the next one comes at the interval.
+      if (res.status === 429) return undefined;
       if (res.status !== 200) throw new Error(`heartbeat answered ${res.status}`);
       return undefined;
     },
@@ -191,8 +197,14 @@ function apiClient(options: RuntimeOptions) {
         const res = await report(runId, 'events', { ...event, createdAt: Date.now() }).catch((error: unknown) => ({
           status: 0,
           json: { error: (error as Error).message },
+          retryAfterMs: undefined,
         }));
         if (res.status === 200) return;
+        // Admission shed it: the API says when to come back.
+        if (res.status === 429) {
+          await new Promise((resolve) => setTimeout(resolve, res.retryAfterMs ?? delay));
+          continue;
+        }
         // 4xx: the run will not take it (ended, or another attempt owns it); retrying won't help.
         if (res.status >= 400 && res.status < 500) {
           options.log(`run ${runId}: event refused (${res.status} ${JSON.stringify(res.json)})`);
@@ -202,6 +214,12 @@ function apiClient(options: RuntimeOptions) {
       }
     },
   };
+}
+
+/** `Retry-After` in seconds, as milliseconds (the API never sends the date form). */
+function retryAfterMs(header: string | null): number | undefined {
+  const seconds = Number(header);
+  return header !== null && Number.isFinite(seconds) && seconds >= 0 ? seconds * 1000 : undefined;
 }
 
 function sleep(ms: number, stop: AbortSignal): Promise<void> {

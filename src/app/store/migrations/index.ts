@@ -6,6 +6,7 @@ import * as github from './0004_github';
 import * as runClaims from './0005_run_claims';
 import * as slackQuotas from './0006_slack_quotas';
 import * as replays from './0007_replays';
+import * as fairnessAdmission from './0008_fairness_admission';
 
 /** Ordered by name. Never edit a migration that has shipped: add a new one. */
 export const migrations: Record<string, Migration> = {
@@ -16,4 +17,5 @@ export const migrations: Record<string, Migration> = {
   '0005_run_claims': runClaims,
   '0006_slack_quotas': slackQuotas,
   '0007_replays': replays,
+  '0008_fairness_admission': fairnessAdmission,
 };
