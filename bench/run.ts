@@ -2,6 +2,7 @@
  * `npm run bench [-- --duration 30 --connections 16 --only slack-events,github-push] [--cluster] [--env NAME=VALUE …]`
  * `npm run bench -- heartbeats --runs N --interval S --ramp R --duration T [--lease L --fraction F] [--cluster]`
  * `npm run bench -- histories`: history events, workflow tasks and activities per recorded item
+ * `npm run bench -- fairness [--duration 20 --connections 32 --interval 250] [--cluster]`: two tenants (bench/fairness.ts)
  *
  * Drives the real API process (a separate `serve`, with a separate `worker`) — or with `--cluster`
  * the production topology of `npm run cluster`, the load spread over its API replicas — with signed,
@@ -30,6 +31,7 @@ import { asLoadStack, BENCH_TASK_QUEUE, startBenchStack, type LoadStack } from '
 import { startClusterLoadStack } from './lib/cluster-stack';
 import { measureCpu } from './lib/cpu';
 import { printHistoryCosts } from './history-cost';
+import { fairnessBench } from './fairness';
 import { exitWith } from './lib/exit';
 
 interface ScenarioResult {
@@ -682,5 +684,11 @@ async function printLeaseTimeline(stack: LoadStack, organizationId: string, id: 
 
 const [first, ...rest] = process.argv.slice(2);
 const run =
-  first === 'heartbeats' ? heartbeats(rest) : first === 'histories' ? printHistoryCosts() : loadScenarios(first ? [first, ...rest] : rest);
+  first === 'heartbeats'
+    ? heartbeats(rest)
+    : first === 'histories'
+      ? printHistoryCosts()
+      : first === 'fairness'
+        ? fairnessBench(rest)
+        : loadScenarios(first ? [first, ...rest] : rest);
 exitWith(run);
