@@ -1,3 +1,4 @@
+import { fairnessKey } from '../src/app/temporal/fairness';
 import { randomInt } from 'node:crypto';
 import {
   applyInstallationChange,
@@ -50,6 +51,10 @@ async function notifyTargets(deps: Deps, events: GithubSyncEventRecord[], full: 
         { key: githubSearchAttributes.GithubTargetId, value: target.targetId },
         { key: githubSearchAttributes.GithubRepository, value: target.repository },
       ],
+      // A workflow started from an activity inherits no priority: the target's organization is
+      // its fairness key like every start of the front door's (ignored while the server's
+      // fairness is off). Its weight stays the default; the front door's starts carry the set one.
+      priority: { fairnessKey: fairnessKey(target.organizationId) },
     });
     signalled += 1;
   }

@@ -3,6 +3,7 @@
  * `npm run bench -- heartbeats --runs N --interval S --ramp R --duration T [--lease L --fraction F] [--cluster]`
  * `npm run bench -- histories`: history events, workflow tasks and activities per recorded item
  * `npm run bench -- unauthenticated`: the API's memory under unsigned 25 MB uploads (bench/unauthenticated-memory.ts)
+ * `npm run bench -- fairness [--duration 20 --connections 32 --interval 250] [--cluster]`: two tenants (bench/fairness.ts)
  *
  * Drives the real API process (a separate `serve`, with a separate `worker`) — or with `--cluster`
  * the production topology of `npm run cluster`, the load spread over its API replicas — with signed,
@@ -32,6 +33,7 @@ import { startClusterLoadStack } from './lib/cluster-stack';
 import { measureCpu } from './lib/cpu';
 import { printHistoryCosts } from './history-cost';
 import { unauthenticatedMemory } from './unauthenticated-memory';
+import { fairnessBench } from './fairness';
 import { exitWith } from './lib/exit';
 
 interface ScenarioResult {
@@ -687,6 +689,7 @@ const commands: Record<string, (argv: string[]) => Promise<number>> = {
   heartbeats,
   histories: () => printHistoryCosts(),
   unauthenticated: unauthenticatedMemory,
+  fairness: fairnessBench,
 };
 const run = first && commands[first] ? commands[first](rest) : loadScenarios(first ? [first, ...rest] : rest);
 exitWith(run);

@@ -4,6 +4,7 @@
  * the service's real entry points as separate processes — a worker, an API, and for the bench an
  * API with the enqueue switched off. Everything listens on 127.0.0.1 only, on free ports.
  */
+import { FAIRNESS_DYNAMIC_CONFIG } from '../../src/app/temporal/fairness';
 import { ping } from '../../workflows/ping';
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -177,6 +178,8 @@ export async function startBenchStack(
     sqliteSynchronous: config.temporal.devSqliteSynchronous,
     namespace: 'default',
     searchAttributes: SEARCH_ATTRIBUTES,
+    // As `npm start` runs it; the fairness bench switches the keys off in the API to compare.
+    dynamicConfig: FAIRNESS_DYNAMIC_CONFIG,
     logFile: path.join(dataDir, 'temporal.log'),
     log,
   };

@@ -24,6 +24,9 @@ export const platformSettings = defineSettings(
     SHUTDOWN_GRACE: duration('10s'),
     // How long /ready answers 503 before the listener closes, so load balancers stop routing first.
     SHUTDOWN_READY_DELAY: duration('0s'),
+    // Idle keep-alive connections stay open this long: longer than any load balancer in front
+    // keeps an idle upstream connection, so the balancer never reuses one the API just closed.
+    HTTP_KEEP_ALIVE_TIMEOUT: duration('65s'),
 
     // Temporal. Unset TEMPORAL_ADDRESS means: start the embedded dev server.
     TEMPORAL_ADDRESS: optionalString,
@@ -36,6 +39,10 @@ export const platformSettings = defineSettings(
     TEMPORAL_DEV_SQLITE_SYNCHRONOUS: z.enum(['full', 'normal']).default('full'),
     TEMPORAL_START_TIMEOUT: duration('2s'),
     TEMPORAL_UPDATE_TIMEOUT: duration('5s'),
+    // Every start carries its organization as fairness key; the dev server turns Fairness on.
+    TEMPORAL_FAIRNESS: bool(true),
+    // How long an organization's fairness weight, read from Postgres, is used before a re-read.
+    TEMPORAL_FAIRNESS_WEIGHT_TTL: duration('30s'),
     WORKFLOW_BUNDLE_PATH: optionalString,
     WORKER_METRICS_PORT: port(0),
     // The SDK's defaults (40, 10, 10); see docs/performance.md for what was measured.
@@ -64,6 +71,16 @@ export const platformSettings = defineSettings(
     // it they are answered 503 with Retry-After, unread. Bodies over 1 MiB share 3/4 of it.
     UNAUTHENTICATED_BODY_BUDGET: int(128 * 1024 * 1024, 1024 * 1024, 64 * 1024 * 1024 * 1024),
 
+    // Admission per organization at the front door: in-flight engine calls per API process,
+    // and accepted requests per window across every replica (counted in Postgres).
+    ADMISSION: bool(true),
+    ADMISSION_ORG_IN_FLIGHT: int(8, 1, 100_000),
+    ADMISSION_ORG_RATE: int(50, 1, 1_000_000),
+    ADMISSION_RATE_WINDOW: duration('1s'),
+    ADMISSION_RATE_BATCH: int(5, 1, 1000),
+    ADMISSION_WAIT_MAX: duration('8s'),
+    ADMISSION_QUEUE_WAIT: duration('1s'),
+
     // Benchmarks only: verify and ack without the durable enqueue, to measure its cost.
     BENCH_DISABLE_ENQUEUE: bool(false),
   },
@@ -79,6 +96,7 @@ export const platformSettings = defineSettings(
       shutdownGraceMs: e.SHUTDOWN_GRACE,
       shutdownReadyDelayMs: e.SHUTDOWN_READY_DELAY,
       unauthenticatedBodyBytes: e.UNAUTHENTICATED_BODY_BUDGET,
+      keepAliveTimeoutMs: e.HTTP_KEEP_ALIVE_TIMEOUT,
     },
     temporal: {
       address: e.TEMPORAL_ADDRESS,
@@ -91,6 +109,8 @@ export const platformSettings = defineSettings(
       devSqliteSynchronous: e.TEMPORAL_DEV_SQLITE_SYNCHRONOUS,
       startTimeoutMs: e.TEMPORAL_START_TIMEOUT,
       updateTimeoutMs: e.TEMPORAL_UPDATE_TIMEOUT,
+      fairness: e.TEMPORAL_FAIRNESS,
+      fairnessWeightTtlMs: e.TEMPORAL_FAIRNESS_WEIGHT_TTL,
       workflowBundlePath: e.WORKFLOW_BUNDLE_PATH,
       workerMetricsPort: e.WORKER_METRICS_PORT,
       worker: {
@@ -107,6 +127,15 @@ export const platformSettings = defineSettings(
       windowMs: e.AUTH_FAILURE_WINDOW,
       maxKeys: e.AUTH_FAILURE_TRACKED_KEYS,
       unknownTtlMs: e.AUTH_UNKNOWN_CACHE_TTL,
+    },
+    admission: {
+      enabled: e.ADMISSION,
+      inFlight: e.ADMISSION_ORG_IN_FLIGHT,
+      ratePerSecond: e.ADMISSION_ORG_RATE,
+      windowMs: e.ADMISSION_RATE_WINDOW,
+      batch: e.ADMISSION_RATE_BATCH,
+      waitMaxMs: e.ADMISSION_WAIT_MAX,
+      queueWaitMs: e.ADMISSION_QUEUE_WAIT,
     },
     bench: { disableEnqueue: e.BENCH_DISABLE_ENQUEUE },
   }),

@@ -81,6 +81,15 @@ export const errors = {
         : { error: 'rate_limited', message: `Too many failed authentications; retry in ${retryAfterSeconds} s.` },
       { headers: { 'retry-after': String(retryAfterSeconds) } },
     ),
+  /** Admission refused the request: its organization is at its share (src/app/admission.ts); retry after the window. */
+  shed: (retryAfterSeconds: number) =>
+    new AppError(
+      'shed',
+      429,
+      { error: 'rate_limited', message: `This organization is at its share of the service; retry in ${retryAfterSeconds} s.` },
+      { headers: { 'retry-after': String(retryAfterSeconds) } },
+    ),
   /** Webhook-shaped failures carry `{ok:false}` bodies; the Slack and GitHub webhook routes use them. */
-  webhook: (code: string, status: number, extra: Record<string, unknown> = {}) => new AppError(code, status, { ok: false, ...extra }),
+  webhook: (code: string, status: number, extra: Record<string, unknown> = {}, headers?: Record<string, string>) =>
+    new AppError(code, status, { ok: false, ...extra }, { headers }),
 };

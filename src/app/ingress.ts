@@ -15,6 +15,12 @@
  *   `refused` with the validator's ApplicationFailure; nothing was recorded. Bounded by
  *   TEMPORAL_UPDATE_TIMEOUT, longer than a start because a worker must answer too.
  *
+ *
+ * Every call names its tenant (the organization, or for a GitHub delivery that matches none its
+ * installation) and how it takes admission (src/app/admission.ts): the call waits for or is shed
+ * by its tenant's admission, and the workflow it starts carries the tenant as its fairness key
+ * (src/app/temporal/fairness.ts), so the engine dispatches organizations fairly.
+ *
  * The benchmark-only gateway that skips Temporal is chosen at composition (src/main/api.ts).
  */
 import {
@@ -29,9 +35,12 @@ import {
   type WorkflowSignalWithStartOptions,
   type WorkflowStartOptions,
 } from '@temporalio/client';
+import type { Priority } from '@temporalio/common';
+import type { Admission, AdmissionMode } from './admission';
 import { errors } from './errors';
 import type { Metrics } from './metrics';
 import { temporalCall, type TemporalClientHandle } from './temporal/client';
+import type { Fairness } from './temporal/fairness';
 
 /** `not_enqueued`: only from the benchmark gateway, which acks without Temporal. */
 export type StartOutcome = 'enqueued' | 'duplicate' | 'not_enqueued';
@@ -42,7 +51,14 @@ const UNPROCESSED_UPDATE = 'UnprocessedUpdate';
 type UpdateOutcome<R> =
   { outcome: 'enqueued'; result: R } | { outcome: 'refused'; refusal: ApplicationFailure } | { outcome: 'closed' | 'not_enqueued' };
 
-interface StartOptions {
+/** Whose work this is and how it takes admission. */
+export interface Tenancy {
+  /** The organization id, or another stable key when no organization is known (at most 64 bytes). */
+  tenant: string;
+  admission: AdmissionMode;
+}
+
+interface StartOptions extends Tenancy {
   /** Known at start, so no upsert command is needed in the workflow (the Web UI filters on them). */
   searchAttributes?: WorkflowStartOptions['typedSearchAttributes'];
 }
@@ -56,14 +72,14 @@ interface SignalOptions extends StartOptions {
 }
 
 export interface IngressGateway {
-  startOnce<W extends Workflow>(workflow: W, workflowId: string, args: Parameters<W>, options?: StartOptions): Promise<StartOutcome>;
+  startOnce<W extends Workflow>(workflow: W, workflowId: string, args: Parameters<W>, options: StartOptions): Promise<StartOutcome>;
   signalWithStart<W extends Workflow, A extends unknown[]>(
     workflow: W,
     workflowId: string,
     args: Parameters<W>,
     signal: SignalDefinition<A>,
     signalArgs: A,
-    options?: SignalOptions,
+    options: SignalOptions,
   ): Promise<SignalOutcome>;
   updateWithStart<W extends Workflow, R, A extends unknown[]>(
     workflow: W,
@@ -71,7 +87,10 @@ export interface IngressGateway {
     args: Parameters<W>,
     update: UpdateDefinition<R, A>,
     updateArgs: A,
+    tenancy: Tenancy,
   ): Promise<UpdateOutcome<R>>;
+  /** The priority a start for `tenant` carries, for a start that does not go through this gateway (MCP resolve). */
+  priority(tenant: string): Promise<Priority | undefined>;
 }
 
 interface GatewayDeps {
@@ -79,6 +98,19 @@ interface GatewayDeps {
   startTimeoutMs: number;
   updateTimeoutMs: number;
   metrics: Metrics;
+  fairness: Fairness;
+  admission: Admission;
+}
+
+/** Runs one engine call under the tenant's admission, with the priority its start carries. */
+async function admitted<T>(deps: GatewayDeps, tenancy: Tenancy, call: (priority: { priority?: Priority }) => Promise<T>): Promise<T> {
+  const ticket = await deps.admission.admit(tenancy.tenant, tenancy.admission);
+  try {
+    const priority = await deps.fairness.priority(tenancy.tenant);
+    return await call(priority ? { priority } : {});
+  } finally {
+    ticket.release();
+  }
 }
 
 async function startOnce<W extends Workflow>(
@@ -90,21 +122,24 @@ async function startOnce<W extends Workflow>(
 ): Promise<StartOutcome> {
   const { temporal, startTimeoutMs, metrics } = deps;
   try {
-    await temporalCall(
-      temporal,
-      'start',
-      startTimeoutMs,
-      () =>
-        temporal.client.workflow.start(workflow, {
-          taskQueue: temporal.taskQueue,
-          workflowId,
-          workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
-          args,
-          ...(options.searchAttributes ? { typedSearchAttributes: options.searchAttributes } : {}),
-          // TypeScript cannot resolve the SDK's conditional `args` type for a generic W;
-          // `args: Parameters<W>` in the signature above is what guarantees it.
-        } as unknown as WorkflowStartOptions<typeof workflow>),
-      metrics,
+    await admitted(deps, options, (priority) =>
+      temporalCall(
+        temporal,
+        'start',
+        startTimeoutMs,
+        () =>
+          temporal.client.workflow.start(workflow, {
+            taskQueue: temporal.taskQueue,
+            workflowId,
+            workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
+            args,
+            ...(options.searchAttributes ? { typedSearchAttributes: options.searchAttributes } : {}),
+            ...priority,
+            // TypeScript cannot resolve the SDK's conditional `args` type for a generic W;
+            // `args: Parameters<W>` in the signature above is what guarantees it.
+          } as unknown as WorkflowStartOptions<typeof workflow>),
+        metrics,
+      ),
     );
     return 'enqueued';
   } catch (error) {
@@ -124,21 +159,24 @@ async function signalWithStart<W extends Workflow, A extends unknown[]>(
 ): Promise<SignalOutcome> {
   const { temporal, startTimeoutMs, metrics } = deps;
   try {
-    await temporalCall(
-      temporal,
-      'signalWithStart',
-      startTimeoutMs,
-      () =>
-        temporal.client.workflow.signalWithStart(workflow, {
-          taskQueue: temporal.taskQueue,
-          workflowId,
-          workflowIdReusePolicy: options.reopen ? WorkflowIdReusePolicy.ALLOW_DUPLICATE : WorkflowIdReusePolicy.REJECT_DUPLICATE,
-          args,
-          signal,
-          signalArgs,
-          ...(options.searchAttributes ? { typedSearchAttributes: options.searchAttributes } : {}),
-        } as unknown as WorkflowSignalWithStartOptions<A> & WorkflowStartOptions<W>),
-      metrics,
+    await admitted(deps, options, (priority) =>
+      temporalCall(
+        temporal,
+        'signalWithStart',
+        startTimeoutMs,
+        () =>
+          temporal.client.workflow.signalWithStart(workflow, {
+            taskQueue: temporal.taskQueue,
+            workflowId,
+            workflowIdReusePolicy: options.reopen ? WorkflowIdReusePolicy.ALLOW_DUPLICATE : WorkflowIdReusePolicy.REJECT_DUPLICATE,
+            args,
+            signal,
+            signalArgs,
+            ...(options.searchAttributes ? { typedSearchAttributes: options.searchAttributes } : {}),
+            ...priority,
+          } as unknown as WorkflowSignalWithStartOptions<A> & WorkflowStartOptions<W>),
+        metrics,
+      ),
     );
     return 'enqueued';
   } catch (error) {
@@ -154,6 +192,19 @@ async function updateWithStart<W extends Workflow, R, A extends unknown[]>(
   args: Parameters<W>,
   update: UpdateDefinition<R, A>,
   updateArgs: A,
+  tenancy: Tenancy,
+): Promise<UpdateOutcome<R>> {
+  return admitted(deps, tenancy, (priority) => updateUntilDecided(deps, workflow, workflowId, args, update, updateArgs, priority));
+}
+
+async function updateUntilDecided<W extends Workflow, R, A extends unknown[]>(
+  deps: GatewayDeps,
+  workflow: W,
+  workflowId: string,
+  args: Parameters<W>,
+  update: UpdateDefinition<R, A>,
+  updateArgs: A,
+  priority: { priority?: Priority },
 ): Promise<UpdateOutcome<R>> {
   const { temporal, updateTimeoutMs, metrics } = deps;
   const call = () =>
@@ -165,6 +216,7 @@ async function updateWithStart<W extends Workflow, R, A extends unknown[]>(
         workflowIdConflictPolicy: 'USE_EXISTING',
         workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
         args,
+        ...priority,
       } as unknown as WorkflowStartOptions<W> & { workflowIdConflictPolicy: 'USE_EXISTING' }),
     });
   const deadline = Date.now() + updateTimeoutMs;
@@ -190,11 +242,12 @@ async function updateWithStart<W extends Workflow, R, A extends unknown[]>(
 
 export function createIngressGateway(deps: GatewayDeps): IngressGateway {
   return {
-    startOnce: (workflow, workflowId, args, options = {}) => startOnce(deps, workflow, workflowId, args, options),
-    signalWithStart: (workflow, workflowId, args, signal, signalArgs, options = {}) =>
+    startOnce: (workflow, workflowId, args, options) => startOnce(deps, workflow, workflowId, args, options),
+    signalWithStart: (workflow, workflowId, args, signal, signalArgs, options) =>
       signalWithStart(deps, workflow, workflowId, args, signal, signalArgs, options),
-    updateWithStart: (workflow, workflowId, args, update, updateArgs) =>
-      updateWithStart(deps, workflow, workflowId, args, update, updateArgs),
+    updateWithStart: (workflow, workflowId, args, update, updateArgs, tenancy) =>
+      updateWithStart(deps, workflow, workflowId, args, update, updateArgs, tenancy),
+    priority: (tenant) => deps.fairness.priority(tenant),
   };
 }
 
@@ -207,5 +260,6 @@ export function createNoEnqueueGateway(): IngressGateway {
     startOnce: async () => 'not_enqueued',
     signalWithStart: async () => 'not_enqueued',
     updateWithStart: async () => ({ outcome: 'not_enqueued' }),
+    priority: async () => undefined,
   };
 }

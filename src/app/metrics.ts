@@ -53,6 +53,18 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}) {
       labelNames: ['result'] as const,
       registers: [registry],
     }),
+    admission: new Counter({
+      name: 'den_admission_total',
+      help: "Admission decisions per organization class (its fairness weight's class, never its id), sender mode and result.",
+      labelNames: ['class', 'mode', 'result'] as const,
+      registers: [registry],
+    }),
+    admissionInFlight: new Gauge({
+      name: 'den_admission_in_flight',
+      help: 'Engine calls admitted and not yet answered in this process, by organization class.',
+      labelNames: ['class'] as const,
+      registers: [registry],
+    }),
     temporalErrors: new Counter({
       name: 'den_temporal_client_errors_total',
       help: 'Temporal client calls that failed, by operation and kind.',

@@ -55,6 +55,7 @@ async function main(): Promise<void> {
       `  Temporal       ${state.temporal.address} (${state.temporal.historyShards} history shards, Postgres)`,
       state.ui ? `  Temporal UI    ${state.ui.url}` : '  Temporal UI    not running (see the log above)',
       `  Logs           ${state.logDir}`,
+      `  den            uses this cluster's Postgres while it runs (same DATA_DIR, DATABASE_URL unset)`,
       '',
     ].join('\n') + '\n',
   );

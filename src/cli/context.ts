@@ -1,6 +1,7 @@
 /**
- * What every `den` command gets: the config and a database, started for the duration of the
- * command when the embedded Postgres isn't already running (and stopped afterwards).
+ * What every `den` command gets: the config and a database. The database is DATABASE_URL; else
+ * the Postgres of the `npm run cluster` running under DATA_DIR; else the embedded one, started
+ * for the duration of the command when it isn't already running (and stopped afterwards).
  */
 import { InvalidArgumentError } from 'commander';
 import { loadPlatformConfig, type PlatformConfig } from '../app/config';
@@ -9,6 +10,7 @@ import { createLogger } from '../app/log';
 import { openDatabase, type Db } from '../app/store/db';
 import { migrateToLatest } from '../app/store/migrate';
 import { loadSecretKeys, type SecretKeys } from '../app/secrets';
+import { runningClusterDatabase } from '../cluster/state';
 
 export interface CliContext {
   config: PlatformConfig;
@@ -35,6 +37,15 @@ export async function withCliContext<T>(fn: (ctx: CliContext) => Promise<T>): Pr
   const log = createLogger({ level: 'warn', name: 'den-cli', destination: process.stderr });
   let stopPostgres: (() => Promise<void>) | undefined;
   let url = config.database.url;
+  // A running cluster's service processes keep their embedded state (the generated secret key)
+  // under DATA_DIR/cluster, so the CLI reads it there too.
+  let secretsDir = config.dataDir;
+  const cluster = url ? undefined : await runningClusterDatabase(config.dataDir);
+  if (cluster) {
+    url = cluster.url;
+    secretsDir = cluster.dir;
+    process.stderr.write(`den: using the Postgres of the cluster running under ${cluster.dir}\n`);
+  }
   if (!url) {
     const pg = await startEmbeddedPostgres(embeddedPostgresOptions(config, log));
     url = pg.url;
@@ -50,7 +61,7 @@ export async function withCliContext<T>(fn: (ctx: CliContext) => Promise<T>): Pr
         loadSecretKeys({
           configured: config.secretKey,
           previous: config.secretKeyPrevious,
-          dataDir: config.dataDir,
+          dataDir: secretsDir,
           embedded: !config.database.url || config.embeddedAllowed,
         }),
     });

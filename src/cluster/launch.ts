@@ -25,30 +25,13 @@ import { clusterBinaries } from './binaries';
 import { clusterPostgres, ensureTemporalSchemas, type ClusterPostgres } from './postgres';
 import { startProcess, waitUntil, type ManagedProcess } from './process';
 import { ensureNamespace, REPO_ROOT, startTemporalServer } from './temporal-server';
+import { clusterDir, removeClusterState, writeClusterState, type ClusterState } from './state';
 import { startUiServer } from './ui-server';
-
-/** What a running cluster looks like, written to DATA_DIR/cluster/cluster.json for tests and the bench. */
-export interface ClusterState {
-  temporal: { address: string; pid: number; historyShards: number };
-  ui: { url: string; pid: number } | undefined;
-  postgres: { embedded: boolean; port: number };
-  api: { url: string; pid: number }[];
-  workers: { pid: number; metricsPort: number | undefined }[];
-  logDir: string;
-}
 
 export interface RunningCluster {
   state: ClusterState;
   /** Stops everything in order; idempotent. */
   stop(): Promise<void>;
-}
-
-function clusterDir(config: ClusterConfig): string {
-  return path.join(config.dataDir, 'cluster');
-}
-
-function clusterStateFile(config: ClusterConfig): string {
-  return path.join(clusterDir(config), 'cluster.json');
 }
 
 /** What started so far, each with its stop, in order of start. */
@@ -163,7 +146,7 @@ async function startApis(config: ClusterConfig, serviceEnv: ServiceEnv, logDir: 
 }
 
 export async function launchCluster(config: ClusterConfig, log: Logger): Promise<RunningCluster> {
-  const dir = clusterDir(config);
+  const dir = clusterDir(config.dataDir);
   const logDir = path.join(dir, 'logs');
   await fs.mkdir(logDir, { recursive: true });
   // Stops in reverse order of start; on a failed start, whatever did start is stopped.
@@ -184,6 +167,7 @@ export async function launchCluster(config: ClusterConfig, log: Logger): Promise
     const apis = await startApis(config, serviceEnv, logDir, log, started);
 
     const state: ClusterState = {
+      launcherPid: process.pid,
       temporal: { address: server.address, pid: server.pid, historyShards: config.cluster.historyShards },
       ui: ui ? { url: ui.url, pid: ui.pid } : undefined,
       postgres: { embedded: pg.embedded, port: pg.port },
@@ -191,11 +175,11 @@ export async function launchCluster(config: ClusterConfig, log: Logger): Promise
       workers: workers.map(({ process, metricsPort }) => ({ pid: process.pid, metricsPort })),
       logDir,
     };
-    await fs.writeFile(clusterStateFile(config), `${JSON.stringify(state, null, 2)}\n`);
+    await writeClusterState(config.dataDir, state, pg.url);
     let stopping: Promise<void> | undefined;
     return {
       state,
-      stop: () => (stopping ??= stopAll().finally(() => fs.rm(clusterStateFile(config), { force: true }))),
+      stop: () => (stopping ??= stopAll().finally(() => removeClusterState(config.dataDir))),
     };
   } catch (error) {
     await stopAll();

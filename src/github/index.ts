@@ -6,6 +6,7 @@ import { registerGithubCommands } from './cli';
 import { githubSearchAttributes } from './contract';
 import { createFailureLimiter } from '../app/failure-limit';
 import { createGithubRoutes } from './routes';
+import { createTenantResolver } from './tenant';
 import { githubSettings } from './settings';
 
 export const githubFeature = defineFeature({
@@ -13,7 +14,12 @@ export const githubFeature = defineFeature({
   settings: githubSettings,
   workflows: path.join(__dirname, '..', '..', 'workflows', 'github'),
   searchAttributes: Object.values(githubSearchAttributes),
-  routes: (deps) => createGithubRoutes({ ...deps, failures: createFailureLimiter(deps.platform.failureLimits, deps.now) }),
+  routes: (deps) =>
+    createGithubRoutes({
+      ...deps,
+      failures: createFailureLimiter(deps.platform.failureLimits, deps.now),
+      tenantOf: createTenantResolver(deps.db, deps.now),
+    }),
   activities: (deps) => createGithubActivities(deps),
   cli: registerGithubCommands,
 });

@@ -8,6 +8,7 @@ import {
   listOrganizationMembers,
   removeMember,
   revokeApiKey,
+  setFairnessWeight,
 } from './store';
 import { ROLES, type Role } from '../app/http/auth';
 import { positiveInt, print, withCliContext } from '../cli/context';
@@ -17,9 +18,31 @@ function role(value: string): Role {
   return value as Role;
 }
 
+function weight(value: string): number | null {
+  if (value === 'default') return null;
+  const n = Number(value);
+  if (!Number.isFinite(n) || n < 0.001 || n > 1000) throw new InvalidArgumentError('must be a number from 0.001 to 1000, or "default"');
+  return n;
+}
+
 function email(value: string): string {
   if (!/^[^\s@]+@[^\s@]+$/.test(value)) throw new InvalidArgumentError('must be an email address');
   return value;
+}
+
+/** An organization's fairness weight (src/app/temporal/fairness.ts). */
+function registerFairnessWeightCommand(program: Command): void {
+  program
+    .command('fairness-weight')
+    .description(
+      "Set an organization's share of the engine's dispatch (default 1; 2 gets twice the share of a busy queue). " +
+        'API processes pick it up within TEMPORAL_FAIRNESS_WEIGHT_TTL, no restart.',
+    )
+    .requiredOption('--org <organizationId>', 'organization id')
+    .requiredOption('--weight <weight>', 'a number from 0.001 to 1000, or "default"', weight)
+    .action((opts: { org: string; weight: number | null }) =>
+      withCliContext(async ({ db }) => print(await setFairnessWeight(db, opts.org, opts.weight))),
+    );
 }
 
 export function registerIdentityCommands(program: Command): void {
@@ -35,6 +58,8 @@ export function registerIdentityCommands(program: Command): void {
         print({ ...owner, apiKey: key.apiKey });
       }),
     );
+
+  registerFairnessWeightCommand(program);
 
   const members = program.command('members').description('Organization members.');
   members

@@ -4,7 +4,7 @@ import { createAuthenticator } from './auth';
 import { registerIdentityCommands } from './cli';
 import { createIdentityRoutes } from './routes';
 
-export { liveMember } from './store';
+export { fairnessWeight, liveMember } from './store';
 
 export const identityFeature = defineFeature({
   name: 'identity',

@@ -75,6 +75,24 @@ async function upsertUser(db: Db, email: string): Promise<{ userId: string }> {
   return { userId: inserted.id };
 }
 
+/** An organization's fairness weight: undefined for the default (1) or an unknown organization. */
+export async function fairnessWeight(db: Db, organizationId: string): Promise<number | undefined> {
+  const row = await db.selectFrom('organizations').select('fairness_weight').where('id', '=', organizationId).executeTakeFirst();
+  return row?.fairness_weight ?? undefined;
+}
+
+/** Sets an organization's fairness weight (null: back to the default); API processes read it within their cache's TTL. */
+export async function setFairnessWeight(db: Db, organizationId: string, weight: number | null) {
+  const row = await db
+    .updateTable('organizations')
+    .set({ fairness_weight: weight })
+    .where('id', '=', organizationId)
+    .returning(['id', 'fairness_weight'])
+    .executeTakeFirst();
+  if (!row) throw new IdentityError(`no organization ${organizationId}`);
+  return { organizationId: row.id, fairnessWeight: row.fairness_weight ?? 1 };
+}
+
 export class IdentityError extends Error {
   constructor(message: string) {
     super(message);

@@ -1,11 +1,18 @@
 /** The identity feature's tables as Kysely sees them; the DDL is in src/app/store/migrations/0001_identity.ts. */
+import type { ColumnType } from 'kysely';
 import type { Timestamp, NullableTimestamp } from '../app/store/columns';
 import type { Role } from '../app/http/auth';
 
 export type { Role };
 
 export interface IdentityTables {
-  organizations: { id: string; name: string; created_at: Timestamp };
+  organizations: {
+    id: string;
+    name: string;
+    created_at: Timestamp;
+    /** Its share of the engine's dispatch; null is the default weight, 1 (src/app/temporal/fairness.ts). */
+    fairness_weight: ColumnType<number | null, number | null | undefined, number | null>;
+  };
   users: { id: string; email: string; created_at: Timestamp };
   members: {
     id: string;

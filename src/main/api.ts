@@ -6,7 +6,10 @@ import type { AppState } from '../app/http/context';
 import { REMOVED_ROUTES, type RemovedRoute } from '../app/http/deprecated';
 import { createOpenApi } from '../app/http/openapi';
 import { createSystemRoutes } from '../app/http/system-routes';
+import { Admission } from '../app/admission';
 import { createIngressGateway, createNoEnqueueGateway } from '../app/ingress';
+import { createFairness } from '../app/temporal/fairness';
+import { fairnessWeight } from '../identity';
 import { descriptors } from './features';
 import { platformSettings, settingsOf, type Infrastructure } from './infrastructure';
 
@@ -16,6 +19,20 @@ import { platformSettings, settingsOf, type Infrastructure } from './infrastruct
  */
 export function createApi(infra: Infrastructure, options: { now?: () => number; removedRoutes?: RemovedRoute[] } = {}): Koa<AppState> {
   const { config, log, metrics, database, temporal, secretKey, lifecycle } = infra;
+  const fairness = createFairness({
+    enabled: config.temporal.fairness,
+    cacheTtlMs: config.temporal.fairnessWeightTtlMs,
+    loadWeight: (organizationId) => fairnessWeight(database.db, organizationId),
+    log,
+  });
+  const admission = new Admission({
+    db: database.db,
+    log,
+    metrics,
+    settings: config.admission,
+    classOf: fairness.classOf,
+    now: options.now,
+  });
   // The benchmark gateway acks without Temporal; only this line can choose it.
   const ingress = config.bench.disableEnqueue
     ? createNoEnqueueGateway()
@@ -24,6 +41,8 @@ export function createApi(infra: Infrastructure, options: { now?: () => number; 
         startTimeoutMs: config.temporal.startTimeoutMs,
         updateTimeoutMs: config.temporal.updateTimeoutMs,
         metrics,
+        fairness,
+        admission,
       });
   const deps = (feature: Feature): ApiDeps<unknown> => ({
     settings: settingsOf(config, feature),

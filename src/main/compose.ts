@@ -48,7 +48,10 @@ export async function startService(options: {
       worker = await startFeatureWorker(infra, { address: dependencies.temporalAddress });
       sweep = startSweeps(infra);
     }
-    if (roles.api) http = await listen(createApi(infra), config.http.host, config.http.port);
+    if (roles.api)
+      http = await listen(createApi(infra), config.http.host, config.http.port, {
+        keepAliveTimeoutMs: config.http.keepAliveTimeoutMs,
+      });
   } catch (error) {
     sweep?.stop();
     await worker?.shutdown();

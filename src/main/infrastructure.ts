@@ -13,6 +13,7 @@ import { openDatabase, type DbHandle } from '../app/store/db';
 import { embeddedPostgresOptions, startEmbeddedPostgres } from '../app/store/embedded-postgres';
 import { createTemporalClient, type TemporalClientHandle } from '../app/temporal/client';
 import { devServerDbFile, findTemporalCli, startDevServer } from '../app/temporal/dev-server';
+import { FAIRNESS_DYNAMIC_CONFIG } from '../app/temporal/fairness';
 import type { Config } from './config';
 import { SEARCH_ATTRIBUTES } from './features';
 
@@ -57,6 +58,7 @@ export async function ensureDependencies(config: Config, log: Logger, allowEmbed
         sqliteSynchronous: config.temporal.devSqliteSynchronous,
         namespace: config.temporal.namespace,
         searchAttributes: SEARCH_ATTRIBUTES,
+        dynamicConfig: config.temporal.fairness ? FAIRNESS_DYNAMIC_CONFIG : [],
         logFile: path.join(config.dataDir, 'logs', 'temporal.log'),
         log,
       });

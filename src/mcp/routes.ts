@@ -19,7 +19,12 @@ import type { McpSettings } from './settings';
 /** Waiting beyond the probes' own bound (timeout + retry room) means Temporal or the worker is not there. */
 const WAIT_SLACK_MS = 4_000;
 
-export function createMcpRoutes({ settings, temporal, metrics }: Pick<ApiDeps<McpSettings>, 'settings' | 'temporal' | 'metrics'>): Route[] {
+export function createMcpRoutes({
+  settings,
+  temporal,
+  metrics,
+  ingress,
+}: Pick<ApiDeps<McpSettings>, 'settings' | 'temporal' | 'metrics' | 'ingress'>): Route[] {
   const resolve = defineRoute({
     method: 'post',
     path: '/v1/mcp-connections/resolve',
@@ -36,7 +41,7 @@ export function createMcpRoutes({ settings, temporal, metrics }: Pick<ApiDeps<Mc
       ...authResponses,
       503: { description: 'Temporal or the worker is unavailable; retry later.', schema: Unavailable },
     },
-    handler: async ({ body }) => {
+    handler: async ({ body, principal }) => {
       const plan = planResolve(body.query, settings.preregisteredClients);
       if (plan.kind === 'invalid') {
         return { status: 200, body: { resolution: 'not_found', attempted: [], reason: INVALID_QUERY_REASON } satisfies McpResolveResult };
@@ -48,6 +53,8 @@ export function createMcpRoutes({ settings, temporal, metrics }: Pick<ApiDeps<Mc
         probeTimeoutMs: settings.probeTimeoutMs,
       };
       const waitMs = settings.probeTimeoutMs + WAIT_SLACK_MS;
+      // Its own queue, but the organization's fair share all the same (probes are admin-only and rare, so no admission).
+      const priority = await ingress.priority(principal.organizationId);
       const result = await temporalCall(
         temporal,
         'mcp.resolve',
@@ -59,6 +66,7 @@ export function createMcpRoutes({ settings, temporal, metrics }: Pick<ApiDeps<Mc
             args: [input],
             // Nobody waits longer than this for the answer; don't leave the run behind.
             workflowExecutionTimeout: waitMs + 5_000,
+            ...(priority ? { priority } : {}),
           }),
         metrics,
       );

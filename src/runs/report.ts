@@ -84,19 +84,29 @@ export async function deliverReport(
   if (report.kind === 'heartbeat') {
     // Heartbeats stay signals: they carry no data, so one that races the close loses nothing,
     // and a signal to a run whose row showed the caller may reach it needs no worker to answer.
-    const outcome = await ingress.signalWithStart(automationRun, workflowId, [input], runHeartbeatSignal, [
-      report.heartbeat,
-      runCaller(principal),
-    ]);
+    // A run that holds a lease must never lose a heartbeat to admission: it could cost the lease.
+    const tenancy = { tenant: principal.organizationId, admission: row?.status === 'running' ? 'bypass' : 'shed' } as const;
+    const outcome = await ingress.signalWithStart(
+      automationRun,
+      workflowId,
+      [input],
+      runHeartbeatSignal,
+      [report.heartbeat, runCaller(principal)],
+      tenancy,
+    );
     const cancelRequested = Boolean((row?.summary ?? unseen)?.cancelRequested);
     if (outcome !== 'closed') return { result: outcome, leaseTimeoutMs, cancelRequested };
     return { result: 'closed', status: await closedStatus(deps, principal.organizationId, runId) };
   }
   // The run's validator refuses a caller who may not reach it, whether or not its row exists yet.
-  const outcome = await ingress.updateWithStart(automationRun, workflowId, [input], reportRunEventUpdate, [
-    report.event,
-    runCaller(principal),
-  ]);
+  const outcome = await ingress.updateWithStart(
+    automationRun,
+    workflowId,
+    [input],
+    reportRunEventUpdate,
+    [report.event, runCaller(principal)],
+    { tenant: principal.organizationId, admission: 'shed' },
+  );
   switch (outcome.outcome) {
     case 'enqueued':
     case 'not_enqueued':

@@ -4,23 +4,26 @@
  * and two workers, each its own process — and real requests to both replicas. The tests run in
  * order: the last ones kill -9 a worker and an API replica.
  */
+import { execFile } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { promisify } from 'node:util';
 import { Client, Connection, WorkflowIdReusePolicy, WorkflowNotFoundError } from '@temporalio/client';
 import { createLogger } from '../../src/app/log';
 import { openDatabase, type DbHandle } from '../../src/app/store/db';
 import { startEmbeddedPostgres, type EmbeddedPostgres } from '../../src/app/store/embedded-postgres';
 import { migrateToLatest } from '../../src/app/store/migrate';
 import { parseSecretKey } from '../../src/app/secrets';
-import type { ClusterState } from '../../src/cluster/launch';
+import type { ClusterState } from '../../src/cluster/state';
 import { githubDeliveryWorkflowId } from '../../src/github/contract';
 import { runWorkflowId, type RunWorkflowInput } from '../../src/runs/contract';
 import { slackEventWorkflowId } from '../../src/slack/contract';
 import { deliver, pushWithTarget, type Payload } from '../harness/github';
 import { createTestOrg } from '../harness/identity';
 import { freePort } from '../harness/ports';
+import { outsideEnv } from '../harness/process';
 import { launchClusterProcess, type ClusterProcess } from '../harness/cluster';
 import {
   appMention,
@@ -132,6 +135,30 @@ describe('the cluster', () => {
     for (const api of apis) expect((await api.request('GET', '/ready')).status).toBe(200);
     expect(state.workers).toHaveLength(2);
     expect(new Set([state.temporal.pid, ...state.api.map((a) => a.pid), ...state.workers.map((w) => w.pid)]).size).toBe(5);
+  });
+});
+
+describe('den while the cluster runs', () => {
+  it("writes to the cluster's Postgres: a key made by `den bootstrap` works on both replicas", async () => {
+    // As an operator would run it: the cluster's DATA_DIR and nothing else, no DATABASE_URL.
+    const { stdout, stderr } = await promisify(execFile)(
+      process.execPath,
+      [
+        path.resolve(__dirname, '../../bin/den.js'),
+        'bootstrap',
+        '--org-name',
+        'cluster-cli',
+        '--email',
+        `owner-${randomUUID()}@example.com`,
+      ],
+      { env: { ...outsideEnv(), DATA_DIR: dataDir } as NodeJS.ProcessEnv, timeout: 60_000 },
+    );
+    expect(stderr).toContain(path.join(dataDir, 'cluster'));
+    const { apiKey } = JSON.parse(stdout) as { apiKey: string };
+    for (const api of apis) {
+      const me = await api.request('GET', '/v1/me', { headers: { 'x-api-key': apiKey } });
+      expect(me.status).toBe(200);
+    }
   });
 });
 

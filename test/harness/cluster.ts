@@ -4,7 +4,7 @@
  */
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import type { ClusterState } from '../../src/cluster/launch';
+import type { ClusterState } from '../../src/cluster/state';
 import { freePort, freePortRange, isFree } from './ports';
 import { spawnImportEntry, type Spawned } from './process';
 import { waitFor } from './wait';

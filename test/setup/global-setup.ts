@@ -4,6 +4,7 @@
  * finds it) or TEMPORAL_ADDRESS, and an embedded Postgres or DATABASE_URL. Bundles the
  * workflows once. Test files read the results through the ordinary config variables.
  */
+import { FAIRNESS_DYNAMIC_CONFIG } from '../../src/app/temporal/fairness';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs/promises';
 import os from 'node:os';
@@ -40,6 +41,8 @@ export default async function globalSetup(): Promise<void> {
       headless: true,
       namespace: config.temporal.namespace,
       searchAttributes: SEARCH_ATTRIBUTES,
+      // As `npm start` runs it: Fairness on, so the tests see the keys dispatched as in production.
+      dynamicConfig: FAIRNESS_DYNAMIC_CONFIG,
       logFile: path.join(dataDir, 'temporal.log'),
       log,
     });

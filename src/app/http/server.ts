@@ -10,12 +10,25 @@ export interface HttpServer {
   close(graceMs: number): Promise<void>;
 }
 
-export async function listen(app: Koa<never> | Koa, host: string, port: number): Promise<HttpServer> {
+/** The default idle keep-alive: above the 60 s idle timeout common load balancers use. */
+const DEFAULT_KEEP_ALIVE_TIMEOUT_MS = 65_000;
+
+export async function listen(
+  app: Koa<never> | Koa,
+  host: string,
+  port: number,
+  options: { keepAliveTimeoutMs?: number } = {},
+): Promise<HttpServer> {
   const server = http.createServer(app.callback());
-  // Slack and GitHub keep connections alive; don't let idle sockets block shutdown.
-  server.keepAliveTimeout = 5000;
-  server.headersTimeout = 10_000;
-  server.requestTimeout = 60_000;
+  // A load balancer that reuses an idle upstream connection the API has just closed answers its
+  // client 502, so the API keeps idle connections longer than the balancer does; shutdown closes
+  // idle sockets itself (close below), so they never hold it up.
+  server.keepAliveTimeout = options.keepAliveTimeoutMs ?? DEFAULT_KEEP_ALIVE_TIMEOUT_MS;
+  // Node requires the headers timeout above the keep-alive timeout, or a request that starts on a
+  // connection near its idle limit is cut off mid-headers.
+  server.headersTimeout = server.keepAliveTimeout + 5000;
+  // Node refuses a whole-request bound below the headers bound.
+  server.requestTimeout = Math.max(60_000, server.headersTimeout);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(port, host, () => resolve());

@@ -64,6 +64,8 @@ export interface DevServerOptions {
   namespace: string;
   /** Registered with `--search-attribute`, so the Web UI can filter on them from the first start. */
   searchAttributes: readonly SearchAttributeKey[];
+  /** `key=value` dynamic config (`--dynamic-config-value`), e.g. FAIRNESS_DYNAMIC_CONFIG. */
+  dynamicConfig?: readonly string[];
   logFile: string;
   log: Logger;
 }
@@ -95,6 +97,10 @@ function searchAttributeArgs(keys: readonly SearchAttributeKey[]): string[] {
   // The CLI spells types as Keyword / Int.
   const cliType = (type: string) => type.charAt(0) + type.slice(1).toLowerCase();
   return keys.flatMap((key) => ['--search-attribute', `${key.name}=${cliType(key.type)}`]);
+}
+
+function dynamicConfigArgs(values: readonly string[]): string[] {
+  return values.flatMap((value) => ['--dynamic-config-value', value]);
 }
 
 /**
@@ -131,6 +137,7 @@ export async function startDevServer(options: DevServerOptions): Promise<DevServ
     ...(options.headless ? ['--headless'] : ['--ui-port', String(options.uiPort)]),
     ...(options.dbFile ? ['--db-filename', options.dbFile, ...sqlitePragmas(options.sqliteSynchronous ?? 'full')] : []),
     ...searchAttributeArgs(options.searchAttributes),
+    ...dynamicConfigArgs(options.dynamicConfig ?? []),
   ];
   if (options.dbFile) await fs.mkdir(path.dirname(options.dbFile), { recursive: true });
   await fs.mkdir(path.dirname(options.logFile), { recursive: true });
@@ -189,6 +196,7 @@ async function startWithSdkDownload(options: DevServerOptions, address: string, 
       dbFilename: options.dbFile,
       namespace: options.namespace,
       searchAttributes: [...options.searchAttributes],
+      extraArgs: dynamicConfigArgs(options.dynamicConfig ?? []),
     },
   });
   return { address, uiUrl, adopted: false, pid: undefined, stop: () => env.teardown() };

@@ -7,4 +7,6 @@ import type { GithubSettings } from '../settings';
 export type GithubRouteDeps = Pick<ApiDeps<GithubSettings>, 'settings' | 'db' | 'ingress' | 'metrics' | 'now'> & {
   /** Failed webhook signatures per source address in this process; built by the feature's descriptor. */
   failures: FailureLimiter;
+  /** A delivery's tenant (src/github/tenant.ts); built by the feature's descriptor. */
+  tenantOf: (installationId: number | null) => Promise<string>;
 };

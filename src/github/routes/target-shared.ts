@@ -61,6 +61,9 @@ export async function signalTarget(
     githubSyncSignal,
     [{ eventId, full }],
     {
+      tenant: target.organizationId,
+      // An operator's forced sync waits for its organization's admission rather than being shed.
+      admission: 'wait',
       reopen: true,
       searchAttributes: [
         { key: githubSearchAttributes.GithubTargetId, value: target.targetId },

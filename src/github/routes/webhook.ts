@@ -45,7 +45,7 @@ const Rejected = z
   .object({ ok: z.literal(false), error: z.string().openapi({ example: 'invalid signature' }) })
   .openapi('GithubWebhookRejected');
 
-type WebhookDeps = Pick<GithubRouteDeps, 'settings' | 'db' | 'ingress' | 'metrics' | 'now' | 'failures'>;
+type WebhookDeps = Pick<GithubRouteDeps, 'settings' | 'db' | 'ingress' | 'metrics' | 'now' | 'failures' | 'tenantOf'>;
 
 /**
  * The checks that need no body, run before it is read: 503 without a secret, 429 when the
@@ -123,7 +123,10 @@ async function postWebhook(deps: WebhookDeps, ctx: AppContext, rawBody: Buffer):
 
   // Started before answering: a 202 means Temporal holds the delivery. The delivery id is
   // the dedupe key, also after the first workflow closed (GitHub redeliveries keep the id).
+  // GitHub does not redeliver by itself, so a delivery waits for admission instead of being shed.
   const outcome = await ingress.startOnce(githubDelivery, githubDeliveryWorkflowId(delivery.deliveryId), [delivery.input], {
+    tenant: await deps.tenantOf(delivery.input.installationId),
+    admission: 'wait',
     searchAttributes: deliverySearchAttributes(delivery.input),
   });
   log.info({ deliveryId: delivery.deliveryId, event: delivery.event, outcome }, 'github delivery queued');

@@ -7,6 +7,7 @@
  * (200, not routed) → durable enqueue → 200. The handler calls neither Slack nor a runtime:
  * Slack wants an ack within 3 s, and only the enqueue stands before it.
  */
+import { isShed } from '../../app/admission';
 import { errors } from '../../app/errors';
 import type { AppContext } from '../../app/http/context';
 import { defineRoute, type Reply, type Route } from '../../app/http/route';
@@ -96,6 +97,8 @@ async function enqueueEvent(
   let outcome;
   try {
     outcome = await ingress.startOnce(slackEvent, slackEventWorkflowId(input.connectionId, input.eventId), [input], {
+      tenant: input.organizationId,
+      admission: 'shed',
       searchAttributes: [
         { key: slackSearchAttributes.ConnectionId, value: input.connectionId },
         { key: slackSearchAttributes.SlackEventStatus, value: 'received' },
@@ -104,6 +107,8 @@ async function enqueueEvent(
     });
   } catch (error) {
     await release?.();
+    // Slack retries a 503 after a while; a 429 it would count as a failure.
+    if (isShed(error)) throw errors.webhook('overloaded', 503, {}, { 'retry-after': error.headers['retry-after'] ?? '1' });
     throw error;
   }
   // A duplicate was counted against the quota by its first delivery already.

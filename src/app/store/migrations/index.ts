@@ -7,6 +7,7 @@ import * as runClaims from './0005_run_claims';
 import * as slackQuotas from './0006_slack_quotas';
 import * as replays from './0007_replays';
 import * as githubSync from './0008_github_sync';
+import * as fairnessAdmission from './0009_fairness_admission';
 
 /** Ordered by name. Never edit a migration that has shipped: add a new one. */
 export const migrations: Record<string, Migration> = {
@@ -18,4 +19,5 @@ export const migrations: Record<string, Migration> = {
   '0006_slack_quotas': slackQuotas,
   '0007_replays': replays,
   '0008_github_sync': githubSync,
+  '0009_fairness_admission': fairnessAdmission,
 };

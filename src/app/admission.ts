@@ -1,0 +1,282 @@
+/**
+ * Admission per organization at the front door, before a request reaches the engine:
+ *
+ * - **In flight, per API process**: at most ADMISSION_ORG_IN_FLIGHT engine calls of one
+ *   organization at once. A flood then queues in its own organization's line instead of taking
+ *   every connection to Temporal.
+ * - **Accepted rate, across the cluster**: at most ADMISSION_ORG_RATE requests a second per
+ *   organization, counted in Postgres per fixed window (ADMISSION_RATE_WINDOW) so N replicas allow
+ *   the rate, not N times it. A replica takes ADMISSION_RATE_BATCH units per round trip and spends
+ *   them locally, so the count costs Postgres one write per batch, not per request; units a
+ *   replica took and did not spend lapse with their window (the error is on the strict side).
+ *
+ * What a request does when its organization is at a bound is its sender's business: `shed` waits
+ * up to ADMISSION_QUEUE_WAIT for an in-flight slot, and otherwise (or when the rate is spent)
+ * answers with a coded error carrying Retry-After (the routes give Slack 503, runtimes 429);
+ * `wait` waits for a slot and for the next window up to ADMISSION_WAIT_MAX, then goes through
+ * anyway (GitHub does not redeliver by itself, so its deliveries are never shed); `bypass` is
+ * never limited nor counted against the bound (heartbeats of a run that holds a lease: dropping
+ * one could cost the run its lease).
+ *
+ * When Postgres cannot count, the request goes through unmetered: admission shares the engine
+ * fairly, it is not what makes an ack durable, and refusing everything during a Postgres blip
+ * would turn a partial outage into a total one.
+ */
+import { sql } from 'kysely';
+import { AppError, errors } from './errors';
+import type { Logger } from './log';
+import type { Metrics } from './metrics';
+import type { Db } from './store/db';
+import type { TenantClass } from './temporal/fairness';
+
+export type AdmissionMode = 'shed' | 'wait' | 'bypass';
+
+export interface AdmissionSettings {
+  enabled: boolean;
+  inFlight: number;
+  ratePerSecond: number;
+  windowMs: number;
+  batch: number;
+  waitMaxMs: number;
+  /** How long a request that would be shed waits for an in-flight slot first (a burst queues briefly). */
+  queueWaitMs: number;
+}
+
+export interface Ticket {
+  /** Gives the in-flight slot back; call once the engine answered. */
+  release(): void;
+}
+
+declare module './store/schema' {
+  interface Database {
+    /** Accepted requests per organization and fixed window, for every replica (migration 0009_fairness_admission). */
+    admission_windows: { key: string; window_start: Date | string; used: number };
+  }
+}
+
+type Result = 'admitted' | 'bypassed' | 'shed_in_flight' | 'shed_rate' | 'waited' | 'overdue' | 'unmetered';
+
+const NOOP: Ticket = { release: () => undefined };
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** The start of the fixed window that holds `now`. */
+export function admissionWindow(now: number, windowMs: number): number {
+  return Math.floor(now / windowMs) * windowMs;
+}
+
+/** Units an organization may take per window: the per-second rate over the window, at least one. */
+export function unitsPerWindow(settings: Pick<AdmissionSettings, 'ratePerSecond' | 'windowMs'>): number {
+  return Math.max(1, Math.ceil((settings.ratePerSecond * settings.windowMs) / 1000));
+}
+
+/** Whole seconds until the window after `now` opens, at least 1: the Retry-After of a shed request. */
+export function retryAfterSeconds(now: number, windowMs: number): number {
+  return Math.max(1, Math.ceil((admissionWindow(now, windowMs) + windowMs - now) / 1000));
+}
+
+interface Line {
+  active: number;
+  waiters: (() => void)[];
+}
+
+interface Budget {
+  window: number;
+  remaining: number;
+  /** One Postgres take at a time per organization and process; others wait for its result. */
+  taking?: Promise<void>;
+}
+
+export interface AdmissionDeps {
+  db: Db;
+  log: Logger;
+  metrics: Metrics;
+  settings: AdmissionSettings;
+  classOf: (tenant: string) => Promise<TenantClass>;
+  now?: () => number;
+}
+
+export class Admission {
+  private readonly lines = new Map<string, Line>();
+  private readonly budgets = new Map<string, Budget>();
+  private readonly now: () => number;
+  private takes = 0;
+
+  constructor(private readonly deps: AdmissionDeps) {
+    this.now = deps.now ?? (() => Date.now());
+  }
+
+  /** Admits one engine call of `tenant`, or throws the coded shed error in `shed` mode. */
+  async admit(tenant: string, mode: AdmissionMode): Promise<Ticket> {
+    if (!this.deps.settings.enabled) return NOOP;
+    const tenantClass = await this.deps.classOf(tenant);
+    const count = (result: Result) => this.deps.metrics.admission.inc({ class: tenantClass, mode, result });
+    if (mode === 'bypass') {
+      count('bypassed');
+      return NOOP;
+    }
+    const deadline = this.now() + this.deps.settings.waitMaxMs;
+    const rate = await this.takeRate(tenant, mode, deadline);
+    if (rate === 'shed') {
+      count('shed_rate');
+      throw errors.shed(retryAfterSeconds(this.now(), this.deps.settings.windowMs));
+    }
+    const slotDeadline = mode === 'shed' ? this.now() + this.deps.settings.queueWaitMs : deadline;
+    const slot = await this.takeSlot(tenant, mode, slotDeadline);
+    if (slot === 'shed') {
+      count('shed_in_flight');
+      throw errors.shed(1);
+    }
+    count(
+      rate === 'unmetered'
+        ? 'unmetered'
+        : rate === 'overdue' || slot === 'overdue'
+          ? 'overdue'
+          : rate === 'waited' || slot === 'waited'
+            ? 'waited'
+            : 'admitted',
+    );
+    const gauge = this.deps.metrics.admissionInFlight.labels({ class: tenantClass });
+    gauge.inc();
+    let released = false;
+    return {
+      release: () => {
+        if (released) return;
+        released = true;
+        gauge.dec();
+        this.releaseSlot(tenant);
+      },
+    };
+  }
+
+  private async takeSlot(tenant: string, mode: AdmissionMode, deadline: number): Promise<'ok' | 'waited' | 'overdue' | 'shed'> {
+    const line = this.lines.get(tenant) ?? { active: 0, waiters: [] };
+    this.lines.set(tenant, line);
+    if (line.active < this.deps.settings.inFlight) {
+      line.active++;
+      return 'ok';
+    }
+    // Waits its turn; a slot handed over by releaseSlot keeps `active` as it is.
+    const handed = await new Promise<boolean>((resolve) => {
+      const waiter = () => {
+        clearTimeout(timer);
+        resolve(true);
+      };
+      const timer = setTimeout(
+        () => {
+          line.waiters.splice(line.waiters.indexOf(waiter), 1);
+          resolve(false);
+        },
+        Math.max(0, deadline - this.now()),
+      );
+      line.waiters.push(waiter);
+    });
+    if (handed) return 'waited';
+    if (mode === 'shed') return 'shed';
+    line.active++;
+    return 'overdue';
+  }
+
+  private releaseSlot(tenant: string): void {
+    const line = this.lines.get(tenant);
+    if (!line) return;
+    const next = line.waiters.shift();
+    if (next) return next();
+    line.active--;
+    if (line.active <= 0 && line.waiters.length === 0) this.lines.delete(tenant);
+  }
+
+  /** One unit of the tenant's rate: spent from this process's batch, or a new batch from Postgres. */
+  private async takeRate(
+    tenant: string,
+    mode: AdmissionMode,
+    deadline: number,
+  ): Promise<'ok' | 'waited' | 'overdue' | 'shed' | 'unmetered'> {
+    let waited = false;
+    for (;;) {
+      const now = this.now();
+      const window = admissionWindow(now, this.deps.settings.windowMs);
+      const budget = this.budgets.get(tenant);
+      if (budget && budget.window === window && budget.remaining > 0) {
+        budget.remaining--;
+        return waited ? 'waited' : 'ok';
+      }
+      if (budget?.taking) {
+        await budget.taking;
+        continue;
+      }
+      const taken = await this.refill(tenant, window);
+      if (taken === 'unmetered') return 'unmetered';
+      if (taken) continue;
+      if (mode === 'shed') return 'shed';
+      const next = window + this.deps.settings.windowMs;
+      if (next > deadline) return 'overdue';
+      waited = true;
+      await sleep(next - now);
+    }
+  }
+
+  /** Takes a batch (or, near the limit, one unit) of this window from Postgres into the local budget. */
+  private async refill(tenant: string, window: number): Promise<boolean | 'unmetered'> {
+    const budget: Budget = { window, remaining: 0 };
+    this.budgets.set(tenant, budget);
+    let result: boolean | 'unmetered' = false;
+    budget.taking = (async () => {
+      try {
+        const batch = Math.min(this.deps.settings.batch, unitsPerWindow(this.deps.settings));
+        const granted = (await this.take(tenant, window, batch)) ? batch : batch > 1 && (await this.take(tenant, window, 1)) ? 1 : 0;
+        budget.remaining = granted;
+        result = granted > 0;
+      } catch (error) {
+        this.deps.log.warn({ err: error }, 'admission count not taken (postgres); admitting unmetered');
+        result = 'unmetered';
+      } finally {
+        budget.taking = undefined;
+      }
+    })();
+    await budget.taking;
+    void this.maybeSweep(window);
+    if (this.budgets.size > 10_000) this.budgets.delete(this.budgets.keys().next().value!);
+    return result;
+  }
+
+  /** All `units` or none, in one atomic upsert: a full window returns no row. */
+  private async take(tenant: string, window: number, units: number): Promise<boolean> {
+    const limit = unitsPerWindow(this.deps.settings);
+    const row = await this.deps.db
+      .insertInto('admission_windows')
+      .values({ key: `org:${tenant}`, window_start: new Date(window), used: units })
+      .onConflict((oc) =>
+        oc
+          .columns(['key', 'window_start'])
+          .doUpdateSet({ used: sql<number>`admission_windows.used + ${units}` })
+          .where(sql<boolean>`admission_windows.used + ${units} <= ${limit}`),
+      )
+      .returning('used')
+      .executeTakeFirst();
+    return row !== undefined;
+  }
+
+  /** Deletes windows older than the previous one, at most 1000 rows, every 100 takes; best effort. */
+  private async maybeSweep(window: number): Promise<void> {
+    if (++this.takes % 100 !== 0) return;
+    const before = new Date(window - this.deps.settings.windowMs);
+    try {
+      await sql`
+        DELETE FROM admission_windows
+        WHERE (key, window_start) IN (
+          SELECT key, window_start FROM admission_windows
+          WHERE window_start < ${before}
+          ORDER BY window_start
+          LIMIT 1000
+          FOR UPDATE SKIP LOCKED
+        )`.execute(this.deps.db);
+    } catch (error) {
+      this.deps.log.warn({ err: error }, 'admission window sweep failed; a later take retries it');
+    }
+  }
+}
+
+/** Whether an error is admission's refusal (the routes reshape it for their senders). */
+export function isShed(error: unknown): error is AppError {
+  return error instanceof AppError && error.code === 'shed';
+}
