@@ -10,6 +10,7 @@ import { temporalCall } from '../app/temporal/client';
 import type { Metrics } from '../app/metrics';
 import type { Db } from '../app/store/db';
 import { liveMember } from '../identity';
+import { noteRunCancelRequested } from '../runs';
 import { requestRunCancelUpdate, RUN_NOT_FOUND, runSummaryQuery, runWorkflowId, type RunSummary } from '../runs/contract';
 import { findAccountLink } from './links';
 
@@ -82,6 +83,8 @@ export async function cancelFromSlack(
         }),
       deps.metrics,
     );
+    // The runtime's next heartbeat must say so, even one this process answers without asking the run.
+    noteRunCancelRequested(run.organizationId, run.runId);
     return 'requested';
   } catch (error) {
     return refusalOf(error);

@@ -9,7 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { startHttpProxy } from '../harness/http-proxy';
 import { createTestOrg, type TestMember } from '../harness/identity';
-import { spawnDen } from '../harness/process';
+import { gone, spawnDen } from '../harness/process';
 import { runResult, runsClient, startQueuedRun } from '../harness/runs';
 import { startTestStack, type TestStack } from '../harness/stack';
 import { waitFor } from '../harness/wait';
@@ -58,17 +58,6 @@ interface StoredEvent {
   type: string;
   payload: { text?: string; status?: string };
   createdAt: number;
-}
-
-/** Whether a process is gone (a zombie waiting for its parent counts as gone: it runs nothing). */
-function gone(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-  } catch {
-    return true;
-  }
-  const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-  return stat.slice(stat.lastIndexOf(')') + 2).startsWith('Z');
 }
 
 it('reports the output as it grows, at most once a second, and the whole output last', async () => {

@@ -1,4 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
+import fs from 'node:fs';
 import path from 'node:path';
 
 const root = path.resolve(__dirname, '../..');
@@ -56,4 +57,20 @@ function spawnNode(args: string[], env: Record<string, string | undefined>, opti
     child.once('exit', (code, signal) => resolve({ code, signal })),
   );
   return { child, output: () => output, exited };
+}
+
+/** Whether a process is gone (a zombie waiting for its parent counts as gone: it runs nothing). */
+export function gone(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+  } catch {
+    return true;
+  }
+  let stat: string;
+  try {
+    stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+  } catch {
+    return true; // Reaped between the two looks.
+  }
+  return stat.slice(stat.lastIndexOf(')') + 2).startsWith('Z');
 }

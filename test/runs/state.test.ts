@@ -1,5 +1,6 @@
 /** Pure unit tests of the run actor's rules (src/runs/state.ts) and the heartbeat coalescer. */
 import fc from 'fast-check';
+import { noteRunCancelRequested, registerCoalescer } from '../../src/runs/cancel-notices';
 import { HeartbeatCoalescer } from '../../src/runs/heartbeat-coalescer';
 import type { RunEventReport, RunEventType, RunSettings } from '../../src/runs/contract';
 import {
@@ -613,6 +614,22 @@ describe('heartbeat coalescer', () => {
     expect(c.admit(b, 2)).toEqual(coalesced(60_000));
     // The entry lives one window: the next heartbeat is forwarded and reads the run again.
     expect(c.admit(a1, 15_000)).toEqual({ forward: true });
+  });
+
+  it("a cancel taken anywhere in the process (Slack's button too) reaches every registered coalescer", () => {
+    const [c, d] = [registerCoalescer(new HeartbeatCoalescer(15_000)), registerCoalescer(new HeartbeatCoalescer(15_000))];
+    const [mine, other] = [HeartbeatCoalescer.key('org-n', 'run-n', 1, 'm'), HeartbeatCoalescer.key('org-n', 'run-o', 1, 'm')];
+    for (const coalescer of [c, d]) {
+      for (const key of [mine, other]) {
+        coalescer.admit(key, 0);
+        coalescer.forwarded(key, 0, 60_000);
+      }
+    }
+    noteRunCancelRequested('org-n', 'run-n');
+    for (const coalescer of [c, d]) {
+      expect(coalescer.admit(mine, 1)).toEqual(coalesced(60_000, true));
+      expect(coalescer.admit(other, 1)).toEqual(coalesced(60_000));
+    }
   });
 
   it('keys cannot collide through separators in ids', () => {
