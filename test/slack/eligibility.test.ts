@@ -83,7 +83,12 @@ describe('parseSlashCommand', () => {
     });
     expect(parseSlashCommand(Buffer.from('team_id=T1&user_id=U1&api_app_id=A1&command=%2Fden'))).toEqual({
       ok: true,
-      command: { teamId: 'T1', userId: 'U1', apiAppId: 'A1', command: '/den', channelId: undefined },
+      command: { teamId: 'T1', userId: 'U1', apiAppId: 'A1', command: '/den', channelId: undefined, text: '' },
+    });
+    // The subcommand is the text, trimmed: `/den  status ` asks for status.
+    expect(parseSlashCommand(Buffer.from('team_id=T1&user_id=U1&api_app_id=A1&command=%2Fden&text=+status+'))).toMatchObject({
+      ok: true,
+      command: { text: 'status' },
     });
   });
 });
