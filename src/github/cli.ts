@@ -1,7 +1,11 @@
 import { Command, InvalidArgumentError } from 'commander';
 import { REPOSITORY_FULL_NAME, createTarget, listTargets } from './targets';
 import { deleteTarget, findTarget, listFiles, viewTarget } from './target-views';
+import { randomUUID } from 'node:crypto';
 import { CliError, positiveInt, print, withCliContext } from '../cli/context';
+import { loadPlatformConfig } from '../app/config';
+import { createTemporalClient } from '../app/temporal/client';
+import { githubReconcileScheduleId, type GithubReconcileSummary } from './contract';
 
 function repository(value: string): string {
   if (!REPOSITORY_FULL_NAME.test(value)) throw new InvalidArgumentError('must be owner/name');
@@ -52,8 +56,42 @@ function registerTargetInspection(targets: Command): void {
     );
 }
 
+/**
+ * `den github reconcile`: one reconcile now, run by the worker like the Schedule's (the worker
+ * holds the App credentials); prints its counts and exits non-zero when GitHub refused.
+ */
+function registerReconcile(github: Command): void {
+  github
+    .command('reconcile')
+    .description(
+      'Run the reconcile now: ask GitHub again for failed deliveries, resync targets whose branch moved. Needs Temporal ' +
+        '(TEMPORAL_ADDRESS, else the embedded dev server of a running `npm start`) and a worker on TEMPORAL_TASK_QUEUE. ' +
+        'Prints {deliveriesSeen, redeliveriesAsked, targetsChecked, targetsResynced, errors}.',
+    )
+    .action(async () => {
+      const config = loadPlatformConfig();
+      const temporal = createTemporalClient({
+        address: config.temporal.address ?? `127.0.0.1:${config.temporal.devPort}`,
+        namespace: config.temporal.namespace,
+        taskQueue: config.temporal.taskQueue,
+      });
+      try {
+        const summary: GithubReconcileSummary = await temporal.client.workflow.execute('githubReconcile', {
+          workflowId: `${githubReconcileScheduleId(config.temporal.taskQueue)}/cli-${randomUUID()}`,
+          taskQueue: config.temporal.taskQueue,
+          args: [],
+        });
+        print(summary);
+        if (summary.errors.length > 0) throw new CliError(`GitHub refused: ${summary.errors.join('; ')}`);
+      } finally {
+        await temporal.close();
+      }
+    });
+}
+
 export function registerGithubCommands(program: Command): void {
   const github = program.command('github').description('GitHub App integration.');
+  registerReconcile(github);
   const targets = github.command('targets').description('Connector targets: repositories whose pushes become sync work.');
   targets
     .command('create')
