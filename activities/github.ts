@@ -1,4 +1,3 @@
-import { fairnessKey } from '../src/app/temporal/fairness';
 import { randomInt } from 'node:crypto';
 import {
   applyInstallationChange,
@@ -11,18 +10,10 @@ import {
 import { Context } from '@temporalio/activity';
 import { createGithubApi, type GithubApi } from '../src/github/api';
 import { reconcileDeliveries, reconcileTargets, type DeliveriesReconciled, type TargetsReconciled } from '../src/github/reconcile';
-import {
-  GITHUB_SYNC_SIGNAL,
-  githubSearchAttributes,
-  githubTargetWorkflowId,
-  type GithubDeliveryInput,
-  type GithubSyncEventRecord,
-  type GithubSyncRequest,
-  type GithubSyncSignal,
-  type GithubTargetInput,
-} from '../src/github/contract';
+import type { GithubDeliveryInput, GithubSyncEventRecord, GithubSyncRequest } from '../src/github/contract';
 import type { GithubSettings } from '../src/github/settings';
 import { runSyncAttempt } from '../src/github/sync';
+import { signalTargetWorkflow } from '../src/github/target-signal';
 import type { WorkerDeps } from '../src/app/feature';
 
 type Of<E extends GithubDeliveryInput['event']> = Extract<GithubDeliveryInput, { event: E }>;
@@ -41,22 +32,9 @@ async function notifyTargets(deps: Deps, events: GithubSyncEventRecord[], full: 
     if (event.targetId === null || event.status !== 'queued') continue;
     const target = await getTarget(deps.db, event.targetId);
     if (!target) continue;
-    const input: GithubTargetInput = { targetId: target.targetId, repository: target.repository, idleMs: deps.settings.sync.idleMs };
-    const signal: GithubSyncSignal = { eventId: event.id, full };
-    await deps.temporal.client.workflow.signalWithStart('githubTarget', {
-      workflowId: githubTargetWorkflowId(target.targetId),
-      taskQueue: deps.platform.taskQueue,
-      args: [input],
-      signal: GITHUB_SYNC_SIGNAL,
-      signalArgs: [signal],
-      typedSearchAttributes: [
-        { key: githubSearchAttributes.GithubTargetId, value: target.targetId },
-        { key: githubSearchAttributes.GithubRepository, value: target.repository },
-      ],
-      // A workflow started from an activity inherits no priority: the target's organization is
-      // its fairness key like every start of the front door's (ignored while the server's
-      // fairness is off). Its weight stays the default; the front door's starts carry the set one.
-      priority: { fairnessKey: fairnessKey(target.organizationId) },
+    await signalTargetWorkflow(deps.temporal.client, { taskQueue: deps.platform.taskQueue, idleMs: deps.settings.sync.idleMs }, target, {
+      eventId: event.id,
+      full,
     });
     signalled += 1;
   }

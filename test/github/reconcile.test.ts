@@ -42,8 +42,8 @@ const db = () => stack.services.database.db;
 const newRepo = () => syncedRepo(db(), fake, org.organizationId, () => stack, SECRET);
 const FILES = { '.claude-plugin/marketplace.json': '{"name":"market","plugins":[]}', 'README.md': 'not a manifest' };
 
-/** `den github reconcile` as an operator runs it, against the test stack's Temporal and task queue. */
-function reconcile(): Promise<{ code: number; summary: GithubReconcileSummary; stderr: string }> {
+/** `den …` as an operator runs it, against the test stack's Postgres, Temporal and task queue. */
+function den(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   const env = {
     DATABASE_URL: stack.config.database.url,
     DATA_DIR: stack.config.dataDir,
@@ -53,10 +53,15 @@ function reconcile(): Promise<{ code: number; summary: GithubReconcileSummary; s
     LOG_LEVEL: 'silent',
   };
   return new Promise((resolve) => {
-    execFile(process.execPath, [BIN, 'github', 'reconcile'], { env, timeout: 60_000 }, (error, stdout, stderr) =>
-      resolve({ code: error ? Number(error.code ?? 1) : 0, summary: JSON.parse(stdout || 'null') as GithubReconcileSummary, stderr }),
+    execFile(process.execPath, [BIN, ...args], { env, timeout: 60_000 }, (error, stdout, stderr) =>
+      resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr }),
     );
   });
+}
+
+async function reconcile(): Promise<{ code: number; summary: GithubReconcileSummary; stderr: string }> {
+  const run = await den('github', 'reconcile');
+  return { ...run, summary: JSON.parse(run.stdout || 'null') as GithubReconcileSummary };
 }
 
 const targetRow = (targetId: string) =>
@@ -119,6 +124,28 @@ it('a branch head moved with no delivery at all is resynced by the reconcile, on
   // In step again: nothing to resync.
   await reconcile();
   expect((await eventsOf(r)).filter((e) => e.event === 'reconcile')).toHaveLength(1);
+});
+
+it('`den github targets sync` forces a full resync through the target workflow, like the route', async () => {
+  const r = await newRepo();
+  const first = await r.push(FILES);
+  await syncedTo(r, first.sha);
+  const blobs = () => fake.calls.filter((c) => c.repository === r.fullName.toLowerCase() && c.kind === 'blob').length;
+  const before = blobs();
+  const run = await den('github', 'targets', 'sync', '--org', org.organizationId, r.targetId);
+  expect(run.stderr).toBe('');
+  const { eventId } = JSON.parse(run.stdout) as { eventId: string };
+  await waitFor(
+    async () =>
+      (await db().selectFrom('github_sync_events').select('status').where('id', '=', eventId).executeTakeFirst())?.status === 'completed',
+    20_000,
+    { what: 'the forced sync' },
+  );
+  // Full: the one manifest is fetched again although its SHA did not change.
+  expect(blobs() - before).toBe(1);
+  const stranger = await den('github', 'targets', 'sync', '--org', 'org_unknown', r.targetId);
+  expect(stranger.code).toBe(1);
+  expect(stranger.stderr).toContain('not found');
 });
 
 it('GitHub refusing the delivery log: the CLI prints the counts and the error, and exits non-zero', async () => {
