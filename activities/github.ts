@@ -1,4 +1,3 @@
-import { fairnessKey } from '../src/app/temporal/fairness';
 import { randomInt } from 'node:crypto';
 import {
   applyInstallationChange,
@@ -8,19 +7,13 @@ import {
   recordPush,
   type DeliveryEffects,
 } from '../src/github/targets';
-import { createGithubApi } from '../src/github/api';
-import {
-  GITHUB_SYNC_SIGNAL,
-  githubSearchAttributes,
-  githubTargetWorkflowId,
-  type GithubDeliveryInput,
-  type GithubSyncEventRecord,
-  type GithubSyncRequest,
-  type GithubSyncSignal,
-  type GithubTargetInput,
-} from '../src/github/contract';
+import { Context } from '@temporalio/activity';
+import { createGithubApi, type GithubApi } from '../src/github/api';
+import { reconcileDeliveries, reconcileTargets, type DeliveriesReconciled, type TargetsReconciled } from '../src/github/reconcile';
+import type { GithubDeliveryInput, GithubSyncEventRecord, GithubSyncRequest } from '../src/github/contract';
 import type { GithubSettings } from '../src/github/settings';
 import { runSyncAttempt } from '../src/github/sync';
+import { signalTargetWorkflow } from '../src/github/target-signal';
 import type { WorkerDeps } from '../src/app/feature';
 
 type Of<E extends GithubDeliveryInput['event']> = Extract<GithubDeliveryInput, { event: E }>;
@@ -39,22 +32,9 @@ async function notifyTargets(deps: Deps, events: GithubSyncEventRecord[], full: 
     if (event.targetId === null || event.status !== 'queued') continue;
     const target = await getTarget(deps.db, event.targetId);
     if (!target) continue;
-    const input: GithubTargetInput = { targetId: target.targetId, repository: target.repository, idleMs: deps.settings.sync.idleMs };
-    const signal: GithubSyncSignal = { eventId: event.id, full };
-    await deps.temporal.client.workflow.signalWithStart('githubTarget', {
-      workflowId: githubTargetWorkflowId(target.targetId),
-      taskQueue: deps.platform.taskQueue,
-      args: [input],
-      signal: GITHUB_SYNC_SIGNAL,
-      signalArgs: [signal],
-      typedSearchAttributes: [
-        { key: githubSearchAttributes.GithubTargetId, value: target.targetId },
-        { key: githubSearchAttributes.GithubRepository, value: target.repository },
-      ],
-      // A workflow started from an activity inherits no priority: the target's organization is
-      // its fairness key like every start of the front door's (ignored while the server's
-      // fairness is off). Its weight stays the default; the front door's starts carry the set one.
-      priority: { fairnessKey: fairnessKey(target.organizationId) },
+    await signalTargetWorkflow(deps.temporal.client, { taskQueue: deps.platform.taskQueue, idleMs: deps.settings.sync.idleMs }, target, {
+      eventId: event.id,
+      full,
     });
     signalled += 1;
   }
@@ -62,9 +42,50 @@ async function notifyTargets(deps: Deps, events: GithubSyncEventRecord[], full: 
 }
 
 /**
+ * The reconcile's counts in the worker's metrics, exported by the SDK runtime:
+ * den_github_reconcile_total{item} (deliveries seen, redeliveries asked, targets checked and
+ * resynced) and den_github_reconcile_errors_total{step} (GitHub's refusals).
+ */
+function countReconcile(counts: Record<string, number>, error: string | null, step: string): void {
+  const meter = Context.current().metricMeter;
+  const items = meter.createCounter('den_github_reconcile_total', 'items', 'What the GitHub reconcile looked at and asked for, by item.');
+  for (const [item, value] of Object.entries(counts)) items.add(value, { item });
+  if (error !== null) {
+    meter.createCounter('den_github_reconcile_errors_total', 'errors', 'GitHub refusals met by the reconcile, by step.').add(1, { step });
+  }
+}
+
+/** The reconcile's two halves; without App credentials there is nothing it could ask GitHub. */
+function reconcileActivities(deps: Deps, api: GithubApi | undefined) {
+  const reconcileDeps = (app: GithubApi) => ({
+    db: deps.db,
+    api: app,
+    now: Date.now,
+    resync: async (target: { targetId: string }, eventId: string) => {
+      await notifyTargets(deps, [{ id: eventId, targetId: target.targetId, status: 'queued', outcome: null, created: true }], true);
+    },
+  });
+  const notConfigured = 'GITHUB_APP_ID and a private key are not set';
+  return {
+    async githubReconcileDeliveries(): Promise<DeliveriesReconciled> {
+      if (!api) return { deliveriesSeen: 0, redeliveriesAsked: 0, error: notConfigured };
+      const result = await reconcileDeliveries(reconcileDeps(api));
+      countReconcile({ deliveries_seen: result.deliveriesSeen, redeliveries_asked: result.redeliveriesAsked }, result.error, 'deliveries');
+      return result;
+    },
+    async githubReconcileTargets(): Promise<TargetsReconciled> {
+      if (!api) return { targetsChecked: 0, targetsResynced: 0, error: notConfigured };
+      const result = await reconcileTargets(reconcileDeps(api));
+      countReconcile({ targets_checked: result.targetsChecked, targets_resynced: result.targetsResynced }, result.error, 'targets');
+      return result;
+    },
+  };
+}
+
+/**
  * The table effects of a GitHub delivery, each one idempotent transaction, so Temporal's retries
  * (Postgres down, a worker crash mid-commit) never record anything twice; the hand-off to the
- * targets' workflows; and one attempt of a target's sync.
+ * targets' workflows; one attempt of a target's sync; and the reconcile's two halves.
  */
 export function createGithubActivities(deps: Deps) {
   const api = deps.settings.app ? createGithubApi(deps.settings.app, deps.settings.apiBaseUrl) : undefined;
@@ -88,6 +109,7 @@ export function createGithubActivities(deps: Deps) {
     async githubSyncTarget(request: GithubSyncRequest) {
       return runSyncAttempt({ db: deps.db, api, sync: deps.settings.sync, now: Date.now, random }, request);
     },
+    ...reconcileActivities(deps, api),
   };
 }
 

@@ -17,6 +17,7 @@ import {
   githubSyncSignal,
   type GithubDeliveryInput,
   type GithubDeliverySummary,
+  type GithubReconcileSummary,
   type GithubSyncAttempt,
   type GithubTargetInput,
   type GithubTargetSummary,
@@ -135,4 +136,26 @@ export async function githubTarget(input: GithubTargetInput): Promise<GithubTarg
     syncs += 1;
     upsertSearchAttributes([{ key: githubSearchAttributes.GithubLastSyncStatus, value: lastStatus(last) }]);
   }
+}
+
+// ---------------------------------------------------------------------------------------
+// The reconcile, run by its Schedule and by `den github reconcile`.
+
+// GitHub's refusals are results; retries are for Postgres and crashes, few since the next run comes.
+const reconcileActivities = proxyActivities<GithubActivities>({
+  startToCloseTimeout: '5m',
+  retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '30s', maximumAttempts: 3 },
+});
+
+/** Asks GitHub again for the deliveries it failed to hand us, and resyncs targets whose branch moved unseen. */
+export async function githubReconcile(): Promise<GithubReconcileSummary> {
+  const deliveries = await reconcileActivities.githubReconcileDeliveries();
+  const targets = await reconcileActivities.githubReconcileTargets();
+  return {
+    deliveriesSeen: deliveries.deliveriesSeen,
+    redeliveriesAsked: deliveries.redeliveriesAsked,
+    targetsChecked: targets.targetsChecked,
+    targetsResynced: targets.targetsResynced,
+    errors: [deliveries.error, targets.error].filter((e): e is string => e !== null),
+  };
 }

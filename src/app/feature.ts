@@ -1,12 +1,14 @@
 /**
  * The one thing a feature hands the composition root (src/main/features.ts lists them): its
- * settings, routes, activities, workflows, search attributes, CLI commands and background sweeps.
+ * settings, routes, activities, workflows, search attributes, CLI commands, background sweeps and
+ * Temporal Schedules.
  * The API, the worker, the CLI, the dev server and the start-up checks all read these
  * descriptors, so adding a feature touches no hand-kept list outside its own files and that one
  * line in the root.
  */
 import type { Command } from 'commander';
 import type { FailureLimitSettings } from './failure-limit';
+import type { FeatureSchedule } from './temporal/schedules';
 import type { SearchAttributeKey } from './temporal/search-attributes';
 import type { Authenticator } from './http/auth';
 import type { Route } from './http/route';
@@ -83,6 +85,8 @@ export interface Feature<S = unknown> {
   authenticator?(deps: ApiDeps<S>): Authenticator;
   activities?(deps: WorkerDeps<S>): Record<string, ActivityFunction>;
   sweeps?: readonly Sweep<S>[];
+  /** Temporal Schedules the worker role creates or updates at start (none when the feature is not configured). */
+  schedules?(deps: WorkerDeps<S>): FeatureSchedule[];
   cli?(program: Command): void;
 }
 

@@ -1,5 +1,5 @@
 /**
- * GitHub's REST API as the target sync uses it. `@octokit/auth-app` signs the App JWT
+ * GitHub's REST API as the sync and the reconcile use it. `@octokit/auth-app` signs the App JWT
  * (RS256) and gets installation tokens, which it caches in memory until shortly before they
  * expire; `@octokit/request` makes the calls against GITHUB_API_BASE_URL. Tokens, the JWT and
  * the key stay inside these two libraries: a failure surfaces only as its status and message.
@@ -14,6 +14,16 @@ type Request = typeof octokitRequest;
 export interface AppCredentials {
   appId: string;
   privateKey: string;
+}
+
+/** A webhook delivery of the App, as GET /app/hook/deliveries lists it. */
+export interface HookDelivery {
+  id: number;
+  guid: string;
+  deliveredAt: string;
+  redelivery: boolean;
+  statusCode: number;
+  event: string;
 }
 
 /** Bounds the subtree walk of a truncated tree (one call per directory). */
@@ -35,11 +45,52 @@ export function asGithubFailure(error: unknown): GithubFailure {
 
 const [splitOwner, splitName] = [(r: string) => r.split('/')[0]!, (r: string) => r.split('/')[1]!];
 
+/** The App's own routes (authenticated with the App JWT): its webhook delivery log. */
+function appCalls(app: Request) {
+  return {
+    /** The App's webhook deliveries at or after `since` (ms), newest first, following the cursor. */
+    async deliveriesSince(since: number, maxPages = 50): Promise<HookDelivery[]> {
+      const found: HookDelivery[] = [];
+      let cursor: string | undefined;
+      for (let page = 0; page < maxPages; page++) {
+        const response = await app('GET /app/hook/deliveries', { per_page: 100, ...(cursor ? { cursor } : {}) });
+        const rows = response.data as {
+          id: number;
+          guid: string;
+          delivered_at: string;
+          redelivery: boolean;
+          status_code: number;
+          event: string;
+        }[];
+        for (const row of rows) {
+          if (Date.parse(row.delivered_at) < since) return found;
+          found.push({
+            id: row.id,
+            guid: row.guid,
+            deliveredAt: row.delivered_at,
+            redelivery: row.redelivery,
+            statusCode: row.status_code,
+            event: row.event,
+          });
+        }
+        cursor = /[?&]cursor=([^&>]+)[^>]*>;\s*rel="next"/.exec(String(response.headers.link ?? ''))?.[1];
+        if (!cursor || rows.length === 0) return found;
+      }
+      return found;
+    },
+    async redeliver(deliveryId: number): Promise<void> {
+      await app('POST /app/hook/deliveries/{delivery_id}/attempts', { delivery_id: deliveryId });
+    },
+  };
+}
+
 export function createGithubApi(credentials: AppCredentials, baseUrl: string) {
   const base = octokitRequest.defaults({
     baseUrl,
     headers: { 'user-agent': 'den-control-plane', 'x-github-api-version': '2022-11-28' },
   });
+  const appAuth = createAppAuth({ ...credentials, request: base });
+  const app = base.defaults({ request: { hook: appAuth.hook } });
   const installations = new Map<number, Request>();
   /** One authenticated client per installation: its token cache lives as long as the process. */
   function forInstallation(installationId: number): Request {
@@ -99,6 +150,7 @@ export function createGithubApi(credentials: AppCredentials, baseUrl: string) {
       const blob = data as { content: string; encoding: string };
       return blob.encoding === 'base64' ? Buffer.from(blob.content, 'base64').toString('utf8') : blob.content;
     },
+    ...appCalls(app),
   };
 }
 

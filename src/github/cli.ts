@@ -1,7 +1,13 @@
 import { Command, InvalidArgumentError } from 'commander';
 import { REPOSITORY_FULL_NAME, createTarget, listTargets } from './targets';
-import { deleteTarget, findTarget, listFiles, viewTarget } from './target-views';
+import { deleteTarget, findTarget, listFiles, recordResync, viewTarget } from './target-views';
+import { signalTargetWorkflow } from './target-signal';
+import { loadGithubSettings } from './settings';
+import { randomUUID } from 'node:crypto';
 import { CliError, positiveInt, print, withCliContext } from '../cli/context';
+import { loadPlatformConfig } from '../app/config';
+import { createTemporalClient } from '../app/temporal/client';
+import { githubReconcileScheduleId, type GithubReconcileSummary } from './contract';
 
 function repository(value: string): string {
   if (!REPOSITORY_FULL_NAME.test(value)) throw new InvalidArgumentError('must be owner/name');
@@ -11,6 +17,42 @@ function repository(value: string): string {
 function ref(value: string): string {
   if (value.trim() === '' || /\s/.test(value.trim())) throw new InvalidArgumentError('must be a ref such as refs/heads/main or main');
   return value;
+}
+
+/**
+ * `den github targets sync`: what POST …/targets/{targetId}/sync does, for operators with the
+ * database and Temporal. The worker's App credentials decide whether it can sync, not the CLI's.
+ */
+function registerTargetSync(targets: Command): void {
+  targets
+    .command('sync')
+    .description(
+      'Force a full resync of a target, as the sync route does. Needs Temporal (TEMPORAL_ADDRESS, else the embedded dev ' +
+        'server of a running `npm start`) and a worker on TEMPORAL_TASK_QUEUE. Prints {eventId}.',
+    )
+    .requiredOption('--org <organizationId>', 'organization id')
+    .argument('<targetId>')
+    .action((targetId: string, opts: { org: string }) =>
+      withCliContext(async ({ db, config }) => {
+        const settings = loadGithubSettings();
+        const target = await findTarget(db, opts.org, targetId);
+        if (!target) throw new CliError(`target ${targetId} not found in ${opts.org}`);
+        if (target.status !== 'active') throw new CliError(`target ${targetId} is ${target.status}`);
+        const temporal = createTemporalClient({
+          address: config.temporal.address ?? `127.0.0.1:${config.temporal.devPort}`,
+          namespace: config.temporal.namespace,
+          taskQueue: config.temporal.taskQueue,
+        });
+        try {
+          const eventId = await recordResync(db, target, 'manual');
+          const options = { taskQueue: config.temporal.taskQueue, idleMs: settings.sync.idleMs };
+          await signalTargetWorkflow(temporal.client, options, target, { eventId, full: true });
+          print({ eventId });
+        } finally {
+          await temporal.close();
+        }
+      }),
+    );
 }
 
 /** show, files and delete: what the admin routes do, for operators with the database. */
@@ -52,8 +94,42 @@ function registerTargetInspection(targets: Command): void {
     );
 }
 
+/**
+ * `den github reconcile`: one reconcile now, run by the worker like the Schedule's (the worker
+ * holds the App credentials); prints its counts and exits non-zero when GitHub refused.
+ */
+function registerReconcile(github: Command): void {
+  github
+    .command('reconcile')
+    .description(
+      'Run the reconcile now: ask GitHub again for failed deliveries, resync targets whose branch moved. Needs Temporal ' +
+        '(TEMPORAL_ADDRESS, else the embedded dev server of a running `npm start`) and a worker on TEMPORAL_TASK_QUEUE. ' +
+        'Prints {deliveriesSeen, redeliveriesAsked, targetsChecked, targetsResynced, errors}.',
+    )
+    .action(async () => {
+      const config = loadPlatformConfig();
+      const temporal = createTemporalClient({
+        address: config.temporal.address ?? `127.0.0.1:${config.temporal.devPort}`,
+        namespace: config.temporal.namespace,
+        taskQueue: config.temporal.taskQueue,
+      });
+      try {
+        const summary: GithubReconcileSummary = await temporal.client.workflow.execute('githubReconcile', {
+          workflowId: `${githubReconcileScheduleId(config.temporal.taskQueue)}/cli-${randomUUID()}`,
+          taskQueue: config.temporal.taskQueue,
+          args: [],
+        });
+        print(summary);
+        if (summary.errors.length > 0) throw new CliError(`GitHub refused: ${summary.errors.join('; ')}`);
+      } finally {
+        await temporal.close();
+      }
+    });
+}
+
 export function registerGithubCommands(program: Command): void {
   const github = program.command('github').description('GitHub App integration.');
+  registerReconcile(github);
   const targets = github.command('targets').description('Connector targets: repositories whose pushes become sync work.');
   targets
     .command('create')
@@ -82,4 +158,5 @@ export function registerGithubCommands(program: Command): void {
     .requiredOption('--org <organizationId>', 'organization id')
     .action((opts: { org: string }) => withCliContext(async ({ db }) => print({ targets: await listTargets(db, opts.org) })));
   registerTargetInspection(targets);
+  registerTargetSync(targets);
 }

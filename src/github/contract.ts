@@ -24,7 +24,7 @@ export function githubTargetWorkflowId(targetId: string): string {
   return `github-target/${targetId}`;
 }
 
-/** The signal a target's workflow receives for each sync event (a push, a rename's or an operator's resync). */
+/** The signal a target's workflow receives for each sync event (a push, a resync, a reconcile). */
 export const GITHUB_SYNC_SIGNAL = 'githubSyncRequested';
 
 export interface GithubSyncSignal {
@@ -72,6 +72,21 @@ export interface GithubTargetSummary {
   targetId: string;
   syncs: number;
   last: GithubSyncAttempt | null;
+}
+
+/** The reconcile Schedule of the workers polling `taskQueue`, and the prefix of its runs' ids. */
+export function githubReconcileScheduleId(taskQueue: string): string {
+  return `github-reconcile/${taskQueue}`;
+}
+
+/** The reconcile workflow's result: what it looked at and asked for, and GitHub's refusals. */
+export interface GithubReconcileSummary {
+  deliveriesSeen: number;
+  redeliveriesAsked: number;
+  targetsChecked: number;
+  targetsResynced: number;
+  /** The first refusal of each half (the delivery log, the branch heads); empty when GitHub answered. */
+  errors: string[];
 }
 
 /**

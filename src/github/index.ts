@@ -3,7 +3,7 @@ import path from 'node:path';
 import { defineFeature } from '../app/feature';
 import { createGithubActivities } from '../../activities/github';
 import { registerGithubCommands } from './cli';
-import { githubSearchAttributes } from './contract';
+import { githubReconcileScheduleId, githubSearchAttributes } from './contract';
 import { createFailureLimiter } from '../app/failure-limit';
 import { createGithubRoutes } from './routes';
 import { createTenantResolver } from './tenant';
@@ -21,5 +21,18 @@ export const githubFeature = defineFeature({
       tenantOf: createTenantResolver(deps.db, deps.now),
     }),
   activities: (deps) => createGithubActivities(deps),
+  // Only with App credentials: without them the reconcile could ask GitHub nothing.
+  schedules: (deps) =>
+    deps.settings.app
+      ? [
+          {
+            scheduleId: githubReconcileScheduleId(deps.platform.taskQueue),
+            workflowType: 'githubReconcile',
+            workflowId: githubReconcileScheduleId(deps.platform.taskQueue),
+            everyMs: deps.settings.reconcileIntervalMs,
+            args: [],
+          },
+        ]
+      : [],
   cli: registerGithubCommands,
 });

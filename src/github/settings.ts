@@ -1,9 +1,9 @@
 /**
  * The GitHub feature's settings: the webhook secret (and the one before a rotation), the App's
- * credentials for the sync, and what a sync picks and how hard it tries.
+ * credentials for the sync, what a sync picks and how hard it tries, and the reconcile's period.
  */
 import fs from 'node:fs';
-import { defineSettings, duration, int, optionalString } from '../app/settings';
+import { defineSettings, duration, int, optionalString, parseSettings, type Environment } from '../app/settings';
 import { z } from 'zod';
 
 /** The capability manifests a sync keeps when GITHUB_SYNC_PATHS is unset. */
@@ -45,6 +45,7 @@ export const githubSettings = defineSettings(
     GITHUB_SYNC_MAX_FILE_BYTES: int(1024 * 1024, 1, 100 * 1024 * 1024),
     GITHUB_SYNC_MAX_FILES: int(1000, 1, 100_000),
     GITHUB_TARGET_IDLE: duration('10m'),
+    GITHUB_RECONCILE_INTERVAL: duration('10m'),
   },
   (e) => {
     const privateKey = (e.GITHUB_APP_PRIVATE_KEY ?? readKeyFile(e.GITHUB_APP_PRIVATE_KEY_FILE))?.replace(/\\n/g, '\n');
@@ -62,6 +63,7 @@ export const githubSettings = defineSettings(
         maxFiles: e.GITHUB_SYNC_MAX_FILES,
         idleMs: e.GITHUB_TARGET_IDLE,
       },
+      reconcileIntervalMs: e.GITHUB_RECONCILE_INTERVAL,
     };
   },
   (e) => {
@@ -77,3 +79,8 @@ export const githubSettings = defineSettings(
 );
 
 export type GithubSettings = ReturnType<typeof githubSettings.build>;
+
+/** The slice on its own, for the CLI (process.env by default); every problem is reported at once. */
+export function loadGithubSettings(environment: Environment = process.env): GithubSettings {
+  return parseSettings(githubSettings, environment);
+}

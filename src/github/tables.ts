@@ -1,4 +1,4 @@
-/** The github feature's tables as Kysely sees them; the DDL is in src/app/store/migrations/0004_github.ts, 0007_replays.ts and 0008_github_sync.ts. */
+/** The github feature's tables as Kysely sees them; the DDL is in src/app/store/migrations/0004_github.ts, 0007_replays.ts, 0008_github_sync.ts and 0010_github_reconcile.ts. */
 import type { ColumnType } from 'kysely';
 import type { Timestamp, Int8, NullableInt8, NullableTimestamp } from '../app/store/columns';
 
@@ -81,6 +81,11 @@ export interface GithubTables {
     status: GithubFileStatus;
     error: string | null;
     updated_at: Timestamp;
+  };
+  /** When the reconcile last listed the App's webhook deliveries. */
+  github_reconcile_state: {
+    id: string;
+    last_run_at: Timestamp;
   };
   /** Repositories an installation gave the App access to (installation_repositories). */
   github_installation_repositories: {

@@ -119,8 +119,11 @@ export async function listFiles(db: Db, targetId: string, withContent: boolean):
   });
 }
 
-/** A forced full resync, recorded as a queued event of the target (its own delivery id: `manual-…`). */
-export async function recordResync(db: Db, target: GithubTarget, reason: 'manual'): Promise<string> {
+/**
+ * A forced full resync, recorded as a queued event of the target (its own delivery id:
+ * `manual-…` or `reconcile-…`), on `ref` (the target's own, else the branch the reconcile read).
+ */
+export async function recordResync(db: Db, target: GithubTarget, reason: 'manual' | 'reconcile', ref = target.ref): Promise<string> {
   const id = typeid('gse').toString();
   await db
     .insertInto('github_sync_events')
@@ -135,7 +138,7 @@ export async function recordResync(db: Db, target: GithubTarget, reason: 'manual
       installation_id: target.installationId,
       repository_id: target.repositoryId,
       repository_full_name: target.repository,
-      ref: target.ref,
+      ref,
       head_sha: null,
       status: 'queued',
       outcome: null,

@@ -2,7 +2,7 @@
  * The composition root: the one place that decides what exists. It builds the infrastructure
  * (config, logger, metrics, Postgres, the Temporal client, the ingress gateway), then reads every
  * feature's descriptor (src/main/features.ts): routes for the front door; workflows, activities,
- * task queues and sweeps for the worker; search attributes for Temporal.
+ * task queues, sweeps and schedules for the worker; search attributes for Temporal.
  *
  * `npm start` runs everything in one process (embedded Temporal and Postgres when their
  * addresses are unset); `npm run serve` and `npm run worker` are the production split and
@@ -17,7 +17,7 @@ import { createApi } from './api';
 import type { Config } from './config';
 import { SEARCH_ATTRIBUTES } from './features';
 import { createInfrastructure, ensureDependencies, type Dependencies, type Infrastructure } from './infrastructure';
-import { startFeatureWorker, startSweeps } from './worker';
+import { ensureFeatureSchedules, startFeatureWorker, startSweeps } from './worker';
 
 export interface RunningService {
   http?: HttpServer;
@@ -47,6 +47,7 @@ export async function startService(options: {
     if (roles.worker) {
       worker = await startFeatureWorker(infra, { address: dependencies.temporalAddress });
       sweep = startSweeps(infra);
+      await ensureFeatureSchedules(infra);
     }
     if (roles.api)
       http = await listen(createApi(infra), config.http.host, config.http.port, {

@@ -1,5 +1,6 @@
-/** The worker process's parts: every feature's workflows, activities, task queues and sweeps. */
+/** The worker process's parts: every feature's workflows, activities, task queues, sweeps and schedules. */
 import type { ActivityFunction, Feature, WorkerDeps } from '../app/feature';
+import { ensureSchedules } from '../app/temporal/schedules';
 import { startWorker } from '../app/temporal/worker';
 import { descriptors, WORKFLOW_MODULES, type FeatureOptions } from './features';
 import { platformSettings, settingsOf, type Infrastructure } from './infrastructure';
@@ -56,4 +57,10 @@ export function startSweeps(infra: Infrastructure): { stop(): void } {
     }),
   );
   return { stop: () => timers.forEach((timer) => clearInterval(timer)) };
+}
+
+/** Creates or updates every feature's Temporal Schedules, on this process's task queue. */
+export async function ensureFeatureSchedules(infra: Infrastructure): Promise<void> {
+  const schedules = descriptors().flatMap((feature) => feature.schedules?.(workerDeps(infra, feature)) ?? []);
+  await ensureSchedules(infra.temporal.client, infra.temporal.taskQueue, schedules);
 }

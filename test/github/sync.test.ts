@@ -65,6 +65,8 @@ const filesOf = (targetId: string) =>
   db().selectFrom('github_target_files').selectAll().where('target_id', '=', targetId).orderBy('path').execute();
 const targetRow = (targetId: string) =>
   db().selectFrom('github_connector_targets').selectAll().where('id', '=', targetId).executeTakeFirstOrThrow();
+const countTargets = async () =>
+  (await db().selectFrom('github_connector_targets').select('id').where('organization_id', '=', org.organizationId).execute()).length;
 const callsFor = (r: SyncedRepo, kind: string) => fake.calls.filter((c) => c.repository === r.fullName.toLowerCase() && c.kind === kind);
 
 it('a signed push becomes a snapshot of the manifests at the branch head, and a second push fetches only the changed blob', async () => {
@@ -242,7 +244,7 @@ describe('target routes', () => {
     expect((await stack.request('DELETE', `/v1/connectors/github/targets/${fresh.json.targetId}`, { headers })).status).toBe(404);
   });
 
-  it('answers 403 to members, 404 to other organizations, 400 to a malformed id, 401 without a key', async () => {
+  it('answers 404 to members and to other organizations on every target route, 400 to a malformed id, 401 without a key', async () => {
     const r = await newRepo();
     const member = await org.addMember('member');
     const stranger = await createTestOrg(db());
@@ -252,7 +254,26 @@ describe('target routes', () => {
     }
     expect((await stack.request('POST', `${path}/sync`, { headers: stranger.owner.headers })).status).toBe(404);
     expect((await stack.request('DELETE', path, { headers: stranger.owner.headers })).status).toBe(404);
-    expect((await stack.request('GET', path, { headers: member.headers })).status).toBe(403);
+    const asMember: [string, string, unknown?][] = [
+      ['GET', '/v1/connectors/github/targets'],
+      ['POST', '/v1/connectors/github/targets', { installationId: r.installationId, repository: r.fullName }],
+      ['GET', path],
+      ['GET', `${path}/files`],
+      ['POST', `${path}/sync`],
+      ['DELETE', path],
+    ];
+    const before = await countTargets();
+    for (const [method, url, body] of asMember) {
+      const res = await stack.request(method, url, { headers: member.headers, ...(body === undefined ? {} : { body }) });
+      expect([method, url, res.status, res.json]).toEqual([
+        method,
+        url,
+        404,
+        { error: 'not_found', message: 'No such target in this organization.' },
+      ]);
+    }
+    // The member's create and delete changed nothing.
+    expect(await countTargets()).toBe(before);
     expect((await stack.request('GET', '/v1/connectors/github/targets/not-an-id', { headers: org.owner.headers })).status).toBe(400);
     expect((await stack.request('GET', path)).status).toBe(401);
     expect(await targetRow(r.targetId)).toBeDefined();

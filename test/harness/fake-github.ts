@@ -1,6 +1,6 @@
 /**
- * A fake GitHub REST API on 127.0.0.1 for the target sync (and the App delivery log a reconcile
- * reads). It speaks the real wire format and checks credentials the way GitHub does: the App JWT (RS256) is verified with
+ * A fake GitHub REST API on 127.0.0.1 for the target sync and the reconcile (the App's delivery
+ * log, and redeliveries that really send the logged delivery again). It speaks the real wire format and checks credentials the way GitHub does: the App JWT (RS256) is verified with
  * the App's public key on the App routes, and the installation token on every repository call.
  * It records every call, can answer scripted failures, and counts overlapping requests for one
  * repository (two syncs of one target at once would overlap, since every answer is delayed).
@@ -50,6 +50,14 @@ export interface FakeDelivery {
   action: string | null;
 }
 
+/** A webhook request as it was sent, kept so a redelivery sends the same GUID, body and signature. */
+export interface LoggedRequest {
+  event: string;
+  guid: string;
+  raw: string;
+  signature: string;
+}
+
 export interface FakeGithub {
   url: string;
   appId: string;
@@ -70,6 +78,10 @@ export interface FakeGithub {
   deliveries: FakeDelivery[];
   /** Ids passed to POST /app/hook/deliveries/{id}/attempts, in order. */
   redeliveryRequests: number[];
+  /** Logs a delivery the test sent, with the status the service answered; returns its delivery id. */
+  logDelivery(request: LoggedRequest, statusCode: number): number;
+  /** Where redeliveries go: sends the logged request again and resolves to the service's status. */
+  redeliverTo?: (request: LoggedRequest) => Promise<number>;
   close(): Promise<void>;
 }
 
@@ -101,6 +113,8 @@ interface State {
   failures: ScriptedFailure[];
   inFlight: Map<string, number>;
   maxInFlight: number;
+  /** The request behind each logged delivery id. */
+  logged: Map<number, LoggedRequest>;
   fake: FakeGithub;
 }
 
@@ -215,7 +229,12 @@ function answerApp(state: State, route: ReturnType<typeof classify>, path: strin
     return { status: 201, body: { token, expires_at: new Date(Date.now() + 3600_000).toISOString(), permissions: { contents: 'read' } } };
   }
   if (route.kind === 'redeliver') {
-    state.fake.redeliveryRequests.push(Number(path.split('/')[4]));
+    const id = Number(path.split('/')[4]);
+    const request = state.logged.get(id);
+    if (!request) return notFound;
+    state.fake.redeliveryRequests.push(id);
+    // GitHub accepts at once and sends the delivery again afterwards, as a new attempt in its log.
+    void state.fake.redeliverTo?.(request).then((status) => logAttempt(state, request, status, true));
     return { status: 202, body: {} };
   }
   const perPage = Number(url.searchParams.get('per_page') ?? 30);
@@ -227,6 +246,22 @@ function answerApp(state: State, route: ReturnType<typeof classify>, path: strin
       ? `<${url.origin}/app/hook/deliveries?per_page=${perPage}&cursor=${start + perPage}>; rel="next"`
       : undefined;
   return { status: 200, body: page, headers: next ? { link: next } : {} };
+}
+
+function logAttempt(state: State, request: LoggedRequest, statusCode: number, redelivery: boolean): number {
+  const id = Math.max(0, ...state.fake.deliveries.map((d) => d.id)) + 1;
+  state.logged.set(id, request);
+  state.fake.deliveries.push({
+    id,
+    guid: request.guid,
+    delivered_at: new Date().toISOString(),
+    redelivery,
+    status: statusCode >= 200 && statusCode < 300 ? 'OK' : 'failed',
+    status_code: statusCode,
+    event: request.event,
+    action: null,
+  });
+  return id;
 }
 
 async function handle(state: State, req: http.IncomingMessage, res: http.ServerResponse, latencyMs: number): Promise<void> {
@@ -275,6 +310,7 @@ export async function startFakeGithub(options: { latencyMs?: number } = {}): Pro
     failures: [],
     inFlight: new Map(),
     maxInFlight: 0,
+    logged: new Map(),
   } as unknown as State;
   const server = http.createServer((req, res) => {
     req.resume();
@@ -289,6 +325,7 @@ export async function startFakeGithub(options: { latencyMs?: number } = {}): Pro
     issuedTokens: [],
     deliveries: [],
     redeliveryRequests: [],
+    logDelivery: (request, statusCode) => logAttempt(state, request, statusCode, false),
     maxConcurrentPerRepository: () => state.maxInFlight,
     commit(repository, installationId, branch, files) {
       const key = repository.toLowerCase();

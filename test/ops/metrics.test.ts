@@ -1,10 +1,13 @@
 /**
  * /metrics carries what operators need, driven by real requests: the request histogram, ingress
  * outcomes, signature failures, heartbeats forwarded vs coalesced, Temporal client errors; and
- * the worker's SDK endpoint carries run status transitions, including automatic lease loss.
+ * the worker's SDK endpoint carries run status transitions, including automatic lease loss, and
+ * the GitHub reconcile's counts (its Schedule registered by the worker process at start).
  */
 import { randomUUID } from 'node:crypto';
+import { githubReconcileScheduleId, type GithubReconcileSummary } from '../../src/github/contract';
 import { loadConfig } from '../../src/main/config';
+import { startFakeGithub, type FakeGithub } from '../harness/fake-github';
 import { createTestOrg } from '../harness/identity';
 import { closedPort, freePort } from '../harness/ports';
 import { spawnEntry, type Spawned } from '../harness/process';
@@ -85,6 +88,7 @@ describe('worker metrics (SDK Prometheus endpoint)', () => {
   let worker: Spawned;
   let stack: TestStack;
   let metricsUrl: string;
+  let github: FakeGithub;
   const taskQueue = `metrics-${randomUUID()}`;
   const runEnv = { RUN_LEASE_TIMEOUT: '1s', RUN_MAX_ATTEMPTS: '1', TEMPORAL_TASK_QUEUE: taskQueue };
 
@@ -92,6 +96,7 @@ describe('worker metrics (SDK Prometheus endpoint)', () => {
     const base = loadConfig();
     const port = await freePort();
     metricsUrl = `http://127.0.0.1:${port}/metrics`;
+    github = await startFakeGithub();
     worker = spawnEntry('src/bin/worker.ts', {
       DATABASE_URL: base.database.url,
       TEMPORAL_ADDRESS: base.temporal.address,
@@ -100,6 +105,9 @@ describe('worker metrics (SDK Prometheus endpoint)', () => {
       DATA_DIR: base.dataDir,
       WORKER_METRICS_PORT: String(port),
       LOG_LEVEL: 'warn',
+      GITHUB_APP_ID: github.appId,
+      GITHUB_APP_PRIVATE_KEY: github.privateKey,
+      GITHUB_API_BASE_URL: github.url,
       ...runEnv,
     });
     stack = await startTestStack({ env: runEnv });
@@ -109,6 +117,7 @@ describe('worker metrics (SDK Prometheus endpoint)', () => {
     await stack.stop();
     worker.child.kill('SIGTERM');
     await worker.exited;
+    await github.close();
   });
 
   it('exports run status transitions, including automatic lease loss', async () => {
@@ -130,5 +139,35 @@ describe('worker metrics (SDK Prometheus endpoint)', () => {
     expect(line).toContain('from="running"');
     // The SDK's own worker metrics are on the same endpoint.
     expect(text).toMatch(/temporal_\w+/);
+  }, 60_000);
+
+  it('registers the GitHub reconcile Schedule at start and exports its counts', async () => {
+    // A delivery GitHub failed to hand over: the reconcile sees it and asks for it again.
+    github.logDelivery({ event: 'push', guid: randomUUID(), raw: '{}', signature: 'sha256=00' }, 503);
+    const schedule = stack.services.temporal.client.schedule.getHandle(githubReconcileScheduleId(taskQueue));
+    try {
+      // The worker creates it right after its pollers start, which may be just after its metrics endpoint.
+      const described = await waitFor(() => schedule.describe(), 15_000, { what: 'the reconcile Schedule', intervalMs: 200 });
+      expect(described.action).toMatchObject({ type: 'startWorkflow', workflowType: 'githubReconcile' });
+      await schedule.trigger();
+      const started = await waitFor(async () => (await schedule.describe()).info.recentActions[0]?.action.workflow, 10_000, {
+        what: 'the schedule’s first action',
+      });
+      const summary = (await stack.services.temporal.client.workflow.getHandle(started.workflowId).result()) as GithubReconcileSummary;
+      expect(summary.redeliveriesAsked).toBeGreaterThanOrEqual(1);
+      const text = await waitFor(
+        async () => {
+          const body = await (await fetch(metricsUrl)).text();
+          return /^den_github_reconcile_total\{[^}]*item="redeliveries_asked"/m.test(body) ? body : undefined;
+        },
+        30_000,
+        { what: 'the reconcile counts in the worker metrics', intervalMs: 250 },
+      );
+      const line = text.split('\n').find((l) => l.startsWith('den_github_reconcile_total{') && l.includes('item="redeliveries_asked"'))!;
+      expect(Number(line.split(' ').pop())).toBeGreaterThanOrEqual(1);
+      expect(github.redeliveryRequests.length).toBeGreaterThanOrEqual(1);
+    } finally {
+      await schedule.delete();
+    }
   }, 60_000);
 });

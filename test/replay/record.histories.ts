@@ -12,14 +12,15 @@ import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { temporal } from '@temporalio/proto';
 import type { WorkflowHandle } from '@temporalio/client';
-import { githubDeliveryWorkflowId, githubTargetWorkflowId } from '../../src/github/contract';
+import { githubDeliveryWorkflowId, githubReconcileScheduleId, githubTargetWorkflowId } from '../../src/github/contract';
 import { createTarget } from '../../src/github/targets';
 import { runHeartbeatSignal, runWorkflowId } from '../../src/runs/contract';
 import { slackEventStateQuery, slackEventWorkflowId } from '../../src/slack/contract';
 import { deliver, freshId, githubExample } from '../harness/github';
 import { startFakeGithub } from '../harness/fake-github';
-import { fakeGithubEnv, syncedRepo } from '../harness/github-sync';
+import { fakeGithubEnv, redeliverInto, syncedRepo } from '../harness/github-sync';
 import { createTestOrg } from '../harness/identity';
+import { closedPort } from '../harness/ports';
 import { event, newRunId, runResult, runsClient, startQueuedRun } from '../harness/runs';
 import {
   appMention,
@@ -310,6 +311,27 @@ it('records a GitHub target syncing two pushes, one retried after a 500, then cl
   expect(await handle.result()).toMatchObject({ targetId: repo.targetId, syncs: 2 });
   expect(first.response.status).toBe(202);
   await save('github-target-sync', handle);
+});
+
+it('records a reconcile asking for a failed delivery again and resyncing a target whose head moved', async () => {
+  const org = await createTestOrg(stack.services.database.db);
+  const repo = await syncedRepo(stack.services.database.db, github, org.organizationId, () => stack, SECRET);
+  redeliverInto(github, () => stack);
+  // Refused by the service while its Temporal is stopped: a 503 in GitHub's delivery log.
+  const down = await startTestStack({
+    env: { ...fakeGithubEnv(github, SECRET), TEMPORAL_ADDRESS: `127.0.0.1:${await closedPort()}`, TEMPORAL_START_TIMEOUT: '1s' },
+  });
+  const refused = await repo.pushLogged({ '.mcp.json': '{"mcpServers":{}}' }, down).finally(() => down.stop());
+  expect(refused.response.status).toBe(503);
+  const handle = await stack.services.temporal.client.workflow.start('githubReconcile', {
+    workflowId: `${githubReconcileScheduleId(stack.config.temporal.taskQueue)}/record-${randomUUID()}`,
+    taskQueue: stack.config.temporal.taskQueue,
+    args: [],
+  });
+  const summary = (await handle.result()) as { redeliveriesAsked: number; targetsResynced: number };
+  expect(summary.redeliveriesAsked).toBe(1);
+  expect(summary.targetsResynced).toBeGreaterThanOrEqual(1);
+  await save('github-reconcile', handle);
 });
 
 it('records an MCP resolve', async () => {

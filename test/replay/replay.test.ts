@@ -28,7 +28,7 @@ it('has a recorded history of every workflow type', () => {
       return history.events[0]?.workflowExecutionStartedEventAttributes?.workflowType?.name;
     }),
   );
-  expect([...types].sort()).toEqual(['automationRun', 'githubDelivery', 'githubTarget', 'mcpResolve', 'slackEvent']);
+  expect([...types].sort()).toEqual(['automationRun', 'githubDelivery', 'githubReconcile', 'githubTarget', 'mcpResolve', 'slackEvent']);
 });
 
 it.each(files)('%s replays against the current workflow code', async (file) => {

@@ -1,12 +1,12 @@
 /** POST /v1/connectors/github/targets: connect a repository of an App installation (admins only; idempotent). */
 import type { Principal } from '../../app/http/auth';
 import { defineRoute, type Reply, type Route } from '../../app/http/route';
-import { InvalidRequestError, authResponses } from '../../app/http/schemas';
+import { InvalidRequestError } from '../../app/http/schemas';
 import { z } from '../../app/http/zod';
 import { viewTarget } from '../target-views';
 import { REPOSITORY_FULL_NAME, createTarget } from '../targets';
 import type { GithubRouteDeps } from './shared';
-import { TAGS, TargetBody } from './target-shared';
+import { adminOrNotFound, TAGS, TargetBody, targetAuthResponses } from './target-shared';
 
 const CreateTargetBody = z.object({
   installationId: z.number().int().positive().max(Number.MAX_SAFE_INTEGER),
@@ -42,14 +42,14 @@ export function createCreateTargetRoute(deps: Pick<GithubRouteDeps, 'db' | 'sett
     summary: 'Connect a repository of a GitHub App installation (admins only; idempotent)',
     description: 'The same organization, installation, repository and ref give the same target (200); a new one is 201.',
     tags: TAGS,
-    auth: 'admin',
+    auth: 'authenticated',
     body: { kind: 'json', schema: CreateTargetBody, limitBytes: 16 * 1024 },
     responses: {
       200: { description: 'The identical target that already existed.', schema: TargetBody },
       201: { description: 'The target, created.', schema: TargetBody },
       400: { description: 'Invalid body.', schema: InvalidRequestError },
-      ...authResponses,
+      ...targetAuthResponses,
     },
-    handler: ({ principal, body }) => postTarget(deps, principal, body),
+    handler: ({ principal, body }) => postTarget(deps, adminOrNotFound(principal), body),
   });
 }

@@ -1,13 +1,12 @@
 /** GET /v1/connectors/github/targets/{targetId}: a target and where its sync stands (admins only; another organization's is a 404). */
 import type { Principal } from '../../app/http/auth';
 import { defineRoute, type Reply, type Route } from '../../app/http/route';
-import { InvalidRequestError, authResponses } from '../../app/http/schemas';
+import { InvalidRequestError } from '../../app/http/schemas';
 import type { GithubRouteDeps } from './shared';
-import { NotFoundError, TAGS, TargetBody, TargetIdParams, targetNotFound } from './target-shared';
+import { adminOrNotFound, TAGS, TargetBody, TargetIdParams, targetNotFound, targetAuthResponses } from './target-shared';
 import { viewTarget } from '../target-views';
 
 type Deps = Pick<GithubRouteDeps, 'db' | 'settings' | 'ingress'>;
-const notFound = { 404: { description: 'No such target in this organization.', schema: NotFoundError } };
 const badId = { 400: { description: 'Invalid target id.', schema: InvalidRequestError } };
 
 async function getOne(deps: Deps, principal: Principal, targetId: string): Promise<Reply> {
@@ -19,12 +18,12 @@ async function getOne(deps: Deps, principal: Principal, targetId: string): Promi
 export function createGetTargetRoute(deps: Deps): Route {
   return defineRoute({
     tags: TAGS,
-    auth: 'admin',
+    auth: 'authenticated',
     params: TargetIdParams,
     method: 'get',
     path: '/v1/connectors/github/targets/{targetId}',
     summary: 'A GitHub target and where its sync stands (admins only)',
-    responses: { 200: { description: 'The target.', schema: TargetBody }, ...badId, ...notFound, ...authResponses },
-    handler: ({ principal, params }) => getOne(deps, principal, params.targetId),
+    responses: { 200: { description: 'The target.', schema: TargetBody }, ...badId, ...targetAuthResponses },
+    handler: ({ principal, params }) => getOne(deps, adminOrNotFound(principal), params.targetId),
   });
 }

@@ -1,15 +1,14 @@
 /** POST /v1/connectors/github/targets/{targetId}/sync: force a full resync (admins only). */
 import type { Principal } from '../../app/http/auth';
 import { defineRoute, type Reply, type Route } from '../../app/http/route';
-import { InvalidRequestError, authResponses } from '../../app/http/schemas';
+import { InvalidRequestError } from '../../app/http/schemas';
 import type { GithubRouteDeps } from './shared';
-import { NotFoundError, TAGS, TargetIdParams, signalTarget, targetNotFound } from './target-shared';
+import { adminOrNotFound, TAGS, TargetIdParams, signalTarget, targetNotFound, targetAuthResponses } from './target-shared';
 import { errors } from '../../app/errors';
 import { z } from '../../app/http/zod';
 import { findTarget, recordResync } from '../target-views';
 
 type Deps = Pick<GithubRouteDeps, 'db' | 'settings' | 'ingress'>;
-const notFound = { 404: { description: 'No such target in this organization.', schema: NotFoundError } };
 const badId = { 400: { description: 'Invalid target id.', schema: InvalidRequestError } };
 
 /** Records a full resync and hands it to the target's workflow: 202 once Temporal holds it. */
@@ -26,7 +25,7 @@ async function postSync(deps: Deps, principal: Principal, targetId: string): Pro
 export function createSyncTargetRoute(deps: Deps): Route {
   return defineRoute({
     tags: TAGS,
-    auth: 'admin',
+    auth: 'authenticated',
     params: TargetIdParams,
     method: 'post',
     path: '/v1/connectors/github/targets/{targetId}/sync',
@@ -38,9 +37,9 @@ export function createSyncTargetRoute(deps: Deps): Route {
         schema: z.object({ error: z.string(), message: z.string() }),
       },
       ...badId,
-      ...notFound,
-      ...authResponses,
+
+      ...targetAuthResponses,
     },
-    handler: ({ principal, params }) => postSync(deps, principal, params.targetId),
+    handler: ({ principal, params }) => postSync(deps, adminOrNotFound(principal), params.targetId),
   });
 }

@@ -1,14 +1,13 @@
 /** GET /v1/connectors/github/targets/{targetId}/files: the target's snapshot, with content on request, bounded (admins only). */
 import type { Principal } from '../../app/http/auth';
 import { defineRoute, type Reply, type Route } from '../../app/http/route';
-import { InvalidRequestError, authResponses } from '../../app/http/schemas';
+import { InvalidRequestError } from '../../app/http/schemas';
 import type { GithubRouteDeps } from './shared';
-import { NotFoundError, TAGS, TargetIdParams, targetNotFound } from './target-shared';
+import { adminOrNotFound, TAGS, TargetIdParams, targetNotFound, targetAuthResponses } from './target-shared';
 import { z } from '../../app/http/zod';
 import { FILE_CONTENT_LIMITS, findTarget, listFiles } from '../target-views';
 
 type Deps = Pick<GithubRouteDeps, 'db' | 'settings' | 'ingress'>;
-const notFound = { 404: { description: 'No such target in this organization.', schema: NotFoundError } };
 const badId = { 400: { description: 'Invalid target id.', schema: InvalidRequestError } };
 
 const FileBody = z
@@ -32,7 +31,7 @@ async function getFiles(deps: Deps, principal: Principal, targetId: string, cont
 export function createTargetFilesRoute(deps: Deps): Route {
   return defineRoute({
     tags: TAGS,
-    auth: 'admin',
+    auth: 'authenticated',
     params: TargetIdParams,
     method: 'get',
     path: '/v1/connectors/github/targets/{targetId}/files',
@@ -42,9 +41,9 @@ export function createTargetFilesRoute(deps: Deps): Route {
     responses: {
       200: { description: 'The snapshot, by path.', schema: z.object({ files: z.array(FileBody) }) },
       ...badId,
-      ...notFound,
-      ...authResponses,
+
+      ...targetAuthResponses,
     },
-    handler: ({ principal, params, query }) => getFiles(deps, principal, params.targetId, query.content === 'true'),
+    handler: ({ principal, params, query }) => getFiles(deps, adminOrNotFound(principal), params.targetId, query.content === 'true'),
   });
 }

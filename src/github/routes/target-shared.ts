@@ -1,4 +1,6 @@
 /** What the target routes share: their schemas, the 404, and the hand-off of a sync request to the target's workflow. */
+import { isAdmin, type Principal } from '../../app/http/auth';
+import { authResponses } from '../../app/http/schemas';
 import { errors } from '../../app/errors';
 import { z } from '../../app/http/zod';
 import { githubTarget } from '../../../workflows/github';
@@ -43,9 +45,26 @@ export const TargetBody = z
   })
   .openapi('GithubTarget');
 
-export const NotFoundError = z.object({ error: z.literal('not_found'), message: z.string() }).openapi('NotFoundError');
+const NotFoundError = z.object({ error: z.literal('not_found'), message: z.string() }).openapi('NotFoundError');
 
 export const targetNotFound = () => errors.notFound('No such target in this organization.');
+
+/**
+ * The target routes take any member's credentials and answer a non-admin 404, as for another
+ * organization's target: a member learns nothing of the organization's targets, not even that
+ * the route exists for admins.
+ */
+export function adminOrNotFound(principal: Principal): Principal {
+  if (!isAdmin(principal.role)) throw targetNotFound();
+  return principal;
+}
+
+/** 401 and 429 as on every authenticated route; no 403, since a member gets the 404. */
+const { 403: _forbidden, ...withoutForbidden } = authResponses;
+export const targetAuthResponses = {
+  ...withoutForbidden,
+  404: { description: 'No such target in this organization, or the caller is not an admin.', schema: NotFoundError },
+};
 
 /** Hands a recorded sync event to the target's workflow, starting it again if it had closed. */
 export async function signalTarget(

@@ -8,6 +8,7 @@ import * as slackQuotas from './0006_slack_quotas';
 import * as replays from './0007_replays';
 import * as githubSync from './0008_github_sync';
 import * as fairnessAdmission from './0009_fairness_admission';
+import * as githubReconcile from './0010_github_reconcile';
 
 /** Ordered by name. Never edit a migration that has shipped: add a new one. */
 export const migrations: Record<string, Migration> = {
@@ -20,4 +21,5 @@ export const migrations: Record<string, Migration> = {
   '0007_replays': replays,
   '0008_github_sync': githubSync,
   '0009_fairness_admission': fairnessAdmission,
+  '0010_github_reconcile': githubReconcile,
 };
