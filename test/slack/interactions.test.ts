@@ -76,7 +76,9 @@ describe.each(['slack', 'chatplatform'] as const)('POST /v1/integrations/%s/{con
   });
 
   it('400 for a signed form without a JSON payload', async () => {
-    for (const raw of ['token=x', 'payload=not-json', `payload=${encodeURIComponent('{"type":"block_actions"}')}`]) {
+    // Each body is this provider's own: the same bytes signed in the same second would be a replay (401).
+    for (const form of ['token=x', 'payload=not-json', `payload=${encodeURIComponent('{"type":"block_actions"}')}`]) {
+      const raw = `${form}&nonce=${provider}`;
       const res = await postInteraction(stack, connection, null, { provider, raw });
       expect(res.status).toBe(400);
       expect(res.json.error).toBe('invalid_request');
