@@ -68,7 +68,7 @@ export const platformSettings = defineSettings(
     // How long an unknown credential or connection id is refused without a lookup (0s: never).
     AUTH_UNKNOWN_CACHE_TTL: duration('10s'),
     // Bytes of signed-webhook bodies the process holds before their signature is checked; past
-    // it they are answered 503 with Retry-After, unread. Bodies over 1 MiB share 3/4 of it.
+    // it they are answered 503 with Retry-After, never held. Bodies over 1 MiB share 3/4 of it.
     UNAUTHENTICATED_BODY_BUDGET: int(128 * 1024 * 1024, 1024 * 1024, 64 * 1024 * 1024 * 1024),
 
     // Admission per organization at the front door: in-flight engine calls per API process,

@@ -142,7 +142,7 @@ export function defineRoute<P extends ZodType, Q extends ZodType, B extends ZodT
  * Before an unauthenticated body is read: a declared size over the limit is a 413, then the
  * route's own checks run, then the body's bytes are held in the budget: its declared length, or
  * for a body sent without one (chunked), SMALL_BODY_BYTES at most, which then is its limit too.
- * A full budget is a 503 with `Retry-After`. Every refusal leaves the body unread.
+ * A full budget is a 503 with `Retry-After`. Every refusal drains the body without holding it.
  */
 async function admitUnauthenticated(
   ctx: AppContext,

@@ -6,7 +6,7 @@
  * A body is admitted only if its declared size fits. Bodies over SMALL_BODY_BYTES share at most
  * LARGE_SHARE of the budget between them, so a flood of large unsigned uploads leaves room for
  * the small signed deliveries that make up almost all real traffic. A refused body is answered
- * 503 with `Retry-After` without being read (the route pipeline, src/app/http/route.ts).
+ * 503 with `Retry-After` without being held (the route pipeline, src/app/http/route.ts).
  */
 
 /** Bodies up to this size may use the whole budget; larger ones only its large share. */
