@@ -35,12 +35,17 @@ describe('automation run continue-as-new', () => {
     const firstRunId = (await handle.describe()).runId;
 
     // Like a runtime: a 503 means "not recorded, retry" (a busy 2-core machine can push a
-    // report past TEMPORAL_UPDATE_TIMEOUT while the run continues as new). A retry of a report
-    // that did land after all is a duplicate, answered 200.
+    // report past TEMPORAL_UPDATE_TIMEOUT while the run continues as new), and a 429 is the
+    // organization's admission shedding this burst: retry after its Retry-After. A retry of a
+    // report that did land after all is a duplicate, answered 200.
     const send = async (body: ReturnType<typeof event>) => {
       for (let attempt = 1; ; attempt++) {
         const res = await runs.postEvent(id, body);
         if (res.status === 503 && attempt < 5) continue;
+        if (res.status === 429 && attempt < 50) {
+          await new Promise((resolve) => setTimeout(resolve, Number(res.headers.get('retry-after') ?? '1') * 1000));
+          continue;
+        }
         expect(res.status).toBe(200);
         return;
       }
