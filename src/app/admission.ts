@@ -14,7 +14,7 @@
  * up to ADMISSION_QUEUE_WAIT for an in-flight slot, and otherwise (or when the rate is spent)
  * answers with a coded error carrying Retry-After (the routes give Slack 503, runtimes 429);
  * `wait` waits for a slot and for the next window up to ADMISSION_WAIT_MAX, then goes through
- * anyway (GitHub does not redeliver by itself, so its deliveries are never shed); `bypass` is
+ * anyway (an operator's forced GitHub sync, which nobody would retry); `bypass` is
  * never limited nor counted against the bound (heartbeats of a run that holds a lease: dropping
  * one could cost the run its lease).
  *
@@ -82,6 +82,10 @@ interface Line {
 interface Budget {
   window: number;
   remaining: number;
+  /** Postgres refused this window's next unit: every replica has spent it, so asking again would only cost a write. */
+  spent?: boolean;
+  /** The tenant's class when the budget was taken, for the metrics of an early shed. */
+  tenantClass: TenantClass;
   /** One Postgres take at a time per organization and process; others wait for its result. */
   taking?: Promise<void>;
 }
@@ -115,7 +119,7 @@ export class Admission {
       return NOOP;
     }
     const deadline = this.now() + this.deps.settings.waitMaxMs;
-    const rate = await this.takeRate(tenant, mode, deadline);
+    const rate = await this.takeRate(tenant, tenantClass, mode, deadline);
     if (rate === 'shed') {
       count('shed_rate');
       throw errors.shed(retryAfterSeconds(this.now(), this.deps.settings.windowMs));
@@ -146,6 +150,20 @@ export class Admission {
         this.releaseSlot(tenant);
       },
     };
+  }
+
+  /**
+   * Throws the shed error, without any I/O, when this process already knows that `tenant`'s share
+   * of the current window is spent. A route calls it before its own Postgres work, so a flood
+   * that would be shed costs a lookup in memory, not a write per request.
+   */
+  shedIfSpent(tenant: string): void {
+    if (!this.deps.settings.enabled) return;
+    const now = this.now();
+    const budget = this.budgets.get(tenant);
+    if (budget?.window !== admissionWindow(now, this.deps.settings.windowMs) || !budget.spent) return;
+    this.deps.metrics.admission.inc({ class: budget.tenantClass, mode: 'shed', result: 'shed_rate' });
+    throw errors.shed(retryAfterSeconds(now, this.deps.settings.windowMs));
   }
 
   private async takeSlot(tenant: string, mode: AdmissionMode, deadline: number): Promise<'ok' | 'waited' | 'overdue' | 'shed'> {
@@ -188,6 +206,7 @@ export class Admission {
   /** One unit of the tenant's rate: spent from this process's batch, or a new batch from Postgres. */
   private async takeRate(
     tenant: string,
+    tenantClass: TenantClass,
     mode: AdmissionMode,
     deadline: number,
   ): Promise<'ok' | 'waited' | 'overdue' | 'shed' | 'unmetered'> {
@@ -204,7 +223,8 @@ export class Admission {
         await budget.taking;
         continue;
       }
-      const taken = await this.refill(tenant, window);
+      const spent = budget?.window === window && budget.spent;
+      const taken = spent ? false : await this.refill(tenant, tenantClass, window);
       if (taken === 'unmetered') return 'unmetered';
       if (taken) continue;
       if (mode === 'shed') return 'shed';
@@ -216,8 +236,8 @@ export class Admission {
   }
 
   /** Takes a batch (or, near the limit, one unit) of this window from Postgres into the local budget. */
-  private async refill(tenant: string, window: number): Promise<boolean | 'unmetered'> {
-    const budget: Budget = { window, remaining: 0 };
+  private async refill(tenant: string, tenantClass: TenantClass, window: number): Promise<boolean | 'unmetered'> {
+    const budget: Budget = { window, remaining: 0, tenantClass };
     this.budgets.set(tenant, budget);
     let result: boolean | 'unmetered' = false;
     budget.taking = (async () => {
@@ -225,6 +245,7 @@ export class Admission {
         const batch = Math.min(this.deps.settings.batch, unitsPerWindow(this.deps.settings));
         const granted = (await this.take(tenant, window, batch)) ? batch : batch > 1 && (await this.take(tenant, window, 1)) ? 1 : 0;
         budget.remaining = granted;
+        budget.spent = granted === 0;
         result = granted > 0;
       } catch (error) {
         this.deps.log.warn({ err: error }, 'admission count not taken (postgres); admitting unmetered');

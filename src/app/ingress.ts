@@ -91,6 +91,11 @@ export interface IngressGateway {
   ): Promise<UpdateOutcome<R>>;
   /** The priority a start for `tenant` carries, for a start that does not go through this gateway (MCP resolve). */
   priority(tenant: string): Promise<Priority | undefined>;
+  /**
+   * Throws admission's shed error when this process knows `tenant`'s share of the moment is
+   * spent (no I/O): a route calls it before its own Postgres work for a request in `shed` mode.
+   */
+  shedIfSpent(tenant: string): void;
 }
 
 interface GatewayDeps {
@@ -248,6 +253,7 @@ export function createIngressGateway(deps: GatewayDeps): IngressGateway {
     updateWithStart: (workflow, workflowId, args, update, updateArgs, tenancy) =>
       updateWithStart(deps, workflow, workflowId, args, update, updateArgs, tenancy),
     priority: (tenant) => deps.fairness.priority(tenant),
+    shedIfSpent: (tenant) => deps.admission.shedIfSpent(tenant),
   };
 }
 
@@ -261,5 +267,6 @@ export function createNoEnqueueGateway(): IngressGateway {
     signalWithStart: async () => 'not_enqueued',
     updateWithStart: async () => ({ outcome: 'not_enqueued' }),
     priority: async () => undefined,
+    shedIfSpent: () => undefined,
   };
 }

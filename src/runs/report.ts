@@ -54,6 +54,8 @@ export async function deliverReport(
   backlog: BacklogGate,
 ): Promise<ReportOutcome> {
   const { settings, ingress } = deps;
+  // An event of an organization whose share is known spent is refused before any Postgres read.
+  if (report.kind === 'event') ingress.shedIfSpent(principal.organizationId);
   const row = await readRow(deps, principal.organizationId, runId, report);
   // Another member's run does not exist for this caller (never 403: that would say it does).
   if (row && !canSee(principal, row.memberId)) throw errors.notFound('No such automation run.');

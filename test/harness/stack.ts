@@ -78,7 +78,16 @@ export async function startTestStack(
   } = {},
 ): Promise<TestStack> {
   const taskQueue = `test-${randomUUID()}`;
-  const config = loadConfigWith({ TEMPORAL_TASK_QUEUE: taskQueue, PORT: '0', HOST: '127.0.0.1', ...options.env });
+  // Tests burst one organization on purpose (orderings, continue-as-new); an organization's
+  // share is a production limit, so only the tests of admission itself set one that binds.
+  const config = loadConfigWith({
+    TEMPORAL_TASK_QUEUE: taskQueue,
+    PORT: '0',
+    HOST: '127.0.0.1',
+    ADMISSION_ORG_RATE: '100000',
+    ADMISSION_ORG_IN_FLIGHT: '1000',
+    ...options.env,
+  });
   const logs: Record<string, unknown>[] = [];
   const sink = new Writable({
     write(chunk: Buffer, _enc, done) {

@@ -7,10 +7,12 @@
  * unauthenticated bodies (503, in route.ts) → the body read within 25 MB (413) → signature over
  * the raw bytes (401) → delivery headers (200 not accepted) → JSON
  * (400) → relevance (200 not accepted) → the body's digest (a replay under a new delivery id: 202,
- * nothing started) → durable start of `github-delivery/{deliveryId}` → 202. GitHub never retries
- * by itself and waits 10 s, so the hot path does one database write, the digest: matching
- * targets is the workflow's job.
+ * nothing started) → the organization's admission (503 `overloaded` with Retry-After) → durable
+ * start of `github-delivery/{deliveryId}` → 202. GitHub never retries by itself (the reconcile asks
+ * it again for failed deliveries) and waits 10 s, so the hot path does one database write, the
+ * digest: matching targets is the workflow's job.
  */
+import { isShed } from '../../app/admission';
 import { AppError, errors } from '../../app/errors';
 import type { AppContext } from '../../app/http/context';
 import { defineRoute, type Reply, type Route } from '../../app/http/route';
@@ -116,6 +118,9 @@ async function postWebhook(deps: WebhookDeps, ctx: AppContext, rawBody: Buffer):
     deliveryId: delivery.deliveryId,
     now: now(),
   };
+  const tenant = await deps.tenantOf(delivery.input.installationId);
+  // A share known spent is refused before the digest's Postgres write.
+  await shedUnlessAdmissible(() => ingress.shedIfSpent(tenant));
   if (!(await firstCarrier(db, digest, log))) {
     log.info({ deliveryId: delivery.deliveryId, event: delivery.event }, 'github body replayed under a new delivery id; nothing started');
     return { ...accepted, outcome: { outcome: 'duplicate', reason: delivery.event } };
@@ -123,14 +128,29 @@ async function postWebhook(deps: WebhookDeps, ctx: AppContext, rawBody: Buffer):
 
   // Started before answering: a 202 means Temporal holds the delivery. The delivery id is
   // the dedupe key, also after the first workflow closed (GitHub redeliveries keep the id).
-  // GitHub does not redeliver by itself, so a delivery waits for admission instead of being shed.
-  const outcome = await ingress.startOnce(githubDelivery, githubDeliveryWorkflowId(delivery.deliveryId), [delivery.input], {
-    tenant: await deps.tenantOf(delivery.input.installationId),
-    admission: 'wait',
-    searchAttributes: deliverySearchAttributes(delivery.input),
-  });
+  const outcome = await shedUnlessAdmissible(() =>
+    ingress.startOnce(githubDelivery, githubDeliveryWorkflowId(delivery.deliveryId), [delivery.input], {
+      tenant,
+      admission: 'shed',
+      searchAttributes: deliverySearchAttributes(delivery.input),
+    }),
+  );
   log.info({ deliveryId: delivery.deliveryId, event: delivery.event, outcome }, 'github delivery queued');
   return { ...accepted, outcome: { outcome, reason: delivery.event } };
+}
+
+/**
+ * Runs `call`, answering admission's refusal 503 `overloaded` with Retry-After: a delivery GitHub
+ * logged as failed is asked for again by the reconcile (src/github/reconcile.ts), so an
+ * organization past its share is answered like any outage rather than made to wait.
+ */
+async function shedUnlessAdmissible<T>(call: () => T | Promise<T>): Promise<T> {
+  try {
+    return await call();
+  } catch (error) {
+    if (isShed(error)) throw errors.webhook('overloaded', 503, { error: 'overloaded' }, { 'retry-after': error.headers['retry-after'] ?? '1' });
+    throw error;
+  }
 }
 
 /**
@@ -177,8 +197,9 @@ export function createWebhookRoute(deps: WebhookDeps): Route {
       413: { description: 'Body over 25 MB.', schema: z.string(), contentType: 'text/plain' },
       503: {
         description:
-          'Webhook secret not configured, Temporal or Postgres unavailable, or the process holds as many ' +
-          'unauthenticated bodies as it may (`busy`, with `Retry-After`): retry later.',
+          'Webhook secret not configured, Temporal or Postgres unavailable, the process holds as many ' +
+          'unauthenticated bodies as it may (`busy`, with `Retry-After`), or the organization is past its share ' +
+          '(`overloaded`, with `Retry-After`): retry later. The reconcile asks GitHub again for deliveries it logged as failed.',
         schema: z.object({ ok: z.boolean().optional(), error: z.string() }).passthrough(),
       },
     },

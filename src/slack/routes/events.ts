@@ -8,7 +8,7 @@
  * Slack wants an ack within 3 s, and only the enqueue stands before it.
  */
 import { isShed } from '../../app/admission';
-import { errors } from '../../app/errors';
+import { errors, type AppError } from '../../app/errors';
 import type { AppContext } from '../../app/http/context';
 import { defineRoute, type Reply, type Route } from '../../app/http/route';
 import { InvalidRequestError, OkFalse, OkResponse, PlainText } from '../../app/http/schemas';
@@ -82,12 +82,27 @@ function slackEventInput(
  * Starts the event's workflow once, under the workspace's and the user's quotas. Quota applies
  * to invocations only: lifecycle events must always get through.
  */
+/** Slack retries a 503 after a while; a 429 it would count as a failure. */
+function overloaded(error: AppError): AppError {
+  return errors.webhook('overloaded', 503, {}, { 'retry-after': error.headers['retry-after'] ?? '1' });
+}
+
+/** A share known spent is refused before the quota's Postgres write. */
+function shedEarly(ingress: EventsDeps['ingress'], organizationId: string): void {
+  try {
+    ingress.shedIfSpent(organizationId);
+  } catch (error) {
+    throw isShed(error) ? overloaded(error) : error;
+  }
+}
+
 async function enqueueEvent(
   deps: EventsDeps,
   input: SlackEventInput,
 ): Promise<{ ok: true; outcome: StartOutcome } | { ok: false; reason: IneligibleReason }> {
   const { settings, ingress, now, quota } = deps;
   let release: (() => Promise<void>) | undefined;
+  shedEarly(ingress, input.organizationId);
   if (input.invocation) {
     const verdict = await quota.tryTake(slackQuotaChecks(settings, input.teamId, input.invocation.user), now());
     if (!verdict.ok) return { ok: false, reason: verdict.key.startsWith('workspace:') ? 'workspace_quota' : 'user_quota' };
@@ -107,8 +122,7 @@ async function enqueueEvent(
     });
   } catch (error) {
     await release?.();
-    // Slack retries a 503 after a while; a 429 it would count as a failure.
-    if (isShed(error)) throw errors.webhook('overloaded', 503, {}, { 'retry-after': error.headers['retry-after'] ?? '1' });
+    if (isShed(error)) throw overloaded(error);
     throw error;
   }
   // A duplicate was counted against the quota by its first delivery already.
