@@ -148,7 +148,8 @@ async function shedUnlessAdmissible<T>(call: () => T | Promise<T>): Promise<T> {
   try {
     return await call();
   } catch (error) {
-    if (isShed(error)) throw errors.webhook('overloaded', 503, { error: 'overloaded' }, { 'retry-after': error.headers['retry-after'] ?? '1' });
+    if (isShed(error))
+      throw errors.webhook('overloaded', 503, { error: 'overloaded' }, { 'retry-after': error.headers['retry-after'] ?? '1' });
     throw error;
   }
 }
