@@ -3,7 +3,8 @@
  * `npm run bench -- heartbeats --runs N --interval S --ramp R --duration T [--lease L --fraction F] [--cluster]`
  * `npm run bench -- histories`: history events, workflow tasks and activities per recorded item
  * `npm run bench -- unauthenticated`: the API's memory under unsigned 25 MB uploads (bench/unauthenticated-memory.ts)
- * `npm run bench -- fairness [--duration 20 --connections 32 --interval 250] [--cluster]`: two tenants (bench/fairness.ts)
+ * `npm run bench -- fairness [--duration 20 --connections 32 --interval 250] [--cluster] [--mechanism on|off|both] [--env NAME=VALUE …]`:
+ *   two tenants (bench/fairness.ts)
  *
  * Drives the real API process (a separate `serve`, with a separate `worker`) — or with `--cluster`
  * the production topology of `npm run cluster`, the load spread over its API replicas — with signed,
@@ -34,6 +35,7 @@ import { measureCpu } from './lib/cpu';
 import { printHistoryCosts } from './history-cost';
 import { unauthenticatedMemory } from './unauthenticated-memory';
 import { fairnessBench } from './fairness';
+import { envOptions } from './lib/env-options';
 import { exitWith } from './lib/exit';
 
 interface ScenarioResult {
@@ -237,16 +239,6 @@ const SCENARIOS: Scenario[] = [
 ];
 
 const benchSecrets = { github: '' };
-
-function envOptions(pairs: string[]): Record<string, string> {
-  return Object.fromEntries(
-    pairs.map((pair) => {
-      const at = pair.indexOf('=');
-      if (at < 1) throw new Error(`--env ${pair}: expected NAME=VALUE`);
-      return [pair.slice(0, at), pair.slice(at + 1)];
-    }),
-  );
-}
 
 /** The embedded stack, or with `--cluster` the production topology; `env` reaches every API and worker. */
 async function startLoadStack(
