@@ -78,10 +78,6 @@ function slackEventInput(
   };
 }
 
-/**
- * Starts the event's workflow once, under the workspace's and the user's quotas. Quota applies
- * to invocations only: lifecycle events must always get through.
- */
 /** Slack retries a 503 after a while; a 429 it would count as a failure. */
 function overloaded(error: AppError): AppError {
   return errors.webhook('overloaded', 503, {}, { 'retry-after': error.headers['retry-after'] ?? '1' });
@@ -96,6 +92,10 @@ function shedEarly(ingress: EventsDeps['ingress'], organizationId: string): void
   }
 }
 
+/**
+ * Starts the event's workflow once, under the workspace's and the user's quotas. Quota applies
+ * to invocations only: lifecycle events must always get through.
+ */
 async function enqueueEvent(
   deps: EventsDeps,
   input: SlackEventInput,
