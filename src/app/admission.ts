@@ -27,7 +27,7 @@ import { AppError, errors } from './errors';
 import type { Logger } from './log';
 import type { Metrics } from './metrics';
 import type { Db } from './store/db';
-import type { TenantClass } from './temporal/fairness';
+import { tenantClass, type TenantClass } from './temporal/fairness';
 
 export type AdmissionMode = 'shed' | 'wait' | 'bypass';
 
@@ -65,13 +65,19 @@ export function admissionWindow(now: number, windowMs: number): number {
 }
 
 /** Units an organization may take per window: the per-second rate over the window, at least one. */
-export function unitsPerWindow(settings: Pick<AdmissionSettings, 'ratePerSecond' | 'windowMs'>): number {
-  return Math.max(1, Math.ceil((settings.ratePerSecond * settings.windowMs) / 1000));
+export function unitsPerWindow(settings: Pick<AdmissionSettings, 'ratePerSecond' | 'windowMs'>, weight = 1): number {
+  return Math.max(1, Math.ceil((settings.ratePerSecond * settings.windowMs * weight) / 1000));
 }
 
 /** Whole seconds until the window after `now` opens, at least 1: the Retry-After of a shed request. */
 export function retryAfterSeconds(now: number, windowMs: number): number {
   return Math.max(1, Math.ceil((admissionWindow(now, windowMs) + windowMs - now) / 1000));
+}
+
+/** What one organization may take: its units per window, and its weight's class for metrics. */
+interface Share {
+  tenantClass: TenantClass;
+  units: number;
 }
 
 interface Line {
@@ -84,8 +90,8 @@ interface Budget {
   remaining: number;
   /** Postgres refused this window's next unit: every replica has spent it, so asking again would only cost a write. */
   spent?: boolean;
-  /** The tenant's class when the budget was taken, for the metrics of an early shed. */
-  tenantClass: TenantClass;
+  /** The tenant's share when the budget was taken (its class for the metrics of an early shed). */
+  share: Share;
   /** One Postgres take at a time per organization and process; others wait for its result. */
   taking?: Promise<void>;
 }
@@ -95,7 +101,8 @@ export interface AdmissionDeps {
   log: Logger;
   metrics: Metrics;
   settings: AdmissionSettings;
-  classOf: (tenant: string) => Promise<TenantClass>;
+  /** The tenant's weight (default 1): its rate is ADMISSION_ORG_RATE × weight, its metrics class follows from it. */
+  weightOf: (tenant: string) => Promise<number>;
   now?: () => number;
 }
 
@@ -112,14 +119,15 @@ export class Admission {
   /** Admits one engine call of `tenant`, or throws the coded shed error in `shed` mode. */
   async admit(tenant: string, mode: AdmissionMode): Promise<Ticket> {
     if (!this.deps.settings.enabled) return NOOP;
-    const tenantClass = await this.deps.classOf(tenant);
-    const count = (result: Result) => this.deps.metrics.admission.inc({ class: tenantClass, mode, result });
+    const weight = await this.deps.weightOf(tenant);
+    const share: Share = { tenantClass: tenantClass(weight), units: unitsPerWindow(this.deps.settings, weight) };
+    const count = (result: Result) => this.deps.metrics.admission.inc({ class: share.tenantClass, mode, result });
     if (mode === 'bypass') {
       count('bypassed');
       return NOOP;
     }
     const deadline = this.now() + this.deps.settings.waitMaxMs;
-    const rate = await this.takeRate(tenant, tenantClass, mode, deadline);
+    const rate = await this.takeRate(tenant, share, mode, deadline);
     if (rate === 'shed') {
       count('shed_rate');
       throw errors.shed(retryAfterSeconds(this.now(), this.deps.settings.windowMs));
@@ -139,7 +147,7 @@ export class Admission {
             ? 'waited'
             : 'admitted',
     );
-    const gauge = this.deps.metrics.admissionInFlight.labels({ class: tenantClass });
+    const gauge = this.deps.metrics.admissionInFlight.labels({ class: share.tenantClass });
     gauge.inc();
     let released = false;
     return {
@@ -162,7 +170,7 @@ export class Admission {
     const now = this.now();
     const budget = this.budgets.get(tenant);
     if (budget?.window !== admissionWindow(now, this.deps.settings.windowMs) || !budget.spent) return;
-    this.deps.metrics.admission.inc({ class: budget.tenantClass, mode: 'shed', result: 'shed_rate' });
+    this.deps.metrics.admission.inc({ class: budget.share.tenantClass, mode: 'shed', result: 'shed_rate' });
     throw errors.shed(retryAfterSeconds(now, this.deps.settings.windowMs));
   }
 
@@ -206,7 +214,7 @@ export class Admission {
   /** One unit of the tenant's rate: spent from this process's batch, or a new batch from Postgres. */
   private async takeRate(
     tenant: string,
-    tenantClass: TenantClass,
+    share: Share,
     mode: AdmissionMode,
     deadline: number,
   ): Promise<'ok' | 'waited' | 'overdue' | 'shed' | 'unmetered'> {
@@ -224,7 +232,7 @@ export class Admission {
         continue;
       }
       const spent = budget?.window === window && budget.spent;
-      const taken = spent ? false : await this.refill(tenant, tenantClass, window);
+      const taken = spent ? false : await this.refill(tenant, share, window);
       if (taken === 'unmetered') return 'unmetered';
       if (taken) continue;
       if (mode === 'shed') return 'shed';
@@ -236,14 +244,15 @@ export class Admission {
   }
 
   /** Takes a batch (or, near the limit, one unit) of this window from Postgres into the local budget. */
-  private async refill(tenant: string, tenantClass: TenantClass, window: number): Promise<boolean | 'unmetered'> {
-    const budget: Budget = { window, remaining: 0, tenantClass };
+  private async refill(tenant: string, share: Share, window: number): Promise<boolean | 'unmetered'> {
+    const budget: Budget = { window, remaining: 0, share };
     this.budgets.set(tenant, budget);
     let result: boolean | 'unmetered' = false;
     budget.taking = (async () => {
       try {
-        const batch = Math.min(this.deps.settings.batch, unitsPerWindow(this.deps.settings));
-        const granted = (await this.take(tenant, window, batch)) ? batch : batch > 1 && (await this.take(tenant, window, 1)) ? 1 : 0;
+        const batch = Math.min(this.deps.settings.batch, share.units);
+        const take = (units: number) => this.take(tenant, window, units, share.units);
+        const granted = (await take(batch)) ? batch : batch > 1 && (await take(1)) ? 1 : 0;
         budget.remaining = granted;
         budget.spent = granted === 0;
         result = granted > 0;
@@ -260,9 +269,8 @@ export class Admission {
     return result;
   }
 
-  /** All `units` or none, in one atomic upsert: a full window returns no row. */
-  private async take(tenant: string, window: number, units: number): Promise<boolean> {
-    const limit = unitsPerWindow(this.deps.settings);
+  /** All `units` or none, in one atomic upsert: a window holding `limit` already returns no row. */
+  private async take(tenant: string, window: number, units: number, limit: number): Promise<boolean> {
     const row = await this.deps.db
       .insertInto('admission_windows')
       .values({ key: `org:${tenant}`, window_start: new Date(window), used: units })

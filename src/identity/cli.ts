@@ -35,7 +35,8 @@ function registerFairnessWeightCommand(program: Command): void {
   program
     .command('fairness-weight')
     .description(
-      "Set an organization's share of the engine's dispatch (default 1; 2 gets twice the share of a busy queue). " +
+      "Set an organization's share: of the engine's dispatch (default 1; 2 gets twice the share of a busy queue) " +
+        'and of the front door (its admission rate is ADMISSION_ORG_RATE × weight). ' +
         'API processes pick it up within TEMPORAL_FAIRNESS_WEIGHT_TTL, no restart.',
     )
     .requiredOption('--org <organizationId>', 'organization id')

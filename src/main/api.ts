@@ -30,7 +30,7 @@ export function createApi(infra: Infrastructure, options: { now?: () => number; 
     log,
     metrics,
     settings: config.admission,
-    classOf: fairness.classOf,
+    weightOf: fairness.weight,
     now: options.now,
   });
   // The benchmark gateway acks without Temporal; only this line can choose it.

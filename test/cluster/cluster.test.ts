@@ -21,6 +21,7 @@ import { githubDeliveryWorkflowId } from '../../src/github/contract';
 import { runWorkflowId, type RunWorkflowInput } from '../../src/runs/contract';
 import { slackEventWorkflowId } from '../../src/slack/contract';
 import { deliver, pushWithTarget, type Payload } from '../harness/github';
+import { setFairnessWeight } from '../../src/identity/store';
 import { createTestOrg } from '../harness/identity';
 import { freePort } from '../harness/ports';
 import { outsideEnv } from '../harness/process';
@@ -41,6 +42,9 @@ const GITHUB_SECRET = `gh-${randomUUID()}`;
 const SECRET_KEY = randomBytes(32).toString('hex');
 const USER_QUOTA = 4;
 const LEASE_SECONDS = 4;
+/** Admission windows of 10 s: 500 units for an organization of weight 1, 10 for one of weight 0.02. */
+const ADMISSION_WINDOW_MS = 10_000;
+const LOWERED_UNITS = 10;
 
 let dataDir: string;
 let postgres: EmbeddedPostgres;
@@ -77,6 +81,7 @@ beforeAll(async () => {
     SLACK_USER_QUOTA_PER_MINUTE: String(USER_QUOTA),
     RUN_LEASE_TIMEOUT: `${LEASE_SECONDS}s`,
     RUN_MAX_ATTEMPTS: '1',
+    ADMISSION_RATE_WINDOW: `${ADMISSION_WINDOW_MS / 1000}s`,
     LOG_LEVEL: 'info',
   });
   state = cluster.state;
@@ -204,6 +209,28 @@ describe('Slack quotas are shared by the replicas', () => {
     expect(routed.filter(Boolean)).toHaveLength(USER_QUOTA);
     // The first four, whichever replica took them: the count is shared, not per process.
     expect(routed.slice(0, USER_QUOTA).every(Boolean)).toBe(true);
+  });
+});
+
+describe("an organization's admission rate is shared by the replicas", () => {
+  it(`admits ${LOWERED_UNITS} of ${3 * LOWERED_UNITS} mentions in one window, alternating replicas, and sheds the rest 503 with Retry-After`, async () => {
+    const org = await createTestOrg(database.db);
+    // Weight 0.02: ADMISSION_ORG_RATE (50/s) × 10 s × 0.02 = 10 units a window, taken by each replica
+    // in batches of ADMISSION_RATE_BATCH (5).
+    await setFairnessWeight(database.db, org.organizationId, 0.02);
+    const connectionRow = await createTestSlackConnection(database.db, parseSecretKey(SECRET_KEY), org.organizationId);
+    await waitFor(() => Date.now() % ADMISSION_WINDOW_MS < 2000, ADMISSION_WINDOW_MS + 1000, { what: 'a window to start', intervalMs: 50 });
+    const answers = [];
+    for (let i = 0; i < 3 * LOWERED_UNITS; i++) {
+      answers.push(await postSlackEvent(apis[i % 2]!, connectionRow, eventEnvelope(connectionRow, appMention(newSlackUserId()))));
+    }
+    const statuses = answers.map((a) => a.status);
+    expect(statuses.filter((s) => s === 200)).toHaveLength(LOWERED_UNITS);
+    expect(statuses.filter((s) => s === 503)).toHaveLength(2 * LOWERED_UNITS);
+    expect(answers.filter((a) => a.status === 503).every((a) => Number(a.headers.get('retry-after')) >= 1)).toBe(true);
+    // Both replicas admitted some: the units are the cluster's, not each replica's own.
+    expect(statuses.filter((s, i) => s === 200 && i % 2 === 1).length).toBeGreaterThan(0);
+    expect(statuses.filter((s, i) => s === 200 && i % 2 === 0).length).toBeGreaterThan(0);
   });
 });
 

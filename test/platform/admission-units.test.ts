@@ -11,6 +11,12 @@ describe('admission windows', () => {
     expect(unitsPerWindow({ ratePerSecond: 1, windowMs: 100 })).toBe(1);
   });
 
+  it("scales an organization's units by its weight, at least one", () => {
+    expect(unitsPerWindow({ ratePerSecond: 50, windowMs: 1000 }, 2)).toBe(100);
+    expect(unitsPerWindow({ ratePerSecond: 50, windowMs: 10_000 }, 0.01)).toBe(5);
+    expect(unitsPerWindow({ ratePerSecond: 50, windowMs: 1000 }, 0.001)).toBe(1);
+  });
+
   it('tells a shed sender to come back when the next window opens, never in less than a second', () => {
     expect(retryAfterSeconds(12_900, 1000)).toBe(1);
     expect(retryAfterSeconds(10_001, 10_000)).toBe(10);

@@ -155,7 +155,7 @@ describe('in flight per process', () => {
       log: stack.services.log,
       metrics: stack.services.metrics,
       settings: { enabled: true, inFlight: 1, ratePerSecond: 1000, windowMs: 1000, batch: 5, waitMaxMs: 2000, queueWaitMs: 0 },
-      classOf: async () => 'default',
+      weightOf: async () => 1,
     });
     const tenant = `tenant-${randomUUID()}`;
     const first = await admission.admit(tenant, 'shed');
@@ -182,7 +182,7 @@ describe('a spent window', () => {
       log: stack.services.log,
       metrics: stack.services.metrics,
       settings: { enabled: true, inFlight: 100, ratePerSecond: 3, windowMs: 1000, batch: 1, waitMaxMs: 0, queueWaitMs: 0 },
-      classOf: async () => 'default',
+      weightOf: async () => 1,
       now: () => now,
     });
     const tenant = `tenant-${randomUUID()}`;

@@ -6,7 +6,8 @@
  * another's. Children and activities inherit the key from the workflow that starts them.
  *
  * Weights come from Postgres (an organization's `fairness_weight`), read at start time through a
- * short cache, so an operator changes one with `den` and no deploy. Temporal v1.29.1 has no
+ * short cache, so an operator changes one with `den` and no deploy. The same weight scales the
+ * organization's admission rate at the front door (src/app/admission.ts). Temporal v1.29.1 has no
  * task-queue API for weight overrides, so the weight travels on each start.
  */
 import type { Priority } from '@temporalio/common';
@@ -42,8 +43,11 @@ export function fairnessKey(tenant: string): string {
 export interface Fairness {
   /** The priority a start for this tenant carries, or undefined when keys are switched off. */
   priority(tenant: string): Promise<Priority | undefined>;
-  /** The tenant's weight class, for metrics. */
-  classOf(tenant: string): Promise<TenantClass>;
+  /**
+   * The tenant's weight (1 unless an operator set one), whether or not keys are switched on: it is
+   * also the tenant's share of the front door's rate (src/app/admission.ts).
+   */
+  weight(tenant: string): Promise<number>;
 }
 
 export interface FairnessOptions {
@@ -84,6 +88,6 @@ export function createFairness(options: FairnessOptions): Fairness {
       const weight = await weightOf(tenant);
       return { fairnessKey: fairnessKey(tenant), ...(weight === 1 ? {} : { fairnessWeight: weight }) };
     },
-    classOf: async (tenant) => tenantClass(options.enabled ? await weightOf(tenant) : 1),
+    weight: weightOf,
   };
 }
