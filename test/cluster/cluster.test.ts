@@ -345,6 +345,7 @@ describe('runs across replicas and workers', () => {
   });
 
   it('kill -9 of one API replica under load: no acked delivery is lost, and the other replica keeps answering', async () => {
+    // 200 deliveries of one organization: within its 500 units a window, so none is shed.
     const payload = await pushWithNewOrg();
     const victim = state.api[0]!.pid;
     const acked: string[] = [];
