@@ -246,14 +246,9 @@ async function reserveInvocation(job: Invocation, member: Member): Promise<strin
   return reservation.runId;
 }
 
-/** The invocation as a queued automation run (a child workflow): its outcome, failed or not. */
-async function runInvocation(
-  job: Invocation,
-  member: Member,
-  runId: string,
-  threadTs: string,
-): Promise<Pick<RunSummary, 'status' | 'error' | 'lastAssistantText'>> {
-  const { input, invocation, setStatus } = job;
+/** The invocation's run as a child workflow: queued for the member's runtime, answering in the thread. */
+function childRunOptions(job: Invocation, member: Member, runId: string, threadTs: string) {
+  const { input, invocation } = job;
   const runInput: RunWorkflowInput = {
     organizationId: member.organizationId,
     runId,
@@ -271,15 +266,25 @@ async function runInvocation(
     },
     input: { text: invocation.text },
   };
-  setStatus('run_created');
+  return {
+    workflowId: runWorkflowId(member.organizationId, runId),
+    args: [runInput] as [RunWorkflowInput],
+    // The run is the member's record; it outlives this invocation if an operator ends it.
+    parentClosePolicy: 'ABANDON' as const,
+    workflowIdReusePolicy: 'REJECT_DUPLICATE' as const,
+  };
+}
+
+/** The invocation as a queued automation run (a child workflow): its outcome, failed or not. */
+async function runInvocation(
+  job: Invocation,
+  member: Member,
+  runId: string,
+  threadTs: string,
+): Promise<Pick<RunSummary, 'status' | 'error' | 'lastAssistantText'>> {
+  job.setStatus('run_created');
   try {
-    return await executeChild(automationRun, {
-      workflowId: runWorkflowId(member.organizationId, runId),
-      args: [runInput],
-      // The run is the member's record; it outlives this invocation if an operator ends it.
-      parentClosePolicy: 'ABANDON',
-      workflowIdReusePolicy: 'REJECT_DUPLICATE',
-    });
+    return await executeChild(automationRun, childRunOptions(job, member, runId, threadTs));
   } catch (error) {
     // A cancel of this workflow goes to its caller, which releases the slot out of the cancel's reach.
     if (!(error instanceof ChildWorkflowFailure)) throw error;
@@ -357,32 +362,8 @@ async function postAccepted(ref: MessageRef, runId: string, replyKey: string): P
 
 /** The invocation's run as a child workflow, started (not awaited): the message is posted while it waits. */
 async function startInvocationRun(job: Invocation, member: Member, runId: string, threadTs: string) {
-  const { input, invocation, setStatus } = job;
-  const runInput: RunWorkflowInput = {
-    organizationId: member.organizationId,
-    runId,
-    initialStatus: 'queued',
-    createdAt: Date.now(),
-    settings: input.settings.run,
-    memberId: member.memberId,
-    origin: {
-      kind: 'slack',
-      connectionId: input.connectionId,
-      teamId: input.teamId,
-      channel: invocation.channel,
-      threadTs,
-      slackUserId: invocation.user,
-    },
-    input: { text: invocation.text },
-  };
-  setStatus('run_created');
-  return startChild(automationRun, {
-    workflowId: runWorkflowId(member.organizationId, runId),
-    args: [runInput],
-    // The run is the member's record; it outlives this invocation if an operator ends it.
-    parentClosePolicy: 'ABANDON',
-    workflowIdReusePolicy: 'REJECT_DUPLICATE',
-  });
+  job.setStatus('run_created');
+  return startChild(automationRun, childRunOptions(job, member, runId, threadTs));
 }
 
 /** The run's outcome, failed or not (as runInvocation). */
