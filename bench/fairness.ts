@@ -1,6 +1,6 @@
 /**
  * `npm run bench -- fairness [--duration 20] [--connections 32] [--interval 250] [--cluster]
- *   [--mechanism on|off|both] [--env NAME=VALUE …]`
+ *   [--mechanism on|off|both] [--env NAME=VALUE …] [--server-config key=value …]`
  *
  * Two tenants on one stack. Organization A floods GitHub pushes and run events over
  * `--connections` connections; organization B sends one GitHub push, one Slack mention, one run
@@ -10,7 +10,8 @@
  *
  * - **mechanism off** (TEMPORAL_FAIRNESS=false, ADMISSION=false: no fairness keys, so the queue is
  *   first in, first out, and no admission): the code before fair shares;
- * - **mechanism on**: the defaults, or what `--env` sets.
+ * - **mechanism on**: the defaults, or what `--env` sets (and `--server-config`, the embedded dev
+ *   server's dynamic config).
  *
  * Reports B's ack p50/p99 per kind (first send to last answer), B's processing latency (ack → its
  * row: the sync event, the persisted run event, the pending Slack invocation) p50/p99, the goals
@@ -461,7 +462,7 @@ function summarizeTasks(tasks: Record<string, FirstTask[]>): PhaseResult['firstT
   );
 }
 
-async function startStack(cluster: boolean, env: Record<string, string>): Promise<LoadStack> {
+async function startStack(cluster: boolean, env: Record<string, string>, serverDynamicConfig: string[]): Promise<LoadStack> {
   const base = {
     SLACK_WORKSPACE_QUOTA_PER_MINUTE: '100000000',
     SLACK_USER_QUOTA_PER_MINUTE: '100000000',
@@ -469,7 +470,10 @@ async function startStack(cluster: boolean, env: Record<string, string>): Promis
     RUN_MAX_DURATION: '2h',
     ...env,
   };
-  return cluster ? startClusterLoadStack({ env: base }) : asLoadStack(await startBenchStack({ apiEnv: base, workerEnv: base }));
+  if (cluster && serverDynamicConfig.length > 0) throw new Error('--server-config applies to the embedded dev server only');
+  return cluster
+    ? startClusterLoadStack({ env: base })
+    : asLoadStack(await startBenchStack({ apiEnv: base, workerEnv: base, serverDynamicConfig }));
 }
 
 interface MeasureOptions {
@@ -479,6 +483,8 @@ interface MeasureOptions {
   intervalMs: number;
   /** Applied to every API and worker process, after the mechanism's own switches. */
   env: Record<string, string>;
+  /** More dynamic config for the embedded dev server (`key=value`). */
+  serverDynamicConfig: string[];
 }
 
 /** One phase on a running stack. */
@@ -523,7 +529,7 @@ async function phase(
 /** One stack, one mechanism setting: B alone, A alone, then B under A's flood. */
 async function measure(mechanism: 'on' | 'off', options: MeasureOptions): Promise<PhaseResult[]> {
   const switches: Record<string, string> = mechanism === 'on' ? {} : { TEMPORAL_FAIRNESS: 'false', ADMISSION: 'false' };
-  const stack = await startStack(options.cluster, { ...switches, ...options.env });
+  const stack = await startStack(options.cluster, { ...switches, ...options.env }, options.serverDynamicConfig);
   try {
     const a = await tenant(stack, 'a');
     const b = await tenant(stack, 'b');
@@ -615,6 +621,8 @@ export async function fairnessBench(argv: string[]): Promise<number> {
       mechanism: { type: 'string', default: 'both' },
       // NAME=VALUE for every API and worker process, e.g. --env ADMISSION_ORG_RATE=30.
       env: { type: 'string', multiple: true, default: [] },
+      // key=value dynamic config for the embedded dev server, e.g. --server-config matching.numTaskqueueReadPartitions=1.
+      'server-config': { type: 'string', multiple: true, default: [] },
     },
   });
   if (!['on', 'off', 'both'].includes(values.mechanism)) throw new Error(`--mechanism ${values.mechanism}: expected on, off or both`);
@@ -624,12 +632,14 @@ export async function fairnessBench(argv: string[]): Promise<number> {
     connections: Number(values.connections),
     intervalMs: Number(values.interval),
     env: envOptions(values.env),
+    serverDynamicConfig: values['server-config'],
   };
   const results = [
     ...(values.mechanism === 'on' ? [] : await measure('off', options)),
     ...(values.mechanism === 'off' ? [] : await measure('on', options)),
   ];
-  const settings = values.env.length ? ` Settings: ${values.env.join(', ')}.` : '';
+  const given = [...values.env, ...values['server-config'].map((c) => `server ${c}`)];
+  const settings = given.length ? ` Settings: ${given.join(', ')}.` : '';
   const header = `Two tenants, ${values.cluster ? 'npm run cluster' : 'the embedded stack'}: A floods over ${options.connections} connections for ${options.seconds} s; B sends each kind every ${options.intervalMs} ms.${settings}`;
   const md = markdown(results, header);
   console.log(`\n${md}`);
@@ -639,7 +649,7 @@ export async function fairnessBench(argv: string[]): Promise<number> {
   const { cluster, seconds, connections, intervalMs } = options;
   await fs.writeFile(
     path.join(dir, `${stamp}.json`),
-    `${JSON.stringify({ kind: 'fairness', cluster, seconds, connections, intervalMs, env: values.env, results }, null, 2)}\n`,
+    `${JSON.stringify({ kind: 'fairness', cluster, seconds, connections, intervalMs, env: values.env, serverConfig: values['server-config'], results }, null, 2)}\n`,
   );
   await fs.writeFile(path.join(dir, `${stamp}.md`), md);
   const lost = results.reduce((n, r) => n + (r.a?.lost ?? 0) + Object.values(r.b ?? {}).reduce((m, k) => m + k.unprocessed, 0), 0);

@@ -3,7 +3,7 @@
  * `npm run bench -- heartbeats --runs N --interval S --ramp R --duration T [--lease L --fraction F] [--cluster]`
  * `npm run bench -- histories`: history events, workflow tasks and activities per recorded item
  * `npm run bench -- unauthenticated`: the API's memory under unsigned 25 MB uploads (bench/unauthenticated-memory.ts)
- * `npm run bench -- fairness [--duration 20 --connections 32 --interval 250] [--cluster] [--mechanism on|off|both] [--env NAME=VALUE …]`:
+ * `npm run bench -- fairness [--duration 20 --connections 32 --interval 250] [--cluster] [--mechanism on|off|both] [--env NAME=VALUE …] [--server-config key=value …]`:
  *   two tenants (bench/fairness.ts)
  *
  * Drives the real API process (a separate `serve`, with a separate `worker`) — or with `--cluster`

@@ -158,7 +158,13 @@ export interface BenchStack {
 }
 
 export async function startBenchStack(
-  options: { withNoEnqueueApi?: boolean; apiEnv?: Record<string, string>; workerEnv?: Record<string, string> } = {},
+  options: {
+    withNoEnqueueApi?: boolean;
+    apiEnv?: Record<string, string>;
+    workerEnv?: Record<string, string>;
+    /** More `key=value` dynamic config for the dev server, after the fairness flags. */
+    serverDynamicConfig?: string[];
+  } = {},
 ): Promise<BenchStack> {
   const config = loadConfig();
   const dataDir = path.join(config.dataDir, 'bench', `${Date.now()}`);
@@ -179,7 +185,7 @@ export async function startBenchStack(
     namespace: 'default',
     searchAttributes: SEARCH_ATTRIBUTES,
     // As `npm start` runs it; the fairness bench switches the keys off in the API to compare.
-    dynamicConfig: FAIRNESS_DYNAMIC_CONFIG,
+    dynamicConfig: [...FAIRNESS_DYNAMIC_CONFIG, ...(options.serverDynamicConfig ?? [])],
     logFile: path.join(dataDir, 'temporal.log'),
     log,
   };
