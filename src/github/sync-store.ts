@@ -3,7 +3,7 @@
  * github_target_files, and the target's synced and pending heads. Every write touches only events
  * still open (queued or running), so a retried activity never reopens an ended event.
  */
-import { type Transaction, sql } from 'kysely';
+import { type Transaction, type UpdateObject, sql } from 'kysely';
 import type { Database } from '../app/store/schema';
 import type { Db } from '../app/store/db';
 import type { SnapshotFile, SyncPlan, TreeBlob } from './manifests';
@@ -46,6 +46,26 @@ const newestOpenHead = (targetId: string) =>
     string | null
   >`(SELECT head_sha FROM github_sync_events WHERE target_id = ${targetId} AND status = 'queued' AND head_sha IS NOT NULL ORDER BY created_at DESC LIMIT 1)`;
 
+/**
+ * Ends the batch's events that are still open with `ending`, and answers the most attempts any of
+ * them took (0 for none): the target's last sync reports it.
+ */
+async function endEvents(
+  trx: Transaction<Database>,
+  eventIds: string[],
+  ending: UpdateObject<Database, 'github_sync_events'>,
+): Promise<number> {
+  if (eventIds.length === 0) return 0;
+  const ended = await trx
+    .updateTable('github_sync_events')
+    .set({ ...ending, finished_at: sql`now()`, updated_at: sql`now()` })
+    .where('id', 'in', eventIds)
+    .where('status', 'in', OPEN)
+    .returning('attempts')
+    .execute();
+  return Math.max(0, ...ended.map((e) => e.attempts));
+}
+
 export async function recordFailure(
   db: Db,
   targetId: string,
@@ -53,23 +73,7 @@ export async function recordFailure(
   error: { code: string; message: string },
 ): Promise<number> {
   return db.transaction().execute(async (trx) => {
-    const ended =
-      eventIds.length === 0
-        ? []
-        : await trx
-            .updateTable('github_sync_events')
-            .set({
-              status: 'failed',
-              error_code: error.code,
-              error_message: error.message,
-              finished_at: sql`now()`,
-              updated_at: sql`now()`,
-            })
-            .where('id', 'in', eventIds)
-            .where('status', 'in', OPEN)
-            .returning('attempts')
-            .execute();
-    const attempts = Math.max(0, ...ended.map((e) => e.attempts));
+    const attempts = await endEvents(trx, eventIds, { status: 'failed', error_code: error.code, error_message: error.message });
     await trx
       .updateTable('github_connector_targets')
       .set({
@@ -163,24 +167,12 @@ export async function recordSync(
   const { targetId, eventIds, outcome } = sync;
   return db.transaction().execute(async (trx) => {
     await writeFiles(trx, targetId, sync.plan, sync.fetched);
-    const ended =
-      eventIds.length === 0
-        ? []
-        : await trx
-            .updateTable('github_sync_events')
-            .set({
-              status: sql`CASE WHEN head_sha IS NULL OR head_sha = ${outcome.headSha} THEN ${outcome.status} ELSE 'superseded' END`,
-              synced_sha: outcome.headSha,
-              error_code: null,
-              error_message: null,
-              finished_at: sql`now()`,
-              updated_at: sql`now()`,
-            })
-            .where('id', 'in', eventIds)
-            .where('status', 'in', OPEN)
-            .returning('attempts')
-            .execute();
-    const attempts = Math.max(0, ...ended.map((e) => e.attempts));
+    const attempts = await endEvents(trx, eventIds, {
+      status: sql`CASE WHEN head_sha IS NULL OR head_sha = ${outcome.headSha} THEN ${outcome.status} ELSE 'superseded' END`,
+      synced_sha: outcome.headSha,
+      error_code: null,
+      error_message: null,
+    });
     await trx
       .updateTable('github_connector_targets')
       .set({
