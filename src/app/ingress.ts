@@ -118,6 +118,18 @@ async function admitted<T>(deps: GatewayDeps, tenancy: Tenancy, call: (priority:
   }
 }
 
+/** A start-like call under the tenant's admission, bounded by TEMPORAL_START_TIMEOUT (a 503 past it). */
+function admittedStart<T>(
+  deps: GatewayDeps,
+  tenancy: Tenancy,
+  operation: 'start' | 'signalWithStart',
+  call: (priority: { priority?: Priority }) => Promise<T>,
+): Promise<T> {
+  return admitted(deps, tenancy, (priority) =>
+    temporalCall(deps.temporal, operation, deps.startTimeoutMs, () => call(priority), deps.metrics),
+  );
+}
+
 async function startOnce<W extends Workflow>(
   deps: GatewayDeps,
   workflow: W,
@@ -125,26 +137,19 @@ async function startOnce<W extends Workflow>(
   args: Parameters<W>,
   options: StartOptions,
 ): Promise<StartOutcome> {
-  const { temporal, startTimeoutMs, metrics } = deps;
+  const { temporal } = deps;
   try {
-    await admitted(deps, options, (priority) =>
-      temporalCall(
-        temporal,
-        'start',
-        startTimeoutMs,
-        () =>
-          temporal.client.workflow.start(workflow, {
-            taskQueue: temporal.taskQueue,
-            workflowId,
-            workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
-            args,
-            ...(options.searchAttributes ? { typedSearchAttributes: options.searchAttributes } : {}),
-            ...priority,
-            // TypeScript cannot resolve the SDK's conditional `args` type for a generic W;
-            // `args: Parameters<W>` in the signature above is what guarantees it.
-          } as unknown as WorkflowStartOptions<typeof workflow>),
-        metrics,
-      ),
+    await admittedStart(deps, options, 'start', (priority) =>
+      temporal.client.workflow.start(workflow, {
+        taskQueue: temporal.taskQueue,
+        workflowId,
+        workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
+        args,
+        ...(options.searchAttributes ? { typedSearchAttributes: options.searchAttributes } : {}),
+        ...priority,
+        // TypeScript cannot resolve the SDK's conditional `args` type for a generic W;
+        // `args: Parameters<W>` in the signature above is what guarantees it.
+      } as unknown as WorkflowStartOptions<typeof workflow>),
     );
     return 'enqueued';
   } catch (error) {
@@ -162,26 +167,19 @@ async function signalWithStart<W extends Workflow, A extends unknown[]>(
   signalArgs: A,
   options: SignalOptions,
 ): Promise<SignalOutcome> {
-  const { temporal, startTimeoutMs, metrics } = deps;
+  const { temporal } = deps;
   try {
-    await admitted(deps, options, (priority) =>
-      temporalCall(
-        temporal,
-        'signalWithStart',
-        startTimeoutMs,
-        () =>
-          temporal.client.workflow.signalWithStart(workflow, {
-            taskQueue: temporal.taskQueue,
-            workflowId,
-            workflowIdReusePolicy: options.reopen ? WorkflowIdReusePolicy.ALLOW_DUPLICATE : WorkflowIdReusePolicy.REJECT_DUPLICATE,
-            args,
-            signal,
-            signalArgs,
-            ...(options.searchAttributes ? { typedSearchAttributes: options.searchAttributes } : {}),
-            ...priority,
-          } as unknown as WorkflowSignalWithStartOptions<A> & WorkflowStartOptions<W>),
-        metrics,
-      ),
+    await admittedStart(deps, options, 'signalWithStart', (priority) =>
+      temporal.client.workflow.signalWithStart(workflow, {
+        taskQueue: temporal.taskQueue,
+        workflowId,
+        workflowIdReusePolicy: options.reopen ? WorkflowIdReusePolicy.ALLOW_DUPLICATE : WorkflowIdReusePolicy.REJECT_DUPLICATE,
+        args,
+        signal,
+        signalArgs,
+        ...(options.searchAttributes ? { typedSearchAttributes: options.searchAttributes } : {}),
+        ...priority,
+      } as unknown as WorkflowSignalWithStartOptions<A> & WorkflowStartOptions<W>),
     );
     return 'enqueued';
   } catch (error) {
