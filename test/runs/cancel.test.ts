@@ -4,6 +4,7 @@
  * at once, a claimed run that records the request and tells its runtime in the heartbeat reply,
  * still takes reports, and ends cancelled at its terminal event or when its lease runs out.
  */
+import { githubTarget } from '../../workflows/github';
 import { requestRunCancelUpdate, runWorkflowId } from '../../src/runs/contract';
 import { CANCEL_REASON_MAX_LENGTH } from '../../src/runs/schemas';
 import { createTestOrg } from '../harness/identity';
@@ -109,6 +110,30 @@ it('a cancel taken elsewhere reaches the heartbeat reply within one coalescing w
   }
   expect(answers.filter((a) => a.at > 1_000 && !a.cancelRequested)).toEqual([]);
   expect(answers.at(-1)?.cancelRequested).toBe(true);
+});
+
+it('a run whose code has no cancel handler (a worker of an older release, mid-deploy) answers 503 with Retry-After, not 500', async () => {
+  const org = await createTestOrg(stack.services.database.db);
+  const runId = newRunId();
+  // An open workflow under the run's id whose code registers no requestRunCancel handler, as a
+  // release before run cancels would run it: the target actor, idle for a minute.
+  const { client, taskQueue } = stack.services.temporal;
+  const handle = await client.workflow.start(githubTarget, {
+    taskQueue,
+    workflowId: runWorkflowId(org.organizationId, runId),
+    args: [{ targetId: `target-${runId}`, repository: 'octo/old-release', idleMs: 60_000 }],
+  });
+  try {
+    const res = await stack.request('POST', `/v1/automation-runs/${encodeURIComponent(runId)}/cancel`, {
+      headers: org.owner.headers,
+      body: {},
+    });
+    expect(res.status).toBe(503);
+    expect(res.json).toMatchObject({ error: 'unavailable', dependency: 'temporal' });
+    expect(Number(res.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+  } finally {
+    await handle.terminate('test over');
+  }
 });
 
 it('the OpenAPI document lists the cancel route and the heartbeat reply', async () => {

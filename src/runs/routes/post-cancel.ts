@@ -1,5 +1,6 @@
 /** POST /v1/automation-runs/{id}/cancel: asks a run to stop, as its member or an admin. */
 import { ApplicationFailure, WorkflowNotFoundError, WorkflowUpdateFailedError } from '@temporalio/client';
+import { errors } from '../../app/errors';
 import type { Principal } from '../../app/http/auth';
 import { defineRoute, type Reply, type Route } from '../../app/http/route';
 import { InvalidRequestError, Unavailable, authResponses } from '../../app/http/schemas';
@@ -20,6 +21,15 @@ const CANCEL_TIMEOUT_MS = 10_000;
 function refusalStatus(refusal: ApplicationFailure): string {
   const detail = refusal.details?.[0] as { status?: unknown } | undefined;
   return typeof detail?.status === 'string' ? detail.status : 'closed';
+}
+
+/**
+ * Whether the workflow's code has no handler for the Update: the SDK refuses it with this message.
+ * During a rolling deploy a worker of a release before run cancels answers so; after the deploy
+ * the same run answers, so the caller gets a 503 to retry rather than a 500.
+ */
+function isUnknownUpdate(refusal: unknown): boolean {
+  return refusal instanceof ApplicationFailure && refusal.message.startsWith('No registered handler for update');
 }
 
 /**
@@ -48,6 +58,7 @@ async function askRun(deps: RunDeps, principal: Principal, runId: string, reason
     const refusal = error instanceof WorkflowUpdateFailedError ? error.cause : undefined;
     if (refusal instanceof ApplicationFailure && refusal.type === RUN_NOT_FOUND) throw notFound();
     if (refusal instanceof ApplicationFailure && refusal.type === 'run_closed') throw runClosed(refusalStatus(refusal));
+    if (isUnknownUpdate(refusal)) throw errors.unavailable('temporal', refusal);
     throw error;
   }
 }
@@ -90,7 +101,11 @@ export function createPostCancelRoute(deps: RunDeps, coalescer: HeartbeatCoalesc
       401: authResponses[401],
       404: { description: "No such run in your organization, or another member's." },
       409: { description: '`run_closed`: the run has ended (`status`); nothing changed.', schema: RunConflictBody },
-      503: { description: 'Temporal, its worker or Postgres could not take the request in time; retry.', schema: Unavailable },
+      503: {
+        description:
+          'Temporal, its worker or Postgres could not take the request in time, or a worker of an older release (mid-deploy) has no cancel handler; retry.',
+        schema: Unavailable,
+      },
     },
     handler: ({ params, body, principal }) => postCancel(deps, coalescer, principal, params.id, body?.reason),
   });
