@@ -36,6 +36,7 @@ import { waitFor } from '../test/harness/wait';
 import { startClusterLoadStack } from './lib/cluster-stack';
 import type { GeneratedRequest } from './lib/load';
 import { envOptions } from './lib/env-options';
+import { historyEventMs } from './lib/history-time';
 import { asLoadStack, startBenchStack, type LoadStack } from './lib/stack';
 
 type Kind = 'push' | 'mention' | 'event' | 'heartbeat';
@@ -334,9 +335,6 @@ interface FirstTask {
   runningMs: number;
 }
 
-const eventMs = (event: temporal.api.history.v1.IHistoryEvent) =>
-  Number(event.eventTime?.seconds ?? 0) * 1000 + Math.floor((event.eventTime?.nanos ?? 0) / 1e6);
-
 /**
  * B's processing happens in its workflow's first workflow task (the row is a local activity of
  * it), so the history splits the wait in two: started → task started is the queue (history's
@@ -360,8 +358,8 @@ async function firstTasks(stack: LoadStack, b: Tenant, samples: Sample[]): Promi
       const taskCompleted = at(Type.EVENT_TYPE_WORKFLOW_TASK_COMPLETED);
       if (!started || !taskStarted || !taskCompleted) return;
       (out[s.kind] ??= []).push({
-        queuedMs: eventMs(taskStarted) - eventMs(started),
-        runningMs: eventMs(taskCompleted) - eventMs(taskStarted),
+        queuedMs: historyEventMs(taskStarted) - historyEventMs(started),
+        runningMs: historyEventMs(taskCompleted) - historyEventMs(taskStarted),
       });
     }),
   );

@@ -36,6 +36,7 @@ import { printHistoryCosts } from './history-cost';
 import { unauthenticatedMemory } from './unauthenticated-memory';
 import { fairnessBench } from './fairness';
 import { envOptions } from './lib/env-options';
+import { historyEventMs } from './lib/history-time';
 import { exitWith } from './lib/exit';
 
 interface ScenarioResult {
@@ -664,9 +665,9 @@ async function heartbeats(argv: string[]): Promise<number> {
  */
 async function printLeaseTimeline(stack: LoadStack, organizationId: string, id: string, status: string): Promise<void> {
   const history = await stack.temporal.client.workflow.getHandle(runWorkflowId(organizationId, id)).fetchHistory();
-  const t0 = Number(history.events?.[0]?.eventTime?.seconds ?? 0) * 1000;
+  const t0 = history.events?.[0] ? historyEventMs(history.events[0]) : 0;
   const lines = (history.events ?? []).map((event) => {
-    const at = Number(event.eventTime?.seconds ?? 0) * 1000 + Math.floor((event.eventTime?.nanos ?? 0) / 1e6) - t0;
+    const at = historyEventMs(event) - t0;
     const kind =
       Object.keys(event)
         .find((key) => key.endsWith('EventAttributes'))
