@@ -306,6 +306,15 @@ export class Admission {
 }
 
 /** Whether an error is admission's refusal (the routes reshape it for their senders). */
-export function isShed(error: unknown): error is AppError {
+function isShed(error: unknown): error is AppError {
   return error instanceof AppError && error.code === 'shed';
+}
+
+/**
+ * A webhook's answer to admission's refusal: 503 `overloaded` with its Retry-After, which Slack
+ * and GitHub treat as a failed delivery to send again (a 429 Slack would count as a failure).
+ * Any other error is returned as it is.
+ */
+export function overloadedIfShed(error: unknown, body: Record<string, unknown> = {}): unknown {
+  return isShed(error) ? errors.webhook('overloaded', 503, body, { 'retry-after': error.headers['retry-after'] ?? '1' }) : error;
 }

@@ -12,7 +12,7 @@
  * it again for failed deliveries) and waits 10 s, so the hot path does one database write, the
  * digest: matching targets is the workflow's job.
  */
-import { isShed } from '../../app/admission';
+import { overloadedIfShed } from '../../app/admission';
 import { AppError, errors } from '../../app/errors';
 import type { AppContext } from '../../app/http/context';
 import { defineRoute, type Reply, type Route } from '../../app/http/route';
@@ -148,9 +148,7 @@ async function shedUnlessAdmissible<T>(call: () => T | Promise<T>): Promise<T> {
   try {
     return await call();
   } catch (error) {
-    if (isShed(error))
-      throw errors.webhook('overloaded', 503, { error: 'overloaded' }, { 'retry-after': error.headers['retry-after'] ?? '1' });
-    throw error;
+    throw overloadedIfShed(error, { error: 'overloaded' });
   }
 }
 

@@ -7,8 +7,8 @@
  * (200, not routed) → durable enqueue → 200. The handler calls neither Slack nor a runtime:
  * Slack wants an ack within 3 s, and only the enqueue stands before it.
  */
-import { isShed } from '../../app/admission';
-import { errors, type AppError } from '../../app/errors';
+import { overloadedIfShed } from '../../app/admission';
+import { errors } from '../../app/errors';
 import type { AppContext } from '../../app/http/context';
 import { defineRoute, type Reply, type Route } from '../../app/http/route';
 import { InvalidRequestError, OkFalse, OkResponse, PlainText } from '../../app/http/schemas';
@@ -78,17 +78,12 @@ function slackEventInput(
   };
 }
 
-/** Slack retries a 503 after a while; a 429 it would count as a failure. */
-function overloaded(error: AppError): AppError {
-  return errors.webhook('overloaded', 503, {}, { 'retry-after': error.headers['retry-after'] ?? '1' });
-}
-
 /** A share known spent is refused before the quota's Postgres write. */
 function shedEarly(ingress: EventsDeps['ingress'], organizationId: string): void {
   try {
     ingress.shedIfSpent(organizationId);
   } catch (error) {
-    throw isShed(error) ? overloaded(error) : error;
+    throw overloadedIfShed(error);
   }
 }
 
@@ -122,8 +117,7 @@ async function enqueueEvent(
     });
   } catch (error) {
     await release?.();
-    if (isShed(error)) throw overloaded(error);
-    throw error;
+    throw overloadedIfShed(error);
   }
   // A duplicate was counted against the quota by its first delivery already.
   if (outcome !== 'enqueued') await release?.();
