@@ -5,6 +5,7 @@
  */
 import path from 'node:path';
 import { z } from 'zod';
+import { trustedProxiesProblem } from './http/client-address';
 import { bool, defineSettings, duration, int, optionalString, parseSettings, port, type Environment } from './settings';
 import { DEFAULT_TASK_QUEUE } from './temporal/contract';
 
@@ -27,6 +28,22 @@ export const platformSettings = defineSettings(
     // Idle keep-alive connections stay open this long: longer than any load balancer in front
     // keeps an idle upstream connection, so the balancer never reuses one the API just closed.
     HTTP_KEEP_ALIVE_TIMEOUT: duration('65s'),
+    // A request's headers must arrive within this, counted from its first byte (idle keep-alive
+    // time does not count), and the whole request within HTTP_REQUEST_TIMEOUT.
+    HTTP_HEADERS_TIMEOUT: duration('10s'),
+    HTTP_REQUEST_TIMEOUT: duration('60s'),
+    // Open connections one API process accepts; past it the next one is closed at once.
+    HTTP_MAX_CONNECTIONS: int(10_000, 1, 1_000_000),
+    // The load balancers whose X-Forwarded-For names the client: addresses or CIDRs, comma-separated.
+    TRUSTED_PROXIES: z
+      .string()
+      .optional()
+      .transform((v) =>
+        (v ?? '')
+          .split(',')
+          .map((s) => s.trim())
+          .filter(Boolean),
+      ),
 
     // Temporal. Unset TEMPORAL_ADDRESS means: start the embedded dev server.
     TEMPORAL_ADDRESS: optionalString,
@@ -60,16 +77,18 @@ export const platformSettings = defineSettings(
     // The key before a rotation: still opens stored secrets and verifies link tokens, never seals.
     SECRET_KEY_PREVIOUS: optionalString,
 
-    // Failed authentications per source address or connection id before 429, and the window.
-    AUTH_FAILURE_LIMIT: int(20, 1, 1_000_000),
-    AUTH_FAILURE_WINDOW: duration('10s'),
-    // Addresses, ids and unknown credentials each limit map holds at most.
-    AUTH_FAILURE_TRACKED_KEYS: int(10_000, 100, 10_000_000),
-    // How long an unknown credential or connection id is refused without a lookup (0s: never).
+    // Entries each in-memory authentication cache holds (unknown credentials and ids, verified
+    // credentials, Slack signing secrets), and how long an unknown one is refused without a lookup.
+    AUTH_CACHE_KEYS: int(10_000, 100, 10_000_000),
     AUTH_UNKNOWN_CACHE_TTL: duration('10s'),
     // Bytes of signed-webhook bodies the process holds before their signature is checked; past
-    // it they are answered 503 with Retry-After, never held. Bodies over 1 MiB share 3/4 of it.
+    // it they are answered 503 with Retry-After, never held. Bodies over 1 MiB share 3/4 of it,
+    // one client address may hold at most UNAUTHENTICATED_BODY_PER_ADDRESS of it, and a body that
+    // arrives slower than UNAUTHENTICATED_BODY_MIN_RATE is cut off once its grace has passed.
     UNAUTHENTICATED_BODY_BUDGET: int(128 * 1024 * 1024, 1024 * 1024, 64 * 1024 * 1024 * 1024),
+    UNAUTHENTICATED_BODY_PER_ADDRESS: int(32 * 1024 * 1024, 1024 * 1024, 64 * 1024 * 1024 * 1024),
+    UNAUTHENTICATED_BODY_MIN_RATE: int(64 * 1024, 1, 1024 * 1024 * 1024),
+    UNAUTHENTICATED_BODY_GRACE: duration('5s'),
 
     // Admission per organization at the front door: in-flight engine calls per API process,
     // and accepted requests per window across every replica (counted in Postgres).
@@ -95,8 +114,17 @@ export const platformSettings = defineSettings(
       publicBaseUrl: e.APP_BASE_URL,
       shutdownGraceMs: e.SHUTDOWN_GRACE,
       shutdownReadyDelayMs: e.SHUTDOWN_READY_DELAY,
-      unauthenticatedBodyBytes: e.UNAUTHENTICATED_BODY_BUDGET,
       keepAliveTimeoutMs: e.HTTP_KEEP_ALIVE_TIMEOUT,
+      headersTimeoutMs: e.HTTP_HEADERS_TIMEOUT,
+      requestTimeoutMs: e.HTTP_REQUEST_TIMEOUT,
+      maxConnections: e.HTTP_MAX_CONNECTIONS,
+      trustedProxies: e.TRUSTED_PROXIES,
+      unauthenticatedBodies: {
+        budgetBytes: e.UNAUTHENTICATED_BODY_BUDGET,
+        perAddressBytes: e.UNAUTHENTICATED_BODY_PER_ADDRESS,
+        minBytesPerSecond: e.UNAUTHENTICATED_BODY_MIN_RATE,
+        graceMs: e.UNAUTHENTICATED_BODY_GRACE,
+      },
     },
     temporal: {
       address: e.TEMPORAL_ADDRESS,
@@ -122,12 +150,7 @@ export const platformSettings = defineSettings(
     database: { url: e.DATABASE_URL, embeddedPort: e.EMBEDDED_PG_PORT, poolMax: e.DATABASE_POOL_MAX },
     secretKey: e.SECRET_KEY,
     secretKeyPrevious: e.SECRET_KEY_PREVIOUS,
-    failureLimits: {
-      maxFailures: e.AUTH_FAILURE_LIMIT,
-      windowMs: e.AUTH_FAILURE_WINDOW,
-      maxKeys: e.AUTH_FAILURE_TRACKED_KEYS,
-      unknownTtlMs: e.AUTH_UNKNOWN_CACHE_TTL,
-    },
+    authCaches: { maxKeys: e.AUTH_CACHE_KEYS, unknownTtlMs: e.AUTH_UNKNOWN_CACHE_TTL },
     admission: {
       enabled: e.ADMISSION,
       inFlight: e.ADMISSION_ORG_IN_FLIGHT,
@@ -144,6 +167,13 @@ export const platformSettings = defineSettings(
     ...(e.NODE_ENV === 'production' && e.BENCH_DISABLE_ENQUEUE
       ? ['BENCH_DISABLE_ENQUEUE: must not be true when NODE_ENV=production (acks would not be durable)']
       : []),
+    ...(e.HTTP_REQUEST_TIMEOUT < e.HTTP_HEADERS_TIMEOUT
+      ? ['HTTP_REQUEST_TIMEOUT: must not be shorter than HTTP_HEADERS_TIMEOUT (a request includes its headers)']
+      : []),
+    ...(e.UNAUTHENTICATED_BODY_PER_ADDRESS > e.UNAUTHENTICATED_BODY_BUDGET
+      ? ['UNAUTHENTICATED_BODY_PER_ADDRESS: must not be larger than UNAUTHENTICATED_BODY_BUDGET']
+      : []),
+    ...(trustedProxiesProblem(e.TRUSTED_PROXIES) ? [`TRUSTED_PROXIES: ${trustedProxiesProblem(e.TRUSTED_PROXIES)}`] : []),
     // Connect links would point at HOST:PORT, an address members cannot open.
     ...(e.NODE_ENV === 'production' && !e.APP_BASE_URL
       ? ['APP_BASE_URL: is required when NODE_ENV=production (the public URL of the connect page Slack links point to)']

@@ -71,15 +71,22 @@ export const errors = {
       { error: 'busy', message: 'Too many unauthenticated request bodies in flight; retry later.' },
       { headers: { 'retry-after': '1' } },
     ),
-  /** Too many failed authentications from one address or for one id: retry after the window. */
-  tooManyFailures: (retryAfterSeconds: number, shape: 'api' | 'webhook') =>
+  /** An unauthenticated body arrived slower than the minimum rate and was cut off (src/app/http/unauthenticated-budget.ts). */
+  bodyTooSlow: (minBytesPerSecond: number) =>
+    new AppError('body_too_slow', 408, {
+      error: 'request_timeout',
+      message: `The request body arrived slower than ${minBytesPerSecond} bytes a second and was cut off.`,
+    }),
+  /**
+   * Too many lookups of credentials or ids this process has not seen are waiting (src/app/batched-lookup.ts):
+   * the process is flooded with unverifiable requests, not out of order; the sender should retry soon.
+   */
+  lookupsBusy: () =>
     new AppError(
-      'rate_limited',
-      429,
-      shape === 'webhook'
-        ? { ok: false, error: 'rate_limited' }
-        : { error: 'rate_limited', message: `Too many failed authentications; retry in ${retryAfterSeconds} s.` },
-      { headers: { 'retry-after': String(retryAfterSeconds) } },
+      'busy',
+      503,
+      { error: 'busy', message: 'Too many requests are waiting to have their credentials looked up; retry later.' },
+      { headers: { 'retry-after': '1' } },
     ),
   /** Admission refused the request: its organization is at its share (src/app/admission.ts); retry after the window. */
   shed: (retryAfterSeconds: number) =>

@@ -7,7 +7,7 @@
  * line in the root.
  */
 import type { Command } from 'commander';
-import type { FailureLimitSettings } from './failure-limit';
+import type { AuthCacheSettings } from './bounded-caches';
 import type { FeatureSchedule } from './temporal/schedules';
 import type { SearchAttributeKey } from './temporal/search-attributes';
 import type { Authenticator } from './http/auth';
@@ -28,8 +28,8 @@ export interface PlatformSettings {
   taskQueue: string;
   /** Bounds every start, signal and query a route or activity sends Temporal. */
   temporalCallTimeoutMs: number;
-  /** The limits on failed authentications every verifying feature builds its limiter from. */
-  failureLimits: FailureLimitSettings;
+  /** The bounds of the caches every verifying feature keeps (src/app/bounded-caches.ts). */
+  authCaches: AuthCacheSettings;
 }
 
 /** What the API process hands a feature's routes: its own settings and the shared clients. */

@@ -32,13 +32,19 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}) {
     }),
     authFailures: new Counter({
       name: 'den_auth_failures_total',
-      help: 'Failed authentications by surface and outcome: rejected (401), unknown_cached (401 without a lookup) or limited (429).',
+      help: 'Failed authentications by surface and outcome: rejected (looked up or checked, 401) or unknown_cached (401 without a lookup).',
       labelNames: ['surface', 'outcome'] as const,
       registers: [registry],
     }),
     unauthenticatedBytes: new Gauge({
       name: 'den_unauthenticated_body_bytes',
       help: 'Bytes of request bodies held before their sender is authenticated (signed webhooks), against UNAUTHENTICATED_BODY_BUDGET.',
+      registers: [registry],
+    }),
+    unauthenticatedCuts: new Counter({
+      name: 'den_unauthenticated_body_cuts_total',
+      help: 'Unauthenticated request bodies cut off for arriving slower than UNAUTHENTICATED_BODY_MIN_RATE, by reason: slow (past their grace) or preempted (to make room for another).',
+      labelNames: ['reason'] as const,
       registers: [registry],
     }),
     unauthenticatedRefusals: new Counter({

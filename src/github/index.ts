@@ -4,7 +4,6 @@ import { defineFeature } from '../app/feature';
 import { createGithubActivities } from '../../activities/github';
 import { registerGithubCommands } from './cli';
 import { githubReconcileScheduleId, githubSearchAttributes } from './contract';
-import { createFailureLimiter } from '../app/failure-limit';
 import { createGithubRoutes } from './routes';
 import { createTenantResolver } from './tenant';
 import { githubSettings } from './settings';
@@ -14,12 +13,7 @@ export const githubFeature = defineFeature({
   settings: githubSettings,
   workflows: path.join(__dirname, '..', '..', 'workflows', 'github'),
   searchAttributes: Object.values(githubSearchAttributes),
-  routes: (deps) =>
-    createGithubRoutes({
-      ...deps,
-      failures: createFailureLimiter(deps.platform.failureLimits, deps.now),
-      tenantOf: createTenantResolver(deps.db, deps.now),
-    }),
+  routes: (deps) => createGithubRoutes({ ...deps, tenantOf: createTenantResolver(deps.db, deps.now) }),
   activities: (deps) => createGithubActivities(deps),
   // Only with App credentials: without them the reconcile could ask GitHub nothing.
   schedules: (deps) =>

@@ -1,20 +1,33 @@
 /**
  * Two credentials: `Authorization: Bearer <session>` (bearerAuth) or `x-api-key: <raw key>` (denApiKey).
  * A present-but-malformed header is a 401, never a 500.
+ *
+ * A valid credential is never refused because of other requests' failures, whatever address they
+ * came from. What a forged credential may cost is bounded instead: one this process has not
+ * verified is looked up through a batched lookup (src/app/batched-lookup.ts), so a flood of them
+ * costs a bounded number of queries in flight, and one Postgres did not know a moment ago is
+ * refused again from memory.
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import { AppError, errors } from '../app/errors';
 import type { PlatformSettings } from '../app/feature';
-import { createFailureLimiter, createRecentSet, createUnknownCache, type FailureLimiter, type UnknownCache } from '../app/failure-limit';
+import { createBatchedLookup, type BatchedLookup } from '../app/batched-lookup';
+import { createRecentSet, createUnknownCache, type UnknownCache } from '../app/bounded-caches';
 import type { Authenticator, Principal } from '../app/http/auth';
 import type { Logger } from '../app/log';
 import type { Metrics } from '../app/metrics';
 import type { Db } from '../app/store/db';
 import { hashesEqual, hashSecret, isWellFormedApiKey, isWellFormedSessionToken } from './credentials';
-import { findApiKey, findSession, touchApiKey } from './store';
+import { findApiKeys, findSessions, touchApiKey, type ResolvedCredential } from './store';
 
 /** last_used_at is written off the hot path, at most once a minute per key and process. */
 const TOUCH_INTERVAL_MS = 60_000;
+
+/**
+ * Lookups of credentials this process has not verified: two queries in flight at most, up to 500
+ * hashes each; past 20,000 waiting, the process is flooded and answers 503 `busy`.
+ */
+const FIRST_LOOKUPS = { concurrency: 2, maxBatch: 500, maxWaiting: 20_000 };
 
 function single(value: string | string[] | undefined): string | undefined {
   // Node joins most duplicate headers with ", "; an array only appears for a few. Either way,
@@ -26,16 +39,22 @@ function single(value: string | string[] | undefined): string | undefined {
 /** API keys this process verified, kept only to ride out a Postgres outage (see verifiedKeys). */
 const VERIFIED_KEYS_MAX = 10_000;
 
+/** One kind of credential: its direct lookup (one hash) and its batched lookup of first sightings. */
+interface CredentialLookups {
+  direct: (hash: string, at: Date) => Promise<ResolvedCredential | undefined>;
+  first: BatchedLookup<ResolvedCredential>;
+}
+
 interface Memory {
   lastTouched: Map<string, number>;
   /** By key hash (never the raw key): the principal and the key's own expiry. */
   verifiedKeys: Map<string, { principal: Principal; expiresAt: number }>;
-  /** Failed authentications per source address. */
-  failures: FailureLimiter;
   /** Hashes of credentials Postgres did not know a moment ago: refused again without a query. */
   unknown: UnknownCache;
-  /** Hashes of credentials that verified here: still looked up while their address is limited. */
-  trusted: { has(hash: string): boolean; add(hash: string): void };
+  /** Hashes of credentials that verified here: looked up directly, never behind first sightings. */
+  trusted: { has(hash: string): boolean; add(hash: string): void; delete(hash: string): void };
+  apiKeys: CredentialLookups;
+  sessions: CredentialLookups;
 }
 
 interface AuthDeps {
@@ -43,20 +62,32 @@ interface AuthDeps {
   log: Logger;
   metrics: Metrics;
   now: () => number;
-  platform: Pick<PlatformSettings, 'failureLimits'>;
+  platform: Pick<PlatformSettings, 'authCaches'>;
+}
+
+/** Both lookups of one credential kind, from its query over any number of hashes. */
+function lookups(
+  deps: AuthDeps,
+  find: (db: Db, hashes: string[], now: Date) => Promise<Map<string, ResolvedCredential>>,
+): CredentialLookups {
+  return {
+    direct: async (hash, at) => (await find(deps.db, [hash], at)).get(hash),
+    first: createBatchedLookup((hashes) => find(deps.db, hashes, new Date(deps.now())), FIRST_LOOKUPS),
+  };
 }
 
 /** The service's Authenticator (src/app/http/auth.ts): API keys and session tokens from Postgres. */
 export function createAuthenticator(deps: AuthDeps): Authenticator {
-  const limits = deps.platform.failureLimits;
+  const caches = deps.platform.authCaches;
   const memory: Memory = {
     lastTouched: new Map(),
     verifiedKeys: new Map(),
-    failures: createFailureLimiter(limits, deps.now),
-    unknown: createUnknownCache(limits, deps.now),
-    trusted: createRecentSet(limits.maxKeys),
+    unknown: createUnknownCache(caches, deps.now),
+    trusted: createRecentSet(caches.maxKeys),
+    apiKeys: lookups(deps, findApiKeys),
+    sessions: lookups(deps, findSessions),
   };
-  return (headers, source) => authenticate(deps, memory, headers, source.address);
+  return (headers) => authenticate(deps, memory, headers);
 }
 
 /** The raw credentials a request presents (each header at most once), before any check of their form. */
@@ -68,33 +99,25 @@ function presented(headers: IncomingHttpHeaders): { apiKey?: string; authorizati
   return { apiKey, authorization, hashes };
 }
 
-/**
- * Before any query: an address past its failure limit gets 429, unless every credential it
- * presents verified here before (so a good key keeps working from an address that also sends bad
- * ones); a credential Postgres did not know a moment ago gets 401 again.
- */
-function admit({ metrics }: AuthDeps, memory: Memory, address: string, hashes: string[]): void {
-  const retryAfter = memory.failures.retryAfterSeconds(address);
-  if (retryAfter > 0 && !(hashes.length > 0 && hashes.every((hash) => memory.trusted.has(hash)))) {
-    metrics.authFailures.inc({ surface: 'credentials', outcome: 'limited' });
-    throw errors.tooManyFailures(retryAfter, 'api');
-  }
-  if (hashes.some((hash) => memory.unknown.has(hash))) throw refusal({ metrics }, memory, address, 'unknown_cached');
+/** A 401 for a credential that was looked up, or is known from a moment ago not to exist. */
+function refusal({ metrics }: Pick<AuthDeps, 'metrics'>, outcome: 'rejected' | 'unknown_cached'): AppError {
+  metrics.authFailures.inc({ surface: 'credentials', outcome });
+  return errors.unauthorized();
 }
 
 /**
- * A 401 for a credential that was looked up (or is known not to exist), counted against the
- * address; missing or malformed credentials cost no lookup and are not counted.
+ * The credential behind a hash: looked up directly when this process verified it before, else
+ * through the batched lookup of first sightings. Not found: remembered as unknown for a moment.
  */
-function refusal(
-  { metrics }: Pick<AuthDeps, 'metrics'>,
-  memory: Memory,
-  address: string,
-  outcome: 'rejected' | 'unknown_cached',
-): AppError {
-  memory.failures.fail(address);
-  metrics.authFailures.inc({ surface: 'credentials', outcome });
-  return errors.unauthorized();
+async function resolve(memory: Memory, kind: CredentialLookups, hash: string, at: Date): Promise<ResolvedCredential | undefined> {
+  const found = memory.trusted.has(hash) ? await kind.direct(hash, at) : await kind.first(hash);
+  if (found && hashesEqual(found.hash, hash)) {
+    memory.trusted.add(hash);
+    return found;
+  }
+  memory.trusted.delete(hash);
+  memory.unknown.add(hash);
+  return undefined;
 }
 
 /**
@@ -104,16 +127,11 @@ function refusal(
  * lease. Nothing can be revoked while Postgres is down; a revocation made in the
  * moments before the outage may go unseen until it ends.
  */
-async function findKeyOrRemembered(
-  db: Db,
-  memory: Memory,
-  raw: string,
-  at: Date,
-): Promise<{ principal: Principal; keyId?: string } | undefined> {
+async function findKeyOrRemembered(memory: Memory, raw: string, at: Date): Promise<{ principal: Principal; keyId?: string } | undefined> {
   const hash = hashSecret(raw);
   let found;
   try {
-    found = await findApiKey(db, raw, at);
+    found = await resolve(memory, memory.apiKeys, hash, at);
   } catch (error) {
     const remembered = memory.verifiedKeys.get(hash);
     if (remembered && error instanceof AppError && error.dependency === 'postgres' && remembered.expiresAt > at.getTime()) {
@@ -121,12 +139,10 @@ async function findKeyOrRemembered(
     }
     throw error;
   }
-  if (!found || !hashesEqual(found.hash, hash)) {
+  if (!found) {
     memory.verifiedKeys.delete(hash);
-    memory.unknown.add(hash);
     return undefined;
   }
-  memory.trusted.add(hash);
   const principal: Principal = {
     userId: found.userId,
     organizationId: found.organizationId,
@@ -141,23 +157,22 @@ async function findKeyOrRemembered(
   return { principal, keyId: found.keyId };
 }
 
-async function authenticate(deps: AuthDeps, memory: Memory, headers: IncomingHttpHeaders, address: string): Promise<Principal> {
+async function authenticate(deps: AuthDeps, memory: Memory, headers: IncomingHttpHeaders): Promise<Principal> {
   const { db, log, now } = deps;
   const { lastTouched } = memory;
   const { apiKey, authorization, hashes } = presented(headers);
-  admit(deps, memory, address, hashes);
+  if (hashes.some((hash) => memory.unknown.has(hash))) throw refusal(deps, 'unknown_cached');
   const at = new Date(now());
 
   // All or nothing: every credential presented must be valid, whatever else the request
   // carries (a bad one is an attack or a bug, never something to fall back from). When both are
   // valid, the API key is the principal.
-  const refuse = () => refusal(deps, memory, address, 'rejected');
-  const session = authorization === undefined ? undefined : await sessionPrincipal(db, memory, authorization, at, refuse);
+  const session = authorization === undefined ? undefined : await sessionPrincipal(deps, memory, authorization, at);
   if (apiKey !== undefined) {
     const raw = apiKey.trim();
     if (!isWellFormedApiKey(raw)) throw errors.unauthorized();
-    const found = await findKeyOrRemembered(db, memory, raw, at);
-    if (!found) throw refuse();
+    const found = await findKeyOrRemembered(memory, raw, at);
+    if (!found) throw refusal(deps, 'rejected');
     const keyId = found.keyId;
     const previous = keyId === undefined ? at.getTime() : (lastTouched.get(keyId) ?? 0);
     if (keyId !== undefined && at.getTime() - previous >= TOUCH_INTERVAL_MS) {
@@ -171,16 +186,11 @@ async function authenticate(deps: AuthDeps, memory: Memory, headers: IncomingHtt
 }
 
 /** `Authorization: Bearer <session token>`, or 401. */
-async function sessionPrincipal(db: Db, memory: Memory, authorization: string, at: Date, refuse: () => AppError): Promise<Principal> {
+async function sessionPrincipal(deps: AuthDeps, memory: Memory, authorization: string, at: Date): Promise<Principal> {
   const match = /^Bearer ([^\s]+)$/i.exec(authorization.trim());
   if (!match || !isWellFormedSessionToken(match[1]!)) throw errors.unauthorized();
-  const raw = match[1]!;
-  const found = await findSession(db, raw, at);
-  if (!found || !hashesEqual(found.hash, hashSecret(raw))) {
-    memory.unknown.add(hashSecret(raw));
-    throw refuse();
-  }
-  memory.trusted.add(found.hash);
+  const found = await resolve(memory, memory.sessions, hashSecret(match[1]!), at);
+  if (!found) throw refusal(deps, 'rejected');
   return {
     userId: found.userId,
     organizationId: found.organizationId,

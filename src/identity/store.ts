@@ -1,6 +1,6 @@
 import type { Db } from '../app/store/db';
 import type { Role } from '../app/http/auth';
-import { hashSecret, newApiKey, newId, newSessionToken } from './credentials';
+import { newApiKey, newId, newSessionToken } from './credentials';
 
 export interface ResolvedCredential {
   hash: string;
@@ -13,9 +13,12 @@ export interface ResolvedCredential {
   expiresAt?: Date;
 }
 
-/** A live API key: not revoked, not expired, its member not removed. */
-export async function findApiKey(db: Db, rawKey: string, now: Date): Promise<ResolvedCredential | undefined> {
-  const row = await db
+/**
+ * The live API keys among these hashes: not revoked, not expired, their member not removed. One
+ * query for any number of them (src/identity/auth.ts folds lookups together under a flood).
+ */
+export async function findApiKeys(db: Db, hashes: string[], now: Date): Promise<Map<string, ResolvedCredential>> {
+  const rows = await db
     .selectFrom('api_keys as k')
     .innerJoin('members as m', 'm.id', 'k.member_id')
     .select([
@@ -27,26 +30,27 @@ export async function findApiKey(db: Db, rawKey: string, now: Date): Promise<Res
       'm.role as role',
       'k.expires_at as expiresAt',
     ])
-    .where('k.key_hash', '=', hashSecret(rawKey))
+    .where('k.key_hash', 'in', hashes)
     .where('k.revoked_at', 'is', null)
     .where('k.expires_at', '>', now)
     .where('m.removed_at', 'is', null)
-    .executeTakeFirst();
-  return row;
+    .execute();
+  return new Map(rows.map((row) => [row.hash, row]));
 }
 
-/** A live session, resolved to the user's membership in the session's active organization. */
-export async function findSession(db: Db, rawToken: string, now: Date): Promise<ResolvedCredential | undefined> {
-  return db
+/** The live sessions among these hashes, each resolved to the user's membership in its active organization. */
+export async function findSessions(db: Db, hashes: string[], now: Date): Promise<Map<string, ResolvedCredential>> {
+  const rows = await db
     .selectFrom('sessions as s')
     .innerJoin('members as m', (join) =>
       join.onRef('m.user_id', '=', 's.user_id').onRef('m.organization_id', '=', 's.active_organization_id'),
     )
     .select(['s.token_hash as hash', 's.user_id as userId', 'm.organization_id as organizationId', 'm.id as memberId', 'm.role as role'])
-    .where('s.token_hash', '=', hashSecret(rawToken))
+    .where('s.token_hash', 'in', hashes)
     .where('s.expires_at', '>', now)
     .where('m.removed_at', 'is', null)
-    .executeTakeFirst();
+    .execute();
+  return new Map(rows.map((row) => [row.hash, row]));
 }
 
 export async function touchApiKey(db: Db, keyId: string, now: Date): Promise<void> {

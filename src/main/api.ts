@@ -67,6 +67,7 @@ export function createApi(infra: Infrastructure, options: { now?: () => number; 
     log,
     metrics,
     removedRoutes: options.removedRoutes ?? REMOVED_ROUTES,
-    unauthenticatedBodyBytes: config.http.unauthenticatedBodyBytes,
+    unauthenticatedBodies: config.http.unauthenticatedBodies,
+    trustedProxies: config.http.trustedProxies,
   });
 }

@@ -49,10 +49,7 @@ export async function startService(options: {
       sweep = startSweeps(infra);
       await ensureFeatureSchedules(infra);
     }
-    if (roles.api)
-      http = await listen(createApi(infra), config.http.host, config.http.port, {
-        keepAliveTimeoutMs: config.http.keepAliveTimeoutMs,
-      });
+    if (roles.api) http = await listen(createApi(infra), config.http.host, config.http.port, config.http);
   } catch (error) {
     sweep?.stop();
     await worker?.shutdown();

@@ -129,7 +129,7 @@ export function platformSettings(config: Config): PlatformSettings {
     publicBaseUrl: publicBaseUrl(config),
     taskQueue: config.temporal.taskQueue,
     temporalCallTimeoutMs: config.temporal.startTimeoutMs,
-    failureLimits: config.failureLimits,
+    authCaches: config.authCaches,
   };
 }
 

@@ -159,6 +159,30 @@ export async function listSlackConnections(db: Db, organizationId: string): Prom
   return rows.map(view);
 }
 
+/** A connection's signing secrets as stored (sealed): src/slack/verify.ts caches them and opens them only when they change. */
+export interface SealedSigningSecrets {
+  current: string;
+  previous: string | null;
+  previousExpiresAt: number | null;
+}
+
+const sealedOf = (row: Pick<Row, 'signing_secret' | 'previous_signing_secret' | 'previous_secret_expires_at'>): SealedSigningSecrets => ({
+  current: row.signing_secret,
+  previous: row.previous_signing_secret,
+  previousExpiresAt: row.previous_secret_expires_at?.getTime() ?? null,
+});
+
+/** The signing secrets, opened: the current one, and the one before a rotation while it still counts. */
+export function openSigningSecrets(key: SecretKeys | Buffer, sealed: SealedSigningSecrets): SlackSigningSecrets {
+  return {
+    current: decryptSecret(key, sealed.current),
+    previous:
+      sealed.previous && sealed.previousExpiresAt !== null
+        ? { secret: decryptSecret(key, sealed.previous), expiresAt: sealed.previousExpiresAt }
+        : undefined,
+  };
+}
+
 export async function findSlackConnection(db: Db, key: SecretKeys | Buffer, id: string): Promise<SlackConnection | undefined> {
   const row = await db.selectFrom('slack_connections').selectAll().where('id', '=', id).executeTakeFirst();
   if (!row) return undefined;
@@ -167,19 +191,23 @@ export async function findSlackConnection(db: Db, key: SecretKeys | Buffer, id: 
     organizationId: row.organization_id,
     teamId: row.team_id,
     apiAppId: row.api_app_id,
-    secrets: {
-      current: decryptSecret(key, row.signing_secret),
-      previous:
-        row.previous_signing_secret && row.previous_secret_expires_at
-          ? { secret: decryptSecret(key, row.previous_signing_secret), expiresAt: row.previous_secret_expires_at.getTime() }
-          : undefined,
-    },
+    secrets: openSigningSecrets(key, sealedOf(row)),
     botToken: row.bot_token ? decryptSecret(key, row.bot_token) : null,
     botUserId: row.bot_user_id,
     channels: row.channels && row.channels.length > 0 ? row.channels : null,
     enabled: row.enabled,
     disabledReason: row.disabled_reason,
   };
+}
+
+/** The sealed signing secrets of the connections among `ids` that exist, in one query (src/slack/verify.ts batches these). */
+export async function findSealedSigningSecrets(db: Db, ids: string[]): Promise<Map<string, SealedSigningSecrets>> {
+  const rows = await db
+    .selectFrom('slack_connections')
+    .select(['id', 'signing_secret', 'previous_signing_secret', 'previous_secret_expires_at'])
+    .where('id', 'in', ids)
+    .execute();
+  return new Map(rows.map((row) => [row.id, sealedOf(row)]));
 }
 
 /** app_uninstalled / tokens_revoked (through the workflow) and operators. Idempotent. */

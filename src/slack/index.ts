@@ -7,7 +7,7 @@ import { slackSearchAttributes } from './contract';
 import { SlackQuota } from './quota';
 import { sweepSlackReplays } from './replays';
 import { createSlackRoutes } from './routes';
-import { createSlackGuard } from './verify';
+import { createSlackVerifier } from './verify';
 import { slackSettings } from './settings';
 
 export { resealSlackSecrets } from './connections';
@@ -25,7 +25,7 @@ export const slackFeature = defineFeature({
     createSlackRoutes({
       ...deps,
       quota: new SlackQuota(deps.db, deps.log),
-      guard: createSlackGuard(deps.platform.failureLimits, deps.now),
+      verifier: createSlackVerifier(deps),
     }),
   activities: (deps) => createSlackActivities(deps),
   sweeps: [

@@ -1,124 +1,144 @@
 /**
- * The two checks the events and commands routes share: find the installation (else 401
- * `unknown_installation`), then verify the signature over the raw bytes (else 401 `invalid_signature`).
- * Routes whose requests carry no id of their own to dedupe on add the replay cache with `verifiedOnce`.
- * Before both, an address or a connection id past its failure limit gets 429 with `Retry-After`,
- * and an id that was not found a moment ago gets 401 again without a lookup.
+ * The checks every signed Slack route runs: before the body, signature headers that could verify
+ * (else 401); after it, the connection's signing secrets (else 401 `unknown_installation`), the
+ * signature over the raw bytes (else 401 `invalid_signature`), then the connection as it is now.
+ * Routes whose requests carry no id of their own to dedupe on add the replay cache with
+ * `verifiedOnce`.
+ *
+ * A valid request is never refused for what other requests did, from its address or to its
+ * connection id. What a forgery costs is bounded instead, and is the same whether its id exists:
+ * - an unknown id and a bad signature are refused at the same point, after the body is read (the
+ *   unauthenticated budget bounds what that holds), with the same answer;
+ * - every such refusal costs exactly one lookup of the id's sealed secrets, through a batched
+ *   lookup (src/app/batched-lookup.ts), so a flood of forgeries costs a bounded number of queries
+ *   in flight, and a known and an unknown id take the same work and the same time to refuse;
+ * - the opened secrets are cached (bounded, least recently used first out): a valid request is
+ *   verified before any database read, and a secret is decrypted only when its sealed form changed.
+ * A refusal that rereads a cached connection's secrets also picks up a rotated secret at once.
  */
+import { createBatchedLookup, type BatchedLookup } from '../app/batched-lookup';
+import { createBoundedCache, type AuthCacheSettings, type BoundedCache } from '../app/bounded-caches';
 import { errors } from '../app/errors';
-import {
-  createFailureLimiter,
-  createUnknownCache,
-  type FailureLimiter,
-  type FailureLimitSettings,
-  type UnknownCache,
-} from '../app/failure-limit';
 import type { AppContext } from '../app/http/context';
 import type { Metrics } from '../app/metrics';
 import type { SecretKeys } from '../app/secrets';
 import type { Db } from '../app/store/db';
-import { findSlackConnection, type SlackConnection } from './connections';
+import {
+  findSealedSigningSecrets,
+  findSlackConnection,
+  openSigningSecrets,
+  type SealedSigningSecrets,
+  type SlackConnection,
+} from './connections';
 import { firstSighting } from './replays';
-import { signatureStamp, slackHeadersFailure, verifySlackSignature } from './signature';
+import { signatureStamp, slackHeadersFailure, verifySlackSignature, type SlackSigningSecrets } from './signature';
+
+/** Lookups of connection ids' sealed secrets: two queries in flight at most, up to 500 ids each. */
+const LOOKUPS = { concurrency: 2, maxBatch: 500, maxWaiting: 20_000 };
 
 export interface VerifyDeps {
   db: Db;
   secretKey: SecretKeys;
   metrics: Metrics;
   now: () => number;
-  guard: SlackGuard;
+  platform: { authCaches: AuthCacheSettings };
 }
 
-/** Failed verifications per source address and per connection id, and the ids just found unknown. */
-export interface SlackGuard {
-  byAddress: FailureLimiter;
-  byConnection: FailureLimiter;
-  unknownConnections: UnknownCache;
+/** A connection's secrets as last read: sealed (to tell a change) and opened. */
+interface CachedSecrets {
+  sealed: SealedSigningSecrets;
+  secrets: SlackSigningSecrets;
 }
 
-export function createSlackGuard(limits: FailureLimitSettings, now: () => number): SlackGuard {
+interface VerifierState {
+  cached: BoundedCache<CachedSecrets>;
+  lookup: BatchedLookup<SealedSigningSecrets>;
+}
+
+/** One process's verification of signed Slack requests, with the cache and lookup that keep forgeries cheap. */
+export interface SlackVerifier {
+  /** The check that needs no body, run before it is read: 401 for signature headers that cannot verify whatever the body. */
+  checkHeaders(ctx: AppContext, connectionId: string): void;
+  /** The signature over the raw bytes, then the connection as it is now; 401 `{ok:false}` for either cause. */
+  verifiedConnection(ctx: AppContext, connectionId: string, rawBody: Buffer): Promise<SlackConnection>;
+  /**
+   * `verifiedConnection`, then the replay cache: a request already seen within its signature
+   * window is a 401 `{ok:false}` like a bad signature, so a captured request is worth one answer only.
+   */
+  verifiedOnce(ctx: AppContext, connectionId: string, rawBody: Buffer): Promise<SlackConnection>;
+}
+
+export function createSlackVerifier(deps: VerifyDeps): SlackVerifier {
+  const state: VerifierState = {
+    cached: createBoundedCache<CachedSecrets>(deps.platform.authCaches.maxKeys),
+    lookup: createBatchedLookup((ids) => findSealedSigningSecrets(deps.db, ids), LOOKUPS),
+  };
+  const verifiedConnection = (ctx: AppContext, id: string, rawBody: Buffer) => verified(deps, state, ctx, id, rawBody);
   return {
-    byAddress: createFailureLimiter(limits, now),
-    byConnection: createFailureLimiter(limits, now),
-    unknownConnections: createUnknownCache(limits, now),
+    checkHeaders: (ctx, id) => {
+      const failure = slackHeadersFailure(ctx.headers, deps.now);
+      if (failure) refuse(deps, ctx, id, failure);
+    },
+    verifiedConnection,
+    verifiedOnce: async (ctx, id, rawBody) => {
+      const connection = await verifiedConnection(ctx, id, rawBody);
+      if (!(await firstSighting(deps.db, { connectionId: id, ...signatureStamp(ctx.headers) }))) {
+        deps.metrics.signatureFailures.inc({ route: ctx.state.routeTemplate ?? 'slack', reason: 'replayed' });
+        ctx.state.log.info({ connectionId: id }, 'slack request replayed within its signature window');
+        throw errors.webhook('invalid_signature', 401);
+      }
+      return connection;
+    },
   };
 }
 
-/** 429 before any lookup when the address or the connection id is past its failure limit. */
-function admit({ guard, metrics }: VerifyDeps, address: string, connectionId: string): void {
-  const retryAfter = Math.max(guard.byAddress.retryAfterSeconds(address), guard.byConnection.retryAfterSeconds(connectionId));
-  if (retryAfter === 0) return;
-  metrics.authFailures.inc({ surface: 'slack', outcome: 'limited' });
-  throw errors.tooManyFailures(retryAfter, 'webhook');
+/**
+ * Reads the id's sealed secrets (through the batched lookup) into the cache, opening them only if
+ * they changed; a 401 for an id that does not exist.
+ */
+async function readSecrets(deps: VerifyDeps, state: VerifierState, ctx: AppContext, id: string): Promise<CachedSecrets> {
+  const sealed = await state.lookup(id);
+  if (!sealed) {
+    state.cached.delete(id);
+    refuse(deps, ctx, id, 'unknown_installation');
+  }
+  const before = state.cached.get(id);
+  const same = before && JSON.stringify(before.sealed) === JSON.stringify(sealed);
+  const entry = { sealed, secrets: same ? before.secrets : openSigningSecrets(deps.secretKey, sealed) };
+  state.cached.set(id, entry);
+  return entry;
 }
-
-/** Counts a failed verification against the address and the connection id. */
-function failed({ guard, metrics }: VerifyDeps, address: string, connectionId: string, outcome: 'rejected' | 'unknown_cached'): void {
-  guard.byAddress.fail(address);
-  guard.byConnection.fail(connectionId);
-  metrics.authFailures.inc({ surface: 'slack', outcome });
-}
-
-/** Connections found before their request's body was read (knownConnection), for the verification after it. */
-const foundBeforeBody = new WeakMap<AppContext, SlackConnection>();
 
 /**
- * The checks that need no body, run before it is read: 429 past a failure limit, 401 for an
- * unknown installation, and 401 for signature headers that cannot verify whatever the body.
+ * 401 `{ok:false}`, the same answer, count and log line for an unknown installation as for a bad
+ * signature, so neither tells a caller whether the id exists.
  */
-export async function knownConnection(deps: VerifyDeps, ctx: AppContext, connectionId: string): Promise<SlackConnection> {
-  const address = ctx.ip;
-  admit(deps, address, connectionId);
-  if (deps.guard.unknownConnections.has(connectionId)) {
-    failed(deps, address, connectionId, 'unknown_cached');
-    throw errors.webhook('unknown_installation', 401);
-  }
-  const connection = await findSlackConnection(deps.db, deps.secretKey, connectionId);
-  if (!connection) {
-    deps.guard.unknownConnections.add(connectionId);
-    failed(deps, address, connectionId, 'rejected');
-    throw errors.webhook('unknown_installation', 401);
-  }
-  const failure = slackHeadersFailure(ctx.headers, deps.now);
-  if (failure) rejectSignature(deps, ctx, connectionId, failure);
-  foundBeforeBody.set(ctx, connection);
-  return connection;
-}
-
-function rejectSignature(deps: VerifyDeps, ctx: AppContext, connectionId: string, reason: string): never {
-  failed(deps, ctx.ip, connectionId, 'rejected');
+function refuse(deps: VerifyDeps, ctx: AppContext, connectionId: string, reason: string): never {
+  deps.metrics.authFailures.inc({ surface: 'slack', outcome: 'rejected' });
   deps.metrics.signatureFailures.inc({ route: ctx.state.routeTemplate ?? 'slack', reason });
-  ctx.state.log.info({ connectionId, reason }, 'slack signature rejected');
-  throw errors.webhook('invalid_signature', 401);
+  ctx.state.log.info({ connectionId, reason }, 'slack request refused');
+  throw errors.webhook(reason === 'unknown_installation' ? 'unknown_installation' : 'invalid_signature', 401);
 }
 
 /**
- * The installation (found before the body was read, or now), then the signature over the raw
- * bytes. 401 `{ok:false}` for both causes, so a caller learns nothing about which ids exist.
+ * The signature against the secrets: the cached ones, read again if they fail (so every refusal
+ * costs one read, whether the id was cached or not, and a rotated secret counts at once). Then
+ * the connection read fresh, whose secrets must verify it too: the cache only spares a valid
+ * request a read, never lets a request through.
  */
-export async function verifiedConnection(
-  deps: VerifyDeps,
-  ctx: AppContext,
-  connectionId: string,
-  rawBody: Buffer,
-): Promise<SlackConnection> {
-  const connection = foundBeforeBody.get(ctx) ?? (await knownConnection(deps, ctx, connectionId));
-  const verdict = verifySlackSignature({ rawBody, headers: ctx.headers, secrets: connection.secrets, now: deps.now });
-  if (!verdict.ok) rejectSignature(deps, ctx, connectionId, verdict.reason);
-  if (verdict.secret === 'previous') ctx.state.log.info({ connectionId }, 'slack request verified with the previous signing secret');
-  return connection;
-}
-
-/**
- * `verifiedConnection`, then the replay cache: a request already seen within its signature window
- * is a 401 `{ok:false}` like a bad signature, so a captured request is worth one answer only.
- */
-export async function verifiedOnce(deps: VerifyDeps, ctx: AppContext, connectionId: string, rawBody: Buffer): Promise<SlackConnection> {
-  const connection = await verifiedConnection(deps, ctx, connectionId, rawBody);
-  if (!(await firstSighting(deps.db, { connectionId, ...signatureStamp(ctx.headers) }))) {
-    deps.metrics.signatureFailures.inc({ route: ctx.state.routeTemplate ?? 'slack', reason: 'replayed' });
-    ctx.state.log.info({ connectionId }, 'slack request replayed within its signature window');
-    throw errors.webhook('invalid_signature', 401);
+async function verified(deps: VerifyDeps, state: VerifierState, ctx: AppContext, id: string, rawBody: Buffer): Promise<SlackConnection> {
+  const check = (secrets: SlackSigningSecrets) => verifySlackSignature({ rawBody, headers: ctx.headers, secrets, now: deps.now });
+  const cached = state.cached.get(id);
+  let verdict = cached && check(cached.secrets);
+  if (!verdict?.ok) verdict = check((await readSecrets(deps, state, ctx, id)).secrets);
+  if (!verdict.ok) refuse(deps, ctx, id, verdict.reason);
+  const connection = await findSlackConnection(deps.db, deps.secretKey, id);
+  if (!connection) {
+    state.cached.delete(id);
+    refuse(deps, ctx, id, 'unknown_installation');
   }
+  const current = check(connection.secrets);
+  if (!current.ok) refuse(deps, ctx, id, current.reason);
+  if (current.secret === 'previous') ctx.state.log.info({ connectionId: id }, 'slack request verified with the previous signing secret');
   return connection;
 }

@@ -616,7 +616,7 @@ describe('OpenAPI', () => {
     for (const path of ['/v1/webhooks/connectors/github', '/v1/webhooks/connectors/codehost']) {
       const post = doc.paths[path].post;
       expect(post.security).toEqual([]);
-      expect(Object.keys(post.responses).sort()).toEqual(['200', '202', '400', '401', '413', '429', '503']);
+      expect(Object.keys(post.responses).sort()).toEqual(['200', '202', '400', '401', '408', '413', '503']);
     }
     expect(doc.paths['/v1/connectors/github/sync-events'].get.security).toEqual([{ bearerAuth: [] }, { denApiKey: [] }]);
   });

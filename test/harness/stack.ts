@@ -116,9 +116,7 @@ export async function startTestStack(
       mcpNetwork: options.mcpNetwork ?? { resolve: testResolver() },
     });
   }
-  const http = await listen(createApi(services, { now: options.now, removedRoutes: options.removedRoutes }), '127.0.0.1', 0, {
-    keepAliveTimeoutMs: config.http.keepAliveTimeoutMs,
-  });
+  const http = await listen(createApi(services, { now: options.now, removedRoutes: options.removedRoutes }), '127.0.0.1', 0, config.http);
 
   return {
     config,

@@ -1,6 +1,8 @@
 /**
  * Idle keep-alive connections behind a load balancer: the API must keep an idle connection open
  * longer than the balancer does, or the balancer reuses one the API just closed and answers 502.
+ * Apart from that, a request's headers and the whole request have bounds of their own, and the
+ * process takes at most HTTP_MAX_CONNECTIONS connections.
  */
 import net from 'node:net';
 import { startTestStack, type TestStack } from '../harness/stack';
@@ -41,11 +43,12 @@ describe('keep-alive', () => {
   });
   afterAll(() => stack?.stop());
 
-  it('defaults above common load-balancer idle timeouts, with the headers timeout above it', () => {
+  it('defaults above common load-balancer idle timeouts, with headers and request bounds of their own', () => {
     expect(stack.config.http.keepAliveTimeoutMs).toBe(65_000);
     expect(stack.http.server.keepAliveTimeout).toBe(65_000);
-    expect(stack.http.server.headersTimeout).toBeGreaterThan(stack.http.server.keepAliveTimeout);
-    expect(stack.http.server.requestTimeout).toBeGreaterThanOrEqual(stack.http.server.headersTimeout);
+    expect(stack.http.server.headersTimeout).toBe(10_000);
+    expect(stack.http.server.requestTimeout).toBe(60_000);
+    expect(stack.http.server.maxConnections).toBe(10_000);
   });
 
   it('serves a second request on a connection left idle for 6 s (longer than the old 5 s)', async () => {
@@ -76,6 +79,57 @@ describe('HTTP_KEEP_ALIVE_TIMEOUT', () => {
       expect(connection.isClosed()).toBe(true);
     } finally {
       connection.socket.destroy();
+    }
+  }, 20_000);
+});
+
+describe('HTTP_HEADERS_TIMEOUT and HTTP_MAX_CONNECTIONS', () => {
+  let stack: TestStack;
+  beforeAll(async () => {
+    stack = await startTestStack({ env: { HTTP_HEADERS_TIMEOUT: '1s', HTTP_REQUEST_TIMEOUT: '2s', HTTP_MAX_CONNECTIONS: '3' } });
+  });
+  afterAll(() => stack?.stop());
+
+  it('serves the next request of a connection idle for longer than the headers timeout (idle time does not count)', async () => {
+    const connection = rawConnection(stack.url);
+    try {
+      expect(await connection.get()).toBe('HTTP/1.1 200 OK');
+      await sleep(2500);
+      expect(await connection.get()).toBe('HTTP/1.1 200 OK');
+    } finally {
+      connection.socket.destroy();
+    }
+  }, 20_000);
+
+  it('closes a connection whose headers trickle in past the headers timeout', async () => {
+    const connection = rawConnection(stack.url);
+    const { hostname } = new URL(stack.url);
+    try {
+      connection.socket.write(`GET /health HTTP/1.1\r\nHost: ${hostname}\r\n`);
+      const started = Date.now();
+      while (!connection.isClosed() && Date.now() - started < 5000) await sleep(50);
+      expect(connection.isClosed()).toBe(true);
+      expect(Date.now() - started).toBeGreaterThanOrEqual(900);
+    } finally {
+      connection.socket.destroy();
+    }
+  }, 20_000);
+
+  it('closes a connection past the cap at once, and takes new ones again when one closes', async () => {
+    const held = [rawConnection(stack.url), rawConnection(stack.url), rawConnection(stack.url)];
+    try {
+      for (const connection of held) expect(await connection.get()).toBe('HTTP/1.1 200 OK');
+      const extra = rawConnection(stack.url);
+      const started = Date.now();
+      while (!extra.isClosed() && Date.now() - started < 5000) await sleep(20);
+      expect(extra.isClosed()).toBe(true);
+      held.pop()!.socket.destroy();
+      await sleep(100);
+      const next = rawConnection(stack.url);
+      expect(await next.get()).toBe('HTTP/1.1 200 OK');
+      next.socket.destroy();
+    } finally {
+      for (const connection of held) connection.socket.destroy();
     }
   }, 20_000);
 });

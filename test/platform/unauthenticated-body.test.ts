@@ -89,11 +89,11 @@ describe('bounded memory before authentication', () => {
     upload.request.destroy();
   });
 
-  it('an unknown Slack connection is a 401 before the body is sent', async () => {
+  it('Slack signature headers that cannot verify (a stale timestamp) are a 401 before the body is sent', async () => {
     const headers = {
       'content-type': 'application/json',
       'content-length': 900_000,
-      'x-slack-request-timestamp': String(Math.floor(Date.now() / 1000)),
+      'x-slack-request-timestamp': String(Math.floor(Date.now() / 1000) - 3600),
       'x-slack-signature': `v0=${'ab'.repeat(32)}`,
     };
     const upload = startUpload(stack.url, `/v1/integrations/slack/${typeid('emc').toString()}/events`, headers);
@@ -101,6 +101,27 @@ describe('bounded memory before authentication', () => {
     expect(answer.status).toBe(401);
     expect(JSON.parse(answer.body)).toEqual({ ok: false });
     upload.request.destroy();
+  });
+
+  it('an unknown Slack connection is refused after its body, exactly like a bad signature', async () => {
+    const headers = {
+      'content-type': 'application/json',
+      'content-length': 64 * 1024,
+      'x-slack-request-timestamp': String(Math.floor(Date.now() / 1000)),
+      'x-slack-signature': `v0=${'ab'.repeat(32)}`,
+    };
+    const upload = startUpload(stack.url, `/v1/integrations/slack/${typeid('emc').toString()}/events`, headers);
+    let answered = false;
+    void upload.response.then(() => (answered = true));
+    upload.request.write(Buffer.alloc(32 * 1024, 0x20));
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    // Half the body sent: no answer yet, since an answer now would tell the id is unknown.
+    expect(answered).toBe(false);
+    upload.request.end(Buffer.alloc(32 * 1024, 0x20));
+    const answer = await upload.response;
+    expect(answer.status).toBe(401);
+    expect(JSON.parse(answer.body)).toEqual({ ok: false });
+    expect(answer.headers.connection).not.toBe('close');
   });
 
   it('a body sent without Content-Length may be at most 1 MiB', async () => {
@@ -147,7 +168,7 @@ describe('bounded memory before authentication', () => {
 });
 
 describe('the budget at start-up', () => {
-  const appWith = (budget: number): Koa<AppState> =>
+  const appWith = (budget: number, perAddress = budget): Koa<AppState> =>
     createApp({
       routes: [
         defineRoute({
@@ -165,11 +186,15 @@ describe('the budget at start-up', () => {
       log: createLogger({ level: 'silent' }),
       metrics: createMetrics(),
       removedRoutes: [],
-      unauthenticatedBodyBytes: budget,
+      unauthenticatedBodies: { budgetBytes: budget, perAddressBytes: perAddress, minBytesPerSecond: 64 * 1024, graceMs: 5000 },
+      trustedProxies: [],
     });
 
   it('refuses to start when a signed route could never hold its largest body', () => {
-    expect(() => appWith(8 * 1024 * 1024)).toThrow(/UNAUTHENTICATED_BODY_BUDGET: too small for \/signed/);
+    const tooSmall = /UNAUTHENTICATED_BODY_BUDGET or UNAUTHENTICATED_BODY_PER_ADDRESS: too small for \/signed/;
+    expect(() => appWith(8 * 1024 * 1024)).toThrow(tooSmall);
+    // One address's share is a bound on one body too.
+    expect(() => appWith(BUDGET, 16 * 1024 * 1024)).toThrow(tooSmall);
     expect(() => appWith(BUDGET)).not.toThrow();
   });
 });

@@ -1,5 +1,5 @@
 /**
- * The Koa front door. Middleware order: security headers → request id → logging → error
+ * The Koa front door. Middleware order: security headers → client address → request id → logging → error
  * mapper → per-route body limits (inside each route, see route.ts) → routes. It mounts the
  * routes it is given; it knows no feature (src/main/api.ts chooses them).
  */
@@ -15,8 +15,9 @@ import { errorMapper } from './middleware/errors';
 import { requestLogging } from './middleware/logging';
 import { requestId } from './middleware/request-id';
 import { securityHeaders } from './middleware/security-headers';
+import { clientAddressOf } from './client-address';
 import { mountRoute, type Route } from './route';
-import { createUnauthenticatedBudget, type UnauthenticatedBudget } from './unauthenticated-budget';
+import { createUnauthenticatedBudget, type UnauthenticatedBudget, type UnauthenticatedBudgetSettings } from './unauthenticated-budget';
 
 export interface AppDeps {
   routes: Route[];
@@ -24,8 +25,10 @@ export interface AppDeps {
   log: Logger;
   metrics: Metrics;
   removedRoutes: RemovedRoute[];
-  /** UNAUTHENTICATED_BODY_BUDGET: bytes the process may hold for bodies not yet authenticated. */
-  unauthenticatedBodyBytes: number;
+  /** UNAUTHENTICATED_BODY_*: what the process may hold of bodies not yet authenticated, and how fast they must arrive. */
+  unauthenticatedBodies: UnauthenticatedBudgetSettings;
+  /** TRUSTED_PROXIES: whose X-Forwarded-For names the client (src/app/http/client-address.ts). */
+  trustedProxies: readonly string[];
 }
 
 export function createApp(deps: AppDeps): Koa<AppState> {
@@ -33,9 +36,13 @@ export function createApp(deps: AppDeps): Koa<AppState> {
   // Koa's default error listener prints stacks to stderr; our mapper already logged it.
   app.silent = true;
   const router = new Router<AppState>();
-  const unauthenticated = createUnauthenticatedBudget(deps.unauthenticatedBodyBytes, (held) => deps.metrics.unauthenticatedBytes.set(held));
+  const unauthenticated = createUnauthenticatedBudget(deps.unauthenticatedBodies, {
+    onChange: (held) => deps.metrics.unauthenticatedBytes.set(held),
+    onCut: (reason) => deps.metrics.unauthenticatedCuts.inc({ reason }),
+  });
   refuseUnadmittableRoutes(deps.routes, unauthenticated);
-  const pipeline = { unauthenticated, metrics: deps.metrics };
+  const pipeline = { unauthenticated, minBytesPerSecond: deps.unauthenticatedBodies.minBytesPerSecond, metrics: deps.metrics };
+  const clientAddress = clientAddressOf(deps.trustedProxies);
   for (const route of deps.routes) mountRoute(router, route, { authenticate: deps.authenticate, metrics: deps.metrics, pipeline });
   for (const removed of deps.removedRoutes) {
     router.all(removed.path.replace(/\{(\w+)\}/g, ':$1'), (ctx) => {
@@ -45,6 +52,10 @@ export function createApp(deps: AppDeps): Koa<AppState> {
   }
 
   app.use((ctx, next) => securityHeaders(ctx as AppContext, next));
+  app.use((ctx, next) => {
+    (ctx as AppContext).state.clientAddress = clientAddress(ctx.req);
+    return next();
+  });
   app.use((ctx, next) => requestId(ctx as AppContext, next));
   app.use((ctx, next) => requestLogging(ctx as AppContext, next, deps));
   app.use((ctx, next) => errorMapper(ctx as AppContext, next));
@@ -53,13 +64,16 @@ export function createApp(deps: AppDeps): Koa<AppState> {
   return app;
 }
 
-/** A signed route whose largest body the budget could never admit would refuse every such body: refused at start-up instead. */
+/**
+ * A signed route whose largest body the budget could never admit (its large share, or one
+ * address's share) would refuse every such body: refused at start-up instead.
+ */
 function refuseUnadmittableRoutes(routes: Route[], budget: UnauthenticatedBudget): void {
   for (const route of routes) {
     if (route.auth !== 'signature' || !route.body || route.body.limitBytes <= budget.largestBody()) continue;
     throw new Error(
-      `UNAUTHENTICATED_BODY_BUDGET: too small for ${route.path}, whose bodies may be ${route.body.limitBytes} bytes ` +
-        `(one body may hold at most ${budget.largestBody()} bytes of the budget)`,
+      `UNAUTHENTICATED_BODY_BUDGET or UNAUTHENTICATED_BODY_PER_ADDRESS: too small for ${route.path}, whose bodies may be ` +
+        `${route.body.limitBytes} bytes (one body may hold at most ${budget.largestBody()} bytes of the budget)`,
     );
   }
 }

@@ -26,23 +26,18 @@ export interface Principal {
   sessionTokenHash?: string;
 }
 
-/** Where a request came from: the socket's address, which failed authentications are counted by. */
-export interface RequestSource {
-  address: string;
-}
-
-/** Resolves the request's credentials to a principal, or throws 401 (429 past the failure limit). */
-export type Authenticator = (headers: IncomingHttpHeaders, source: RequestSource) => Promise<Principal>;
+/** Resolves the request's credentials to a principal, or throws 401. */
+export type Authenticator = (headers: IncomingHttpHeaders) => Promise<Principal>;
 
 /** Enforces a route's declared mode; returns the principal for authenticated/admin routes. */
 export async function requireAuth(
   headers: IncomingHttpHeaders,
   mode: AuthMode,
   authenticate: Authenticator,
-  options: { sessionOnly?: boolean; source: RequestSource },
+  options: { sessionOnly?: boolean },
 ): Promise<Principal | undefined> {
   if (mode === 'public' || mode === 'signature') return undefined;
-  const principal = await authenticate(headers, options.source);
+  const principal = await authenticate(headers);
   if (options.sessionOnly && principal.via !== 'session') {
     throw errors.forbidden('session_required', 'This action needs a signed-in session; API keys cannot perform it.');
   }

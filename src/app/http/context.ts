@@ -6,6 +6,8 @@ import type { Principal } from './auth';
 export interface AppState {
   requestId: string;
   log: Logger;
+  /** The client's address: the socket's peer, or the client a trusted proxy names (src/app/http/client-address.ts). */
+  clientAddress: string;
   /** The OpenAPI path template, for metrics and logs (never the raw URL with ids in it). */
   routeTemplate?: string;
   principal?: Principal;

@@ -9,7 +9,8 @@
  * (e.g. Slack: id → size → installation → signature) is part of their contract. Their body is read
  * before anyone is authenticated, so before reading it they refuse a declared size over the limit
  * (413), run the route's `beforeBody` checks (the ones that need no body), and hold the body's
- * bytes in the process's unauthenticated budget (503 with `Retry-After` when it is full).
+ * bytes in the process's unauthenticated budget (503 with `Retry-After` when it is full; 408 when
+ * the body arrives too slowly and is cut off).
  */
 import type Router from '@koa/router';
 import type { RouteConfig } from '@asteasolutions/zod-to-openapi';
@@ -18,13 +19,13 @@ import { z } from './zod';
 import { AppError, errors } from '../errors';
 import type { Metrics } from '../metrics';
 import type { AppContext, AppState } from './context';
-import { readRawBody, refuseUnread } from './body';
+import { readRawBody, refuseUnread, type BodyWatch } from './body';
 import { SMALL_BODY_BYTES, type UnauthenticatedBudget } from './unauthenticated-budget';
 import { refuseTooDeep } from './json-depth';
 import type { OpenAPIRegistry } from '@asteasolutions/zod-to-openapi';
 import { withCredentialLines } from './credential-lines';
 import { requireAuth, type Authenticator, type AuthMode, type Principal } from './auth';
-import { authResponses, InvalidRequestError, PlainText, Unavailable, unauthenticatedBusy, webhookRateLimited } from './schemas';
+import { authResponses, bodyTooSlow, InvalidRequestError, PlainText, unauthenticatedBusy } from './schemas';
 
 type Method = 'get' | 'post' | 'put' | 'patch' | 'delete';
 
@@ -96,6 +97,8 @@ export interface RouteDefinition<
 /** What the pipeline shares between routes: the process's budget for unauthenticated bodies. */
 export interface Pipeline {
   unauthenticated: UnauthenticatedBudget;
+  /** UNAUTHENTICATED_BODY_MIN_RATE, named in the answer to a body cut off for arriving slower. */
+  minBytesPerSecond: number;
   metrics: Metrics;
 }
 
@@ -118,21 +121,21 @@ export function defineRoute<P extends ZodType, Q extends ZodType, B extends ZodT
       const params = parseOr400(definition.params, ctx.params);
       let rawBody: Buffer = Buffer.alloc(0);
       let body: unknown = undefined;
-      let release = () => {};
+      let watch: BodyWatch | undefined;
       try {
         if (definition.body) {
           let limitBytes = definition.body.limitBytes;
           if (definition.auth === 'signature') {
             const checks = async () => beforeBody?.({ params }, ctx);
-            ({ release, limitBytes } = await admitUnauthenticated(ctx, limitBytes, checks, pipeline));
+            ({ watch, limitBytes } = await admitUnauthenticated(ctx, limitBytes, checks, pipeline));
           }
-          rawBody = await readRawBody(ctx, limitBytes);
+          rawBody = await readRawBody(ctx, limitBytes, watch);
           if (definition.body.kind === 'json') body = parseOr400(definition.body.schema, parseJson(rawBody));
         }
         const query = parseOr400(definition.query, ctx.query);
         return await handler({ params, query, body: body as z.output<B>, rawBody, principal: principal as never }, ctx);
       } finally {
-        release();
+        watch?.hold.release();
       }
     },
   };
@@ -140,26 +143,30 @@ export function defineRoute<P extends ZodType, Q extends ZodType, B extends ZodT
 
 /**
  * Before an unauthenticated body is read: a declared size over the limit is a 413, then the
- * route's own checks run, then the body's bytes are held in the budget: its declared length, or
- * for a body sent without one (chunked), SMALL_BODY_BYTES at most, which then is its limit too.
- * A full budget is a 503 with `Retry-After`. Every refusal drains the body without holding it.
+ * route's own checks run, then the body's bytes are held in the budget under the client's
+ * address: its declared length, or for a body sent without one (chunked), SMALL_BODY_BYTES at
+ * most, which then is its limit too. A full budget is a 503 with `Retry-After`. Every refusal
+ * drains the body without holding it. The hold's `cutOff` rejects with a 408 if the budget cuts
+ * the body off for arriving too slowly.
  */
 async function admitUnauthenticated(
   ctx: AppContext,
   limitBytes: number,
   checks: () => Promise<void>,
-  { unauthenticated, metrics }: Pipeline,
-): Promise<{ release: () => void; limitBytes: number }> {
+  { unauthenticated, minBytesPerSecond, metrics }: Pipeline,
+): Promise<{ watch: BodyWatch; limitBytes: number }> {
   const declared = ctx.request.length as number | undefined;
   if (declared !== undefined && declared > limitBytes) refuseUnread(ctx, errors.payloadTooLarge(limitBytes));
   await checks().catch((error: unknown) => refuseUnread(ctx, error));
   const bytes = declared ?? Math.min(limitBytes, SMALL_BODY_BYTES);
-  const release = unauthenticated.reserve(bytes);
-  if (!release) {
+  let cut: (error: AppError) => void = () => {};
+  const cutOff = new Promise<never>((_, reject) => (cut = reject));
+  const hold = unauthenticated.reserve(bytes, ctx.state.clientAddress, () => cut(errors.bodyTooSlow(minBytesPerSecond)));
+  if (!hold) {
     metrics.unauthenticatedRefusals.inc({ route: ctx.state.routeTemplate ?? 'unknown' });
     refuseUnread(ctx, errors.unauthenticatedBudgetFull());
   }
-  return { release, limitBytes: declared === undefined ? bytes : limitBytes };
+  return { watch: { hold, cutOff }, limitBytes: declared === undefined ? bytes : limitBytes };
 }
 
 const toKoaPath = (openApiPath: string) => openApiPath.replace(/\{(\w+)\}/g, ':$1');
@@ -184,12 +191,14 @@ function pipelineResponses(route: Route): Record<number, ResponseSpec> {
     implied[429] = authResponses[429];
     if (route.auth === 'admin' || route.sessionOnly) implied[403] = authResponses[403];
     // Credentials are looked up in Postgres on every request (src/identity/auth.ts).
-    implied[503] = { description: 'Postgres unavailable while checking the credentials: retry later.', schema: Unavailable };
+    implied[503] = authResponses[503];
   }
-  // Signed routes refuse an address or installation with too many failed signatures, and a body
-  // the process has no room to hold before it can check the signature.
-  if (route.auth === 'signature') implied[429] = webhookRateLimited;
-  if (route.auth === 'signature' && route.body) implied[503] = unauthenticatedBusy;
+  // Signed routes refuse a body the process has no room to hold before it can check the
+  // signature, and cut off one that arrives too slowly.
+  if (route.auth === 'signature' && route.body) {
+    implied[503] = unauthenticatedBusy;
+    implied[408] = bodyTooSlow;
+  }
   if (route.params || route.query || route.body) {
     implied[400] = { description: 'Invalid path parameter, query or body.', schema: InvalidRequestError };
   }
@@ -257,7 +266,6 @@ export function mountRoute(router: Router<AppState>, route: Route, deps: MountDe
     const serve = async (): Promise<Reply> => {
       const principal = await requireAuth(withCredentialLines(ctx.headers, ctx.req.rawHeaders), route.auth, deps.authenticate, {
         sessionOnly: route.sessionOnly,
-        source: { address: ctx.ip },
       });
       ctx.state.principal = principal;
       return route.serve(ctx, principal, deps.pipeline);

@@ -28,31 +28,43 @@ export const Unavailable = z
   .object({ error: z.literal('unavailable'), dependency: z.string(), message: z.string() })
   .openapi('Unavailable');
 
-/** Too many failed authentications from one address (src/app/failure-limit.ts): retry after `Retry-After` seconds. */
+/** Admission refused the request: its organization is at its share (src/app/admission.ts); retry after `Retry-After` seconds. */
 const RateLimited = z.object({ error: z.literal('rate_limited'), message: z.string() }).openapi('RateLimited');
-
-/** The same refusal on the signed webhook routes, in their `{ok:false}` shape. */
-const WebhookRateLimited = z.object({ ok: z.literal(false), error: z.literal('rate_limited') }).openapi('WebhookRateLimited');
 
 export const PlainText = z.string();
 
-/** The 401/403 rows every authenticated route shares. */
+/** The process is flooded: too many unauthenticated bodies held, or credentials waiting to be looked up; retry after `Retry-After` seconds. */
+const Busy = z.object({ error: z.literal('busy'), message: z.string() }).openapi('Busy');
+
+/** The 401/403/429/503 rows every authenticated route shares. */
 export const authResponses = {
   401: { description: 'No or invalid credentials.', schema: Unauthorized },
   403: { description: 'Authenticated, but not allowed.', schema: Forbidden },
-  429: { description: 'Too many failed authentications from this address: retry after `Retry-After` seconds.', schema: RateLimited },
+  429: {
+    description:
+      'The organization is at its share of the service (on routes that hand work to Temporal): retry after `Retry-After` seconds.',
+    schema: RateLimited,
+  },
+  503: {
+    description:
+      'Postgres unavailable while checking the credentials (`unavailable`), or the process flooded with credentials it ' +
+      'must look up (`busy`): retry after `Retry-After` seconds.',
+    schema: z.union([Unavailable, Busy]),
+  },
 };
-
-/** The 429 every signed webhook route shares. */
-export const webhookRateLimited = {
-  description: 'Too many failed signatures from this address or for this installation: retry after `Retry-After` seconds.',
-  schema: WebhookRateLimited,
-};
-
-const Busy = z.object({ error: z.literal('busy'), message: z.string() }).openapi('Busy');
 
 /** The 503 of a signed route whose body the process has no room to hold before checking it (src/app/http/unauthenticated-budget.ts). */
 export const unauthenticatedBusy = {
-  description: 'The process holds as many unauthenticated request bodies as it may: retry after `Retry-After` seconds.',
+  description:
+    'The process holds as many unauthenticated request bodies as it may, or as many as one client address may: ' +
+    'retry after `Retry-After` seconds.',
   schema: Busy,
+};
+
+const RequestTimeout = z.object({ error: z.literal('request_timeout'), message: z.string() }).openapi('RequestTimeout');
+
+/** The 408 of a signed route whose body arrived slower than UNAUTHENTICATED_BODY_MIN_RATE (src/app/http/unauthenticated-budget.ts). */
+export const bodyTooSlow = {
+  description: 'The body arrived too slowly and was cut off; the connection closes.',
+  schema: RequestTimeout,
 };

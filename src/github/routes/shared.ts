@@ -1,12 +1,9 @@
 /** What the GitHub routes share: the deps type. */
 import type { ApiDeps } from '../../app/feature';
-import type { FailureLimiter } from '../../app/failure-limit';
 import type { GithubSettings } from '../settings';
 
 /** What the GitHub routes use, handed over by the composition root (src/main/compose.ts). */
 export type GithubRouteDeps = Pick<ApiDeps<GithubSettings>, 'settings' | 'db' | 'ingress' | 'metrics' | 'now'> & {
-  /** Failed webhook signatures per source address in this process; built by the feature's descriptor. */
-  failures: FailureLimiter;
   /** A delivery's tenant (src/github/tenant.ts); built by the feature's descriptor. */
   tenantOf: (installationId: number | null) => Promise<string>;
 };

@@ -2,10 +2,10 @@
  * POST /v1/webhooks/connectors/github (and the `codehost` alias): GitHub App webhooks.
  *
  * Order of checks, each answered before the next runs: declared body within 25 MB (413, in
- * src/app/http/route.ts) → secret configured (503) → the source address within its failure
- * limit (429) → a signature header of the right shape (401) → room in the process's budget for
- * unauthenticated bodies (503, in route.ts) → the body read within 25 MB (413) → signature over
- * the raw bytes (401) → delivery headers (200 not accepted) → JSON
+ * src/app/http/route.ts) → secret configured (503) → a signature header of the right shape (401)
+ * → room in the process's budget for unauthenticated bodies (503, in route.ts) → the body read
+ * within 25 MB, at the budget's minimum rate (413, 408) → signature over the raw bytes (401) →
+ * delivery headers (200 not accepted) → JSON
  * (400) → relevance (200 not accepted) → the body's digest (a replay under a new delivery id: 202,
  * nothing started) → the organization's admission (503 `overloaded` with Retry-After) → durable
  * start of `github-delivery/{deliveryId}` → 202. GitHub never retries by itself (the reconcile asks
@@ -47,26 +47,21 @@ const Rejected = z
   .object({ ok: z.literal(false), error: z.string().openapi({ example: 'invalid signature' }) })
   .openapi('GithubWebhookRejected');
 
-type WebhookDeps = Pick<GithubRouteDeps, 'settings' | 'db' | 'ingress' | 'metrics' | 'now' | 'failures' | 'tenantOf'>;
+type WebhookDeps = Pick<GithubRouteDeps, 'settings' | 'db' | 'ingress' | 'metrics' | 'now' | 'tenantOf'>;
 
 /**
- * The checks that need no body, run before it is read: 503 without a secret, 429 when the
- * address is past its failure limit, 401 for a signature header that cannot be a signature.
+ * The checks that need no body, run before it is read: 503 without a secret, 401 for a signature
+ * header that cannot be a signature. Nothing here refuses a request for what other requests did:
+ * GitHub has one secret, so a forgery costs one HMAC over a body the budget holds, and a correctly
+ * signed delivery always gets through, whatever its address sent before.
  */
-function admitDelivery(deps: Pick<GithubRouteDeps, 'settings' | 'metrics' | 'failures'>, ctx: AppContext): void {
-  const { settings, metrics, failures } = deps;
-  if (!settings.webhookSecret) throw errors.webhook('webhook_secret_not_configured', 503, { error: 'webhook secret not configured' });
-  const retryAfter = failures.retryAfterSeconds(ctx.ip);
-  if (retryAfter > 0) {
-    metrics.authFailures.inc({ surface: 'github', outcome: 'limited' });
-    throw errors.tooManyFailures(retryAfter, 'webhook');
-  }
+function admitDelivery(deps: Pick<GithubRouteDeps, 'settings' | 'metrics'>, ctx: AppContext): void {
+  if (!deps.settings.webhookSecret) throw errors.webhook('webhook_secret_not_configured', 503, { error: 'webhook secret not configured' });
   const failure = signatureHeaderFailure(ctx.headers[SIGNATURE_HEADER]);
   if (failure) rejectSignature(deps, ctx, failure);
 }
 
-function rejectSignature(deps: Pick<GithubRouteDeps, 'metrics' | 'failures'>, ctx: AppContext, reason: string): never {
-  deps.failures.fail(ctx.ip);
+function rejectSignature(deps: Pick<GithubRouteDeps, 'metrics'>, ctx: AppContext, reason: string): never {
   deps.metrics.authFailures.inc({ surface: 'github', outcome: 'rejected' });
   deps.metrics.signatureFailures.inc({ route: GITHUB_WEBHOOK_PATH, reason });
   ctx.state.log.info({ reason }, 'github webhook signature rejected');
@@ -74,7 +69,7 @@ function rejectSignature(deps: Pick<GithubRouteDeps, 'metrics' | 'failures'>, ct
 }
 
 /** 401 unless the current or the previous secret signed the raw body (admitDelivery ran before it was read). */
-function verifyDeliverySignature(deps: Pick<GithubRouteDeps, 'settings' | 'metrics' | 'failures'>, ctx: AppContext, rawBody: Buffer): void {
+function verifyDeliverySignature(deps: Pick<GithubRouteDeps, 'settings' | 'metrics'>, ctx: AppContext, rawBody: Buffer): void {
   const { settings } = deps;
   const secrets = { current: settings.webhookSecret!, previous: settings.webhookSecretPrevious };
   const verified = verifyWithFallback(secrets, rawBody, ctx.headers[SIGNATURE_HEADER]);

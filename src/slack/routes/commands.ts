@@ -12,14 +12,13 @@ import { isSslCheck, parseSlashCommand } from '../envelope';
 import { createLinkToken } from '../link-token';
 import { cancelFromSlack, slackRunStatus } from '../run-control';
 import { cancelOutcomeText, connectAccountText, connectLinkUrl, DISABLED_CONNECTION_TEXT, HELP_TEXT, runStatusText } from '../texts';
-import { knownConnection, verifiedOnce } from '../verify';
 import { ConnectionParams, type SlackRouteDeps } from './shared';
 
 const COMMANDS_BODY_LIMIT = 100_000;
 
 const SlashCommandResponse = z.object({ response_type: z.literal('ephemeral'), text: z.string() }).openapi('SlackSlashCommandResponse');
 
-type CommandDeps = Pick<SlackRouteDeps, 'settings' | 'platform' | 'db' | 'secretKey' | 'metrics' | 'now' | 'guard' | 'temporal'>;
+type CommandDeps = Pick<SlackRouteDeps, 'settings' | 'platform' | 'db' | 'secretKey' | 'metrics' | 'now' | 'verifier' | 'temporal'>;
 
 const SUBCOMMANDS = ['status', 'cancel', 'help'] as const;
 type Subcommand = (typeof SUBCOMMANDS)[number];
@@ -50,9 +49,9 @@ async function subcommandReply(deps: CommandDeps, connectionId: string, userId: 
 }
 
 async function postCommand(deps: CommandDeps, ctx: AppContext, connectionId: string, rawBody: Buffer): Promise<Reply> {
-  const { settings, platform, db, secretKey, metrics, now, guard } = deps;
+  const { settings, platform, secretKey, now } = deps;
   // A captured command replayed within the signature window would mint a new link token: refused.
-  const connection = await verifiedOnce({ db, secretKey, metrics, now, guard }, ctx, connectionId, rawBody);
+  const connection = await deps.verifier.verifiedOnce(ctx, connectionId, rawBody);
   // Slack checks the request URL's certificate with a signed `ssl_check=1` that has no team or
   // user: answered 200 with an empty body before any other command check.
   if (isSslCheck(rawBody)) return { status: 200, body: '', outcome: { outcome: 'acknowledged', reason: 'ssl_check' } };
@@ -110,7 +109,7 @@ export function createCommandsRoute(deps: CommandDeps): Route {
       contentType: 'application/x-www-form-urlencoded',
       description: 'The slash command form (team_id, api_app_id, user_id, command, …).',
     },
-    beforeBody: ({ params }, ctx) => knownConnection(deps, ctx, params.connectionId).then(() => undefined),
+    beforeBody: ({ params }, ctx) => deps.verifier.checkHeaders(ctx, params.connectionId),
     responses: {
       200: {
         description: 'Ephemeral reply with the connect link (spec 2.9); an empty body for `ssl_check=1`.',

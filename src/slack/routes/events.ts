@@ -21,22 +21,20 @@ import { classifyEvent, type EventClassification, type IneligibleReason } from '
 import { parseEnvelope } from '../envelope';
 import { slackQuotaChecks } from '../quota';
 import type { SlackSettings } from '../settings';
-import { knownConnection, verifiedConnection } from '../verify';
 import { ConnectionParams, ok, type SlackRouteDeps } from './shared';
 
 const EVENTS_BODY_LIMIT = 1_000_000;
 
 const Challenge = z.object({ challenge: z.string() }).openapi('SlackUrlVerificationChallenge');
 
-type EventsDeps = Pick<SlackRouteDeps, 'settings' | 'db' | 'secretKey' | 'ingress' | 'metrics' | 'now' | 'guard' | 'quota'>;
+type EventsDeps = Pick<SlackRouteDeps, 'settings' | 'db' | 'secretKey' | 'ingress' | 'metrics' | 'now' | 'verifier' | 'quota'>;
 
 /** A verified callback that carries an event, or the answer to a request that carries none. */
 type ReadEvent = { reply: Reply } | { connection: SlackConnection; event: Record<string, unknown>; eventId: string };
 
 /** The checks up to "no event": installation, signature, envelope, url_verification, team/app. */
 async function readEvent(deps: EventsDeps, ctx: AppContext, connectionId: string, rawBody: Buffer): Promise<ReadEvent> {
-  const { db, secretKey, metrics, now, guard } = deps;
-  const connection = await verifiedConnection({ db, secretKey, metrics, now, guard }, ctx, connectionId, rawBody);
+  const connection = await deps.verifier.verifiedConnection(ctx, connectionId, rawBody);
 
   const parsed = parseEnvelope(rawBody);
   if (!parsed.ok) throw errors.invalidRequest(parsed.details);
@@ -162,7 +160,7 @@ export function createEventsRoute(deps: EventsDeps): Route {
     ingress: true,
     params: ConnectionParams,
     body: { kind: 'raw', limitBytes: EVENTS_BODY_LIMIT, contentType: 'application/json', description: 'The Events API envelope.' },
-    beforeBody: ({ params }, ctx) => knownConnection(deps, ctx, params.connectionId).then(() => undefined),
+    beforeBody: ({ params }, ctx) => deps.verifier.checkHeaders(ctx, params.connectionId),
     responses: {
       200: { description: '`OkResponse`, or `{challenge}` for url_verification.', schema: z.union([OkResponse, Challenge]) },
       400: { description: 'Invalid connection id or payload.', schema: z.union([InvalidRequestError, OkFalse]) },

@@ -15,7 +15,6 @@ import { parseInteraction, type BlockActions } from '../envelope';
 import { CANCEL_ACTION_ID } from '../progress';
 import { cancelFromSlack } from '../run-control';
 import { cancelOutcomeText } from '../texts';
-import { knownConnection, verifiedOnce } from '../verify';
 import { callSlackApi } from '../web-api';
 import { ConnectionParams, type SlackRouteDeps } from './shared';
 
@@ -23,7 +22,7 @@ const INTERACTIONS_BODY_LIMIT = 100_000;
 
 type InteractionDeps = Pick<
   SlackRouteDeps,
-  'settings' | 'platform' | 'db' | 'secretKey' | 'metrics' | 'now' | 'guard' | 'temporal' | 'log'
+  'settings' | 'platform' | 'db' | 'secretKey' | 'metrics' | 'now' | 'verifier' | 'temporal' | 'log'
 >;
 
 /** The empty 200 Slack expects for a block action (its answer goes elsewhere). */
@@ -34,7 +33,7 @@ const ack = (reason: string, outcome: 'acknowledged' | 'ineligible' = 'acknowled
 });
 
 async function postInteraction(deps: InteractionDeps, ctx: AppContext, connectionId: string, rawBody: Buffer): Promise<Reply> {
-  const connection = await verifiedOnce(deps, ctx, connectionId, rawBody);
+  const connection = await deps.verifier.verifiedOnce(ctx, connectionId, rawBody);
   const parsed = parseInteraction(rawBody);
   if (!parsed.ok) throw errors.invalidRequest(parsed.details);
   const interaction = parsed.interaction;
@@ -92,7 +91,7 @@ export function createInteractionsRoute(deps: InteractionDeps): Route {
       description:
         'The interaction form: `payload`, a JSON interaction payload (type `block_actions`, team, api_app_id, user, actions, …).',
     },
-    beforeBody: ({ params }, ctx) => knownConnection(deps, ctx, params.connectionId).then(() => undefined),
+    beforeBody: ({ params }, ctx) => deps.verifier.checkHeaders(ctx, params.connectionId),
     responses: {
       200: { description: 'Taken (empty body); the answer to the clicker is an ephemeral message.', schema: z.literal('') },
       400: { description: 'Invalid connection id, or a form without a valid `payload`.', schema: InvalidRequestError },

@@ -4,14 +4,14 @@ import { z } from '../../app/http/zod';
 import { CONNECTION_ID_PATTERN } from '../connections';
 import type { SlackQuota } from '../quota';
 import type { SlackSettings } from '../settings';
-import type { SlackGuard } from '../verify';
+import type { SlackVerifier } from '../verify';
 
 /** What the Slack routes use: the feature's deps from the composition root (src/main/compose.ts), and the quota. */
 export type SlackRouteDeps = ApiDeps<SlackSettings> & {
   /** Shared by every replica (Postgres); built by the feature's descriptor. */
   quota: SlackQuota;
-  /** This process's limits on failed verifications; built by the feature's descriptor. */
-  guard: SlackGuard;
+  /** This process's verification of signed requests, with its caches; built by the feature's descriptor. */
+  verifier: SlackVerifier;
 };
 
 export const ConnectionParams = z.object({
