@@ -14,9 +14,16 @@ export const WORKING_TEXT = 'Working on it…';
 /** Slack refuses a section block's text over 3,000 characters; a longer answer goes on in the thread. */
 export const MESSAGE_TEXT_LIMIT = 3000;
 
-/** What the message shows for a progress report: the newest text, or the tool the run is using. */
+/**
+ * What the message shows for a progress report: the newest text (escaped as it stands: it is
+ * converted from Markdown only once the run has answered), or the tool the run is using.
+ */
 export function progressText(progress: Pick<RunProgress, 'text' | 'tool'>): string {
-  const text = progress.text?.trim() ? progress.text : progress.tool ? `_using ${escapeMrkdwn(progress.tool)}…_` : WORKING_TEXT;
+  const text = progress.text?.trim()
+    ? escapeMrkdwn(progress.text)
+    : progress.tool
+      ? `_using ${escapeMrkdwn(progress.tool)}…_`
+      : WORKING_TEXT;
   return text.length > MESSAGE_TEXT_LIMIT ? `${text.slice(0, lastCutBefore(text, MESSAGE_TEXT_LIMIT - 1))}…` : text;
 }
 

@@ -49,9 +49,28 @@ describe('the throttle', () => {
 describe('what the message shows', () => {
   it('the newest text, a tool line, or the working text', () => {
     expect(progressText({ text: 'half way' })).toBe('half way');
+    expect(progressText({ text: '<!channel> <@U1> <https://evil.example|click> a & b' })).toBe(
+      '&lt;!channel&gt; &lt;@U1&gt; &lt;https://evil.example|click&gt; a &amp; b',
+    );
     expect(progressText({ tool: 'web<search>' })).toBe('_using web&lt;search&gt;…_');
     expect(progressText({ text: '  ' })).toBe(WORKING_TEXT);
     expect(progressText({ text: 'x'.repeat(5000) })).toHaveLength(MESSAGE_TEXT_LIMIT);
+  });
+  it('a long text cut short without cutting an escape in two', () => {
+    const text = progressText({ text: `${'x'.repeat(MESSAGE_TEXT_LIMIT - 8)}<<<<` });
+    expect(text).toBe(`${'x'.repeat(MESSAGE_TEXT_LIMIT - 8)}&lt;…`);
+  });
+  it('for any text or tool: nothing in it that Slack acts on', () => {
+    fc.assert(
+      fc.property(risky, fc.option(risky), (text, tool) => {
+        for (const progress of [{ text }, { tool: tool ?? undefined }, { text: `${'y'.repeat(2990)}${text}` }]) {
+          const shown = progressText(progress);
+          expect(unsafeMrkdwn(shown)).toEqual([]);
+          expect(shown.length).toBeLessThanOrEqual(MESSAGE_TEXT_LIMIT);
+        }
+      }),
+      { numRuns: 500 },
+    );
   });
   it('a Cancel button carrying the run id while it works, none at the end', () => {
     expect(progressBlocks('t', 'run-1')[1]).toMatchObject({ elements: [{ action_id: CANCEL_ACTION_ID, value: 'run-1' }] });
