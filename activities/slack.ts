@@ -3,13 +3,13 @@
  * Web API calls. Every one is idempotent or harmless to repeat, since Temporal retries.
  */
 import { Context } from '@temporalio/activity';
-import { slackifyMarkdown } from 'slackify-markdown';
 import { ApplicationFailure } from '@temporalio/common';
 import { disableSlackConnection, findSlackConnection } from '../src/slack/connections';
 import { createLinkToken } from '../src/slack/link-token';
 import { clearPendingInvocation, linkOrWait, type AccountLink } from '../src/slack/links';
 import { releaseMemberInvocation, reserveMemberInvocation, type MemberLimits, type ReservationOutcome } from '../src/slack/limits';
-import { connectLinkUrl, heldInvocationText } from '../src/slack/texts';
+import { markdownToMrkdwn } from '../src/slack/mrkdwn';
+import { connectLinkUrl, escapeMrkdwn, heldInvocationText } from '../src/slack/texts';
 import { callSlackApi, findReply, replyMetadata, type SlackApiMethod, type SlackApiResult } from '../src/slack/web-api';
 import { finalBlocks, progressBlocks, splitMessage, WORKING_TEXT } from '../src/slack/progress';
 import type { WorkerDeps } from '../src/app/feature';
@@ -290,16 +290,18 @@ function updateProgressActivity(deps: SlackActivityDeps) {
 }
 
 /**
- * The run's answer in place of the progress: Markdown from the runtime as Slack mrkdwn, the first
- * part in the message, the rest as replies in the thread (each exactly once, by its own key). A
- * message someone deleted (or none posted) is answered with new replies instead.
+ * The run's answer in place of the progress: Markdown from the runtime as Slack mrkdwn (`text`
+ * is Markdown when `markdown`, else mrkdwn already), the first part in the message, the rest as
+ * replies in the thread (each exactly once, by its own key). A message someone deleted (or none
+ * posted) is answered with new replies instead.
  */
 function finishMessageActivity(deps: SlackActivityDeps) {
   return async function slackFinishMessage(
     input: SlackMessageRef & { ts: string | null; text: string; markdown: boolean; replyKey: string },
   ): Promise<EditOutcome | { outcome: 'posted' }> {
-    const text = input.markdown ? slackifyMarkdown(input.text).trim() : input.text;
-    const parts = splitMessage(text || input.text);
+    // Markdown that renders as nothing (only link definitions) shows as the text it is.
+    const text = input.markdown ? markdownToMrkdwn(input.text) || escapeMrkdwn(input.text.trim()) : input.text;
+    const parts = splitMessage(text);
     let first = 0;
     let outcome: EditOutcome | { outcome: 'posted' } = { outcome: 'posted' };
     if (input.ts !== null) {

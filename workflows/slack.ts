@@ -415,8 +415,9 @@ async function finishMessage(
   summary: Pick<RunSummary, 'status' | 'error' | 'lastAssistantText'>,
   replyKey: string,
 ): Promise<'posted' | 'skipped' | 'failed'> {
+  // A succeeded run's answer goes as the runtime's Markdown, which the activity converts (and escapes).
   const markdown = summary.status === 'succeeded' && !!summary.lastAssistantText?.trim();
-  const request = { ...ref, ts, text: runReplyText(summary), markdown, replyKey };
+  const request = { ...ref, ts, text: markdown ? summary.lastAssistantText! : runReplyText(summary), markdown, replyKey };
   for (let tries = 1; ; tries++) {
     let finished: Awaited<ReturnType<SlackActivities['slackFinishMessage']>>;
     try {

@@ -14,10 +14,17 @@ export const WORKING_TEXT = 'Working on it…';
 /** Slack refuses a section block's text over 3,000 characters; a longer answer goes on in the thread. */
 export const MESSAGE_TEXT_LIMIT = 3000;
 
-/** What the message shows for a progress report: the newest text, or the tool the run is using. */
+/**
+ * What the message shows for a progress report: the newest text (escaped as it stands: it is
+ * converted from Markdown only once the run has answered), or the tool the run is using.
+ */
 export function progressText(progress: Pick<RunProgress, 'text' | 'tool'>): string {
-  const text = progress.text?.trim() ? progress.text : progress.tool ? `_using ${escapeMrkdwn(progress.tool)}…_` : WORKING_TEXT;
-  return text.length > MESSAGE_TEXT_LIMIT ? `${text.slice(0, MESSAGE_TEXT_LIMIT - 1)}…` : text;
+  const text = progress.text?.trim()
+    ? escapeMrkdwn(progress.text)
+    : progress.tool
+      ? `_using ${escapeMrkdwn(progress.tool)}…_`
+      : WORKING_TEXT;
+  return text.length > MESSAGE_TEXT_LIMIT ? `${text.slice(0, lastCutBefore(text, MESSAGE_TEXT_LIMIT - 1))}…` : text;
 }
 
 /** The newer of two progress reports (signals may arrive out of order). */
@@ -63,17 +70,65 @@ export function finalBlocks(text: string): Record<string, unknown>[] {
 }
 
 /**
- * Cuts text into parts of at most `limit` characters, at the last line break (or else space)
- * in a part's second half, so words and lines stay whole where they can.
+ * What mrkdwn must keep whole: an escape entity (`&lt;`…) and a link (`<url|label>`, the only
+ * `<` left in escaped text). Cut in two, a part would show a stray `&l` or lose its link.
+ */
+const UNCUTTABLE = /&(?:[a-z]+|#[0-9]+|#x[0-9a-f]+);|<[^<>]*>/gi;
+
+/**
+ * For each position up to `limit`, where a cut there would have to go instead: the position
+ * itself, or the start of the entity or link it falls inside.
+ */
+function cutPositions(text: string, limit: number): Int32Array {
+  const positions = Int32Array.from({ length: limit + 1 }, (_, at) => at);
+  for (const match of text.matchAll(UNCUTTABLE)) {
+    if (match.index >= limit) break;
+    const end = Math.min(match.index + match[0].length - 1, limit);
+    for (let at = match.index + 1; at <= end; at++) positions[at] = match.index;
+  }
+  return positions;
+}
+
+/** The last position at or before `limit` where `text` can be cut (zero when an entity or link reaching past it opens it). */
+function lastCutBefore(text: string, limit: number): number {
+  return cutPositions(text, limit)[limit]!;
+}
+
+/**
+ * A link too long for any part, as plain text: its label and its URL (both already escaped),
+ * so the part can be cut anywhere between entities.
+ */
+function unlinked(text: string): string {
+  return text.replace(/^<([^<>|]*)(?:\|([^<>]*))?>/, (_, url: string, label?: string) => (label ? `${label} (${url})` : url));
+}
+
+/** The last index of `char` in `text` before `limit`, in its second half, where a cut may go; or -1. */
+function lastCutAt(text: string, char: string, limit: number, positions: Int32Array): number {
+  for (let at = text.lastIndexOf(char, limit - 1); at >= limit / 2; at = text.lastIndexOf(char, at - 1)) {
+    if (positions[at] === at) return at;
+  }
+  return -1;
+}
+
+/**
+ * Cuts mrkdwn into parts of at most `limit` characters, at the last line break (or else space)
+ * in a part's second half, so words and lines stay whole where they can, and never inside an
+ * escape entity or a link (a link longer than a part is written out as text).
  */
 export function splitMessage(text: string, limit = MESSAGE_TEXT_LIMIT): string[] {
   const parts: string[] = [];
   let rest = text;
   while (rest.length > limit) {
-    const window = rest.slice(0, limit);
-    const newline = window.lastIndexOf('\n');
-    const space = window.lastIndexOf(' ');
-    const cut = newline >= limit / 2 ? newline : space >= limit / 2 ? space : limit;
+    const positions = cutPositions(rest, limit);
+    const newline = lastCutAt(rest, '\n', limit, positions);
+    const space = lastCutAt(rest, ' ', limit, positions);
+    let cut = newline >= 0 ? newline : space >= 0 ? space : positions[limit]!;
+    if (cut === 0 && rest.startsWith('<')) {
+      rest = unlinked(rest);
+      continue;
+    }
+    // Only a part shorter than an entity (a few characters) cannot hold the entity it starts with.
+    if (cut === 0) cut = rest.indexOf(';') + 1;
     parts.push(rest.slice(0, cut).trimEnd());
     rest = rest.slice(cut).replace(/^[\n ]/, '');
   }

@@ -4,7 +4,12 @@
  */
 import type { RunSummary } from '../runs/contract';
 
-/** https://api.slack.com/reference/surfaces/formatting#escaping */
+/**
+ * Text as Slack shows it literally: no `<!channel>`, `<@U…>`, `<#C…>` or `<url|label>` in it is
+ * acted on. Every text the service did not write goes through this, or through the Markdown
+ * conversion (src/slack/mrkdwn.ts), which uses it for every piece of text.
+ * https://api.slack.com/reference/surfaces/formatting#escaping
+ */
 export function escapeMrkdwn(text: string): string {
   return text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
 }
@@ -35,10 +40,14 @@ export function limitText(limit: 'daily' | 'concurrent', max: number): string {
     : `You already have ${max} den request${max === 1 ? '' : 's'} running. Try again when one has finished.`;
 }
 
-/** The thread reply when the run ends: its last assistant text, or why there is none. */
+/**
+ * The thread reply when the run ends, escaped: its last assistant text as it stands, or why there
+ * is none. Where a succeeded run's answer is converted from Markdown instead (the message's final
+ * edit), the workflow sends the Markdown itself.
+ */
 export function runReplyText(summary: Pick<RunSummary, 'status' | 'error' | 'lastAssistantText'>): string {
   const text = summary.lastAssistantText?.trim();
-  if (summary.status === 'succeeded') return text ? summary.lastAssistantText! : 'The run finished without a reply.';
+  if (summary.status === 'succeeded') return text ? escapeMrkdwn(summary.lastAssistantText!) : 'The run finished without a reply.';
   const why = summary.error ? ` (${escapeMrkdwn(summary.error)})` : '';
   switch (summary.status) {
     case 'skipped':
@@ -48,7 +57,7 @@ export function runReplyText(summary: Pick<RunSummary, 'status' | 'error' | 'las
     case 'timed_out':
       return `The run took too long and was stopped${why}.`;
     default:
-      return `The run failed${why}.${text ? `\n\n${summary.lastAssistantText}` : ''}`;
+      return `The run failed${why}.${text ? `\n\n${escapeMrkdwn(summary.lastAssistantText!)}` : ''}`;
   }
 }
 
@@ -70,13 +79,16 @@ export function cancelOutcomeText(outcome: 'requested' | 'not_linked' | 'not_all
   }
 }
 
+/** A Slack id (C…, D…, G…): only such a channel becomes a `<#…>` link. */
+const SLACK_ID = /^[A-Z0-9]+$/;
+
 /** `/den status`: the caller's active runs, newest first, with their status, age and where they were asked. */
 export function runStatusText(runs: { runId: string; status: string; startedAt: number; channel: string | null }[], now: number): string {
   if (runs.length === 0) return 'You have no den request running.';
   const lines = runs.map((run) => {
     const minutes = Math.max(0, Math.floor((now - run.startedAt) / 60_000));
     const age = minutes === 0 ? 'under a minute' : `${minutes} minute${minutes === 1 ? '' : 's'}`;
-    const where = run.channel ? ` in <#${escapeMrkdwn(run.channel)}>` : '';
+    const where = !run.channel ? '' : SLACK_ID.test(run.channel) ? ` in <#${run.channel}>` : ` in ${escapeMrkdwn(run.channel)}`;
     return `• \`${escapeMrkdwn(run.runId)}\`: ${escapeMrkdwn(run.status)}, asked ${age} ago${where}`;
   });
   return `Your den requests still running:\n${lines.join('\n')}`;

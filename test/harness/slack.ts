@@ -350,3 +350,35 @@ export async function linkSlackUser(
   if (linked.status !== 201) throw new Error(`linking ${slackUserId} answered ${linked.status}: ${linked.text}`);
   return slackUserId;
 }
+
+/** Every form of Slack's `<…>` syntax a runtime could print to notify people or disguise a link. */
+export const MENTION_FORMS = [
+  '<!channel>',
+  '<!here>',
+  '<!everyone>',
+  '<!subteam^S1|@team>',
+  '<@U123>',
+  '<@U123|name>',
+  '<#C1>',
+  '<#C1|general>',
+  '<https://evil.example|click>',
+  '<mailto:x@y|z>',
+] as const;
+
+/** A link as the Markdown conversion writes one: an http, https or mailto URL with nothing in it that ends or splits it. */
+const SAFE_LINK = /^<(?:https?:\/\/|mailto:)[^<>|\s]*(?:\|[^<>]*)?>/;
+
+/**
+ * What in mrkdwn Slack would act on beyond the links the service means: a `<` that opens anything
+ * but a safe link (`<!channel>`, `<@U…>`, `<#C…>`, a link cut short), and a `&` that starts no
+ * escape. Empty when the text is safe to post.
+ */
+export function unsafeMrkdwn(text: string): string[] {
+  const problems: string[] = [];
+  for (const match of text.matchAll(/<[!@#]/g)) problems.push(`live ${text.slice(match.index, match.index + 24)}`);
+  for (const match of text.matchAll(/</g)) {
+    if (!SAFE_LINK.test(text.slice(match.index))) problems.push(`< opening no link: ${text.slice(match.index, match.index + 40)}`);
+  }
+  for (const match of text.matchAll(/&(?!amp;|lt;|gt;)/g)) problems.push(`bare &: ${text.slice(match.index, match.index + 12)}`);
+  return problems;
+}

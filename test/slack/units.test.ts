@@ -1,8 +1,11 @@
 import { randomBytes } from 'node:crypto';
+import fc from 'fast-check';
 import { createLinkToken, verifyLinkToken } from '../../src/slack/link-token';
 import { loadConfigWith } from '../../src/main/config';
 import { QUOTA_WINDOW_MS, slackQuotaChecks, windowStart } from '../../src/slack/quota';
-import { connectAccountText, connectLinkUrl, escapeMrkdwn, runReplyText } from '../../src/slack/texts';
+import { connectAccountText, connectLinkUrl, escapeMrkdwn, runReplyText, runStatusText } from '../../src/slack/texts';
+import { RUN_STATUSES } from '../../src/runs/contract';
+import { MENTION_FORMS, unsafeMrkdwn } from '../harness/slack';
 import { parseRetryAfter } from '../../src/slack/web-api';
 import { withoutBotMention } from '../../src/slack/eligibility';
 
@@ -77,6 +80,33 @@ describe('Slack texts', () => {
     expect(runReplyText({ status: 'failed', error: 'lease_lost', lastAssistantText: null })).toBe('The run failed (lease_lost).');
     expect(runReplyText({ status: 'skipped', error: 'runner_unavailable', lastAssistantText: null })).toContain('No runtime picked up');
     expect(escapeMrkdwn('a<b>&c')).toBe('a&lt;b&gt;&amp;c');
+  });
+
+  it("escapes the runtime's text and the failure reason", () => {
+    const forms = MENTION_FORMS.join(' ');
+    const escaped = escapeMrkdwn(forms);
+    expect(runReplyText({ status: 'succeeded', error: null, lastAssistantText: forms })).toBe(escaped);
+    expect(runReplyText({ status: 'failed', error: forms, lastAssistantText: forms })).toBe(`The run failed (${escaped}).\n\n${escaped}`);
+    expect(runReplyText({ status: 'cancelled', error: '<!here>', lastAssistantText: null })).toBe('The run was cancelled (&lt;!here&gt;).');
+  });
+
+  it('for any status, reason and text: nothing in the reply that Slack acts on', () => {
+    const risky = fc.array(fc.oneof(fc.constantFrom(...MENTION_FORMS, '&', '<', '>'), fc.string({ maxLength: 6 })), { maxLength: 12 });
+    fc.assert(
+      fc.property(fc.constantFrom(...RUN_STATUSES), fc.option(risky), fc.option(risky), (status, error, text) => {
+        const reply = runReplyText({ status, error: error?.join('') ?? null, lastAssistantText: text?.join('') ?? null });
+        expect(unsafeMrkdwn(reply)).toEqual([]);
+      }),
+      { numRuns: 500 },
+    );
+  });
+
+  it('/den status links a channel only by its Slack id; anything else shows as text', () => {
+    const run = { runId: 'r1', status: 'running', startedAt: 0 };
+    expect(runStatusText([{ ...run, channel: 'C0TESTCHAN' }], 0)).toContain(' in <#C0TESTCHAN>');
+    const odd = runStatusText([{ ...run, channel: 'C1><!channel' }], 0);
+    expect(odd).toContain(' in C1&gt;&lt;!channel');
+    expect(odd).not.toMatch(/<[!@#]/);
   });
 
   it('reads Retry-After in seconds, bounded', () => {
