@@ -45,10 +45,16 @@ export function editDelay(now: number, nextAt: number): number {
   return Math.max(0, nextAt - now);
 }
 
+/**
+ * A mrkdwn text object that Slack shows as written: `verbatim` stops Slack from turning plain
+ * `@here` or a channel name into a live mention, while the links the text spells out stay links.
+ */
+const mrkdwnText = (text: string) => ({ type: 'mrkdwn', text, verbatim: true });
+
 /** Block Kit of the message while the run works: the text, and the Cancel button carrying the run id. */
 export function progressBlocks(text: string, runId: string): Record<string, unknown>[] {
   return [
-    { type: 'section', text: { type: 'mrkdwn', text } },
+    { type: 'section', text: mrkdwnText(text) },
     {
       type: 'actions',
       elements: [
@@ -66,7 +72,7 @@ export function progressBlocks(text: string, runId: string): Record<string, unkn
 
 /** Block Kit of a finished message: the text alone (the Cancel button goes). */
 export function finalBlocks(text: string): Record<string, unknown>[] {
-  return [{ type: 'section', text: { type: 'mrkdwn', text } }];
+  return [{ type: 'section', text: mrkdwnText(text) }];
 }
 
 /**

@@ -21,6 +21,14 @@ export function parseRetryAfter(value: string | null): number | undefined {
 export type SlackApiMethod = 'chat.postMessage' | 'chat.postEphemeral' | 'chat.update' | 'conversations.replies';
 const FORM_METHODS: ReadonlySet<SlackApiMethod> = new Set(['conversations.replies']);
 
+/**
+ * Every message the service posts or edits goes out with `parse: none`: Slack's own parsing (the
+ * default of chat.update is `client`) would turn a plain `@channel` or `@here` into a live
+ * mention, which the text's escaping cannot prevent.
+ */
+const withoutParsing = (method: SlackApiMethod, body: Record<string, unknown>) =>
+  FORM_METHODS.has(method) ? body : { ...body, parse: 'none' };
+
 export async function callSlackApi(
   options: { baseUrl: string; token: string; timeoutMs?: number },
   method: SlackApiMethod,
@@ -37,7 +45,7 @@ export async function callSlackApi(
       },
       body: form
         ? new URLSearchParams(Object.entries(body).map(([k, v]): [string, string] => [k, String(v)])).toString()
-        : JSON.stringify(body),
+        : JSON.stringify(withoutParsing(method, body)),
       signal: AbortSignal.timeout(options.timeoutMs ?? 10_000),
     });
   } catch (error) {

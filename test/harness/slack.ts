@@ -18,7 +18,34 @@ interface SlackApiCall {
   method: string;
   authorization: string | undefined;
   body: Record<string, unknown>;
+  /** What Slack would show of a message call: its `text` and each mrkdwn text object, after Slack's own parsing (slackRendering). */
+  rendered: string[];
   at: number;
+}
+
+const MESSAGE_METHODS = new Set(['chat.postMessage', 'chat.postEphemeral', 'chat.update']);
+
+/**
+ * A message call's texts as Slack renders them. Slack parses messages itself unless told not to:
+ * `parse` other than `none` (chat.update defaults to `client`) turns a plain `@channel`, `@here`
+ * or `@everyone` into a live mention, and so does a mrkdwn text object without `verbatim: true`.
+ */
+export function slackRendering(method: string, body: Record<string, unknown>): string[] {
+  if (!MESSAGE_METHODS.has(method)) return [];
+  const live = (text: string) => text.replace(/(^|[^\w&;])@(channel|here|everyone)\b/g, '$1<!$2>');
+  const parse = body.parse ?? (method === 'chat.update' ? 'client' : 'none');
+  const texts = [parse === 'none' ? String(body.text ?? '') : live(String(body.text ?? ''))];
+  const visit = (value: unknown): void => {
+    if (Array.isArray(value)) value.forEach(visit);
+    else if (value && typeof value === 'object') {
+      const object = value as Record<string, unknown>;
+      if (object.type === 'mrkdwn' && typeof object.text === 'string')
+        texts.push(object.verbatim === true ? object.text : live(object.text));
+      Object.values(object).forEach(visit);
+    }
+  };
+  visit(body.blocks);
+  return texts;
 }
 
 interface ScriptedReply {
@@ -78,7 +105,7 @@ export async function startFakeSlack(): Promise<FakeSlack> {
           body = { unparsed: raw };
         }
       }
-      calls.push({ method, authorization: req.headers.authorization, body, at: Date.now() });
+      calls.push({ method, authorization: req.headers.authorization, body, rendered: slackRendering(method, body), at: Date.now() });
       const reply = scripted.get(method)?.shift();
       const ts = `${Math.floor(Date.now() / 1000)}.${String(++clock).padStart(6, '0')}`;
       if (method === 'chat.postMessage' && (!reply || reply.accept)) {
@@ -352,6 +379,9 @@ export async function linkSlackUser(
 }
 
 /** Every form of Slack's `<…>` syntax a runtime could print to notify people or disguise a link. */
+/** Mentions Slack's own parsing makes live from plain text (slackRendering); the service must turn that parsing off. */
+export const PLAIN_MENTIONS = ['@channel', '@here', '@everyone'] as const;
+
 export const MENTION_FORMS = [
   '<!channel>',
   '<!here>',

@@ -19,6 +19,7 @@ import {
   eventEnvelope,
   linkSlackUser,
   MENTION_FORMS,
+  PLAIN_MENTIONS,
   postSlackEvent,
   postSlashCommand,
   startSlackLoop,
@@ -28,7 +29,7 @@ import {
 import type { TestStack } from '../harness/stack';
 import { waitFor } from '../harness/wait';
 
-const FORMS = MENTION_FORMS.join(' ');
+const FORMS = [...MENTION_FORMS, ...PLAIN_MENTIONS].join(' ');
 
 /** What the runtime prints for each request: its input names the case. */
 const SCRIPT = `input=$(cat)
@@ -96,20 +97,8 @@ const callsFor = (event: { channel: string; ts: string }, ts: string) =>
       (c.method === 'chat.update' && c.body.channel === event.channel && c.body.ts === ts),
   );
 
-/** Every text of a call Slack would render: `text`, and each mrkdwn text object in its blocks. */
-function textsOf(call: Call): string[] {
-  const texts = [String(call.body.text)];
-  const visit = (value: unknown): void => {
-    if (Array.isArray(value)) value.forEach(visit);
-    else if (value && typeof value === 'object') {
-      const object = value as Record<string, unknown>;
-      if (object.type === 'mrkdwn' && typeof object.text === 'string') texts.push(object.text);
-      Object.values(object).forEach(visit);
-    }
-  };
-  visit(call.body.blocks);
-  return texts;
-}
+/** Every text of a call as Slack would render it: `text`, and each mrkdwn text object in its blocks, after Slack's own parsing. */
+const textsOf = (call: Call): string[] => call.rendered;
 
 /** No form live in any text of any of the calls: each shows escaped, none as Slack would act on it. */
 function expectNoneLive(calls: Call[]): void {

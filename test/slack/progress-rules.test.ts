@@ -74,7 +74,7 @@ describe('what the message shows', () => {
   });
   it('a Cancel button carrying the run id while it works, none at the end', () => {
     expect(progressBlocks('t', 'run-1')[1]).toMatchObject({ elements: [{ action_id: CANCEL_ACTION_ID, value: 'run-1' }] });
-    expect(finalBlocks('t')).toEqual([{ type: 'section', text: { type: 'mrkdwn', text: 't' } }]);
+    expect(finalBlocks('t')).toEqual([{ type: 'section', text: { type: 'mrkdwn', text: 't', verbatim: true } }]);
   });
 });
 
