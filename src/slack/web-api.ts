@@ -21,13 +21,34 @@ export function parseRetryAfter(value: string | null): number | undefined {
 export type SlackApiMethod = 'chat.postMessage' | 'chat.postEphemeral' | 'chat.update' | 'conversations.replies';
 const FORM_METHODS: ReadonlySet<SlackApiMethod> = new Set(['conversations.replies']);
 
+/** Slack's mention syntax: `<!channel>`, `<!here>`, `<!subteam^…>`, `<@U…>`, `<#C…>`. */
+const MENTION = /<([!@#])/g;
+
+/** Text in which no mention is live: the `<` that would open one is escaped. */
+export const defuseMentions = (text: string): string => text.replace(MENTION, '&lt;$1');
+
+/** A block tree with every mrkdwn text object's mentions defused. */
+function defuseBlocks(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(defuseBlocks);
+  if (!value || typeof value !== 'object') return value;
+  const object = Object.fromEntries(Object.entries(value).map(([key, inner]) => [key, defuseBlocks(inner)]));
+  return object.type === 'mrkdwn' && typeof object.text === 'string' ? { ...object, text: defuseMentions(object.text) } : object;
+}
+
 /**
- * Every message the service posts or edits goes out with `parse: none`: Slack's own parsing (the
- * default of chat.update is `client`) would turn a plain `@channel` or `@here` into a live
- * mention, which the text's escaping cannot prevent.
+ * A message as the service posts or edits it. The service never mentions anyone: a message goes
+ * out with `parse: none`, since Slack's own parsing (chat.update's default is `client`) would
+ * turn a plain `@channel` or `@here` into a live mention, and with any `<!…>`, `<@…>` or `<#…>`
+ * left in its text defused. The text was escaped where it was made (src/slack/mrkdwn.ts,
+ * src/slack/texts.ts); this is the last guard at the one place messages leave, and it also covers
+ * a message made by an older release before a deploy.
  */
-const withoutParsing = (method: SlackApiMethod, body: Record<string, unknown>) =>
-  FORM_METHODS.has(method) ? body : { ...body, parse: 'none' };
+function asPosted(method: SlackApiMethod, body: Record<string, unknown>): Record<string, unknown> {
+  if (FORM_METHODS.has(method)) return body;
+  const text = typeof body.text === 'string' ? { text: defuseMentions(body.text) } : {};
+  const blocks = body.blocks === undefined ? {} : { blocks: defuseBlocks(body.blocks) };
+  return { ...body, ...text, ...blocks, parse: 'none' };
+}
 
 export async function callSlackApi(
   options: { baseUrl: string; token: string; timeoutMs?: number },
@@ -45,7 +66,7 @@ export async function callSlackApi(
       },
       body: form
         ? new URLSearchParams(Object.entries(body).map(([k, v]): [string, string] => [k, String(v)])).toString()
-        : JSON.stringify(withoutParsing(method, body)),
+        : JSON.stringify(asPosted(method, body)),
       signal: AbortSignal.timeout(options.timeoutMs ?? 10_000),
     });
   } catch (error) {

@@ -5,8 +5,8 @@ import { loadConfigWith } from '../../src/main/config';
 import { QUOTA_WINDOW_MS, slackQuotaChecks, windowStart } from '../../src/slack/quota';
 import { connectAccountText, connectLinkUrl, escapeMrkdwn, runReplyText, runStatusText } from '../../src/slack/texts';
 import { RUN_STATUSES } from '../../src/runs/contract';
-import { MENTION_FORMS, unsafeMrkdwn } from '../harness/slack';
-import { parseRetryAfter } from '../../src/slack/web-api';
+import { MENTION_FORMS, startFakeSlack, unsafeMrkdwn } from '../harness/slack';
+import { callSlackApi, defuseMentions, parseRetryAfter } from '../../src/slack/web-api';
 import { withoutBotMention } from '../../src/slack/eligibility';
 
 describe('link tokens', () => {
@@ -125,5 +125,36 @@ describe('withoutBotMention (the run input of an app_mention)', () => {
   it('without a known bot user id, removes only the mention that opens the text', () => {
     expect(withoutBotMention('<@UOTHER> summarize <@UALICE>', null)).toBe('summarize <@UALICE>');
     expect(withoutBotMention('summarize <@UALICE>', null)).toBe('summarize <@UALICE>');
+  });
+});
+
+describe('the last guard before a message leaves', () => {
+  it('defuses every mention form and leaves links and escaped text alone', () => {
+    expect(defuseMentions('<!channel> <!here|here> <!subteam^S1|@t> <@U1> <#C1|general> <https://a.example|a> &lt;@U2&gt;')).toBe(
+      '&lt;!channel> &lt;!here|here> &lt;!subteam^S1|@t> &lt;@U1> &lt;#C1|general> <https://a.example|a> &lt;@U2&gt;',
+    );
+  });
+
+  it('sends text Slack renders without a live mention, whatever an older release scheduled, and turns off parsing', async () => {
+    const slack = await startFakeSlack();
+    try {
+      const raw = '<!channel> @here <@U123> <https://docs.example|docs>';
+      const blocks = [{ type: 'section', text: { type: 'mrkdwn', text: raw, verbatim: true } }];
+      const result = await callSlackApi({ baseUrl: slack.url, token: 'xoxb-test' }, 'chat.update', {
+        channel: 'C1',
+        ts: '1.2',
+        text: raw,
+        blocks,
+      });
+      expect(result).toMatchObject({ ok: false, error: 'message_not_found' });
+      const call = slack.calls.at(-1)!;
+      expect(call.body.parse).toBe('none');
+      for (const text of call.rendered) {
+        expect(text).toBe('&lt;!channel> @here &lt;@U123> <https://docs.example|docs>');
+        expect(unsafeMrkdwn(text).filter((problem) => problem.startsWith('live'))).toEqual([]);
+      }
+    } finally {
+      await slack.close();
+    }
   });
 });
