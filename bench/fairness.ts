@@ -268,7 +268,7 @@ interface Flood {
  * A's flood: pushes and new runs' events, alternating, over `connections` connections, each
  * sending its next request as soon as the last is answered. A shed connection waits the
  * Retry-After it was given, as `den runtime` does and as GitHub's redelivery (asked by the
- * reconcile) does; a sender that ignores it is a different problem (a failure limit by address).
+ * reconcile) does; a sender that ignores it is a different problem (admission by measured delay).
  */
 async function flood(stack: LoadStack, a: Tenant, connections: number, seconds: number): Promise<Flood> {
   const result: Flood = { acked: [], statuses: {} };

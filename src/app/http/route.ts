@@ -77,9 +77,9 @@ export interface RouteDefinition<
   /** Webhook and report routes: every answer is counted in `den_ingress_outcomes_total`. */
   ingress?: boolean;
   /**
-   * Signature routes: the checks that need no body (a secret configured, failure limits, the
-   * signature header's shape, the installation), run before the body is read, so a request that
-   * cannot be authenticated is refused before it costs memory.
+   * Signature routes: the checks that need no body (a secret configured, the signature headers'
+   * shape and timestamp), run before the body is read, so a request that cannot be authenticated
+   * is refused before it costs memory.
    */
   beforeBody?: (input: { params: z.output<P> }, ctx: AppContext) => Promise<void> | void;
   handler: (
