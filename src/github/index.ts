@@ -5,6 +5,7 @@ import { createGithubActivities } from '../../activities/github';
 import { registerGithubCommands } from './cli';
 import { githubReconcileScheduleId, githubSearchAttributes } from './contract';
 import { createFailureLimiter } from '../app/failure-limit';
+import { createGithubApi } from './api';
 import { createGithubRoutes } from './routes';
 import { createTenantResolver } from './tenant';
 import { githubSettings } from './settings';
@@ -19,6 +20,7 @@ export const githubFeature = defineFeature({
       ...deps,
       failures: createFailureLimiter(deps.platform.failureLimits, deps.now),
       tenantOf: createTenantResolver(deps.db, deps.now),
+      api: deps.settings.app ? createGithubApi(deps.settings.app, deps.settings.apiBaseUrl) : undefined,
     }),
   activities: (deps) => createGithubActivities(deps),
   // Only with App credentials: without them the reconcile could ask GitHub nothing.
