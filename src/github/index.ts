@@ -6,6 +6,7 @@ import { registerGithubCommands } from './cli';
 import { githubReconcileScheduleId, githubSearchAttributes } from './contract';
 import { createFailureLimiter } from '../app/failure-limit';
 import { createGithubApi } from './api';
+import { createInstallerClient } from './oauth';
 import { createGithubRoutes } from './routes';
 import { createTenantResolver } from './tenant';
 import { githubSettings } from './settings';
@@ -21,6 +22,9 @@ export const githubFeature = defineFeature({
       failures: createFailureLimiter(deps.platform.failureLimits, deps.now),
       tenantOf: createTenantResolver(deps.db, deps.now),
       api: deps.settings.app ? createGithubApi(deps.settings.app, deps.settings.apiBaseUrl) : undefined,
+      installer: deps.settings.install
+        ? createInstallerClient({ ...deps.settings.install, apiBaseUrl: deps.settings.apiBaseUrl })
+        : undefined,
     }),
   activities: (deps) => createGithubActivities(deps),
   // Only with App credentials: without them the reconcile could ask GitHub nothing.

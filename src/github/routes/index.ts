@@ -1,4 +1,4 @@
-/** GitHub routes, one module each: the App webhook, the sync-event listing, the targets, and the organization's installations. */
+/** GitHub routes, one module each: the App webhook, the sync-event listing, the targets, and the installations and their install flow. */
 import type { Route } from '../../app/http/route';
 import type { GithubRouteDeps } from './shared';
 import { createSyncEventsRoute } from './sync-events';
@@ -9,7 +9,9 @@ import { createGetTargetRoute } from './get-target';
 import { createListTargetsRoute } from './list-targets';
 import { createSyncTargetRoute } from './sync-target';
 import { createTargetFilesRoute } from './target-files';
+import { createInstallUrlRoute } from './install-url';
 import { createListInstallationsRoute } from './list-installations';
+import { createSetupRoute } from './setup';
 
 export type { GithubRouteDeps } from './shared';
 
@@ -24,5 +26,7 @@ export function createGithubRoutes(deps: GithubRouteDeps): Route[] {
     createSyncTargetRoute(deps),
     createDeleteTargetRoute(deps),
     createListInstallationsRoute(deps),
+    createInstallUrlRoute(deps),
+    createSetupRoute(deps),
   ];
 }
