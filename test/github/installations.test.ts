@@ -10,6 +10,9 @@ import { randomUUID } from 'node:crypto';
 import { FLOW_PAGE_POLICY, FLOW_STATE_REFUSALS, issueFlowState } from '../../src/app/install-flow';
 import { githubDeliveryWorkflowId } from '../../src/github/contract';
 import { bindInstallation, installationOwner } from '../../src/github/installations';
+import { createInstallerClient } from '../../src/github/oauth';
+import { exchangeWebFlowCode } from '@octokit/oauth-methods';
+import { request as octokitRequest } from '@octokit/request';
 import { startFakeGithub, type FakeGithub } from '../harness/fake-github';
 import { deliver, deliveryResult, freshId, githubExample, ownedTarget } from '../harness/github';
 import { fakeGithubEnv } from '../harness/github-sync';
@@ -520,11 +523,52 @@ describe('targets and ownership', () => {
     const listed = await stack.request('GET', '/v1/connectors/github/installations', { headers: org.owner.headers });
     expect(listed.json).toEqual({ installations: [] });
   });
+});
 
-  it('no token the fake GitHub issued, nor the client secret, reached the logs', () => {
-    expect(fake.issuedTokens.length).toBeGreaterThan(4);
-    const text = JSON.stringify(stack.logs);
-    for (const token of [...fake.issuedTokens, fake.clientSecret]) expect(text).not.toContain(token);
+describe('the fake GitHub refuses what GitHub refuses', () => {
+  const settings = () => ({ apiBaseUrl: fake.url, clientId: fake.clientId, clientSecret: fake.clientSecret });
+
+  it('a wrong client secret or client id, a used or unknown code: the OAuth error, and no token', async () => {
+    const login = githubUser();
+    const installationId = fake.addInstallation(login, [login]);
+    const issued = fake.issuedTokens.length;
+    const wrongSecret = createInstallerClient({ ...settings(), clientSecret: 'f'.repeat(40) });
+    const wrongId = createInstallerClient({ ...settings(), clientId: 'Iv23liwrong' });
+    expect(await wrongSecret.checkInstaller(fake.issueCode(login), installationId)).toMatchObject({
+      ok: false,
+      failure: 'refused',
+      code: 'incorrect_client_credentials',
+    });
+    expect(await wrongId.checkInstaller(fake.issueCode(login), installationId)).toMatchObject({ code: 'incorrect_client_credentials' });
+    const right = createInstallerClient(settings());
+    const code = fake.issueCode(login);
+    expect(await right.checkInstaller(code, installationId)).toEqual({ ok: true, visible: true, account: login });
+    expect(await right.checkInstaller(code, installationId)).toMatchObject({
+      ok: false,
+      failure: 'refused',
+      code: 'bad_verification_code',
+    });
+    expect(await right.checkInstaller('0'.repeat(20), installationId)).toMatchObject({ code: 'bad_verification_code' });
+    // Only the one good exchange issued a token (and its refresh token).
+    expect(fake.issuedTokens.length - issued).toBe(2);
+  });
+
+  it('a redirect URI other than the Callback URL; GET /user/installations without a user token', async () => {
+    const login = githubUser();
+    await expect(
+      exchangeWebFlowCode({
+        clientType: 'github-app',
+        clientId: fake.clientId,
+        clientSecret: fake.clientSecret,
+        code: fake.issueCode(login),
+        redirectUrl: 'https://attacker.example/callback',
+        request: octokitRequest.defaults({ baseUrl: fake.url }),
+      }),
+    ).rejects.toMatchObject({ status: 400, message: expect.stringContaining('redirect_uri_mismatch') });
+    const none = await fetch(`${fake.url}/user/installations`);
+    expect(none.status).toBe(401);
+    const forged = await fetch(`${fake.url}/user/installations`, { headers: { authorization: 'token ghu_forged' } });
+    expect(forged.status).toBe(401);
   });
 });
 
@@ -578,5 +622,13 @@ describe('while Postgres is unreachable', () => {
       await cut.stop();
       await proxy.close();
     }
+  });
+});
+
+describe('after every flow above', () => {
+  it('no token the fake GitHub issued, nor the client secret, reached the logs', () => {
+    expect(fake.issuedTokens.length).toBeGreaterThan(4);
+    const text = JSON.stringify(stack.logs);
+    for (const token of [...fake.issuedTokens, fake.clientSecret]) expect(text).not.toContain(token);
   });
 });
