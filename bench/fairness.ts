@@ -26,6 +26,7 @@ import { parseArgs } from 'node:util';
 import { temporal } from '@temporalio/proto';
 import { sql } from 'kysely';
 import { githubDeliveryWorkflowId } from '../src/github/contract';
+import { bindInstallation } from '../src/github/installations';
 import { createTarget } from '../src/github/targets';
 import { signGithubPayload } from '../src/github/signature';
 import { createSlackConnection } from '../src/slack/connections';
@@ -216,6 +217,7 @@ async function tenant(stack: LoadStack, name: string): Promise<Tenant> {
   push.installation.id = n;
   push.repository.id = n;
   push.repository.full_name = `bench-${name}-${n}/repo`;
+  await bindInstallation(stack.database.db, { installationId: n, organizationId: org.organizationId, via: 'operator' });
   await createTarget(stack.database.db, {
     organizationId: org.organizationId,
     installationId: n,

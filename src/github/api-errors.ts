@@ -57,3 +57,13 @@ export function classifyGithubFailure(
   const requested = requestedDelayMs(failure, context.nowMs);
   return { retryable, code, message, delayMs: Math.min(MAX_DELAY_MS, Math.max(jittered, requested ?? 0)) };
 }
+
+/**
+ * Whether GitHub refused access to a repository: a 404, or a 403 that is not a rate limit (GitHub
+ * answers both for a repository the installation cannot read). Outages, rate limits and a refused
+ * App JWT say nothing about the repository.
+ */
+export function refusesAccess(failure: GithubFailure): boolean {
+  if (failure.status === 404) return true;
+  return failure.status === 403 && !isRateLimited(failure);
+}

@@ -129,6 +129,15 @@ export function createGithubApi(credentials: AppCredentials, baseUrl: string) {
   }
 
   return {
+    /** The repository as the installation sees it; GitHub answers 404 when the installation cannot reach it. */
+    async repository(installationId: number, repository: string): Promise<{ id: number; fullName: string }> {
+      const { data } = await forInstallation(installationId)('GET /repos/{owner}/{repo}', {
+        owner: splitOwner(repository),
+        repo: splitName(repository),
+      });
+      const repo = data as { id: number; full_name: string };
+      return { id: repo.id, fullName: repo.full_name };
+    },
     /** The commit a branch points at now (`refs/heads/x` or `x`). */
     async branchHead(installationId: number, repository: string, branch: string): Promise<string> {
       const ref = `heads/${branch.replace(/^refs\/heads\//, '')}`;

@@ -1,5 +1,8 @@
 import { Command, InvalidArgumentError } from 'commander';
-import { REPOSITORY_FULL_NAME, createTarget, listTargets } from './targets';
+import { REPOSITORY_FULL_NAME, listTargets } from './targets';
+import { createGithubApi } from './api';
+import { connectTarget, type ConnectOutcome } from './connect';
+import { bindInstallation, listInstallations, listUnboundInstallations } from './installations';
 import { deleteTarget, findTarget, listFiles, recordResync, viewTarget } from './target-views';
 import { signalTargetWorkflow } from './target-signal';
 import { loadGithubSettings } from './settings';
@@ -127,13 +130,80 @@ function registerReconcile(github: Command): void {
     });
 }
 
+/** What `targets create` says when the target cannot be connected. */
+function connectRefusal(
+  outcome: Exclude<ConnectOutcome, { ok: true }>,
+  opts: { org: string; installationId: number; repo: string },
+): string {
+  switch (outcome.reason) {
+    case 'organization_not_found':
+      return `organization ${opts.org} not found`;
+    case 'installation_not_owned':
+      return (
+        `installation ${opts.installationId} is not bound to organization ${opts.org} ` +
+        `(bind it with: den github installations bind --org ${opts.org} --installation-id ${opts.installationId})`
+      );
+    case 'repository_not_accessible':
+      return `installation ${opts.installationId} cannot read ${opts.repo}`;
+    case 'github_unavailable':
+      return `GitHub did not answer the repository check: ${outcome.message}`;
+  }
+}
+
+/**
+ * `den github installations`: an operator binds an installation to an organization directly
+ * (self-hosters are trusted; the App's install flow is the way for everyone else), lists the
+ * bindings, and lists the installations targets name that nobody owns.
+ */
+function registerInstallations(github: Command): void {
+  const installations = github.command('installations').description('Which organization owns each GitHub App installation.');
+  installations
+    .command('bind')
+    .description(
+      "Bind an installation to an organization, re-enabling the organization's targets disabled only for its ownership. " +
+        'Refused when another organization owns it, unless --rebind.',
+    )
+    .requiredOption('--org <organizationId>', 'organization id')
+    .requiredOption('--installation-id <n>', 'GitHub App installation id', positiveInt)
+    .option('--rebind', "move it from the organization that owns it (that organization's targets on it are disabled)")
+    .action((opts: { org: string; installationId: number; rebind?: boolean }) =>
+      withCliContext(async ({ db }) => {
+        const bound = await bindInstallation(db, {
+          installationId: opts.installationId,
+          organizationId: opts.org,
+          via: 'operator',
+          rebind: opts.rebind === true,
+        });
+        if (bound.outcome === 'organization_not_found') throw new CliError(`organization ${opts.org} not found`);
+        if (bound.outcome === 'owned_elsewhere') {
+          throw new CliError(`installation ${opts.installationId} is bound to organization ${bound.ownerId}; pass --rebind to move it`);
+        }
+        print({ installationId: opts.installationId, organizationId: opts.org, ...bound });
+      }),
+    );
+  installations
+    .command('list')
+    .description('Bound installations (of one organization with --org); --unbound: installations targets name that nobody owns.')
+    .option('--org <organizationId>', 'only this organization')
+    .option('--unbound', 'installations without an owner, with the organizations whose targets name them')
+    .action((opts: { org?: string; unbound?: boolean }) =>
+      withCliContext(async ({ db }) =>
+        print({ installations: opts.unbound ? await listUnboundInstallations(db) : await listInstallations(db, opts.org) }),
+      ),
+    );
+}
+
 export function registerGithubCommands(program: Command): void {
   const github = program.command('github').description('GitHub App integration.');
   registerReconcile(github);
+  registerInstallations(github);
   const targets = github.command('targets').description('Connector targets: repositories whose pushes become sync work.');
   targets
     .command('create')
-    .description('Connect a repository of a GitHub App installation to an organization (idempotent).')
+    .description(
+      'Connect a repository of a GitHub App installation the organization owns (idempotent). With App credentials ' +
+        '(GITHUB_APP_ID and a key) the installation must read the repository; without them the first sync checks it.',
+    )
     .requiredOption('--org <organizationId>', 'organization id')
     .requiredOption('--installation-id <n>', 'GitHub App installation id', positiveInt)
     .requiredOption('--repo <owner/name>', 'repository full name', repository)
@@ -141,15 +211,20 @@ export function registerGithubCommands(program: Command): void {
     .option('--ref <ref>', 'only this ref, e.g. refs/heads/main (a bare name means a branch)', ref)
     .action((opts: { org: string; installationId: number; repo: string; repositoryId?: number; ref?: string }) =>
       withCliContext(async ({ db }) => {
-        const created = await createTarget(db, {
-          organizationId: opts.org,
-          installationId: opts.installationId,
-          repositoryFullName: opts.repo,
-          repositoryId: opts.repositoryId,
-          ref: opts.ref,
-        });
-        if (!created) throw new CliError(`organization ${opts.org} not found`);
-        print({ targetId: created.targetId });
+        const settings = loadGithubSettings();
+        const api = settings.app ? createGithubApi(settings.app, settings.apiBaseUrl) : undefined;
+        const connected = await connectTarget(
+          { db, api },
+          {
+            organizationId: opts.org,
+            installationId: opts.installationId,
+            repositoryFullName: opts.repo,
+            repositoryId: opts.repositoryId,
+            ref: opts.ref,
+          },
+        );
+        if (!connected.ok) throw new CliError(connectRefusal(connected, opts));
+        print({ targetId: connected.targetId });
       }),
     );
   targets

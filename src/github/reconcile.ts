@@ -80,7 +80,10 @@ export interface TargetsReconciled {
   error: string | null;
 }
 
-/** Active targets with what they synced, what waits, and the last ref a push named (for targets on every ref). */
+/**
+ * Active targets whose organization owns their installation, with what they synced, what waits,
+ * and the last ref a push named (for targets on every ref).
+ */
 function activeTargets(db: Db) {
   return db
     .selectFrom('github_connector_targets as t')
@@ -93,6 +96,10 @@ function activeTargets(db: Db) {
       ),
     )
     .where('t.status', '=', 'active')
+    .where(
+      sql<boolean>`EXISTS (SELECT 1 FROM github_installations i
+      WHERE i.installation_id = t.installation_id AND i.organization_id = t.organization_id)`,
+    )
     .orderBy('t.id')
     .execute();
 }

@@ -1,10 +1,22 @@
 /**
  * The GitHub feature's settings: the webhook secret (and the one before a rotation), the App's
- * credentials for the sync, what a sync picks and how hard it tries, and the reconcile's period.
+ * credentials for the sync, the App's slug and OAuth client for its install flow, what a sync
+ * picks and how hard it tries, and the reconcile's period.
  */
 import fs from 'node:fs';
 import { defineSettings, duration, int, optionalString, parseSettings, type Environment } from '../app/settings';
 import { z } from 'zod';
+import { githubWebBaseUrl } from './oauth';
+
+const INSTALL_VARIABLES = ['GITHUB_APP_SLUG', 'GITHUB_CLIENT_ID', 'GITHUB_CLIENT_SECRET'] as const;
+
+/** An App's slug as GitHub makes it from the App's name: lower-case letters, digits and hyphens. */
+const appSlug = optionalString.pipe(
+  z
+    .string()
+    .regex(/^[a-z0-9][a-z0-9-]{0,99}$/, 'must be the App slug of its github.com/apps/<slug> page')
+    .optional(),
+);
 
 /** The capability manifests a sync keeps when GITHUB_SYNC_PATHS is unset. */
 export const DEFAULT_SYNC_PATHS = ['.claude-plugin/marketplace.json', '**/.claude-plugin/plugin.json', '**/SKILL.md', '.mcp.json'];
@@ -39,6 +51,9 @@ export const githubSettings = defineSettings(
     GITHUB_APP_PRIVATE_KEY: optionalString,
     GITHUB_APP_PRIVATE_KEY_FILE: optionalString,
     GITHUB_API_BASE_URL: z.string().url().default('https://api.github.com'),
+    GITHUB_APP_SLUG: appSlug,
+    GITHUB_CLIENT_ID: optionalString,
+    GITHUB_CLIENT_SECRET: optionalString,
     GITHUB_SYNC_PATHS: globList,
     GITHUB_SYNC_MAX_ATTEMPTS: int(5, 1, 50),
     GITHUB_SYNC_RETRY_DELAY: duration('2s'),
@@ -49,12 +64,19 @@ export const githubSettings = defineSettings(
   },
   (e) => {
     const privateKey = (e.GITHUB_APP_PRIVATE_KEY ?? readKeyFile(e.GITHUB_APP_PRIVATE_KEY_FILE))?.replace(/\\n/g, '\n');
+    const apiBaseUrl = e.GITHUB_API_BASE_URL.replace(/\/+$/, '');
+    const { GITHUB_APP_SLUG: slug, GITHUB_CLIENT_ID: clientId, GITHUB_CLIENT_SECRET: clientSecret } = e;
     return {
       webhookSecret: e.GITHUB_WEBHOOK_SECRET,
       webhookSecretPrevious: e.GITHUB_WEBHOOK_SECRET_PREVIOUS,
       /** Both or neither: without them deliveries are still recorded, and nothing syncs. */
       app: e.GITHUB_APP_ID !== undefined && privateKey !== undefined ? { appId: e.GITHUB_APP_ID, privateKey } : undefined,
-      apiBaseUrl: e.GITHUB_API_BASE_URL.replace(/\/+$/, ''),
+      apiBaseUrl,
+      /** All three or none: without them the install routes answer 409 and `den` still binds installations. */
+      install:
+        slug !== undefined && clientId !== undefined && clientSecret !== undefined
+          ? { slug, clientId, clientSecret, webBaseUrl: githubWebBaseUrl(apiBaseUrl) }
+          : undefined,
       sync: {
         paths: e.GITHUB_SYNC_PATHS,
         maxAttempts: e.GITHUB_SYNC_MAX_ATTEMPTS,
@@ -74,6 +96,10 @@ export const githubSettings = defineSettings(
     const hasKey = e.GITHUB_APP_PRIVATE_KEY !== undefined || e.GITHUB_APP_PRIVATE_KEY_FILE !== undefined;
     if (e.GITHUB_APP_ID !== undefined && !hasKey) problems.push('GITHUB_APP_PRIVATE_KEY: required with GITHUB_APP_ID');
     if (e.GITHUB_APP_ID === undefined && hasKey) problems.push('GITHUB_APP_ID: required with a private key');
+    const missing = INSTALL_VARIABLES.filter((name) => e[name] === undefined);
+    if (missing.length > 0 && missing.length < INSTALL_VARIABLES.length) {
+      problems.push(`${missing.join(', ')}: required with ${INSTALL_VARIABLES.filter((name) => !missing.includes(name)).join(', ')}`);
+    }
     return problems;
   },
 );

@@ -66,14 +66,24 @@ async function endEvents(
   return Math.max(0, ...ended.map((e) => e.attempts));
 }
 
+/** Ends the batch `failed`; with `disable`, the target is disabled for that reason in the same transaction. */
 export async function recordFailure(
   db: Db,
   targetId: string,
   eventIds: string[],
   error: { code: string; message: string },
+  disable?: string,
 ): Promise<number> {
   return db.transaction().execute(async (trx) => {
     const attempts = await endEvents(trx, eventIds, { status: 'failed', error_code: error.code, error_message: error.message });
+    if (disable !== undefined) {
+      await trx
+        .updateTable('github_connector_targets')
+        .set({ status: 'disabled', status_reason: disable, updated_at: sql`now()` })
+        .where('id', '=', targetId)
+        .where('status', '=', 'active')
+        .execute();
+    }
     await trx
       .updateTable('github_connector_targets')
       .set({
@@ -89,6 +99,15 @@ export async function recordFailure(
       .execute();
     return attempts;
   });
+}
+
+/** The installation was seen to read the repository: the target is verified, and learns the repository's id if it lacked it. */
+export async function recordVerified(db: Db, targetId: string, repositoryId: number): Promise<void> {
+  await db
+    .updateTable('github_connector_targets')
+    .set({ repository_verified_at: sql`now()`, repository_id: sql`coalesce(repository_id, ${repositoryId})`, updated_at: sql`now()` })
+    .where('id', '=', targetId)
+    .execute();
 }
 
 export async function loadSnapshot(db: Db, targetId: string): Promise<SnapshotFile[]> {

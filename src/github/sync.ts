@@ -7,11 +7,11 @@
  */
 import type { Db } from '../app/store/db';
 import { asGithubFailure, type GithubApi } from './api';
-import { classifyGithubFailure } from './api-errors';
+import { classifyGithubFailure, refusesAccess } from './api-errors';
 import type { GithubSyncAttempt, GithubSyncRequest } from './contract';
 import { countChanges, pickManifests, planSync, validateManifest, type SyncPlan } from './manifests';
 import type { GithubSettings } from './settings';
-import { loadSnapshot, recordFailure, recordRetry, recordSync, startAttempt, type FetchedFile } from './sync-store';
+import { loadSnapshot, recordFailure, recordRetry, recordSync, recordVerified, startAttempt, type FetchedFile } from './sync-store';
 import { getTarget, type GithubTarget } from './targets';
 
 export interface SyncDeps {
@@ -27,6 +27,8 @@ export interface SyncDeps {
 function refusal(target: GithubTarget | undefined, branch: string | null): { code: string; message: string } | undefined {
   if (!target) return { code: 'target_deleted', message: 'the target no longer exists' };
   if (target.status !== 'active') return { code: 'target_inactive', message: `the target is ${target.status}` };
+  if (!target.installationOwned)
+    return { code: 'installation_unbound', message: "the target's organization does not own its installation" };
   if (branch === null || !branch.startsWith('refs/heads/'))
     return { code: 'unsupported_ref', message: `not a branch: ${branch ?? 'none'}` };
   return undefined;
@@ -61,6 +63,24 @@ async function readAndRecord(
   return { outcome: 'synced' as const, status, headSha, counts, attempts };
 }
 
+/**
+ * A target recorded without App credentials is checked once, before its first sync reads
+ * anything: GitHub's refusal (404, or a 403 that is not a rate limit) means the installation
+ * cannot read the repository. Other failures are thrown, for the caller to classify.
+ */
+async function verifyRepository(api: GithubApi, db: Db, target: GithubTarget): Promise<boolean> {
+  try {
+    const repository = await api.repository(target.installationId, target.repository);
+    await recordVerified(db, target.targetId, repository.id);
+    return true;
+  } catch (error) {
+    if ((error as Error)?.name === 'HttpError' && refusesAccess(asGithubFailure(error))) return false;
+    throw error;
+  }
+}
+
+const NOT_ACCESSIBLE = { code: 'repository_not_accessible', message: 'the installation cannot read the repository' };
+
 export async function runSyncAttempt(deps: SyncDeps, request: GithubSyncRequest): Promise<GithubSyncAttempt> {
   if (!deps.api) return { outcome: 'not_configured' };
   const events = await startAttempt(deps.db, request.targetId, request.eventIds);
@@ -71,6 +91,10 @@ export async function runSyncAttempt(deps: SyncDeps, request: GithubSyncRequest)
   const refused = refusal(target, branch);
   if (refused) return { outcome: 'failed', ...refused, attempts: await recordFailure(deps.db, request.targetId, eventIds, refused) };
   try {
+    if (!target!.repositoryVerified && !(await verifyRepository(deps.api, deps.db, target!))) {
+      const attempts = await recordFailure(deps.db, request.targetId, eventIds, NOT_ACCESSIBLE, 'not_accessible');
+      return { outcome: 'failed', ...NOT_ACCESSIBLE, attempts };
+    }
     return await readAndRecord({ ...deps, api: deps.api }, target!, branch!, request, eventIds);
   } catch (error) {
     // Only the REST client's errors are GitHub's; anything else (Postgres) is the activity's to retry.

@@ -1,4 +1,7 @@
-/** The github feature's tables as Kysely sees them; the DDL is in src/app/store/migrations/0004_github.ts, 0007_replays.ts, 0008_github_sync.ts and 0010_github_reconcile.ts. */
+/**
+ * The github feature's tables as Kysely sees them; the DDL is in src/app/store/migrations/0004_github.ts,
+ * 0007_replays.ts, 0008_github_sync.ts, 0010_github_reconcile.ts and 0011_installation_bindings.ts.
+ */
 import type { ColumnType } from 'kysely';
 import type { Timestamp, Int8, NullableInt8, NullableTimestamp } from '../app/store/columns';
 
@@ -15,6 +18,8 @@ export interface GithubSyncCounts {
   invalid: number;
 }
 export type GithubSyncKind = 'push' | 'full_resync';
+/** How an installation was bound: backfilled from existing targets, by an operator's `den`, or by the App's install flow. */
+export type GithubBindingSource = 'migration' | 'operator' | 'install_flow';
 
 export interface GithubTables {
   /** A repository an organization connected, optionally pinned to one ref. */
@@ -43,6 +48,20 @@ export interface GithubTables {
     last_sync_error_code: string | null;
     last_sync_error_message: string | null;
     last_sync_at: NullableTimestamp;
+    /** When the installation was seen to reach the repository; null: the next sync checks it first. */
+    repository_verified_at: NullableTimestamp;
+  };
+  /** Each App installation's owner: only it connects targets there, and the deliveries count against its share. */
+  github_installations: {
+    installation_id: Int8;
+    organization_id: string;
+    /** The GitHub account the App is installed on, when the install flow learnt it. */
+    account_login: string | null;
+    bound_via: GithubBindingSource;
+    /** The admin who completed the install flow. */
+    bound_by_member_id: string | null;
+    created_at: Timestamp;
+    updated_at: Timestamp;
   };
   /** The sync work a delivery calls for; what a sync executor picks up. */
   github_sync_events: {

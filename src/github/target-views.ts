@@ -17,6 +17,7 @@ export interface TargetView {
   ref: string | null;
   status: GithubTarget['status'];
   statusReason: string | null;
+  repositoryVerified: boolean;
   sync: TargetSyncState;
   syncedSha: string | null;
   syncedAt: string | null;
@@ -69,6 +70,7 @@ export async function viewTarget(db: Db, organizationId: string, targetId: strin
     ref: row.ref,
     status: row.status,
     statusReason: row.status_reason,
+    repositoryVerified: row.repository_verified_at !== null,
     sync,
     syncedSha: row.synced_sha,
     syncedAt: row.synced_at?.toISOString() ?? null,

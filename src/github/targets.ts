@@ -1,7 +1,9 @@
 /**
- * Connector targets and sync events: the GitHub tables (migration 0004). The CLI creates
- * targets, the delivery workflow's activities apply a delivery's effects, and the admin route
- * lists sync events. Every effect is one transaction and idempotent, because activities retry.
+ * Connector targets and sync events: the GitHub tables (migration 0004). The CLI and the admin
+ * route create targets (on an installation their organization owns, src/github/installations.ts),
+ * the delivery workflow's activities apply a delivery's effects, and the admin route lists sync
+ * events. Every effect is one transaction and idempotent, because activities retry. Only a target
+ * whose installation its organization owns is given sync work.
  */
 import { type Expression, type ExpressionBuilder, type SqlBool, type Transaction, sql } from 'kysely';
 import { typeid } from 'typeid-js';
@@ -9,6 +11,7 @@ import type { Db } from '../app/store/db';
 import type { Database } from '../app/store/schema';
 import type { GithubSyncKind, GithubSyncStatus, GithubTargetStatus } from './tables';
 import type { GithubDeliveryInput, GithubRepositoryRef, GithubSyncEventRecord, GithubTargetChange } from './contract';
+import { removeBinding } from './installations';
 
 export const SYNC_STATUSES: GithubSyncStatus[] = ['queued', 'running', 'completed', 'partial', 'skipped', 'failed', 'superseded'];
 
@@ -33,6 +36,10 @@ export interface GithubTarget {
   ref: string | null;
   status: GithubTargetStatus;
   statusReason: string | null;
+  /** Whether the installation was seen to reach the repository (at creation with App credentials, or by a sync). */
+  repositoryVerified: boolean;
+  /** Whether the target's organization owns its installation: only then does it get sync work. */
+  installationOwned: boolean;
   createdAt: string;
   updatedAt: string;
 }
@@ -46,12 +53,25 @@ type TargetRow = {
   ref: string | null;
   status: GithubTargetStatus;
   status_reason: string | null;
+  repository_verified_at: Date | null;
   created_at: Date;
   updated_at: Date;
 };
 
+type TargetsBuilder = ExpressionBuilder<Database, 'github_connector_targets'>;
+
+/** Whether the target's organization owns the target's installation. */
+const ownsInstallation = (eb: TargetsBuilder) =>
+  eb.exists(
+    eb
+      .selectFrom('github_installations as i')
+      .select(sql`1`.as('one'))
+      .whereRef('i.installation_id', '=', 'github_connector_targets.installation_id')
+      .whereRef('i.organization_id', '=', 'github_connector_targets.organization_id'),
+  );
+
 // GitHub ids are below 2^53, so int8 strings convert to numbers without loss.
-const toTarget = (row: TargetRow): GithubTarget => ({
+const toTarget = (row: TargetRow & { owned: SqlBool }): GithubTarget => ({
   targetId: row.id,
   organizationId: row.organization_id,
   installationId: Number(row.installation_id),
@@ -60,23 +80,51 @@ const toTarget = (row: TargetRow): GithubTarget => ({
   ref: row.ref,
   status: row.status,
   statusReason: row.status_reason,
+  repositoryVerified: row.repository_verified_at !== null,
+  installationOwned: row.owned === true,
   createdAt: row.created_at.toISOString(),
   updatedAt: row.updated_at.toISOString(),
 });
 
+/** Targets with whether their organization owns their installation. */
+const selectTargets = (db: Db) =>
+  db
+    .selectFrom('github_connector_targets')
+    .selectAll()
+    .select((eb) => ownsInstallation(eb).as('owned'));
+
+export type CreateTargetResult =
+  { ok: true; targetId: string; created: boolean } | { ok: false; reason: 'organization_not_found' | 'installation_not_owned' };
+
 /**
  * Creates a target, or returns the identical one that already exists (same organization,
- * installation, repository and ref), so a repeated command doesn't double the sync work.
- * Undefined when the organization does not exist.
+ * installation, repository and ref), so a repeated command doesn't double the sync work. Refused
+ * when the organization does not exist or does not own the installation (checked in the same
+ * transaction, so a binding removed meanwhile cannot slip through). `verified`: the caller saw
+ * the installation reach the repository; otherwise the first sync checks it.
  */
 export async function createTarget(
   db: Db,
-  input: { organizationId: string; installationId: number; repositoryFullName: string; repositoryId?: number; ref?: string },
-): Promise<{ targetId: string; created: boolean } | undefined> {
+  input: {
+    organizationId: string;
+    installationId: number;
+    repositoryFullName: string;
+    repositoryId?: number;
+    ref?: string;
+    verified?: boolean;
+  },
+): Promise<CreateTargetResult> {
   const ref = input.ref === undefined ? null : normalizeRef(input.ref);
   return db.transaction().execute(async (trx) => {
     const org = await trx.selectFrom('organizations').select('id').where('id', '=', input.organizationId).forUpdate().executeTakeFirst();
-    if (!org) return undefined;
+    if (!org) return { ok: false, reason: 'organization_not_found' };
+    const owner = await trx
+      .selectFrom('github_installations')
+      .select('organization_id')
+      .where('installation_id', '=', String(input.installationId))
+      .forShare()
+      .executeTakeFirst();
+    if (owner?.organization_id !== input.organizationId) return { ok: false, reason: 'installation_not_owned' };
     const existing = await trx
       .selectFrom('github_connector_targets')
       .select('id')
@@ -85,7 +133,7 @@ export async function createTarget(
       .where(sql<string>`lower(repository_full_name)`, '=', input.repositoryFullName.toLowerCase())
       .where((eb) => (ref === null ? eb('ref', 'is', null) : eb('ref', '=', ref)))
       .executeTakeFirst();
-    if (existing) return { targetId: existing.id, created: false };
+    if (existing) return { ok: true, targetId: existing.id, created: false };
     const targetId = newTargetId();
     await trx
       .insertInto('github_connector_targets')
@@ -97,16 +145,15 @@ export async function createTarget(
         repository_full_name: input.repositoryFullName,
         ref,
         status: 'active',
+        repository_verified_at: input.verified ? sql`now()` : null,
       })
       .execute();
-    return { targetId, created: true };
+    return { ok: true, targetId, created: true };
   });
 }
 
 export async function listTargets(db: Db, organizationId: string): Promise<GithubTarget[]> {
-  const rows = await db
-    .selectFrom('github_connector_targets')
-    .selectAll()
+  const rows = await selectTargets(db)
     .where('organization_id', '=', organizationId)
     .orderBy('created_at', 'asc')
     .orderBy('id', 'asc')
@@ -115,7 +162,7 @@ export async function listTargets(db: Db, organizationId: string): Promise<Githu
 }
 
 export async function getTarget(db: Db, targetId: string): Promise<GithubTarget | undefined> {
-  const row = await db.selectFrom('github_connector_targets').selectAll().where('id', '=', targetId).executeTakeFirst();
+  const row = await selectTargets(db).where('id', '=', targetId).executeTakeFirst();
   return row && toTarget(row);
 }
 
@@ -213,7 +260,7 @@ async function insertSyncEvent(
   };
 }
 
-/** push: one queued sync event per matching active target, else one skipped `no_target`. */
+/** push: one queued sync event per matching active target whose organization owns the installation, else one skipped `no_target`. */
 export async function recordPush(db: Db, input: Extract<GithubDeliveryInput, { event: 'push' }>): Promise<DeliveryEffects> {
   return db.transaction().execute(async (trx) => {
     const effects = noEffects();
@@ -222,6 +269,7 @@ export async function recordPush(db: Db, input: Extract<GithubDeliveryInput, { e
       .selectAll()
       .where('installation_id', '=', String(input.installationId))
       .where('status', '=', 'active')
+      .where(ownsInstallation)
       .where(sameRepository(input.repository.id, [input.repository.fullName]))
       .where((eb) => eb.or([eb('ref', 'is', null), eb('ref', '=', input.ref)]))
       .orderBy('id')
@@ -304,6 +352,7 @@ export async function applyRepositoryChange(
     let query = trx
       .selectFrom('github_connector_targets')
       .selectAll()
+      .select((eb) => ownsInstallation(eb).as('owned'))
       .where(sameRepository(repository.id, [repository.fullName, ...input.previousFullNames]))
       .orderBy('id')
       .forUpdate();
@@ -327,8 +376,8 @@ export async function applyRepositoryChange(
             });
           }
         }
-        // Only live targets get work; a disabled one is resynced when it comes back.
-        if (target.status !== 'active') continue;
+        // Only live targets of the installation's owner get work; a disabled one is resynced when it comes back.
+        if (target.status !== 'active' || !target.owned) continue;
         effects.syncEvents.push(
           await insertSyncEvent(trx, {
             organizationId: target.organization_id,
@@ -355,7 +404,7 @@ export async function applyRepositoryChange(
   });
 }
 
-/** installation deleted → disconnected; suspend → disabled; unsuspend → active again. */
+/** installation deleted → disconnected, and nobody owns it any more; suspend → disabled; unsuspend → active again. */
 export async function applyInstallationChange(
   db: Db,
   input: Extract<GithubDeliveryInput, { event: 'installation' }>,
@@ -370,6 +419,7 @@ export async function applyInstallationChange(
       .forUpdate()
       .execute();
     if (input.action === 'deleted') {
+      await removeBinding(trx, input.installationId);
       await setStatus(
         trx,
         targets.filter((t) => t.status !== 'disconnected'),
@@ -478,7 +528,10 @@ export interface SyncEventView {
   updatedAt: string;
 }
 
-/** An organization's sync events, newest first. */
+/**
+ * An organization's sync events, newest first; never those of an installation another
+ * organization owns (events recorded before ownership existed, or before it moved).
+ */
 export async function listSyncEvents(
   db: Db,
   filter: { organizationId: string; status?: GithubSyncStatus; repo?: string; limit: number },
@@ -487,6 +540,16 @@ export async function listSyncEvents(
     .selectFrom('github_sync_events')
     .selectAll()
     .where('organization_id', '=', filter.organizationId)
+    .where(({ not, exists, selectFrom }) =>
+      not(
+        exists(
+          selectFrom('github_installations as i')
+            .select(sql`1`.as('one'))
+            .whereRef('i.installation_id', '=', 'github_sync_events.installation_id')
+            .where('i.organization_id', '<>', filter.organizationId),
+        ),
+      ),
+    )
     .orderBy('created_at', 'desc')
     .orderBy('id', 'desc')
     .limit(filter.limit);

@@ -1,14 +1,15 @@
 /**
- * Whose delivery this is, for admission and fair dispatch: the organization whose active targets
- * name the delivery's installation, when exactly one does; otherwise the installation itself
- * (`github-installation:<id>`), so an installation no organization syncs, or one shared by
- * several, still gets one fair share of its own rather than joining someone else's.
+ * Whose delivery this is, for admission and fair dispatch: the organization that owns the
+ * delivery's installation (`github_installations`); an installation nobody owns is its own tenant
+ * (`github-installation:<id>`), so it gets one fair share of its own rather than joining someone
+ * else's.
  *
- * Read through a short per-process cache: a target connected or disabled moves its deliveries
+ * Read through a short per-process cache: an installation bound or unbound moves its deliveries
  * within TENANT_CACHE_MS. A lookup Postgres cannot answer falls back to the installation, so a
  * delivery never waits on Postgres for this.
  */
 import type { Db } from '../app/store/db';
+import { installationOwner } from './installations';
 
 const TENANT_CACHE_MS = 30_000;
 const MAX_CACHED = 10_000;
@@ -26,15 +27,7 @@ export function createTenantResolver(db: Db, now: () => number = Date.now): (ins
     if (hit && now() - hit.at < TENANT_CACHE_MS) return hit.tenant;
     let tenant = installationTenant(installationId);
     try {
-      const rows = await db
-        .selectFrom('github_connector_targets')
-        .select('organization_id')
-        .distinct()
-        .where('installation_id', '=', String(installationId))
-        .where('status', '=', 'active')
-        .limit(2)
-        .execute();
-      if (rows.length === 1) tenant = rows[0]!.organization_id;
+      tenant = (await installationOwner(db, installationId)) ?? tenant;
     } catch {
       return tenant;
     }

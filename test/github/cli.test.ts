@@ -40,6 +40,9 @@ describe('den github targets', () => {
     const installationId = freshId();
     const repositoryId = freshId();
     const args = ['github', 'targets', 'create', '--org', org.organizationId, '--installation-id', String(installationId)];
+    expect(
+      (await den('github', 'installations', 'bind', '--org', org.organizationId, '--installation-id', String(installationId))).code,
+    ).toBe(0);
 
     const created = await den(...args, '--repo', 'acme/widgets', '--repository-id', String(repositoryId), '--ref', 'main');
     expect(created.code).toBe(0);
@@ -53,6 +56,7 @@ describe('den github targets', () => {
       repository: 'acme/widgets',
       ref: 'refs/heads/main',
       status: 'active',
+      repositoryVerified: false,
     });
 
     const [again, second] = await Promise.all([
@@ -95,6 +99,8 @@ describe('den github targets', () => {
 
   it('show, files and delete a target of the organization; another organization gets not found', async () => {
     const org = await createTestOrg(database.db);
+    const installationId = String(freshId());
+    await den('github', 'installations', 'bind', '--org', org.organizationId, '--installation-id', installationId);
     const created = await den(
       'github',
       'targets',
@@ -102,7 +108,7 @@ describe('den github targets', () => {
       '--org',
       org.organizationId,
       '--installation-id',
-      String(freshId()),
+      installationId,
       '--repo',
       'acme/cli',
     );

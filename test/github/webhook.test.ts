@@ -4,10 +4,12 @@
  */
 import { randomUUID } from 'node:crypto';
 import { WorkflowNotFoundError } from '@temporalio/client';
+import { typeid } from 'typeid-js';
 import { signGithubPayload } from '../../src/github/signature';
-import { createTarget, getTarget } from '../../src/github/targets';
+import { bindInstallation, installationOwner } from '../../src/github/installations';
+import { getTarget } from '../../src/github/targets';
 import { githubDeliveryWorkflowId, githubSearchAttributes } from '../../src/github/contract';
-import { CODEHOST_PATH, deliver, deliveryResult, freshId, githubExample, type Payload } from '../harness/github';
+import { CODEHOST_PATH, deliver, deliveryResult, freshId, githubExample, ownedTarget, type Payload } from '../harness/github';
 import { createTestOrg } from '../harness/identity';
 import { startTestStack, type TestStack } from '../harness/stack';
 import { waitFor } from '../harness/wait';
@@ -44,15 +46,15 @@ function pushPayload(r: Repo): Payload {
   return payload;
 }
 
-async function addTarget(r: Repo, extra: { ref?: string; withId?: boolean; organizationId?: string } = {}): Promise<string> {
-  const created = await createTarget(db(), {
-    organizationId: extra.organizationId ?? org.organizationId,
+/** A target of `org`, which owns the repository's installation. */
+async function addTarget(r: Repo, extra: { ref?: string; withId?: boolean } = {}): Promise<string> {
+  return ownedTarget(db(), {
+    organizationId: org.organizationId,
     installationId: r.installationId,
     repositoryFullName: r.fullName,
     repositoryId: extra.withId === false ? undefined : r.repositoryId,
     ref: extra.ref,
   });
-  return created!.targetId;
 }
 
 const syncRows = (deliveryId: string) =>
@@ -67,13 +69,26 @@ async function expectNoWorkflow(deliveryId: string): Promise<void> {
 }
 
 describe('push', () => {
-  it('queues one sync event per matching active target, honouring the ref filter', async () => {
+  it("queues one sync event per matching active target of the installation's owner, honouring the ref filter", async () => {
     const r = repo();
     const any = await addTarget(r);
-    const master = await addTarget(r, { ref: 'refs/heads/master' });
-    // Another organization connected the same repository by name only (bare branch name).
+    // Connected by name only (bare branch name).
+    const nameOnly = await addTarget(r, { ref: 'master', withId: false });
+    // Another organization's target on the same installation, as rows from before installations had owners could be.
     const otherOrg = await createTestOrg(db());
-    const nameOnly = await addTarget(r, { ref: 'master', withId: false, organizationId: otherOrg.organizationId });
+    const stranger = typeid('ght').toString();
+    await db()
+      .insertInto('github_connector_targets')
+      .values({
+        id: stranger,
+        organization_id: otherOrg.organizationId,
+        installation_id: r.installationId,
+        repository_id: r.repositoryId,
+        repository_full_name: r.fullName,
+        ref: null,
+        status: 'active',
+      })
+      .execute();
     await addTarget(r, { ref: 'refs/heads/other' });
     const disabled = await addTarget(r, { ref: 'refs/tags/v1' });
     await db().updateTable('github_connector_targets').set({ status: 'disabled', ref: null }).where('id', '=', disabled).execute();
@@ -89,10 +104,10 @@ describe('push', () => {
       const found = await syncRows(deliveryId);
       return found.length > 0 && found;
     });
-    expect(rows.map((row) => row.target_id).sort()).toEqual([any, master, nameOnly].sort());
+    expect(rows.map((row) => row.target_id).sort()).toEqual([any, nameOnly].sort());
     for (const row of rows) {
       expect(row).toMatchObject({
-        organization_id: row.target_id === nameOnly ? otherOrg.organizationId : org.organizationId,
+        organization_id: org.organizationId,
         event: 'push',
         action: null,
         kind: 'push',
@@ -110,7 +125,7 @@ describe('push', () => {
 
     const summary = await deliveryResult(stack, deliveryId);
     expect(summary).toMatchObject({ deliveryId, event: 'push', action: null, targetChanges: [], repositoriesRecorded: 0 });
-    expect(summary.syncEvents).toHaveLength(3);
+    expect(summary.syncEvents).toHaveLength(2);
     expect(summary.syncEvents.every((e) => e.status === 'queued' && e.created)).toBe(true);
 
     // Operators can find the delivery by its search attributes.
@@ -202,12 +217,14 @@ describe('push', () => {
 });
 
 describe('installation and repository lifecycle', () => {
-  it('installation.deleted disconnects every target of the installation', async () => {
+  it('installation.deleted disconnects every target of the installation and removes its binding', async () => {
     const r = repo();
     const active = await addTarget(r);
     const disabled = await addTarget(r, { ref: 'refs/heads/dev' });
     await db().updateTable('github_connector_targets').set({ status: 'disabled' }).where('id', '=', disabled).execute();
-    const other = await addTarget({ ...repo() });
+    const otherRepo = repo();
+    const other = await addTarget(otherRepo);
+    expect(await installationOwner(db(), r.installationId)).toBe(org.organizationId);
 
     const payload = githubExample('installation', (p) => p.action === 'deleted');
     payload.installation.id = r.installationId;
@@ -220,6 +237,8 @@ describe('installation and repository lifecycle', () => {
     expect(await getTarget(db(), active)).toMatchObject({ status: 'disconnected', statusReason: 'installation_deleted' });
     expect(await getTarget(db(), disabled)).toMatchObject({ status: 'disconnected' });
     expect(await getTarget(db(), other)).toMatchObject({ status: 'active' });
+    expect(await installationOwner(db(), r.installationId)).toBeUndefined();
+    expect(await installationOwner(db(), otherRepo.installationId)).toBe(org.organizationId);
     const summary = await deliveryResult(stack, deliveryId);
     expect(summary.targetChanges).toEqual(
       expect.arrayContaining([
@@ -623,14 +642,15 @@ describe('OpenAPI', () => {
 });
 
 describe('without App credentials', () => {
-  it('records pushes, starts no sync, and shows targets as not_configured', async () => {
+  it('records pushes, starts no sync, and shows targets as not_configured (the repository unverified)', async () => {
     const r = repo();
+    await bindInstallation(db(), { installationId: r.installationId, organizationId: org.organizationId, via: 'operator' });
     const created = await stack.request('POST', '/v1/connectors/github/targets', {
       headers: org.owner.headers,
       body: { installationId: r.installationId, repository: r.fullName },
     });
     expect(created.status).toBe(201);
-    expect(created.json).toMatchObject({ sync: 'not_configured', syncedSha: null });
+    expect(created.json).toMatchObject({ sync: 'not_configured', syncedSha: null, repositoryVerified: false });
     const deliveryId = randomUUID();
     expect((await deliver(stack, { event: 'push', deliveryId, payload: pushPayload(r), secret: SECRET })).status).toBe(202);
     await deliveryResult(stack, deliveryId);

@@ -6,9 +6,8 @@
 import { randomUUID } from 'node:crypto';
 import { signGithubPayload } from '../../src/github/signature';
 import type { Db } from '../../src/app/store/db';
-import { createTarget } from '../../src/github/targets';
 import type { FakeGithub } from './fake-github';
-import { deliver, freshId, githubExample } from './github';
+import { deliver, freshId, githubExample, ownedTarget } from './github';
 import type { HttpTarget, TestResponse } from './stack';
 
 /** The service's settings for a fake GitHub: its URL, the App id and key, quick retries. */
@@ -44,7 +43,7 @@ export function redeliverInto(fake: FakeGithub, to: () => HttpTarget): void {
       .status;
 }
 
-/** A repository on the fake GitHub with a target (on refs/heads/master) in `organizationId`. */
+/** A repository on the fake GitHub with a target (on refs/heads/master) in `organizationId`, which owns its installation. */
 export async function syncedRepo(
   db: Db,
   fake: FakeGithub,
@@ -54,7 +53,7 @@ export async function syncedRepo(
 ): Promise<SyncedRepo> {
   const n = freshId();
   const repo = { installationId: freshId(), repositoryId: n, fullName: `octo-${n}/plugins-${n}` };
-  const created = await createTarget(db, {
+  const targetId = await ownedTarget(db, {
     organizationId,
     installationId: repo.installationId,
     repositoryFullName: repo.fullName,
@@ -73,7 +72,7 @@ export async function syncedRepo(
   };
   return {
     ...repo,
-    targetId: created!.targetId,
+    targetId,
     async push(files, deliveryId = randomUUID()) {
       const { sha, payload } = pushOf(files);
       const response = await deliver(stack(), { event: 'push', deliveryId, payload, secret });

@@ -5,6 +5,7 @@
 import { randomInt, randomUUID } from 'node:crypto';
 import type { Db } from '../../src/app/store/db';
 import { signGithubPayload } from '../../src/github/signature';
+import { bindInstallation } from '../../src/github/installations';
 import { createTarget } from '../../src/github/targets';
 import { githubDeliveryWorkflowId, type GithubDeliverySummary } from '../../src/github/contract';
 import type { HttpTarget, TestStack, TestResponse } from './stack';
@@ -34,7 +35,19 @@ export function githubExample(event: string, where: (payload: Payload) => boolea
 /** Ids far from the examples' (1, 2, 186853002…) so tests never see each other's rows. */
 export const freshId = () => randomInt(1_000_000_000, 2 ** 47);
 
-/** GitHub's example branch push, moved onto a fresh installation and repository that `organizationId` syncs. */
+/**
+ * Binds the installation to the organization as an operator would (`den github installations
+ * bind`), then connects the repository there (unverified: the first sync checks it); the target's id.
+ */
+export async function ownedTarget(db: Db, input: Parameters<typeof createTarget>[1]): Promise<string> {
+  const bound = await bindInstallation(db, { installationId: input.installationId, organizationId: input.organizationId, via: 'operator' });
+  if (bound.outcome !== 'bound' && bound.outcome !== 'already_bound') throw new Error(`installation not bound: ${bound.outcome}`);
+  const created = await createTarget(db, input);
+  if (!created.ok) throw new Error(`target not created: ${created.reason}`);
+  return created.targetId;
+}
+
+/** GitHub's example branch push, moved onto a fresh installation and repository that `organizationId` owns and syncs. */
 export async function pushWithTarget(db: Db, organizationId: string): Promise<Payload> {
   const payload = githubExample('push', (p) => p.ref === 'refs/heads/master' && p.installation);
   const n = freshId();
@@ -42,7 +55,7 @@ export async function pushWithTarget(db: Db, organizationId: string): Promise<Pa
   payload.repository.id = n;
   payload.repository.full_name = `octo-${n}/hello-${n}`;
   payload.repository.name = `hello-${n}`;
-  await createTarget(db, {
+  await ownedTarget(db, {
     organizationId,
     installationId: payload.installation.id,
     repositoryFullName: payload.repository.full_name,

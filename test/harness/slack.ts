@@ -30,7 +30,7 @@ const MESSAGE_METHODS = new Set(['chat.postMessage', 'chat.postEphemeral', 'chat
  * `parse` other than `none` (chat.update defaults to `client`) turns a plain `@channel`, `@here`
  * or `@everyone` into a live mention, and so does a mrkdwn text object without `verbatim: true`.
  */
-export function slackRendering(method: string, body: Record<string, unknown>): string[] {
+function slackRendering(method: string, body: Record<string, unknown>): string[] {
   if (!MESSAGE_METHODS.has(method)) return [];
   const live = (text: string) => text.replace(/(^|[^\w&;])@(channel|here|everyone)\b/g, '$1<!$2>');
   const parse = body.parse ?? (method === 'chat.update' ? 'client' : 'none');

@@ -13,10 +13,9 @@ import { randomUUID } from 'node:crypto';
 import { temporal } from '@temporalio/proto';
 import type { WorkflowHandle } from '@temporalio/client';
 import { githubDeliveryWorkflowId, githubReconcileScheduleId, githubTargetWorkflowId } from '../../src/github/contract';
-import { createTarget } from '../../src/github/targets';
 import { runHeartbeatSignal, runWorkflowId } from '../../src/runs/contract';
 import { slackEventStateQuery, slackEventWorkflowId } from '../../src/slack/contract';
-import { deliver, freshId, githubExample } from '../harness/github';
+import { deliver, freshId, githubExample, ownedTarget } from '../harness/github';
 import { startFakeGithub } from '../harness/fake-github';
 import { fakeGithubEnv, redeliverInto, syncedRepo } from '../harness/github-sync';
 import { createTestOrg } from '../harness/identity';
@@ -283,7 +282,7 @@ it('records a GitHub push delivery', async () => {
   const fullName = `record/${randomUUID().slice(0, 8)}`;
   payload.installation = { ...(payload.installation ?? {}), id: installationId };
   payload.repository = { ...payload.repository, id: repositoryId, full_name: fullName };
-  await createTarget(stack.services.database.db, {
+  await ownedTarget(stack.services.database.db, {
     organizationId: org.organizationId,
     installationId,
     repositoryFullName: fullName,

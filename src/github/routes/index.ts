@@ -1,4 +1,4 @@
-/** GitHub routes, one module each: the App webhook, the sync-event listing, and the targets. */
+/** GitHub routes, one module each: the App webhook, the sync-event listing, the targets, and the installations and their install flow. */
 import type { Route } from '../../app/http/route';
 import type { GithubRouteDeps } from './shared';
 import { createSyncEventsRoute } from './sync-events';
@@ -9,6 +9,9 @@ import { createGetTargetRoute } from './get-target';
 import { createListTargetsRoute } from './list-targets';
 import { createSyncTargetRoute } from './sync-target';
 import { createTargetFilesRoute } from './target-files';
+import { createInstallUrlRoute } from './install-url';
+import { createListInstallationsRoute } from './list-installations';
+import { createSetupRoute } from './setup';
 
 export type { GithubRouteDeps } from './shared';
 
@@ -22,5 +25,8 @@ export function createGithubRoutes(deps: GithubRouteDeps): Route[] {
     createTargetFilesRoute(deps),
     createSyncTargetRoute(deps),
     createDeleteTargetRoute(deps),
+    createListInstallationsRoute(deps),
+    createInstallUrlRoute(deps),
+    createSetupRoute(deps),
   ];
 }

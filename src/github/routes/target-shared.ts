@@ -27,7 +27,18 @@ export const TargetBody = z
     repository: z.string(),
     ref: z.string().nullable().openapi({ description: '`refs/heads/…`; null follows the ref of each push.' }),
     status: z.enum(['active', 'disabled', 'disconnected']),
-    statusReason: z.string().nullable(),
+    statusReason: z
+      .string()
+      .nullable()
+      .openapi({
+        description:
+          'Why the target is not active: `installation_unbound` (no organization owns its installation yet), ' +
+          '`installation_not_owned` (another organization does), `not_accessible` (its first sync found the installation ' +
+          'cannot read the repository), `installation_deleted`, `installation_suspended`, `repository_removed`, …',
+      }),
+    repositoryVerified: z.boolean().openapi({
+      description: 'The installation was seen to read the repository (at creation with App credentials, or by a sync).',
+    }),
     sync: z.enum(['idle', 'queued', 'running', 'failed', 'not_configured']),
     syncedSha: z.string().nullable(),
     syncedAt: z.string().nullable(),

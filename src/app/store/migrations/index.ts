@@ -9,6 +9,7 @@ import * as replays from './0007_replays';
 import * as githubSync from './0008_github_sync';
 import * as fairnessAdmission from './0009_fairness_admission';
 import * as githubReconcile from './0010_github_reconcile';
+import * as installationBindings from './0011_installation_bindings';
 
 /** Ordered by name. Never edit a migration that has shipped: add a new one. */
 export const migrations: Record<string, Migration> = {
@@ -22,4 +23,5 @@ export const migrations: Record<string, Migration> = {
   '0008_github_sync': githubSync,
   '0009_fairness_admission': fairnessAdmission,
   '0010_github_reconcile': githubReconcile,
+  '0011_installation_bindings': installationBindings,
 };
