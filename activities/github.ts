@@ -13,12 +13,12 @@ import { reconcileDeliveries, reconcileTargets, type DeliveriesReconciled, type 
 import type { GithubDeliveryInput, GithubSyncEventRecord, GithubSyncRequest } from '../src/github/contract';
 import type { GithubSettings } from '../src/github/settings';
 import { runSyncAttempt } from '../src/github/sync';
-import { signalTargetWorkflow } from '../src/github/target-signal';
+import { signalTarget } from '../src/github/target-signal';
 import type { WorkerDeps } from '../src/app/feature';
 
 type Of<E extends GithubDeliveryInput['event']> = Extract<GithubDeliveryInput, { event: E }>;
 
-type Deps = Pick<WorkerDeps<GithubSettings>, 'db' | 'settings' | 'temporal' | 'platform'>;
+type Deps = Pick<WorkerDeps<GithubSettings>, 'db' | 'settings' | 'ingress' | 'platform'>;
 
 /**
  * Hands each queued sync event to its target's workflow, starting it if it is not running.
@@ -32,10 +32,8 @@ async function notifyTargets(deps: Deps, events: GithubSyncEventRecord[], full: 
     if (event.targetId === null || event.status !== 'queued') continue;
     const target = await getTarget(deps.db, event.targetId);
     if (!target) continue;
-    await signalTargetWorkflow(deps.temporal.client, { taskQueue: deps.platform.taskQueue, idleMs: deps.settings.sync.idleMs }, target, {
-      eventId: event.id,
-      full,
-    });
+    // Admitted at the front door already, with the delivery that recorded it.
+    await signalTarget(deps.ingress, { idleMs: deps.settings.sync.idleMs, admission: 'bypass' }, target, { eventId: event.id, full });
     signalled += 1;
   }
   return { signalled };

@@ -23,6 +23,8 @@ import {
   type GithubTargetSummary,
 } from '../src/github/contract';
 import { LOCAL_POSTGRES_EFFECT, localFirst } from './local-first';
+import { implementsWorkflow } from '../src/app/temporal/contract';
+import { githubDeliveryWorkflow, githubReconcileWorkflow, githubTargetWorkflow } from '../src/github/contract';
 
 // Retries are unbounded on purpose: the delivery was acknowledged to GitHub, which never
 // redelivers by itself, so the effects must eventually land (e.g. after a Postgres outage).
@@ -159,3 +161,7 @@ export async function githubReconcile(): Promise<GithubReconcileSummary> {
     errors: [deliveries.error, targets.error].filter((e): e is string => e !== null),
   };
 }
+
+implementsWorkflow(githubDeliveryWorkflow, githubDelivery);
+implementsWorkflow(githubTargetWorkflow, githubTarget);
+implementsWorkflow(githubReconcileWorkflow, githubReconcile);

@@ -9,6 +9,8 @@ import type { McpActivities } from '../activities/mcp';
 import { assembleResponse } from '../src/mcp/resolution';
 import { unreachableDiscovery } from '../src/mcp/decide';
 import { MCP_CONNECTION_RESET, type McpProbeResult, type McpResolveInput, type McpResolveResult } from '../src/mcp/contract';
+import { implementsWorkflow } from '../src/app/temporal/contract';
+import { mcpResolveWorkflow } from '../src/mcp/contract';
 
 /** Slack between one probe's timeout and the probe's schedule-to-close. */
 const RETRY_ROOM_MS = 1_500;
@@ -42,3 +44,5 @@ export async function mcpResolve(input: McpResolveInput): Promise<McpResolveResu
   );
   return assembleResponse(input, probes);
 }
+
+implementsWorkflow(mcpResolveWorkflow, mcpResolve);

@@ -1,5 +1,6 @@
 import { proxyActivities } from '@temporalio/workflow';
 import type { PlatformActivities } from '../activities/platform';
+import { implementsWorkflow, pingWorkflow } from '../src/app/temporal/contract';
 
 const { echo } = proxyActivities<PlatformActivities>({ startToCloseTimeout: '10s' });
 
@@ -7,3 +8,5 @@ const { echo } = proxyActivities<PlatformActivities>({ startToCloseTimeout: '10s
 export async function ping(text: string): Promise<{ text: string; workflowId: string }> {
   return echo(text);
 }
+
+implementsWorkflow(pingWorkflow, ping);

@@ -77,6 +77,8 @@ import {
   unpersistedOf,
   type RunState,
 } from '../src/runs/state';
+import { implementsWorkflow } from '../src/app/temporal/contract';
+import { automationRunWorkflow } from '../src/runs/contract';
 
 // The write is a few milliseconds of Postgres: a local activity first (workflows/local-first.ts),
 // bounded to 10 s, then a regular activity retried until Postgres takes it: an acked event must
@@ -412,3 +414,5 @@ async function closeCancelled(run: Run, syncLoop: Promise<void>): Promise<RunSum
   // A cancel that came after the run had ended (failed, say) leaves that outcome as it was.
   return finish(summarize(run.state));
 }
+
+implementsWorkflow(automationRunWorkflow, automationRun);

@@ -51,6 +51,8 @@ import {
   type SlackEventState,
   type SlackEventStatus,
 } from '../src/slack/contract';
+import { implementsWorkflow } from '../src/app/temporal/contract';
+import { slackEventWorkflow } from '../src/slack/contract';
 
 /** Postgres work: retried until it succeeds (Postgres outages must not lose an invocation). */
 const RECORDS = { startToCloseTimeout: '30s', retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '30s' } } as const;
@@ -433,3 +435,5 @@ async function finishMessage(
     await sleep(finished.retryAfterMs);
   }
 }
+
+implementsWorkflow(slackEventWorkflow, slackEvent);

@@ -47,6 +47,14 @@ export interface Ticket {
   release(): void;
 }
 
+/** What the ingress gateway (src/app/ingress.ts) asks of admission before every start. */
+export interface AdmissionGate {
+  /** Admits one engine call of `tenant`, or throws the coded shed error in `shed` mode. */
+  admit(tenant: string, mode: AdmissionMode): Promise<Ticket>;
+  /** Throws the shed error, without any I/O, when `tenant`'s share of the moment is known spent. */
+  shedIfSpent(tenant: string): void;
+}
+
 declare module './store/schema' {
   interface Database {
     /** Accepted requests per organization and fixed window, for every replica (migration 0009_fairness_admission). */
@@ -106,7 +114,8 @@ export interface AdmissionDeps {
   now?: () => number;
 }
 
-export class Admission {
+/** Admission as the API runs it: per organization, in flight per process and at a rate across replicas. */
+export class AdmissionControl implements AdmissionGate {
   private readonly lines = new Map<string, Line>();
   private readonly budgets = new Map<string, Budget>();
   private readonly now: () => number;
@@ -311,10 +320,25 @@ function isShed(error: unknown): error is AppError {
 }
 
 /**
- * A webhook's answer to admission's refusal: 503 `overloaded` with its Retry-After, which Slack
- * and GitHub treat as a failed delivery to send again (a 429 Slack would count as a failure).
- * Any other error is returned as it is.
+ * A webhook's answer to admission's refusal: 503 `overloaded` with its Retry-After and this
+ * `{ok:false, …}` body, which Slack and GitHub treat as a failed delivery to send again (a 429
+ * Slack would count as a failure). Without it, the refusal is the API's 429, which clients wait out.
  */
-export function overloadedIfShed(error: unknown, body: Record<string, unknown> = {}): unknown {
-  return isShed(error) ? errors.webhook('overloaded', 503, body, { 'retry-after': error.headers['retry-after'] ?? '1' }) : error;
+export interface ShedAnswer {
+  webhook: Record<string, unknown>;
 }
+
+/** Admission's refusal in the sender's shape (ShedAnswer); any other error as it is. */
+export function reshapeShed(error: unknown, answer: ShedAnswer | undefined): unknown {
+  if (!answer || !isShed(error)) return error;
+  return errors.webhook('overloaded', 503, answer.webhook, { 'retry-after': error.headers['retry-after'] ?? '1' });
+}
+
+/**
+ * Admission for the worker's activities and `den`: everything is admitted, unmetered. Work they
+ * hand over was admitted at the front door already, or comes from an operator.
+ */
+export const admitAll: AdmissionGate = {
+  admit: async () => NOOP,
+  shedIfSpent: () => undefined,
+};

@@ -7,6 +7,7 @@
  * line in the root.
  */
 import type { Command } from 'commander';
+import type { CliContext } from './cli';
 import type { AuthCacheSettings } from './bounded-caches';
 import type { FeatureSchedule } from './temporal/schedules';
 import type { SearchAttributeKey } from './temporal/search-attributes';
@@ -15,19 +16,17 @@ import type { Route } from './http/route';
 import type { IngressGateway } from './ingress';
 import type { Logger } from './log';
 import type { Metrics } from './metrics';
+import type { Notices } from './notices';
 import type { SecretKeys } from './secrets';
 import type { SettingsSlice } from './settings';
 import type { Db } from './store/db';
-import type { TemporalClientHandle } from './temporal/client';
 
 /** The platform's values a feature may use besides its own settings. */
-export interface PlatformSettings {
+export interface PlatformValues {
   /** The URL the service is reachable at, for links it hands out. */
   publicBaseUrl: string;
   /** The task queue this process's workflows and activities run on. */
   taskQueue: string;
-  /** Bounds every start, signal and query a route or activity sends Temporal. */
-  temporalCallTimeoutMs: number;
   /** The bounds of the caches every verifying feature keeps (src/app/bounded-caches.ts). */
   authCaches: AuthCacheSettings;
 }
@@ -35,12 +34,14 @@ export interface PlatformSettings {
 /** What the API process hands a feature's routes: its own settings and the shared clients. */
 export interface ApiDeps<S> {
   settings: S;
-  platform: PlatformSettings;
+  platform: PlatformValues;
   db: Db;
   log: Logger;
   metrics: Metrics;
-  temporal: TemporalClientHandle;
+  /** Every call to Temporal's workflows (src/app/ingress.ts): features never hold the client itself. */
   ingress: IngressGateway;
+  /** This API's notices between features (src/app/notices.ts). */
+  notices: Notices;
   secretKey: SecretKeys;
   /** The clock every route uses (tests inject one). */
   now: () => number;
@@ -49,10 +50,11 @@ export interface ApiDeps<S> {
 /** What a worker process hands a feature's activities and sweeps. */
 export interface WorkerDeps<S> {
   settings: S;
-  platform: PlatformSettings;
+  platform: PlatformValues;
   db: Db;
   log: Logger;
-  temporal: TemporalClientHandle;
+  /** Every call to Temporal's workflows (the worker admits nothing itself: src/main/gateway.ts). */
+  ingress: IngressGateway;
   secretKey: SecretKeys;
 }
 
@@ -87,7 +89,8 @@ export interface Feature<S = unknown> {
   sweeps?: readonly Sweep<S>[];
   /** Temporal Schedules the worker role creates or updates at start (none when the feature is not configured). */
   schedules?(deps: WorkerDeps<S>): FeatureSchedule[];
-  cli?(program: Command): void;
+  /** Its `den` commands, with the context `den` runs them in (src/app/cli.ts). */
+  cli?(program: Command, context: CliContext): void;
 }
 
 /** Declares a descriptor, keeping its name's literal type and inferring its settings from the slice. */

@@ -1,115 +1,161 @@
 /**
- * The durable-ingress gateway: the one way a route makes work durable before it answers.
+ * The ingress gateway: the one way any code of the service talks to Temporal's workflows, in the
+ * API, the worker's activities and `den` alike. A feature names the workflow by its contract's
+ * ref (src/app/temporal/contract.ts) and passes one options object per call; the client itself
+ * stays in here (ESLint forbids `client.workflow` anywhere else).
  *
- * "An ack means durable": a route answers 2xx only after Temporal holds the work. Both calls
- * are bounded by TEMPORAL_START_TIMEOUT (temporalCall); an outage, or no answer in time, is a
- * coded 503 so the sender retries, never an ack. The workflow id is the dedupe key:
- * - `startOnce` starts a workflow unless its id exists or existed (REJECT_DUPLICATE, which holds
- *   for the namespace retention): a provider's retry of a delivery, even one racing the first,
- *   is a `duplicate`.
+ * "An ack means durable": a route answers 2xx only after Temporal holds the work. Every call is
+ * bounded (temporalCall): an outage, or no answer in time, is a coded 503 so the sender retries,
+ * never an ack. The workflow id is the dedupe key:
+ * - `start` starts a workflow unless its id exists or existed (REJECT_DUPLICATE, which holds for
+ *   the namespace retention): a provider's retry of a delivery, even one racing the first, is a
+ *   `duplicate`.
  * - `signalWithStart` delivers a signal, starting the workflow on the first one (conflict policy
- *   USE_EXISTING, the SDK default). REJECT_DUPLICATE keeps a late signal from reviving a
- *   finished workflow: that is `closed`.
+ *   USE_EXISTING). REJECT_DUPLICATE keeps a late signal from reviving a finished workflow: that
+ *   is `closed`. Only an actor that closes when idle and must start again on the next signal (a
+ *   GitHub target's) asks for `reopen`, which is ALLOW_DUPLICATE (startPolicy).
  * - `updateWithStart` is the same with an Update, for work the workflow must decide on before the
  *   ack: the answer waits for a worker to run the Update's validator. A refusal comes back as
  *   `refused` with the validator's ApplicationFailure; nothing was recorded. Bounded by
  *   TEMPORAL_UPDATE_TIMEOUT, longer than a start because a worker must answer too.
+ * - `execute` starts a workflow and waits for its result (MCP resolve, `den github reconcile`).
+ * - `signal`, `executeUpdate` and `startUpdate` reach a workflow that runs; `query` and
+ *   `describe` read one. A workflow Temporal does not know is an answer (`not_found`,
+ *   undefined), not an error.
  *
- *
- * Every call names its tenant (the organization, or for a GitHub delivery that matches none its
+ * Every start names its tenant (the organization, or for a GitHub delivery that matches none its
  * installation) and how it takes admission (src/app/admission.ts): the call waits for or is shed
- * by its tenant's admission, and the workflow it starts carries the tenant as its fairness key
- * (src/app/temporal/fairness.ts), so the engine dispatches organizations fairly.
+ * by its tenant's admission, a refusal reaches its sender in its own shape (`shedAs`), and the
+ * workflow carries the tenant as its fairness key (src/app/temporal/fairness.ts).
  *
- * The benchmark-only gateway that skips Temporal is chosen at composition (src/main/api.ts).
+ * The benchmark-only gateway that skips the durable hand-off is chosen at composition (src/main/api.ts).
  */
 import {
   ApplicationFailure,
   WithStartWorkflowOperation,
   WorkflowExecutionAlreadyStartedError,
   WorkflowIdReusePolicy,
+  WorkflowNotFoundError,
   WorkflowUpdateFailedError,
+  WorkflowUpdateStage,
+  type QueryDefinition,
   type SignalDefinition,
   type UpdateDefinition,
-  type Workflow,
+  type WorkflowExecutionDescription,
+  type WorkflowHandle,
   type WorkflowSignalWithStartOptions,
   type WorkflowStartOptions,
 } from '@temporalio/client';
 import type { Priority } from '@temporalio/common';
-import type { Admission, AdmissionMode } from './admission';
+import { reshapeShed, type AdmissionGate, type AdmissionMode, type ShedAnswer } from './admission';
 import { errors } from './errors';
 import type { Metrics } from './metrics';
 import { temporalCall, type TemporalClientHandle } from './temporal/client';
+import type { WorkflowRef } from './temporal/contract';
 import type { Fairness } from './temporal/fairness';
 
 /** `not_enqueued`: only from the benchmark gateway, which acks without Temporal. */
 export type StartOutcome = 'enqueued' | 'duplicate' | 'not_enqueued';
-type SignalOutcome = 'enqueued' | 'closed' | 'not_enqueued';
-/** The server's failure type for an Update the worker never saw (see updateWithStart). */
+export type SignalOutcome = 'enqueued' | 'closed' | 'not_enqueued';
+export type UpdateOutcome<R> =
+  { outcome: 'enqueued'; result: R } | { outcome: 'refused'; refusal: ApplicationFailure } | { outcome: 'closed' | 'not_enqueued' };
+/** What an Update sent to a running workflow came to. */
+export type UpdateAnswer<R> =
+  { outcome: 'done'; result: R } | { outcome: 'refused'; refusal: ApplicationFailure } | { outcome: 'not_found' };
+
+/** The server's failure type for an Update the worker never saw (see updateUntilDecided). */
 const UNPROCESSED_UPDATE = 'UnprocessedUpdate';
 
-type UpdateOutcome<R> =
-  { outcome: 'enqueued'; result: R } | { outcome: 'refused'; refusal: ApplicationFailure } | { outcome: 'closed' | 'not_enqueued' };
-
-/** Whose work this is and how it takes admission. */
+/** Whose work a start is, how it takes admission, and how admission's refusal reaches its sender. */
 export interface Tenancy {
   /** The organization id, or another stable key when no organization is known (at most 64 bytes). */
   tenant: string;
   admission: AdmissionMode;
+  /** Default: the API's 429 with Retry-After. */
+  shedAs?: ShedAnswer;
 }
 
-interface StartOptions extends Tenancy {
+/** A workflow to start, by its contract's ref. */
+export interface StartRequest<A extends unknown[], R> {
+  workflow: WorkflowRef<A, R>;
+  id: string;
+  args: A;
+  tenancy: Tenancy;
   /** Known at start, so no upsert command is needed in the workflow (the Web UI filters on them). */
   searchAttributes?: WorkflowStartOptions['typedSearchAttributes'];
 }
 
-interface SignalOptions extends StartOptions {
-  /**
-   * For actors that close when idle and must start again on the next signal (a GitHub target's
-   * workflow): a closed workflow of the id is started anew instead of answering `closed`.
-   */
+export interface SignalWithStartRequest<A extends unknown[], R, S extends unknown[]> extends StartRequest<A, R> {
+  signal: SignalDefinition<S>;
+  signalArgs: S;
+  /** For an actor that closes when idle: a closed workflow of the id is started anew instead of answering `closed`. */
   reopen?: boolean;
 }
 
+export interface UpdateWithStartRequest<A extends unknown[], R, U, UA extends unknown[]> extends StartRequest<A, R> {
+  update: UpdateDefinition<U, UA>;
+  updateArgs: UA;
+}
+
+export interface ExecuteRequest<A extends unknown[], R> extends StartRequest<A, R> {
+  /** Another task queue than the process's own (MCP resolve polls one of its own). */
+  taskQueue?: string;
+  /** How long to wait for the result; the workflow itself is given a little longer to finish. */
+  timeoutMs: number;
+}
+
+/** A running workflow, by id; `timeoutMs` overrides the gateway's bound for this call. */
+interface Reach {
+  id: string;
+  timeoutMs?: number;
+}
+
 export interface IngressGateway {
-  startOnce<W extends Workflow>(workflow: W, workflowId: string, args: Parameters<W>, options: StartOptions): Promise<StartOutcome>;
-  signalWithStart<W extends Workflow, A extends unknown[]>(
-    workflow: W,
-    workflowId: string,
-    args: Parameters<W>,
-    signal: SignalDefinition<A>,
-    signalArgs: A,
-    options: SignalOptions,
-  ): Promise<SignalOutcome>;
-  updateWithStart<W extends Workflow, R, A extends unknown[]>(
-    workflow: W,
-    workflowId: string,
-    args: Parameters<W>,
-    update: UpdateDefinition<R, A>,
-    updateArgs: A,
-    tenancy: Tenancy,
-  ): Promise<UpdateOutcome<R>>;
-  /** The priority a start for `tenant` carries, for a start that does not go through this gateway (MCP resolve). */
-  priority(tenant: string): Promise<Priority | undefined>;
+  start<A extends unknown[], R>(request: StartRequest<A, R>): Promise<StartOutcome>;
+  signalWithStart<A extends unknown[], R, S extends unknown[]>(request: SignalWithStartRequest<A, R, S>): Promise<SignalOutcome>;
+  updateWithStart<A extends unknown[], R, U, UA extends unknown[]>(request: UpdateWithStartRequest<A, R, U, UA>): Promise<UpdateOutcome<U>>;
+  execute<A extends unknown[], R>(request: ExecuteRequest<A, R>): Promise<R>;
+  signal<S extends unknown[]>(request: Reach & { signal: SignalDefinition<S>; args: S }): Promise<'enqueued' | 'not_found'>;
+  /** The Update's result, once the workflow has run its handler. */
+  executeUpdate<U, UA extends unknown[]>(request: Reach & { update: UpdateDefinition<U, UA>; args: UA }): Promise<UpdateAnswer<U>>;
+  /** The Update accepted or refused by its validator, without waiting for its handler to finish. */
+  startUpdate<U, UA extends unknown[]>(
+    request: Reach & { update: UpdateDefinition<U, UA>; args: UA },
+  ): Promise<{ outcome: 'accepted' } | Exclude<UpdateAnswer<U>, { outcome: 'done' }>>;
+  /** The query's answer, or undefined for a workflow Temporal does not know. */
+  query<R, QA extends unknown[]>(request: Reach & { query: QueryDefinition<R, QA>; args: QA }): Promise<R | undefined>;
+  describe(request: Reach): Promise<WorkflowExecutionDescription | undefined>;
   /**
-   * Throws admission's shed error when this process knows `tenant`'s share of the moment is
-   * spent (no I/O): a route calls it before its own Postgres work for a request in `shed` mode.
+   * Throws admission's refusal, in the sender's shape, when this process knows the tenant's share
+   * of the moment is spent (no I/O): a route calls it before its own Postgres work.
    */
-  shedIfSpent(tenant: string): void;
+  shedIfSpent(tenancy: Tenancy): void;
 }
 
-interface GatewayDeps {
+export interface GatewayDeps {
   temporal: TemporalClientHandle;
+  /** TEMPORAL_START_TIMEOUT: every call but an Update's and an `execute`'s. */
   startTimeoutMs: number;
+  /** TEMPORAL_UPDATE_TIMEOUT. */
   updateTimeoutMs: number;
-  metrics: Metrics;
   fairness: Fairness;
-  admission: Admission;
+  admission: AdmissionGate;
+  metrics?: Metrics;
 }
 
-/** Runs one engine call under the tenant's admission, with the priority its start carries. */
+/** The id reuse policy of a start: REJECT_DUPLICATE, but ALLOW_DUPLICATE for an actor that reopens. */
+export function startPolicy(request: { reopen?: boolean }): WorkflowIdReusePolicy {
+  return request.reopen ? WorkflowIdReusePolicy.ALLOW_DUPLICATE : WorkflowIdReusePolicy.REJECT_DUPLICATE;
+}
+
+/** Runs one start under the tenant's admission, with the priority it carries; a refusal in the sender's shape. */
 async function admitted<T>(deps: GatewayDeps, tenancy: Tenancy, call: (priority: { priority?: Priority }) => Promise<T>): Promise<T> {
-  const ticket = await deps.admission.admit(tenancy.tenant, tenancy.admission);
+  let ticket;
+  try {
+    ticket = await deps.admission.admit(tenancy.tenant, tenancy.admission);
+  } catch (error) {
+    throw reshapeShed(error, tenancy.shedAs);
+  }
   try {
     const priority = await deps.fairness.priority(tenancy.tenant);
     return await call(priority ? { priority } : {});
@@ -118,38 +164,37 @@ async function admitted<T>(deps: GatewayDeps, tenancy: Tenancy, call: (priority:
   }
 }
 
-/** A start-like call under the tenant's admission, bounded by TEMPORAL_START_TIMEOUT (a 503 past it). */
-function admittedStart<T>(
+/** The options every start shares: queue, id, policy, arguments, search attributes, priority. */
+function startOptions<A extends unknown[], R>(
   deps: GatewayDeps,
-  tenancy: Tenancy,
-  operation: 'start' | 'signalWithStart',
+  request: StartRequest<A, R> & { reopen?: boolean; taskQueue?: string },
+  priority: { priority?: Priority },
+): WorkflowStartOptions {
+  return {
+    taskQueue: request.taskQueue ?? deps.temporal.taskQueue,
+    workflowId: request.id,
+    workflowIdReusePolicy: startPolicy(request),
+    args: request.args,
+    ...(request.searchAttributes ? { typedSearchAttributes: request.searchAttributes } : {}),
+    ...priority,
+  };
+}
+
+function startCall<A extends unknown[], R, T>(
+  deps: GatewayDeps,
+  operation: string,
+  request: StartRequest<A, R>,
   call: (priority: { priority?: Priority }) => Promise<T>,
 ): Promise<T> {
-  return admitted(deps, tenancy, (priority) =>
+  return admitted(deps, request.tenancy, (priority) =>
     temporalCall(deps.temporal, operation, deps.startTimeoutMs, () => call(priority), deps.metrics),
   );
 }
 
-async function startOnce<W extends Workflow>(
-  deps: GatewayDeps,
-  workflow: W,
-  workflowId: string,
-  args: Parameters<W>,
-  options: StartOptions,
-): Promise<StartOutcome> {
-  const { temporal } = deps;
+async function start<A extends unknown[], R>(deps: GatewayDeps, request: StartRequest<A, R>): Promise<StartOutcome> {
   try {
-    await admittedStart(deps, options, 'start', (priority) =>
-      temporal.client.workflow.start(workflow, {
-        taskQueue: temporal.taskQueue,
-        workflowId,
-        workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
-        args,
-        ...(options.searchAttributes ? { typedSearchAttributes: options.searchAttributes } : {}),
-        ...priority,
-        // TypeScript cannot resolve the SDK's conditional `args` type for a generic W;
-        // `args: Parameters<W>` in the signature above is what guarantees it.
-      } as unknown as WorkflowStartOptions<typeof workflow>),
+    await startCall(deps, 'start', request, (priority) =>
+      deps.temporal.client.workflow.start(request.workflow.workflowType, startOptions(deps, request, priority)),
     );
     return 'enqueued';
   } catch (error) {
@@ -158,28 +203,19 @@ async function startOnce<W extends Workflow>(
   }
 }
 
-async function signalWithStart<W extends Workflow, A extends unknown[]>(
+async function signalWithStart<A extends unknown[], R, S extends unknown[]>(
   deps: GatewayDeps,
-  workflow: W,
-  workflowId: string,
-  args: Parameters<W>,
-  signal: SignalDefinition<A>,
-  signalArgs: A,
-  options: SignalOptions,
+  request: SignalWithStartRequest<A, R, S>,
 ): Promise<SignalOutcome> {
-  const { temporal } = deps;
   try {
-    await admittedStart(deps, options, 'signalWithStart', (priority) =>
-      temporal.client.workflow.signalWithStart(workflow, {
-        taskQueue: temporal.taskQueue,
-        workflowId,
-        workflowIdReusePolicy: options.reopen ? WorkflowIdReusePolicy.ALLOW_DUPLICATE : WorkflowIdReusePolicy.REJECT_DUPLICATE,
-        args,
-        signal,
-        signalArgs,
-        ...(options.searchAttributes ? { typedSearchAttributes: options.searchAttributes } : {}),
-        ...priority,
-      } as unknown as WorkflowSignalWithStartOptions<A> & WorkflowStartOptions<W>),
+    await startCall(deps, 'signalWithStart', request, (priority) =>
+      deps.temporal.client.workflow.signalWithStart(request.workflow.workflowType, {
+        ...startOptions(deps, request, priority),
+        signal: request.signal,
+        signalArgs: request.signalArgs,
+        // The SDK's conditional option types cannot be resolved for generic arguments; the request's
+        // types (the contract's ref and the signal's definition) are what guarantee them.
+      } as unknown as WorkflowSignalWithStartOptions<S> & WorkflowStartOptions),
     );
     return 'enqueued';
   } catch (error) {
@@ -188,39 +224,24 @@ async function signalWithStart<W extends Workflow, A extends unknown[]>(
   }
 }
 
-async function updateWithStart<W extends Workflow, R, A extends unknown[]>(
+/**
+ * The Update with its start, until a worker decided it or the bound passed. An Update the worker
+ * never saw (the workflow task that carried it ended the execution: completed, or continued as new)
+ * recorded nothing, so it is asked again: it reaches the next run, or finds the workflow closed.
+ */
+async function updateUntilDecided<A extends unknown[], R, U, UA extends unknown[]>(
   deps: GatewayDeps,
-  workflow: W,
-  workflowId: string,
-  args: Parameters<W>,
-  update: UpdateDefinition<R, A>,
-  updateArgs: A,
-  tenancy: Tenancy,
-): Promise<UpdateOutcome<R>> {
-  return admitted(deps, tenancy, (priority) => updateUntilDecided(deps, workflow, workflowId, args, update, updateArgs, priority));
-}
-
-async function updateUntilDecided<W extends Workflow, R, A extends unknown[]>(
-  deps: GatewayDeps,
-  workflow: W,
-  workflowId: string,
-  args: Parameters<W>,
-  update: UpdateDefinition<R, A>,
-  updateArgs: A,
+  request: UpdateWithStartRequest<A, R, U, UA>,
   priority: { priority?: Priority },
-): Promise<UpdateOutcome<R>> {
+): Promise<UpdateOutcome<U>> {
   const { temporal, updateTimeoutMs, metrics } = deps;
   const call = () =>
-    temporal.client.workflow.executeUpdateWithStart(update, {
-      args: updateArgs,
-      startWorkflowOperation: new WithStartWorkflowOperation(workflow, {
-        taskQueue: temporal.taskQueue,
-        workflowId,
+    temporal.client.workflow.executeUpdateWithStart(request.update, {
+      args: request.updateArgs,
+      startWorkflowOperation: new WithStartWorkflowOperation(request.workflow.workflowType, {
+        ...startOptions(deps, request, priority),
         workflowIdConflictPolicy: 'USE_EXISTING',
-        workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
-        args,
-        ...priority,
-      } as unknown as WorkflowStartOptions<W> & { workflowIdConflictPolicy: 'USE_EXISTING' }),
+      }),
     });
   const deadline = Date.now() + updateTimeoutMs;
   for (;;) {
@@ -229,29 +250,115 @@ async function updateUntilDecided<W extends Workflow, R, A extends unknown[]>(
       return { outcome: 'enqueued', result };
     } catch (error) {
       if (error instanceof WorkflowExecutionAlreadyStartedError) return { outcome: 'closed' };
-      const failure = error instanceof WorkflowUpdateFailedError ? error.cause : undefined;
-      // The server's answer when the workflow task that carried the Update ended the execution
-      // (completed, or continued as new) without the worker seeing it: nothing was recorded.
-      // Asking again reaches the next run, or finds the workflow closed.
-      if (failure instanceof ApplicationFailure && failure.type === UNPROCESSED_UPDATE) {
+      const failure = updateRefusal(error);
+      if (failure?.type === UNPROCESSED_UPDATE) {
         if (Date.now() < deadline) continue;
         throw errors.unavailable('temporal', error);
       }
-      if (failure instanceof ApplicationFailure) return { outcome: 'refused', refusal: failure };
+      if (failure) return { outcome: 'refused', refusal: failure };
       throw error;
     }
   }
 }
 
-export function createIngressGateway(deps: GatewayDeps): IngressGateway {
+/**
+ * The workflow's own refusal of an Update (its validator's ApplicationFailure), or undefined.
+ * A workflow whose code has no handler for the Update (a worker of an older release, during a
+ * rolling deploy) answers with the SDK's own refusal: that is an outage of the moment, a 503 to
+ * retry once the new workers take over, never the workflow's answer.
+ */
+function updateRefusal(error: unknown): ApplicationFailure | undefined {
+  const failure = error instanceof WorkflowUpdateFailedError ? error.cause : undefined;
+  if (!(failure instanceof ApplicationFailure)) return undefined;
+  if (failure.message.startsWith('No registered handler for update')) throw errors.unavailable('temporal', failure);
+  return failure;
+}
+
+/** One call to a workflow that runs; a workflow Temporal does not know is `not_found`. */
+async function reach<T>(deps: GatewayDeps, operation: string, timeoutMs: number, call: () => Promise<T>): Promise<T | typeof NOT_FOUND> {
+  try {
+    return await temporalCall(deps.temporal, operation, timeoutMs, call, deps.metrics);
+  } catch (error) {
+    if (error instanceof WorkflowNotFoundError) return NOT_FOUND;
+    throw error;
+  }
+}
+const NOT_FOUND = Symbol('not found');
+
+async function updateAnswer<U>(deps: GatewayDeps, operation: string, timeoutMs: number, call: () => Promise<U>): Promise<UpdateAnswer<U>> {
+  try {
+    const result = await reach(deps, operation, timeoutMs, call);
+    return result === NOT_FOUND ? { outcome: 'not_found' } : { outcome: 'done', result };
+  } catch (error) {
+    const refusal = updateRefusal(error);
+    if (refusal) return { outcome: 'refused', refusal };
+    throw error;
+  }
+}
+
+/** How long the workflow `execute` starts may run: its caller's wait, and a little more, so none is left behind. */
+const EXECUTION_SLACK_MS = 5_000;
+
+/** A workflow's Update calls with the arguments its definition names (the SDK's types want a non-empty tuple). */
+function updates(handle: WorkflowHandle) {
   return {
-    startOnce: (workflow, workflowId, args, options) => startOnce(deps, workflow, workflowId, args, options),
-    signalWithStart: (workflow, workflowId, args, signal, signalArgs, options) =>
-      signalWithStart(deps, workflow, workflowId, args, signal, signalArgs, options),
-    updateWithStart: (workflow, workflowId, args, update, updateArgs, tenancy) =>
-      updateWithStart(deps, workflow, workflowId, args, update, updateArgs, tenancy),
-    priority: (tenant) => deps.fairness.priority(tenant),
-    shedIfSpent: (tenant) => deps.admission.shedIfSpent(tenant),
+    execute: <U>(update: UpdateDefinition<U, never>, args: unknown[]) =>
+      handle.executeUpdate(update as UpdateDefinition<U, [unknown]>, { args: args as [unknown] }),
+    /** Answers once the validator accepted the Update (or throws its refusal), not when its handler ends. */
+    accept: <U>(update: UpdateDefinition<U, never>, args: unknown[]) =>
+      handle.startUpdate(update as UpdateDefinition<U, [unknown]>, { args: args as [unknown], waitForStage: WorkflowUpdateStage.ACCEPTED }),
+  };
+}
+
+export function createIngressGateway(deps: GatewayDeps): IngressGateway {
+  const handle = (id: string) => deps.temporal.client.workflow.getHandle(id);
+  return {
+    start: (request) => start(deps, request),
+    signalWithStart: (request) => signalWithStart(deps, request),
+    updateWithStart: (request) => admitted(deps, request.tenancy, (priority) => updateUntilDecided(deps, request, priority)),
+    execute: (request) =>
+      admitted(deps, request.tenancy, (priority) =>
+        temporalCall(
+          deps.temporal,
+          'execute',
+          request.timeoutMs,
+          () =>
+            deps.temporal.client.workflow.execute(request.workflow.workflowType, {
+              ...startOptions(deps, request, priority),
+              workflowExecutionTimeout: request.timeoutMs + EXECUTION_SLACK_MS,
+            }) as Promise<never>,
+          deps.metrics,
+        ),
+      ),
+    signal: async ({ id, signal, args, timeoutMs }) =>
+      (await reach(deps, 'signal', timeoutMs ?? deps.startTimeoutMs, () => handle(id).signal(signal, ...args))) === NOT_FOUND
+        ? 'not_found'
+        : 'enqueued',
+    executeUpdate: ({ id, update, args, timeoutMs }) =>
+      updateAnswer(deps, 'executeUpdate', timeoutMs ?? deps.updateTimeoutMs, () =>
+        updates(handle(id)).execute(update as UpdateDefinition<never, never>, args),
+      ),
+    startUpdate: async ({ id, update, args, timeoutMs }) => {
+      const answer = await updateAnswer(deps, 'startUpdate', timeoutMs ?? deps.updateTimeoutMs, () =>
+        updates(handle(id)).accept(update as UpdateDefinition<never, never>, args),
+      );
+      return answer.outcome === 'done' ? { outcome: 'accepted' } : answer;
+    },
+    query: async ({ id, query, args, timeoutMs }) => {
+      const answer = await reach(deps, 'query', timeoutMs ?? deps.startTimeoutMs, () => handle(id).query(query, ...args));
+      return answer === NOT_FOUND ? undefined : answer;
+    },
+    describe: async ({ id, timeoutMs }) => {
+      const answer = await reach(deps, 'describe', timeoutMs ?? deps.startTimeoutMs, () => handle(id).describe());
+      return answer === NOT_FOUND ? undefined : answer;
+    },
+    shedIfSpent: (tenancy) => {
+      try {
+        deps.admission.shedIfSpent(tenancy.tenant);
+      } catch (error) {
+        throw reshapeShed(error, tenancy.shedAs);
+      }
+    },
   };
 }
 
@@ -259,12 +366,12 @@ export function createIngressGateway(deps: GatewayDeps): IngressGateway {
  * Benchmarks only (BENCH_DISABLE_ENQUEUE): everything but the durable hand-off, to measure what
  * durability costs. Its acks are not durable, which is why only src/main/api.ts can choose it.
  */
-export function createNoEnqueueGateway(): IngressGateway {
+export function createNoEnqueueGateway(gateway: IngressGateway): IngressGateway {
   return {
-    startOnce: async () => 'not_enqueued',
+    ...gateway,
+    start: async () => 'not_enqueued',
     signalWithStart: async () => 'not_enqueued',
     updateWithStart: async () => ({ outcome: 'not_enqueued' }),
-    priority: async () => undefined,
     shedIfSpent: () => undefined,
   };
 }

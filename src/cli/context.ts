@@ -1,38 +1,41 @@
 /**
- * What every `den` command gets: the config and a database. The database is DATABASE_URL; else
- * the Postgres of the `npm run cluster` running under DATA_DIR; else the embedded one, started
- * for the duration of the command when it isn't already running (and stopped afterwards).
+ * The context every `den` command runs in (src/app/cli.ts): the config and a database, and for
+ * the commands that need it a gateway to Temporal. The database is DATABASE_URL; else the
+ * Postgres of the `npm run cluster` running under DATA_DIR; else the embedded one, started for
+ * the duration of the command when it isn't already running (and stopped afterwards). Temporal
+ * is TEMPORAL_ADDRESS, else the embedded dev server of a running `npm start`.
  */
-import { InvalidArgumentError } from 'commander';
-import { loadPlatformConfig, type PlatformConfig } from '../app/config';
+import type { CliContext, CliDatabase } from '../app/cli';
+import { loadPlatformConfig } from '../app/config';
 import { embeddedPostgresOptions, startEmbeddedPostgres } from '../app/store/embedded-postgres';
 import { createLogger } from '../app/log';
-import { openDatabase, type Db } from '../app/store/db';
+import { openDatabase } from '../app/store/db';
 import { migrateToLatest } from '../app/store/migrate';
-import { loadSecretKeys, type SecretKeys } from '../app/secrets';
+import { loadSecretKeys } from '../app/secrets';
+import { createTemporalClient } from '../app/temporal/client';
 import { runningClusterDatabase } from '../cluster/state';
+import { unadmittedGateway } from '../main/gateway';
 
-export interface CliContext {
-  config: PlatformConfig;
-  db: Db;
-  secretKey: () => Promise<SecretKeys>;
-}
+export const cliContext: CliContext = {
+  withDatabase,
+  withTemporal: (action) =>
+    withDatabase(async (context) => {
+      const { config } = context;
+      const temporal = createTemporalClient({
+        address: config.temporal.address ?? `127.0.0.1:${config.temporal.devPort}`,
+        namespace: config.temporal.namespace,
+        taskQueue: config.temporal.taskQueue,
+      });
+      const log = createLogger({ level: 'warn', name: 'den-cli', destination: process.stderr });
+      try {
+        return await action({ ...context, ingress: unadmittedGateway({ temporal, db: context.db, log, config }) });
+      } finally {
+        await temporal.close();
+      }
+    }),
+};
 
-/** Prints JSON on stdout; errors go to stderr with a non-zero exit (see den.ts). */
-export function print(value: unknown): void {
-  process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
-}
-
-export class CliError extends Error {}
-
-/** A commander option parser for counts and ids that must be whole and positive. */
-export function positiveInt(value: string): number {
-  const n = Number(value);
-  if (!Number.isInteger(n) || n <= 0) throw new InvalidArgumentError('must be a positive whole number');
-  return n;
-}
-
-export async function withCliContext<T>(fn: (ctx: CliContext) => Promise<T>): Promise<T> {
+async function withDatabase<T>(fn: (ctx: CliDatabase) => Promise<T>): Promise<T> {
   const config = loadPlatformConfig();
   const log = createLogger({ level: 'warn', name: 'den-cli', destination: process.stderr });
   let stopPostgres: (() => Promise<void>) | undefined;

@@ -6,7 +6,8 @@ import { Command, CommanderError } from 'commander';
 import { ConfigError } from '../app/settings';
 import { AppError } from '../app/errors';
 import { IdentityError } from '../identity/store';
-import { CliError } from './context';
+import { CliError } from '../app/cli';
+import { cliContext } from './context';
 import { features } from '../main/features';
 import { registerRuntimeCommands } from './runtime';
 import { registerSecretsCommands } from './secrets';
@@ -16,9 +17,9 @@ export function buildProgram(): Command {
     .description('Operate the den control plane: organizations, members, API keys, sessions and integrations.')
     .showHelpAfterError()
     .exitOverride();
-  for (const feature of features()) feature.cli?.(program);
+  for (const feature of features()) feature.cli?.(program, cliContext);
   registerRuntimeCommands(program);
-  registerSecretsCommands(program);
+  registerSecretsCommands(program, cliContext);
   return program;
 }
 

@@ -1,9 +1,9 @@
 import type { Command } from 'commander';
 import { resealSlackSecrets } from '../slack';
-import { CliError, print, withCliContext } from './context';
+import { CliError, print, type CliContext } from '../app/cli';
 
 /** `den secrets rotate`: the last step of a SECRET_KEY rotation (src/app/secrets.ts). */
-export function registerSecretsCommands(program: Command): void {
+export function registerSecretsCommands(program: Command, context: CliContext): void {
   program
     .command('secrets')
     .description('The service secret (SECRET_KEY).')
@@ -14,7 +14,7 @@ export function registerSecretsCommands(program: Command): void {
         'Prints the counts; exits non-zero if a secret opens with neither key.',
     )
     .action(() =>
-      withCliContext(async ({ db, secretKey }) => {
+      context.withDatabase(async ({ db, secretKey }) => {
         const counts = { slackConnections: await resealSlackSecrets(db, await secretKey()) };
         print(counts);
         if (counts.slackConnections.undecryptable > 0) {

@@ -4,13 +4,14 @@ import { createGithubApi } from './api';
 import { connectTarget, type ConnectOutcome } from './connect';
 import { bindInstallation, listInstallations, listUnboundInstallations } from './installations';
 import { deleteTarget, findTarget, listFiles, recordResync, viewTarget } from './target-views';
-import { signalTargetWorkflow } from './target-signal';
+import { signalTarget } from './target-signal';
 import { loadGithubSettings } from './settings';
 import { randomUUID } from 'node:crypto';
-import { CliError, positiveInt, print, withCliContext } from '../cli/context';
-import { loadPlatformConfig } from '../app/config';
-import { createTemporalClient } from '../app/temporal/client';
-import { githubReconcileScheduleId, type GithubReconcileSummary } from './contract';
+import { CliError, positiveInt, print, type CliContext } from '../app/cli';
+import { githubReconcileScheduleId, githubReconcileWorkflow } from './contract';
+
+/** How long `den github reconcile` waits for the reconcile it starts; the run itself is given a little longer. */
+const RECONCILE_WAIT_MS = 10 * 60_000;
 
 function repository(value: string): string {
   if (!REPOSITORY_FULL_NAME.test(value)) throw new InvalidArgumentError('must be owner/name');
@@ -26,7 +27,7 @@ function ref(value: string): string {
  * `den github targets sync`: what POST …/targets/{targetId}/sync does, for operators with the
  * database and Temporal. The worker's App credentials decide whether it can sync, not the CLI's.
  */
-function registerTargetSync(targets: Command): void {
+function registerTargetSync(targets: Command, context: CliContext): void {
   targets
     .command('sync')
     .description(
@@ -36,37 +37,27 @@ function registerTargetSync(targets: Command): void {
     .requiredOption('--org <organizationId>', 'organization id')
     .argument('<targetId>')
     .action((targetId: string, opts: { org: string }) =>
-      withCliContext(async ({ db, config }) => {
+      context.withTemporal(async ({ db, ingress }) => {
         const settings = loadGithubSettings();
         const target = await findTarget(db, opts.org, targetId);
         if (!target) throw new CliError(`target ${targetId} not found in ${opts.org}`);
         if (target.status !== 'active') throw new CliError(`target ${targetId} is ${target.status}`);
-        const temporal = createTemporalClient({
-          address: config.temporal.address ?? `127.0.0.1:${config.temporal.devPort}`,
-          namespace: config.temporal.namespace,
-          taskQueue: config.temporal.taskQueue,
-        });
-        try {
-          const eventId = await recordResync(db, target, 'manual');
-          const options = { taskQueue: config.temporal.taskQueue, idleMs: settings.sync.idleMs };
-          await signalTargetWorkflow(temporal.client, options, target, { eventId, full: true });
-          print({ eventId });
-        } finally {
-          await temporal.close();
-        }
+        const eventId = await recordResync(db, target, 'manual');
+        await signalTarget(ingress, { idleMs: settings.sync.idleMs, admission: 'bypass' }, target, { eventId, full: true });
+        print({ eventId });
       }),
     );
 }
 
 /** show, files and delete: what the admin routes do, for operators with the database. */
-function registerTargetInspection(targets: Command): void {
+function registerTargetInspection(targets: Command, context: CliContext): void {
   targets
     .command('show')
     .description('A target and its last sync, as stored (the CLI reads no App settings, so never `not_configured`).')
     .requiredOption('--org <organizationId>', 'organization id')
     .argument('<targetId>')
     .action((targetId: string, opts: { org: string }) =>
-      withCliContext(async ({ db }) => {
+      context.withDatabase(async ({ db }) => {
         const view = await viewTarget(db, opts.org, targetId, true);
         if (!view) throw new CliError(`target ${targetId} not found in ${opts.org}`);
         print(view);
@@ -79,7 +70,7 @@ function registerTargetInspection(targets: Command): void {
     .option('--content', 'include the content (bounded like the route)')
     .argument('<targetId>')
     .action((targetId: string, opts: { org: string; content?: boolean }) =>
-      withCliContext(async ({ db }) => {
+      context.withDatabase(async ({ db }) => {
         if (!(await findTarget(db, opts.org, targetId))) throw new CliError(`target ${targetId} not found in ${opts.org}`);
         print({ files: await listFiles(db, targetId, opts.content === true) });
       }),
@@ -90,7 +81,7 @@ function registerTargetInspection(targets: Command): void {
     .requiredOption('--org <organizationId>', 'organization id')
     .argument('<targetId>')
     .action((targetId: string, opts: { org: string }) =>
-      withCliContext(async ({ db }) => {
+      context.withDatabase(async ({ db }) => {
         if (!(await deleteTarget(db, opts.org, targetId))) throw new CliError(`target ${targetId} not found in ${opts.org}`);
         print({ deleted: targetId });
       }),
@@ -101,7 +92,7 @@ function registerTargetInspection(targets: Command): void {
  * `den github reconcile`: one reconcile now, run by the worker like the Schedule's (the worker
  * holds the App credentials); prints its counts and exits non-zero when GitHub refused.
  */
-function registerReconcile(github: Command): void {
+function registerReconcile(github: Command, context: CliContext): void {
   github
     .command('reconcile')
     .description(
@@ -109,25 +100,20 @@ function registerReconcile(github: Command): void {
         '(TEMPORAL_ADDRESS, else the embedded dev server of a running `npm start`) and a worker on TEMPORAL_TASK_QUEUE. ' +
         'Prints {deliveriesSeen, redeliveriesAsked, targetsChecked, targetsResynced, errors}.',
     )
-    .action(async () => {
-      const config = loadPlatformConfig();
-      const temporal = createTemporalClient({
-        address: config.temporal.address ?? `127.0.0.1:${config.temporal.devPort}`,
-        namespace: config.temporal.namespace,
-        taskQueue: config.temporal.taskQueue,
-      });
-      try {
-        const summary: GithubReconcileSummary = await temporal.client.workflow.execute('githubReconcile', {
-          workflowId: `${githubReconcileScheduleId(config.temporal.taskQueue)}/cli-${randomUUID()}`,
-          taskQueue: config.temporal.taskQueue,
+    .action(() =>
+      context.withTemporal(async ({ config, ingress }) => {
+        const summary = await ingress.execute({
+          workflow: githubReconcileWorkflow,
+          id: `${githubReconcileScheduleId(config.temporal.taskQueue)}/cli-${randomUUID()}`,
           args: [],
+          // An operator's own request: no organization's share.
+          tenancy: { tenant: 'operator', admission: 'bypass' },
+          timeoutMs: RECONCILE_WAIT_MS,
         });
         print(summary);
         if (summary.errors.length > 0) throw new CliError(`GitHub refused: ${summary.errors.join('; ')}`);
-      } finally {
-        await temporal.close();
-      }
-    });
+      }),
+    );
 }
 
 /** What `targets create` says when the target cannot be connected. */
@@ -155,7 +141,7 @@ function connectRefusal(
  * (self-hosters are trusted; the App's install flow is the way for everyone else), lists the
  * bindings, and lists the installations targets name that nobody owns.
  */
-function registerInstallations(github: Command): void {
+function registerInstallations(github: Command, context: CliContext): void {
   const installations = github.command('installations').description('Which organization owns each GitHub App installation.');
   installations
     .command('bind')
@@ -167,7 +153,7 @@ function registerInstallations(github: Command): void {
     .requiredOption('--installation-id <n>', 'GitHub App installation id', positiveInt)
     .option('--rebind', "move it from the organization that owns it (that organization's targets on it are disabled)")
     .action((opts: { org: string; installationId: number; rebind?: boolean }) =>
-      withCliContext(async ({ db }) => {
+      context.withDatabase(async ({ db }) => {
         const bound = await bindInstallation(db, {
           installationId: opts.installationId,
           organizationId: opts.org,
@@ -187,16 +173,16 @@ function registerInstallations(github: Command): void {
     .option('--org <organizationId>', 'only this organization')
     .option('--unbound', 'installations without an owner, with the organizations whose targets name them')
     .action((opts: { org?: string; unbound?: boolean }) =>
-      withCliContext(async ({ db }) =>
+      context.withDatabase(async ({ db }) =>
         print({ installations: opts.unbound ? await listUnboundInstallations(db) : await listInstallations(db, opts.org) }),
       ),
     );
 }
 
-export function registerGithubCommands(program: Command): void {
+export function registerGithubCommands(program: Command, context: CliContext): void {
   const github = program.command('github').description('GitHub App integration.');
-  registerReconcile(github);
-  registerInstallations(github);
+  registerReconcile(github, context);
+  registerInstallations(github, context);
   const targets = github.command('targets').description('Connector targets: repositories whose pushes become sync work.');
   targets
     .command('create')
@@ -210,7 +196,7 @@ export function registerGithubCommands(program: Command): void {
     .option('--repository-id <n>', "GitHub's repository id (learnt from the first push when omitted)", positiveInt)
     .option('--ref <ref>', 'only this ref, e.g. refs/heads/main (a bare name means a branch)', ref)
     .action((opts: { org: string; installationId: number; repo: string; repositoryId?: number; ref?: string }) =>
-      withCliContext(async ({ db }) => {
+      context.withDatabase(async ({ db }) => {
         const settings = loadGithubSettings();
         const api = settings.app ? createGithubApi(settings.app, settings.apiBaseUrl) : undefined;
         const connected = await connectTarget(
@@ -231,7 +217,7 @@ export function registerGithubCommands(program: Command): void {
     .command('list')
     .description("An organization's connector targets, oldest first.")
     .requiredOption('--org <organizationId>', 'organization id')
-    .action((opts: { org: string }) => withCliContext(async ({ db }) => print({ targets: await listTargets(db, opts.org) })));
-  registerTargetInspection(targets);
-  registerTargetSync(targets);
+    .action((opts: { org: string }) => context.withDatabase(async ({ db }) => print({ targets: await listTargets(db, opts.org) })));
+  registerTargetInspection(targets, context);
+  registerTargetSync(targets, context);
 }

@@ -4,6 +4,7 @@
  */
 import { defineSearchAttributeKey } from '@temporalio/common';
 import { defineSignal } from '@temporalio/workflow';
+import { workflowRef } from '../app/temporal/contract';
 
 export const githubSearchAttributes = {
   GithubEvent: defineSearchAttributeKey('GithubEvent', 'KEYWORD'),
@@ -25,7 +26,7 @@ export function githubTargetWorkflowId(targetId: string): string {
 }
 
 /** The signal a target's workflow receives for each sync event (a push, a resync, a reconcile). */
-export const GITHUB_SYNC_SIGNAL = 'githubSyncRequested';
+const GITHUB_SYNC_SIGNAL = 'githubSyncRequested';
 
 export interface GithubSyncSignal {
   eventId: string;
@@ -157,3 +158,10 @@ export interface GithubDeliverySummary {
   /** installation_repositories: repositories recorded as available (added) or removed. */
   repositoriesRecorded: number;
 }
+
+/** The workflow of one delivery (workflows/github.ts). */
+export const githubDeliveryWorkflow = workflowRef<[GithubDeliveryInput], GithubDeliverySummary>('githubDelivery');
+/** One target's actor: syncs, one at a time, until idle (workflows/github.ts). */
+export const githubTargetWorkflow = workflowRef<[GithubTargetInput], GithubTargetSummary>('githubTarget');
+/** The reconcile, run by its Schedule or `den github reconcile` (workflows/github.ts). */
+export const githubReconcileWorkflow = workflowRef<[], GithubReconcileSummary>('githubReconcile');

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { defineFeature } from '../app/feature';
 import { createGithubActivities } from '../../activities/github';
 import { registerGithubCommands } from './cli';
-import { githubReconcileScheduleId, githubSearchAttributes } from './contract';
+import { githubReconcileScheduleId, githubReconcileWorkflow, githubSearchAttributes } from './contract';
 import { createGithubApi } from './api';
 import { createInstallerClient } from './oauth';
 import { createGithubRoutes } from './routes';
@@ -31,7 +31,7 @@ export const githubFeature = defineFeature({
       ? [
           {
             scheduleId: githubReconcileScheduleId(deps.platform.taskQueue),
-            workflowType: 'githubReconcile',
+            workflow: githubReconcileWorkflow,
             workflowId: githubReconcileScheduleId(deps.platform.taskQueue),
             everyMs: deps.settings.reconcileIntervalMs,
             args: [],

@@ -1,35 +1,30 @@
-/** Hands a recorded sync event to its target's workflow with a Temporal client, starting the workflow if it had closed. */
-import type { Client } from '@temporalio/client';
-import { fairnessKey } from '../app/temporal/fairness';
-import {
-  GITHUB_SYNC_SIGNAL,
-  githubSearchAttributes,
-  githubTargetWorkflowId,
-  type GithubSyncSignal,
-  type GithubTargetInput,
-} from './contract';
+/**
+ * Hands a recorded sync event to its target's workflow, starting the workflow if it had closed:
+ * the one way a sync reaches a target, for the delivery's activity, the sync route and `den`.
+ */
+import type { AdmissionMode } from '../app/admission';
+import type { IngressGateway } from '../app/ingress';
+import { githubSearchAttributes, githubSyncSignal, githubTargetWorkflow, githubTargetWorkflowId, type GithubSyncSignal } from './contract';
 import type { GithubTarget } from './targets';
 
-export async function signalTargetWorkflow(
-  client: Client,
-  options: { taskQueue: string; idleMs: number },
-  target: GithubTarget,
+export async function signalTarget(
+  ingress: IngressGateway,
+  options: { idleMs: number; admission: AdmissionMode },
+  target: Pick<GithubTarget, 'targetId' | 'repository' | 'organizationId'>,
   signal: GithubSyncSignal,
 ): Promise<void> {
-  const input: GithubTargetInput = { targetId: target.targetId, repository: target.repository, idleMs: options.idleMs };
-  await client.workflow.signalWithStart('githubTarget', {
-    workflowId: githubTargetWorkflowId(target.targetId),
-    taskQueue: options.taskQueue,
-    args: [input],
-    signal: GITHUB_SYNC_SIGNAL,
+  await ingress.signalWithStart({
+    workflow: githubTargetWorkflow,
+    id: githubTargetWorkflowId(target.targetId),
+    args: [{ targetId: target.targetId, repository: target.repository, idleMs: options.idleMs }],
+    signal: githubSyncSignal,
     signalArgs: [signal],
-    typedSearchAttributes: [
+    // The target's actor closes when idle and starts again on its next sync.
+    reopen: true,
+    tenancy: { tenant: target.organizationId, admission: options.admission },
+    searchAttributes: [
       { key: githubSearchAttributes.GithubTargetId, value: target.targetId },
       { key: githubSearchAttributes.GithubRepository, value: target.repository },
     ],
-    // A workflow started outside the front door inherits no priority: the target's organization is
-    // its fairness key like every start of the front door's (ignored while the server's fairness
-    // is off). Its weight stays the default; the front door's starts carry the set one.
-    priority: { fairnessKey: fairnessKey(target.organizationId) },
   });
 }

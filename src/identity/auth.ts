@@ -10,7 +10,7 @@
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import { AppError, errors } from '../app/errors';
-import type { PlatformSettings } from '../app/feature';
+import type { PlatformValues } from '../app/feature';
 import { createBatchedLookup, type BatchedLookup } from '../app/batched-lookup';
 import { createRecentSet, createUnknownCache, type UnknownCache } from '../app/bounded-caches';
 import type { Authenticator, Principal } from '../app/http/auth';
@@ -62,7 +62,7 @@ interface AuthDeps {
   log: Logger;
   metrics: Metrics;
   now: () => number;
-  platform: Pick<PlatformSettings, 'authCaches'>;
+  platform: Pick<PlatformValues, 'authCaches'>;
 }
 
 /** Both lookups of one credential kind, from its query over any number of hashes. */

@@ -11,7 +11,7 @@ import {
   setFairnessWeight,
 } from './store';
 import { ROLES, type Role } from '../app/http/auth';
-import { positiveInt, print, withCliContext } from '../cli/context';
+import { positiveInt, print, type CliContext } from '../app/cli';
 
 function role(value: string): Role {
   if (!ROLES.includes(value as Role)) throw new InvalidArgumentError(`must be one of ${ROLES.join(', ')}`);
@@ -31,7 +31,7 @@ function email(value: string): string {
 }
 
 /** An organization's fairness weight (src/app/temporal/fairness.ts). */
-function registerFairnessWeightCommand(program: Command): void {
+function registerFairnessWeightCommand(program: Command, context: CliContext): void {
   program
     .command('fairness-weight')
     .description(
@@ -42,25 +42,25 @@ function registerFairnessWeightCommand(program: Command): void {
     .requiredOption('--org <organizationId>', 'organization id')
     .requiredOption('--weight <weight>', 'a number from 0.001 to 1000, or "default"', weight)
     .action((opts: { org: string; weight: number | null }) =>
-      withCliContext(async ({ db }) => print(await setFairnessWeight(db, opts.org, opts.weight))),
+      context.withDatabase(async ({ db }) => print(await setFairnessWeight(db, opts.org, opts.weight))),
     );
 }
 
-export function registerIdentityCommands(program: Command): void {
+export function registerIdentityCommands(program: Command, context: CliContext): void {
   program
     .command('bootstrap')
     .description('Create an organization, its first user as owner, and an API key for them.')
     .requiredOption('--org-name <name>', 'organization name')
     .requiredOption('--email <email>', "the owner's email", email)
     .action((opts: { orgName: string; email: string }) =>
-      withCliContext(async ({ db }) => {
+      context.withDatabase(async ({ db }) => {
         const owner = await createOrganizationWithOwner(db, { name: opts.orgName, email: opts.email });
         const key = await createApiKey(db, { memberId: owner.memberId, name: 'bootstrap', now: new Date() });
         print({ ...owner, apiKey: key.apiKey });
       }),
     );
 
-  registerFairnessWeightCommand(program);
+  registerFairnessWeightCommand(program, context);
 
   const members = program.command('members').description('Organization members.');
   members
@@ -70,7 +70,7 @@ export function registerIdentityCommands(program: Command): void {
     .requiredOption('--email <email>', 'email', email)
     .requiredOption('--role <role>', 'owner, admin or member', role)
     .action((opts: { org: string; email: string; role: Role }) =>
-      withCliContext(async ({ db }) => print(await addMember(db, { organizationId: opts.org, email: opts.email, role: opts.role }))),
+      context.withDatabase(async ({ db }) => print(await addMember(db, { organizationId: opts.org, email: opts.email, role: opts.role }))),
     );
   members
     .command('list')
@@ -78,14 +78,14 @@ export function registerIdentityCommands(program: Command): void {
     .requiredOption('--org <organizationId>', 'organization id')
     .option('--include-removed', 'also list removed members')
     .action((opts: { org: string; includeRemoved?: boolean }) =>
-      withCliContext(async ({ db }) =>
+      context.withDatabase(async ({ db }) =>
         print(await listOrganizationMembers(db, { organizationId: opts.org, includeRemoved: opts.includeRemoved === true })),
       ),
     );
   members
     .command('remove <memberId>')
     .description('Remove a member; their API keys and sessions stop working.')
-    .action((memberId: string) => withCliContext(async ({ db }) => print(await removeMember(db, memberId, new Date()))));
+    .action((memberId: string) => context.withDatabase(async ({ db }) => print(await removeMember(db, memberId, new Date()))));
 
   const keys = program.command('api-keys').description('Organization API keys (sent in x-api-key).');
   keys
@@ -95,7 +95,7 @@ export function registerIdentityCommands(program: Command): void {
     .option('--name <name>', 'a label for the key')
     .option('--expires-in-days <n>', 'lifetime in days (default 90)', positiveInt)
     .action((opts: { member: string; name?: string; expiresInDays?: number }) =>
-      withCliContext(async ({ db }) =>
+      context.withDatabase(async ({ db }) =>
         print(await createApiKey(db, { memberId: opts.member, name: opts.name, expiresInDays: opts.expiresInDays, now: new Date() })),
       ),
     );
@@ -108,12 +108,14 @@ export function registerIdentityCommands(program: Command): void {
     .option('--org <organizationId>', "only this organization's keys")
     .option('--member <memberId>', "only this member's keys")
     .action((opts: { org?: string; member?: string }) =>
-      withCliContext(async ({ db }) => print(await listApiKeys(db, { organizationId: opts.org, memberId: opts.member, now: new Date() }))),
+      context.withDatabase(async ({ db }) =>
+        print(await listApiKeys(db, { organizationId: opts.org, memberId: opts.member, now: new Date() })),
+      ),
     );
   keys
     .command('revoke <id>')
     .description('Revoke an API key.')
-    .action((id: string) => withCliContext(async ({ db }) => print(await revokeApiKey(db, id, new Date()))));
+    .action((id: string) => context.withDatabase(async ({ db }) => print(await revokeApiKey(db, id, new Date()))));
 
   program
     .command('sessions')
@@ -123,7 +125,7 @@ export function registerIdentityCommands(program: Command): void {
     .requiredOption('--member <memberId>', 'member')
     .option('--expires-in-hours <n>', 'lifetime in hours (default 24)', positiveInt)
     .action((opts: { member: string; expiresInHours?: number }) =>
-      withCliContext(async ({ db }) =>
+      context.withDatabase(async ({ db }) =>
         print(await createSession(db, { memberId: opts.member, expiresInHours: opts.expiresInHours, now: new Date() })),
       ),
     );

@@ -6,12 +6,12 @@ import type { AppState } from '../app/http/context';
 import { REMOVED_ROUTES, type RemovedRoute } from '../app/http/deprecated';
 import { createOpenApi } from '../app/http/openapi';
 import { createSystemRoutes } from '../app/http/system-routes';
-import { Admission } from '../app/admission';
+import { AdmissionControl } from '../app/admission';
 import { createIngressGateway, createNoEnqueueGateway } from '../app/ingress';
-import { createFairness } from '../app/temporal/fairness';
-import { fairnessWeight } from '../identity';
+import { createNotices } from '../app/notices';
 import { descriptors } from './features';
-import { platformSettings, settingsOf, type Infrastructure } from './infrastructure';
+import { processFairness } from './gateway';
+import { platformValues, settingsOf, type Infrastructure } from './infrastructure';
 
 /**
  * The API: every feature's routes behind the front door. `now` is the clock every route uses
@@ -19,13 +19,8 @@ import { platformSettings, settingsOf, type Infrastructure } from './infrastruct
  */
 export function createApi(infra: Infrastructure, options: { now?: () => number; removedRoutes?: RemovedRoute[] } = {}): Koa<AppState> {
   const { config, log, metrics, database, temporal, secretKey, lifecycle } = infra;
-  const fairness = createFairness({
-    enabled: config.temporal.fairness,
-    cacheTtlMs: config.temporal.fairnessWeightTtlMs,
-    loadWeight: (organizationId) => fairnessWeight(database.db, organizationId),
-    log,
-  });
-  const admission = new Admission({
+  const fairness = processFairness({ db: database.db, log, config });
+  const admission = new AdmissionControl({
     db: database.db,
     log,
     metrics,
@@ -33,25 +28,25 @@ export function createApi(infra: Infrastructure, options: { now?: () => number; 
     weightOf: fairness.weight,
     now: options.now,
   });
+  const gateway = createIngressGateway({
+    temporal,
+    startTimeoutMs: config.temporal.startTimeoutMs,
+    updateTimeoutMs: config.temporal.updateTimeoutMs,
+    metrics,
+    fairness,
+    admission,
+  });
   // The benchmark gateway acks without Temporal; only this line can choose it.
-  const ingress = config.bench.disableEnqueue
-    ? createNoEnqueueGateway()
-    : createIngressGateway({
-        temporal,
-        startTimeoutMs: config.temporal.startTimeoutMs,
-        updateTimeoutMs: config.temporal.updateTimeoutMs,
-        metrics,
-        fairness,
-        admission,
-      });
+  const ingress = config.bench.disableEnqueue ? createNoEnqueueGateway(gateway) : gateway;
+  const notices = createNotices();
   const deps = (feature: Feature): ApiDeps<unknown> => ({
     settings: settingsOf(config, feature),
-    platform: platformSettings(config),
+    platform: platformValues(config),
     db: database.db,
     log,
     metrics,
-    temporal,
     ingress,
+    notices,
     secretKey,
     now: options.now ?? (() => Date.now()),
   });

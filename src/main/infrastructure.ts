@@ -5,7 +5,7 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { publicBaseUrl } from '../app/config';
-import type { Feature, PlatformSettings } from '../app/feature';
+import type { Feature, PlatformValues } from '../app/feature';
 import type { Logger } from '../app/log';
 import { createMetrics, type Metrics } from '../app/metrics';
 import { loadSecretKeys, type SecretKeys } from '../app/secrets';
@@ -124,11 +124,10 @@ export async function createInfrastructure(
 }
 
 /** The platform's values a feature may read besides its own settings. */
-export function platformSettings(config: Config): PlatformSettings {
+export function platformValues(config: Config): PlatformValues {
   return {
     publicBaseUrl: publicBaseUrl(config),
     taskQueue: config.temporal.taskQueue,
-    temporalCallTimeoutMs: config.temporal.startTimeoutMs,
     authCaches: config.authCaches,
   };
 }

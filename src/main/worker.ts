@@ -1,18 +1,25 @@
 /** The worker process's parts: every feature's workflows, activities, task queues, sweeps and schedules. */
 import type { ActivityFunction, Feature, WorkerDeps } from '../app/feature';
+import type { IngressGateway } from '../app/ingress';
 import { ensureSchedules } from '../app/temporal/schedules';
 import { startWorker } from '../app/temporal/worker';
 import { descriptors, WORKFLOW_MODULES, type FeatureOptions } from './features';
-import { platformSettings, settingsOf, type Infrastructure } from './infrastructure';
+import { unadmittedGateway } from './gateway';
+import { platformValues, settingsOf, type Infrastructure } from './infrastructure';
+
+/** The worker's gateway to Temporal's workflows: it admits nothing itself (src/main/gateway.ts). */
+function workerGateway(infra: Infrastructure): IngressGateway {
+  return unadmittedGateway({ temporal: infra.temporal, db: infra.database.db, log: infra.log, config: infra.config });
+}
 
 /** What a worker process hands each feature. */
-function workerDeps(infra: Infrastructure, feature: Feature): WorkerDeps<unknown> {
+function workerDeps(infra: Infrastructure, feature: Feature, ingress: IngressGateway): WorkerDeps<unknown> {
   return {
     settings: settingsOf(infra.config, feature),
-    platform: platformSettings(infra.config),
+    platform: platformValues(infra.config),
     db: infra.database.db,
     log: infra.log,
-    temporal: infra.temporal,
+    ingress,
     secretKey: infra.secretKey,
   };
 }
@@ -20,8 +27,9 @@ function workerDeps(infra: Infrastructure, feature: Feature): WorkerDeps<unknown
 /** Every feature's activities, keyed by the name workflows proxy them by. */
 function workerActivities(infra: Infrastructure, options: FeatureOptions = {}): Record<string, ActivityFunction> {
   const activities: Record<string, ActivityFunction> = {};
+  const ingress = workerGateway(infra);
   for (const feature of descriptors(options)) {
-    for (const [name, activity] of Object.entries(feature.activities?.(workerDeps(infra, feature)) ?? {})) {
+    for (const [name, activity] of Object.entries(feature.activities?.(workerDeps(infra, feature, ingress)) ?? {})) {
       if (name in activities) throw new Error(`activity ${name} is registered by two features`);
       activities[name] = activity;
     }
@@ -45,11 +53,12 @@ export function startFeatureWorker(infra: Infrastructure, options: FeatureOption
 
 /** The worker role's periodic jobs, each feature's, on their own intervals. */
 export function startSweeps(infra: Infrastructure): { stop(): void } {
+  const ingress = workerGateway(infra);
   const timers = descriptors().flatMap((feature) =>
     (feature.sweeps ?? []).map((sweep) => {
       const timer = setInterval(() => {
         sweep
-          .run(workerDeps(infra, feature), new Date())
+          .run(workerDeps(infra, feature, ingress), new Date())
           .catch((error: unknown) => infra.log.warn({ err: error, sweep: sweep.name }, 'sweep failed; retrying at the next interval'));
       }, sweep.intervalMs);
       timer.unref();
@@ -61,6 +70,7 @@ export function startSweeps(infra: Infrastructure): { stop(): void } {
 
 /** Creates or updates every feature's Temporal Schedules, on this process's task queue. */
 export async function ensureFeatureSchedules(infra: Infrastructure): Promise<void> {
-  const schedules = descriptors().flatMap((feature) => feature.schedules?.(workerDeps(infra, feature)) ?? []);
+  const ingress = workerGateway(infra);
+  const schedules = descriptors().flatMap((feature) => feature.schedules?.(workerDeps(infra, feature, ingress)) ?? []);
   await ensureSchedules(infra.temporal.client, infra.temporal.taskQueue, schedules);
 }

@@ -3,6 +3,12 @@
  * activity. Deterministic.
  */
 
+import { workflowRef } from '../app/temporal/contract';
+import type { McpResolveInput, McpResolveResponse } from './types';
+
+/** One resolve's probe workflow (workflows/mcp.ts). */
+export const mcpResolveWorkflow = workflowRef<[McpResolveInput], McpResolveResponse>('mcpResolve');
+
 /**
  * MCP resolve runs on a task queue of its own, polled by every worker process beside the main
  * one: an admin waits on the answer, so a backlog of deliveries must not make probes queue.

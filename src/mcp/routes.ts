@@ -7,9 +7,7 @@ import { randomUUID } from 'node:crypto';
 import { defineRoute, type Route } from '../app/http/route';
 import type { ApiDeps } from '../app/feature';
 import { authResponses } from '../app/http/schemas';
-import { temporalCall } from '../app/temporal/client';
-import { mcpResolveWorkflowId, mcpTaskQueue, type McpResolveInput, type McpResolveResult } from './contract';
-import { mcpResolve } from '../../workflows/mcp';
+import { mcpResolveWorkflow, mcpResolveWorkflowId, mcpTaskQueue, type McpResolveInput, type McpResolveResult } from './contract';
 import { planResolve } from './candidates';
 import { INVALID_QUERY_REASON } from './classify';
 import { InvalidRequestError, Unavailable } from '../app/http/schemas';
@@ -19,12 +17,8 @@ import type { McpSettings } from './settings';
 /** Waiting beyond the probes' own bound (timeout + retry room) means Temporal or the worker is not there. */
 const WAIT_SLACK_MS = 4_000;
 
-export function createMcpRoutes({
-  settings,
-  temporal,
-  metrics,
-  ingress,
-}: Pick<ApiDeps<McpSettings>, 'settings' | 'temporal' | 'metrics' | 'ingress'>): Route[] {
+export function createMcpRoutes({ settings, platform, ingress }: Pick<ApiDeps<McpSettings>, 'settings' | 'platform' | 'ingress'>): Route[] {
+  const taskQueue = platform.taskQueue;
   const resolve = defineRoute({
     method: 'post',
     path: '/v1/mcp-connections/resolve',
@@ -52,24 +46,15 @@ export function createMcpRoutes({
         ...(plan.preset ? { preset: plan.preset } : {}),
         probeTimeoutMs: settings.probeTimeoutMs,
       };
-      const waitMs = settings.probeTimeoutMs + WAIT_SLACK_MS;
-      // Its own queue, but the organization's fair share all the same (probes are admin-only and rare, so no admission).
-      const priority = await ingress.priority(principal.organizationId);
-      const result = await temporalCall(
-        temporal,
-        'mcp.resolve',
-        waitMs,
-        () =>
-          temporal.client.workflow.execute(mcpResolve, {
-            taskQueue: mcpTaskQueue(temporal.taskQueue),
-            workflowId: mcpResolveWorkflowId(randomUUID()),
-            args: [input],
-            // Nobody waits longer than this for the answer; don't leave the run behind.
-            workflowExecutionTimeout: waitMs + 5_000,
-            ...(priority ? { priority } : {}),
-          }),
-        metrics,
-      );
+      const result = await ingress.execute({
+        workflow: mcpResolveWorkflow,
+        id: mcpResolveWorkflowId(randomUUID()),
+        args: [input],
+        // Its own queue, but the organization's fair share all the same (probes are admin-only and rare, so no admission).
+        taskQueue: mcpTaskQueue(taskQueue),
+        tenancy: { tenant: principal.organizationId, admission: 'bypass' },
+        timeoutMs: settings.probeTimeoutMs + WAIT_SLACK_MS,
+      });
       return { status: 200, body: result };
     },
   });

@@ -6,9 +6,7 @@
  * while, or it has no row yet): then the workflow's own query says how much is unpersisted.
  * Healthy runs, whose rows move with every batch, never pay for the check.
  */
-import { WorkflowNotFoundError } from '@temporalio/client';
 import { errors } from '../app/errors';
-import { temporalCall } from '../app/temporal/client';
 import { runSummaryQuery, runWorkflowId } from './contract';
 import type { RunDeps } from './deps';
 import type { RunRow } from './store';
@@ -40,20 +38,10 @@ export class BacklogGate {
   }
 
   private async backlogged(organizationId: string, runId: string): Promise<boolean> {
-    const { temporal, settings, platform, metrics } = this.deps;
-    try {
-      const summary = await temporalCall(
-        temporal,
-        'query',
-        platform.temporalCallTimeoutMs,
-        () => temporal.client.workflow.getHandle(runWorkflowId(organizationId, runId)).query(runSummaryQuery),
-        metrics,
-      );
-      const unpersisted = summary.unpersisted ?? { events: 0, bytes: 0 };
-      return unpersisted.events >= settings.admission.unpersistedMaxEvents || unpersisted.bytes >= UNPERSISTED_MAX_BYTES;
-    } catch (error) {
-      if (error instanceof WorkflowNotFoundError) return false; // A new run: nothing is pending.
-      throw error;
-    }
+    const { ingress, settings } = this.deps;
+    const summary = await ingress.query({ id: runWorkflowId(organizationId, runId), query: runSummaryQuery, args: [] });
+    if (!summary) return false; // A new run: nothing is pending.
+    const unpersisted = summary.unpersisted ?? { events: 0, bytes: 0 };
+    return unpersisted.events >= settings.admission.unpersistedMaxEvents || unpersisted.bytes >= UNPERSISTED_MAX_BYTES;
   }
 }

@@ -5,10 +5,9 @@
  * `automation_runs` table (a short hold taken with FOR UPDATE SKIP LOCKED, so concurrent pollers
  * try different runs) and moves on to the next one when the Update refuses.
  */
-import { ApplicationFailure, WorkflowNotFoundError, WorkflowUpdateFailedError } from '@temporalio/client';
+import type { ApplicationFailure } from '@temporalio/client';
 import { errors } from '../app/errors';
 import { isAdmin, type Principal } from '../app/http/auth';
-import { temporalCall } from '../app/temporal/client';
 import { CLAIM_REFUSALS, RUN_NOT_FOUND, claimRunUpdate, runWorkflowId, type RunClaim } from './contract';
 import type { RunDeps } from './deps';
 import { holdClaimCandidate, releaseClaimHold } from './store';
@@ -29,29 +28,19 @@ export type ClaimOutcome = { ok: true; claim: RunClaim } | { ok: false; error: (
 
 /** One claim Update. Unknown runs, and runs the caller may not reach (the run decides), are a 404; a refusal is the workflow's answer. */
 export async function claimRun(deps: RunDeps, principal: Principal, runId: string): Promise<ClaimOutcome> {
-  const { temporal, metrics } = deps;
-  const { organizationId } = principal;
-  try {
-    const claim = await temporalCall(
-      temporal,
-      'claimRun',
-      CLAIM_TIMEOUT_MS,
-      () =>
-        temporal.client.workflow
-          .getHandle(runWorkflowId(organizationId, runId))
-          .executeUpdate(claimRunUpdate, { args: [{}, runCaller(principal)] }),
-      metrics,
-    );
-    return { ok: true, claim };
-  } catch (error) {
-    if (error instanceof WorkflowNotFoundError) throw errors.notFound('No such automation run.');
-    const refusal = error instanceof WorkflowUpdateFailedError ? error.cause : undefined;
-    if (refusal instanceof ApplicationFailure && refusal.type === RUN_NOT_FOUND) throw errors.notFound('No such automation run.');
-    if (refusal instanceof ApplicationFailure && (CLAIM_REFUSALS as readonly (string | undefined)[]).includes(refusal.type ?? undefined)) {
-      return { ok: false, error: refusal.type as (typeof CLAIM_REFUSALS)[number], status: refusalStatus(refusal) };
-    }
-    throw error;
+  const answer = await deps.ingress.executeUpdate({
+    id: runWorkflowId(principal.organizationId, runId),
+    update: claimRunUpdate,
+    args: [{}, runCaller(principal)],
+    timeoutMs: CLAIM_TIMEOUT_MS,
+  });
+  if (answer.outcome === 'done') return { ok: true, claim: answer.result };
+  if (answer.outcome === 'not_found' || answer.refusal.type === RUN_NOT_FOUND) throw errors.notFound('No such automation run.');
+  const refusal = answer.refusal;
+  if ((CLAIM_REFUSALS as readonly (string | undefined)[]).includes(refusal.type ?? undefined)) {
+    return { ok: false, error: refusal.type as (typeof CLAIM_REFUSALS)[number], status: refusalStatus(refusal) };
   }
+  throw refusal;
 }
 
 /** The run's status in a validator's refusal (workflows/runs.ts `refuse`). */

@@ -6,6 +6,7 @@
  */
 import { ApplicationFailure, defineSearchAttributeKey } from '@temporalio/common';
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
+import { workflowRef } from '../app/temporal/contract';
 
 /** Filters for the Temporal Web UI (registered at start-up, see src/app/temporal/search-attributes.ts). */
 export const runSearchAttributes = {
@@ -268,3 +269,6 @@ export const runProgressSignal = defineSignal<[RunProgress]>('runProgress');
 
 /** Exclusive claim: the validator refuses unless the run waits for an attempt. */
 export const claimRunUpdate = defineUpdate<RunClaim, [RunClaimRequest, RunCaller?]>('claimRun');
+
+/** One automation run's actor (workflows/runs.ts). */
+export const automationRunWorkflow = workflowRef<[RunWorkflowInput], RunSummary>('automationRun');

@@ -8,7 +8,7 @@ import { createRunRoutes } from './routes';
 import { runsSettings } from './settings';
 
 export { runDefaults } from './settings';
-export { noteRunCancelRequested } from './cancel-notices';
+export { requestCancel, type CancelAnswer } from './cancel';
 
 /** How often a worker process reconciles runs that ended outside their own logic. */
 const RUN_SWEEP_INTERVAL_MS = 60_000;

@@ -8,19 +8,16 @@
  * Three callers: a report Temporal refuses as already closed, a read of an open row, and the
  * worker's periodic sweep of rows that outlived anything their run could do.
  */
-import { WorkflowNotFoundError } from '@temporalio/client';
-import type { PlatformSettings } from '../app/feature';
+import type { IngressGateway } from '../app/ingress';
 import type { Db } from '../app/store/db';
-import { temporalCall, type TemporalClientHandle } from '../app/temporal/client';
 import { RUN_FAILURE_TYPES, isClosedRunStatus, runSearchAttributes, runWorkflowId, type RunSettings, type RunStatus } from './contract';
 import type { RunsSettings } from './settings';
 import { closeRowOutsideLogic } from './store';
 
 export interface ReconcileDeps {
   settings: RunsSettings;
-  platform: Pick<PlatformSettings, 'temporalCallTimeoutMs'>;
   db: Db;
-  temporal: TemporalClientHandle;
+  ingress: IngressGateway;
 }
 
 /** What a workflow status that its own code did not produce means for the run. */
@@ -47,13 +44,8 @@ export function endedByOwnLogic(workflowStatus: string, runStatus: string | unde
  * own logic. Undefined while the workflow is running (nothing to reconcile).
  */
 export async function reconcileRun(deps: ReconcileDeps, organizationId: string, runId: string): Promise<RunStatus | undefined> {
-  let description;
-  try {
-    description = await temporalCall(deps.temporal, 'describe', deps.platform.temporalCallTimeoutMs, () =>
-      deps.temporal.client.workflow.getHandle(runWorkflowId(organizationId, runId)).describe(),
-    );
-  } catch (error) {
-    if (!(error instanceof WorkflowNotFoundError)) throw error;
+  const description = await deps.ingress.describe({ id: runWorkflowId(organizationId, runId) });
+  if (!description) {
     // Forgotten by Temporal (retention) while the row is open: nothing will ever close it.
     await closeRowOutsideLogic(deps.db, organizationId, runId, { status: 'failed', error: 'workflow_not_found' });
     return 'failed';

@@ -12,10 +12,9 @@
  */
 import { AppError, errors } from '../app/errors';
 import type { Principal } from '../app/http/auth';
-import { automationRun } from '../../workflows/runs';
-import { WorkflowNotFoundError, type ApplicationFailure } from '@temporalio/client';
-import { temporalCall } from '../app/temporal/client';
+import type { ApplicationFailure } from '@temporalio/client';
 import {
+  automationRunWorkflow,
   EVENT_REFUSALS,
   RUN_NOT_FOUND,
   isClosedRunStatus,
@@ -55,7 +54,7 @@ export async function deliverReport(
 ): Promise<ReportOutcome> {
   const { settings, ingress } = deps;
   // An event of an organization whose share is known spent is refused before any Postgres read.
-  if (report.kind === 'event') ingress.shedIfSpent(principal.organizationId);
+  if (report.kind === 'event') ingress.shedIfSpent({ tenant: principal.organizationId, admission: 'shed' });
   const row = await readRow(deps, principal.organizationId, runId, report);
   // Another member's run does not exist for this caller (never 403: that would say it does).
   if (row && !canSee(principal, row.memberId)) throw errors.notFound('No such automation run.');
@@ -88,27 +87,27 @@ export async function deliverReport(
     // and a signal to a run whose row showed the caller may reach it needs no worker to answer.
     // A run that holds a lease must never lose a heartbeat to admission: it could cost the lease.
     const tenancy = { tenant: principal.organizationId, admission: row?.status === 'running' ? 'bypass' : 'shed' } as const;
-    const outcome = await ingress.signalWithStart(
-      automationRun,
-      workflowId,
-      [input],
-      runHeartbeatSignal,
-      [report.heartbeat, runCaller(principal)],
+    const outcome = await ingress.signalWithStart({
+      workflow: automationRunWorkflow,
+      id: workflowId,
+      args: [input],
+      signal: runHeartbeatSignal,
+      signalArgs: [report.heartbeat, runCaller(principal)],
       tenancy,
-    );
+    });
     const cancelRequested = Boolean((row?.summary ?? unseen)?.cancelRequested);
     if (outcome !== 'closed') return { result: outcome, leaseTimeoutMs, cancelRequested };
     return { result: 'closed', status: await closedStatus(deps, principal.organizationId, runId) };
   }
   // The run's validator refuses a caller who may not reach it, whether or not its row exists yet.
-  const outcome = await ingress.updateWithStart(
-    automationRun,
-    workflowId,
-    [input],
-    reportRunEventUpdate,
-    [report.event, runCaller(principal)],
-    { tenant: principal.organizationId, admission: 'shed' },
-  );
+  const outcome = await ingress.updateWithStart({
+    workflow: automationRunWorkflow,
+    id: workflowId,
+    args: [input],
+    update: reportRunEventUpdate,
+    updateArgs: [report.event, runCaller(principal)],
+    tenancy: { tenant: principal.organizationId, admission: 'shed' },
+  });
   switch (outcome.outcome) {
     case 'enqueued':
     case 'not_enqueued':
@@ -155,20 +154,8 @@ async function readRow(deps: RunDeps, organizationId: string, runId: string, rep
  * racing to start it. The query needs Temporal and a worker: when neither answers, 503.
  */
 async function refuseUnseenRun(deps: RunDeps, principal: Principal, runId: string): Promise<RunSummary | undefined> {
-  const { temporal, platform, metrics } = deps;
-  let summary;
-  try {
-    summary = await temporalCall(
-      temporal,
-      'query',
-      platform.temporalCallTimeoutMs,
-      () => temporal.client.workflow.getHandle(runWorkflowId(principal.organizationId, runId)).query(runSummaryQuery),
-      metrics,
-    );
-  } catch (error) {
-    if (error instanceof WorkflowNotFoundError) return undefined;
-    throw error;
-  }
+  const summary = await deps.ingress.query({ id: runWorkflowId(principal.organizationId, runId), query: runSummaryQuery, args: [] });
+  if (!summary) return undefined;
   if (!canSee(principal, summary.memberId)) throw errors.notFound('No such automation run.');
   return summary;
 }

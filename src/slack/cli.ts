@@ -7,8 +7,7 @@ import {
   updateSlackConnection,
   type UpdateSlackConnectionInput,
 } from './connections';
-import { CliError, print, withCliContext } from '../cli/context';
-import { createTemporalClient } from '../app/temporal/client';
+import { CliError, print, type CliContext } from '../app/cli';
 import { liveMember } from '../identity';
 import { completeLink, LINK_REFUSAL_STATUS } from './link-completion';
 
@@ -63,22 +62,22 @@ async function operatorErrors<T>(fn: () => Promise<T>): Promise<T> {
   }
 }
 
-export function registerSlackCommands(program: Command): void {
+export function registerSlackCommands(program: Command, context: CliContext): void {
   const slack = program.command('slack').description('Slack integration.');
   const connections = slack.command('connections').description('Slack app installations (one per workspace and app).');
-  registerCreateConnection(connections);
-  registerUpdateConnection(connections);
+  registerCreateConnection(connections, context);
+  registerUpdateConnection(connections, context);
   connections
     .command('list')
     .description("An organization's Slack connections (no secrets).")
     .requiredOption('--org <organizationId>', 'organization id')
-    .action((opts: { org: string }) => withCliContext(async ({ db }) => print(await listSlackConnections(db, opts.org))));
+    .action((opts: { org: string }) => context.withDatabase(async ({ db }) => print(await listSlackConnections(db, opts.org))));
 
   const links = slack.command('links').description('Links between Slack users and members (what a connect page completes).');
-  registerCompleteLink(links);
+  registerCompleteLink(links, context);
 }
 
-function registerCreateConnection(connections: Command): void {
+function registerCreateConnection(connections: Command, context: CliContext): void {
   connections
     .command('create')
     .description('Register a Slack app installation. Secrets are stored encrypted. Prints {connectionId}.')
@@ -101,7 +100,7 @@ function registerCreateConnection(connections: Command): void {
         channels?: string[];
         disabled?: boolean;
       }) =>
-        withCliContext(async ({ db, secretKey }) =>
+        context.withDatabase(async ({ db, secretKey }) =>
           operatorErrors(async () =>
             print(
               await createSlackConnection(db, await secretKey(), {
@@ -120,7 +119,7 @@ function registerCreateConnection(connections: Command): void {
     );
 }
 
-function registerUpdateConnection(connections: Command): void {
+function registerUpdateConnection(connections: Command, context: CliContext): void {
   connections
     .command('update <id>')
     .description('Enable or disable a connection, rotate its signing secret, or change its channel allowlist.')
@@ -135,7 +134,7 @@ function registerUpdateConnection(connections: Command): void {
     .option('--bot-token <t>', 'replace the bot token ("" removes it)')
     .option('--bot-user-id <U>', "replace the bot's user id")
     .action((id: string, opts: UpdateSlackConnectionInput) =>
-      withCliContext(async ({ db, secretKey }) => {
+      context.withDatabase(async ({ db, secretKey }) => {
         connectionId(id);
         if (opts.previousSecretValidHours !== undefined && opts.signingSecret === undefined) {
           throw new CliError('--previous-secret-valid-hours only applies together with --signing-secret');
@@ -146,7 +145,7 @@ function registerUpdateConnection(connections: Command): void {
     );
 }
 
-function registerCompleteLink(links: Command): void {
+function registerCompleteLink(links: Command, context: CliContext): void {
   links
     .command('complete')
     .description(
@@ -157,25 +156,16 @@ function registerCompleteLink(links: Command): void {
     .requiredOption('--token <token>', 'the token of the connect link (the `token` query parameter)', nonEmpty)
     .requiredOption('--member <memberId>', 'the member the Slack user becomes', nonEmpty)
     .action((opts: { token: string; member: string }) =>
-      withCliContext(async ({ db, secretKey, config }) => {
+      context.withTemporal(async ({ db, secretKey, ingress }) => {
         const member = await liveMember(db, opts.member);
-        const temporal = createTemporalClient({
-          address: config.temporal.address ?? `127.0.0.1:${config.temporal.devPort}`,
-          namespace: config.temporal.namespace,
-          taskQueue: config.temporal.taskQueue,
-        });
-        try {
-          const outcome = await completeLink(
-            { db, secretKey: await secretKey(), temporal, startTimeoutMs: config.temporal.startTimeoutMs, now: () => Date.now() },
-            { token: opts.token, organizationId: member.organization_id, memberId: member.id },
-          );
-          if (!outcome.ok)
-            throw new CliError(`link not completed: ${outcome.error} (the API would answer ${LINK_REFUSAL_STATUS[outcome.error]})`);
-          const { ok: _ok, ...result } = outcome;
-          print(result);
-        } finally {
-          await temporal.close();
-        }
+        const outcome = await completeLink(
+          { db, secretKey: await secretKey(), ingress, now: () => Date.now() },
+          { token: opts.token, organizationId: member.organization_id, memberId: member.id },
+        );
+        if (!outcome.ok)
+          throw new CliError(`link not completed: ${outcome.error} (the API would answer ${LINK_REFUSAL_STATUS[outcome.error]})`);
+        const { ok: _ok, ...result } = outcome;
+        print(result);
       }),
     );
 }

@@ -6,6 +6,7 @@
 import { defineSearchAttributeKey } from '@temporalio/common';
 import { defineQuery, defineSignal } from '@temporalio/workflow';
 import type { RunSettings, RunStatus } from '../runs/contract';
+import { workflowRef } from '../app/temporal/contract';
 
 export const slackSearchAttributes = {
   ConnectionId: defineSearchAttributeKey('ConnectionId', 'KEYWORD'),
@@ -102,3 +103,6 @@ export interface SlackAccountLinked {
 
 export const slackAccountLinkedSignal = defineSignal<[SlackAccountLinked]>('slackAccountLinked');
 export const slackEventStateQuery = defineQuery<SlackEventState>('slackEventState');
+
+/** The workflow of one Slack event (workflows/slack.ts). */
+export const slackEventWorkflow = workflowRef<[SlackEventInput], SlackEventState>('slackEvent');

@@ -3,11 +3,9 @@
  * user waiting for the link resume. One implementation for the account-links route (the
  * dashboard's connect page calls it) and `den slack links complete` (deployments without one).
  */
-import { WorkflowNotFoundError } from '@temporalio/client';
-import type { Metrics } from '../app/metrics';
+import type { IngressGateway } from '../app/ingress';
 import type { SecretKeys } from '../app/secrets';
 import type { Db } from '../app/store/db';
-import { temporalCall, type TemporalClientHandle } from '../app/temporal/client';
 import { findSlackConnection } from './connections';
 import { slackAccountLinkedSignal } from './contract';
 import { verifyLinkToken } from './link-token';
@@ -16,9 +14,7 @@ import { redeemLink } from './links';
 export interface LinkCompletionDeps {
   db: Db;
   secretKey: SecretKeys;
-  temporal: TemporalClientHandle;
-  startTimeoutMs: number;
-  metrics?: Metrics;
+  ingress: IngressGateway;
   now: () => number;
 }
 
@@ -48,7 +44,7 @@ export async function completeLink(
   deps: LinkCompletionDeps,
   input: { token: string; connectionId?: string; organizationId: string; memberId: string },
 ): Promise<LinkCompletion> {
-  const { db, secretKey, temporal, now } = deps;
+  const { db, secretKey, ingress, now } = deps;
   const verdict = verifyLinkToken(secretKey, input.token, now());
   const claims = 'claims' in verdict ? verdict.claims : undefined;
   const connectionId = input.connectionId ?? claims?.connectionId;
@@ -76,21 +72,8 @@ export async function completeLink(
     // Inside the transaction: if Temporal cannot take the signals, the link is not recorded
     // (503, token still valid), so a waiting invocation is never stranded.
     async (workflowIds) => {
-      for (const workflowId of workflowIds) {
-        try {
-          await temporalCall(
-            temporal,
-            'slack.signal_linked',
-            deps.startTimeoutMs,
-            () => temporal.client.workflow.getHandle(workflowId).signal(slackAccountLinkedSignal, linked),
-            deps.metrics,
-          );
-        } catch (error) {
-          // It already gave up waiting (or finished): nothing to resume.
-          if (error instanceof WorkflowNotFoundError) continue;
-          throw error;
-        }
-      }
+      // One that already gave up waiting (or finished) is not found: nothing to resume.
+      for (const id of workflowIds) await ingress.signal({ id, signal: slackAccountLinkedSignal, args: [linked] });
     },
   );
   if (!outcome.ok) return { ok: false, error: outcome.error };

@@ -5,22 +5,22 @@
  * Update's validator); this side refuses first, so a stranger's click never reaches Temporal.
  */
 import { isAdmin } from '../app/http/auth';
-import type { TemporalClientHandle } from '../app/temporal/client';
-import { temporalCall } from '../app/temporal/client';
-import type { Metrics } from '../app/metrics';
+import type { IngressGateway } from '../app/ingress';
+import type { Notices } from '../app/notices';
 import type { Db } from '../app/store/db';
 import { liveMember } from '../identity';
-import { noteRunCancelRequested } from '../runs';
-import { requestRunCancelUpdate, RUN_NOT_FOUND, runSummaryQuery, runWorkflowId, type RunSummary } from '../runs/contract';
+import { requestCancel } from '../runs';
+import { runSummaryQuery, runWorkflowId, type RunSummary } from '../runs/contract';
 import { findAccountLink } from './links';
+
+/** Slack wants its answer within 3 s: each call to a run may take this long at most. */
+const SLACK_CALL_TIMEOUT_MS = 2_000;
 
 export interface RunControlDeps {
   db: Db;
-  temporal: TemporalClientHandle;
-  metrics: Metrics;
+  ingress: IngressGateway;
+  notices: Notices;
   now: () => number;
-  /** Bounds each call to Temporal (the platform's TEMPORAL_CALL_TIMEOUT). */
-  timeoutMs: number;
 }
 
 /** A run a Slack invocation started, as the member's limits recorded it. */
@@ -68,38 +68,22 @@ export async function cancelFromSlack(
   if (!run) return input.runId === null ? 'no_active_run' : 'not_allowed';
   const mayCancel = run.memberId === caller.memberId || (caller.admin && run.organizationId === caller.organizationId);
   if (!mayCancel) return 'not_allowed';
-  const handle = deps.temporal.client.workflow.getHandle(runWorkflowId(run.organizationId, run.runId));
   try {
-    await temporalCall(
-      deps.temporal,
-      'requestRunCancel',
-      deps.timeoutMs,
-      () =>
-        handle.executeUpdate(requestRunCancelUpdate, {
-          args: [
-            { reason: 'cancelled from Slack', requestedAt: deps.now() },
-            { memberId: caller.memberId, admin: caller.admin },
-          ],
-        }),
-      deps.metrics,
-    );
-    // The runtime's next heartbeat must say so, even one this process answers without asking the run.
-    noteRunCancelRequested(run.organizationId, run.runId);
-    return 'requested';
-  } catch (error) {
-    return refusalOf(error);
+    const answer = await requestCancel(deps, {
+      organizationId: run.organizationId,
+      runId: run.runId,
+      caller: { memberId: caller.memberId, admin: caller.admin },
+      reason: 'cancelled from Slack',
+      timeoutMs: SLACK_CALL_TIMEOUT_MS,
+    });
+    return CANCEL_OUTCOMES[answer.outcome];
+  } catch {
+    return 'failed';
   }
 }
 
-/** The run's refusal (its validator's failure type), or `failed` for anything else. */
-function refusalOf(error: unknown): CancelOutcome {
-  for (let cause = error, depth = 0; cause instanceof Error && depth < 5; cause = cause.cause, depth++) {
-    const type = (cause as { type?: unknown }).type;
-    if (type === 'run_closed') return 'closed';
-    if (type === RUN_NOT_FOUND) return 'not_allowed';
-  }
-  return 'failed';
-}
+/** What the clicker is told for each answer of the run. */
+const CANCEL_OUTCOMES = { requested: 'requested', closed: 'closed', not_reachable: 'not_allowed', not_found: 'failed' } as const;
 
 /** One active run as `/den status` shows it. */
 export interface RunStatusLine {
@@ -119,10 +103,9 @@ export async function slackRunStatus(
   const runs = await activeSlackRuns(deps.db, input.connectionId, caller.memberId);
   return Promise.all(
     runs.map(async (run): Promise<RunStatusLine> => {
-      const handle = deps.temporal.client.workflow.getHandle(runWorkflowId(run.organizationId, run.runId));
-      const summary: RunSummary | undefined = await temporalCall(deps.temporal, 'runSummary', deps.timeoutMs, () =>
-        handle.query(runSummaryQuery),
-      ).catch(() => undefined);
+      const summary: RunSummary | undefined = await deps.ingress
+        .query({ id: runWorkflowId(run.organizationId, run.runId), query: runSummaryQuery, args: [], timeoutMs: SLACK_CALL_TIMEOUT_MS })
+        .catch(() => undefined);
       return {
         runId: run.runId,
         status: summary?.status ?? 'unknown',

@@ -9,6 +9,8 @@ import { listen, type HttpServer } from '../../src/app/http/server';
 import type { RemovedRoute } from '../../src/app/http/deprecated';
 import { createLogger } from '../../src/app/log';
 import { createApi } from '../../src/main/api';
+import { unadmittedGateway } from '../../src/main/gateway';
+import type { IngressGateway } from '../../src/app/ingress';
 import { createInfrastructure, type Infrastructure } from '../../src/main/infrastructure';
 import { startFeatureWorker } from '../../src/main/worker';
 import type { WorkerHandle } from '../../src/app/temporal/worker';
@@ -19,6 +21,8 @@ export interface TestStack {
   config: Config;
   /** What the composition root built for this app (Postgres, Temporal client, metrics, secret key). */
   services: Infrastructure;
+  /** A gateway to Temporal's workflows like the worker's (it admits nothing), for tests that call the features' code directly. */
+  ingress: IngressGateway;
   http: HttpServer;
   worker?: WorkerHandle;
   url: string;
@@ -121,6 +125,7 @@ export async function startTestStack(
   return {
     config,
     services,
+    ingress: unadmittedGateway({ temporal: services.temporal, db: services.database.db, log, config }),
     http,
     worker,
     url: http.url,

@@ -5,7 +5,7 @@
  * the rate is shared by two API processes through Postgres.
  */
 import { randomBytes, randomUUID } from 'node:crypto';
-import { Admission } from '../../src/app/admission';
+import { AdmissionControl } from '../../src/app/admission';
 import { AppError } from '../../src/app/errors';
 import { deliver, pushWithTarget } from '../harness/github';
 import { createTestOrg } from '../harness/identity';
@@ -150,7 +150,7 @@ describe('the rate across replicas', () => {
 
 describe('in flight per process', () => {
   it('sheds a second engine call of an organization past ADMISSION_ORG_IN_FLIGHT, and admits it once the first is answered', async () => {
-    const admission = new Admission({
+    const admission = new AdmissionControl({
       db: stack.services.database.db,
       log: stack.services.log,
       metrics: stack.services.metrics,
@@ -177,7 +177,7 @@ describe('a spent window', () => {
     const db = stack.services.database.db;
     // A clock held at the start of the current second: the test's windows are current, so no sweep takes their rows.
     let now = Math.floor(Date.now() / 1000) * 1000;
-    const admission = new Admission({
+    const admission = new AdmissionControl({
       db,
       log: stack.services.log,
       metrics: stack.services.metrics,

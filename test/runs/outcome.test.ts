@@ -75,9 +75,8 @@ async function expectFailedWith(runId: string, type: string, expected: Partial<R
   // Ended by its own logic: reconciling neither rewrites the row nor reads it as workflow_failed.
   const deps = {
     settings: stack.config.runs,
-    platform: { temporalCallTimeoutMs: stack.config.temporal.startTimeoutMs },
     db: stack.services.database.db,
-    temporal: stack.services.temporal,
+    ingress: stack.ingress,
   };
   expect(await reconcileRun(deps, org.organizationId, runId)).toBe(expected.status);
   expect(await row(runId)).toMatchObject({ summary: expect.objectContaining({ error: expected.error }) });

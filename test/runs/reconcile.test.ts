@@ -60,9 +60,8 @@ it('the worker sweep closes open rows older than any run could live', async () =
     .execute();
   const deps = {
     settings: stack.config.runs,
-    platform: { temporalCallTimeoutMs: stack.config.temporal.startTimeoutMs },
     db: stack.services.database.db,
-    temporal: stack.services.temporal,
+    ingress: stack.ingress,
   };
   expect(await sweepStaleRuns(deps, new Date(), 10_000)).toBeGreaterThanOrEqual(1);
   expect((await row(org.organizationId, runId))?.status).toBe('failed');

@@ -1,6 +1,7 @@
 /** Pure unit tests of the run actor's rules (src/runs/state.ts) and the heartbeat coalescer. */
 import fc from 'fast-check';
-import { noteRunCancelRequested, registerCoalescer } from '../../src/runs/cancel-notices';
+import { createNotices } from '../../src/app/notices';
+import { runCancelRequested } from '../../src/runs/cancel';
 import { HeartbeatCoalescer } from '../../src/runs/heartbeat-coalescer';
 import type { RunEventReport, RunEventType, RunSettings } from '../../src/runs/contract';
 import {
@@ -616,8 +617,11 @@ describe('heartbeat coalescer', () => {
     expect(c.admit(a1, 15_000)).toEqual({ forward: true });
   });
 
-  it("a cancel taken anywhere in the process (Slack's button too) reaches every registered coalescer", () => {
-    const [c, d] = [registerCoalescer(new HeartbeatCoalescer(15_000)), registerCoalescer(new HeartbeatCoalescer(15_000))];
+  it("a cancel noticed in the process (Slack's button too) reaches every coalescer subscribed to it", () => {
+    const notices = createNotices();
+    const [c, d] = [new HeartbeatCoalescer(15_000), new HeartbeatCoalescer(15_000)];
+    for (const coalescer of [c, d])
+      notices.subscribe(runCancelRequested, (run) => coalescer.noteCancelRequested(run.organizationId, run.runId));
     const [mine, other] = [HeartbeatCoalescer.key('org-n', 'run-n', 1, 'm'), HeartbeatCoalescer.key('org-n', 'run-o', 1, 'm')];
     for (const coalescer of [c, d]) {
       for (const key of [mine, other]) {
@@ -625,7 +629,7 @@ describe('heartbeat coalescer', () => {
         coalescer.forwarded(key, 0, 60_000);
       }
     }
-    noteRunCancelRequested('org-n', 'run-n');
+    notices.publish(runCancelRequested, { organizationId: 'org-n', runId: 'run-n' });
     for (const coalescer of [c, d]) {
       expect(coalescer.admit(mine, 1)).toEqual(coalesced(60_000, true));
       expect(coalescer.admit(other, 1)).toEqual(coalesced(60_000));

@@ -3,15 +3,16 @@
  * already exist, so every worker of a deployment may register them and the last one wins.
  */
 import { ScheduleAlreadyRunning, ScheduleOverlapPolicy, type Client } from '@temporalio/client';
+import type { WorkflowRef } from './contract';
 
 /** A workflow a feature runs every `everyMs` on the process's task queue. */
-export interface FeatureSchedule {
+export interface FeatureSchedule<A extends unknown[] = unknown[]> {
   scheduleId: string;
-  workflowType: string;
+  workflow: WorkflowRef<A, unknown>;
   /** The prefix of each started workflow's id (Temporal appends the start time). */
   workflowId: string;
   everyMs: number;
-  args: unknown[];
+  args: A;
 }
 
 export async function ensureSchedules(client: Client, taskQueue: string, schedules: readonly FeatureSchedule[]): Promise<void> {
@@ -19,7 +20,7 @@ export async function ensureSchedules(client: Client, taskQueue: string, schedul
     const spec = { intervals: [{ every: schedule.everyMs }] };
     const action = {
       type: 'startWorkflow' as const,
-      workflowType: schedule.workflowType,
+      workflowType: schedule.workflow.workflowType,
       workflowId: schedule.workflowId,
       taskQueue,
       args: schedule.args,

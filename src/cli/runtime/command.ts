@@ -1,5 +1,5 @@
 import { Command, InvalidArgumentError } from 'commander';
-import { CliError } from '../context';
+import { CliError } from '../../app/cli';
 import { RuntimeError, runRuntime } from './runtime';
 import { loadRuntimeSettings } from './settings';
 

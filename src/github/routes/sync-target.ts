@@ -3,7 +3,8 @@ import type { Principal } from '../../app/http/auth';
 import { defineRoute, type Reply, type Route } from '../../app/http/route';
 import { InvalidRequestError } from '../../app/http/schemas';
 import type { GithubRouteDeps } from './shared';
-import { adminOrNotFound, TAGS, TargetIdParams, signalTarget, targetNotFound, targetAuthResponses } from './target-shared';
+import { adminOrNotFound, TAGS, TargetIdParams, targetNotFound, targetAuthResponses } from './target-shared';
+import { signalTarget } from '../target-signal';
 import { errors } from '../../app/errors';
 import { z } from '../../app/http/zod';
 import { findTarget, recordResync } from '../target-views';
@@ -18,7 +19,8 @@ async function postSync(deps: Deps, principal: Principal, targetId: string): Pro
   if (!deps.settings.app) throw errors.conflict('github_app_not_configured', { message: 'GITHUB_APP_ID and a private key are not set.' });
   if (target.status !== 'active') throw errors.conflict('target_inactive', { message: `The target is ${target.status}.` });
   const eventId = await recordResync(deps.db, target, 'manual');
-  await signalTarget(deps, target, eventId, true);
+  // An operator's forced sync waits for its organization's admission rather than being shed.
+  await signalTarget(deps.ingress, { idleMs: deps.settings.sync.idleMs, admission: 'wait' }, target, { eventId, full: true });
   return { status: 202, body: { eventId } };
 }
 

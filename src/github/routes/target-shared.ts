@@ -1,12 +1,8 @@
-/** What the target routes share: their schemas, the 404, and the hand-off of a sync request to the target's workflow. */
+/** What the target routes share: their schemas and the 404. */
 import { isAdmin, type Principal } from '../../app/http/auth';
 import { authResponses } from '../../app/http/schemas';
 import { errors } from '../../app/errors';
 import { z } from '../../app/http/zod';
-import { githubTarget } from '../../../workflows/github';
-import { githubSearchAttributes, githubSyncSignal, githubTargetWorkflowId } from '../contract';
-import type { GithubTarget } from '../targets';
-import type { GithubRouteDeps } from './shared';
 
 export const TAGS = ['Connectors'];
 
@@ -76,29 +72,3 @@ export const targetAuthResponses = {
   ...withoutForbidden,
   404: { description: 'No such target in this organization, or the caller is not an admin.', schema: NotFoundError },
 };
-
-/** Hands a recorded sync event to the target's workflow, starting it again if it had closed. */
-export async function signalTarget(
-  deps: Pick<GithubRouteDeps, 'ingress' | 'settings'>,
-  target: GithubTarget,
-  eventId: string,
-  full: boolean,
-): Promise<void> {
-  await deps.ingress.signalWithStart(
-    githubTarget,
-    githubTargetWorkflowId(target.targetId),
-    [{ targetId: target.targetId, repository: target.repository, idleMs: deps.settings.sync.idleMs }],
-    githubSyncSignal,
-    [{ eventId, full }],
-    {
-      tenant: target.organizationId,
-      // An operator's forced sync waits for its organization's admission rather than being shed.
-      admission: 'wait',
-      reopen: true,
-      searchAttributes: [
-        { key: githubSearchAttributes.GithubTargetId, value: target.targetId },
-        { key: githubSearchAttributes.GithubRepository, value: target.repository },
-      ],
-    },
-  );
-}

@@ -12,16 +12,15 @@
  * it again for failed deliveries) and waits 10 s, so the hot path does one database write, the
  * digest: matching targets is the workflow's job.
  */
-import { overloadedIfShed } from '../../app/admission';
 import { AppError, errors } from '../../app/errors';
 import type { AppContext } from '../../app/http/context';
 import { defineRoute, type Reply, type Route } from '../../app/http/route';
 import { InvalidRequestError } from '../../app/http/schemas';
 import { z } from '../../app/http/zod';
+import type { Tenancy } from '../../app/ingress';
 import type { Logger } from '../../app/log';
 import type { Db } from '../../app/store/db';
-import { githubDelivery } from '../../../workflows/github';
-import { githubDeliveryWorkflowId } from '../contract';
+import { githubDeliveryWorkflow, githubDeliveryWorkflowId } from '../contract';
 import { deliverySearchAttributes } from '../delivery';
 import { bodyDigest, claimDigest } from '../digests';
 import { classifyDelivery, parseWebhookBody, readDeliveryHeaders } from '../relevance';
@@ -113,9 +112,15 @@ async function postWebhook(deps: WebhookDeps, ctx: AppContext, rawBody: Buffer):
     deliveryId: delivery.deliveryId,
     now: now(),
   };
-  const tenant = await deps.tenantOf(delivery.input.installationId);
+  // A delivery GitHub logged as failed is asked for again by the reconcile (src/github/reconcile.ts),
+  // so an organization past its share is answered like any outage rather than made to wait.
+  const tenancy: Tenancy = {
+    tenant: await deps.tenantOf(delivery.input.installationId),
+    admission: 'shed',
+    shedAs: { webhook: { error: 'overloaded' } },
+  };
   // A share known spent is refused before the digest's Postgres write.
-  await shedUnlessAdmissible(() => ingress.shedIfSpent(tenant));
+  ingress.shedIfSpent(tenancy);
   if (!(await firstCarrier(db, digest, log))) {
     log.info({ deliveryId: delivery.deliveryId, event: delivery.event }, 'github body replayed under a new delivery id; nothing started');
     return { ...accepted, outcome: { outcome: 'duplicate', reason: delivery.event } };
@@ -123,28 +128,15 @@ async function postWebhook(deps: WebhookDeps, ctx: AppContext, rawBody: Buffer):
 
   // Started before answering: a 202 means Temporal holds the delivery. The delivery id is
   // the dedupe key, also after the first workflow closed (GitHub redeliveries keep the id).
-  const outcome = await shedUnlessAdmissible(() =>
-    ingress.startOnce(githubDelivery, githubDeliveryWorkflowId(delivery.deliveryId), [delivery.input], {
-      tenant,
-      admission: 'shed',
-      searchAttributes: deliverySearchAttributes(delivery.input),
-    }),
-  );
+  const outcome = await ingress.start({
+    workflow: githubDeliveryWorkflow,
+    id: githubDeliveryWorkflowId(delivery.deliveryId),
+    args: [delivery.input],
+    tenancy,
+    searchAttributes: deliverySearchAttributes(delivery.input),
+  });
   log.info({ deliveryId: delivery.deliveryId, event: delivery.event, outcome }, 'github delivery queued');
   return { ...accepted, outcome: { outcome, reason: delivery.event } };
-}
-
-/**
- * Runs `call`, answering admission's refusal 503 `overloaded` with Retry-After: a delivery GitHub
- * logged as failed is asked for again by the reconcile (src/github/reconcile.ts), so an
- * organization past its share is answered like any outage rather than made to wait.
- */
-async function shedUnlessAdmissible<T>(call: () => T | Promise<T>): Promise<T> {
-  try {
-    return await call();
-  } catch (error) {
-    throw overloadedIfShed(error, { error: 'overloaded' });
-  }
 }
 
 /**

@@ -1,10 +1,8 @@
 /** GET /v1/automation-runs/{id}/events: a run's persisted events, in order. */
-import { WorkflowNotFoundError } from '@temporalio/client';
 import type { Principal } from '../../app/http/auth';
 import { defineRoute, type Reply, type Route } from '../../app/http/route';
 import { InvalidRequestError, authResponses } from '../../app/http/schemas';
 import type { z } from '../../app/http/zod';
-import { temporalCall } from '../../app/temporal/client';
 import { runWorkflowId } from '../contract';
 import type { RunDeps } from '../deps';
 import { RunEventsBody, RunEventsQuery, RunIdParams } from '../schemas';
@@ -12,22 +10,14 @@ import { findRun, hasRunEvents, listRunEvents } from '../store';
 import { canSee } from '../visibility';
 import { TAGS, notFound } from './shared';
 
-type EventsDeps = Pick<RunDeps, 'db' | 'temporal' | 'platform'>;
+type EventsDeps = Pick<RunDeps, 'db' | 'ingress'>;
 
 /** A run the table does not show yet may still exist: its workflow writes the row a moment after it starts. */
 async function runExists(deps: EventsDeps, organizationId: string, runId: string): Promise<boolean> {
-  const { db, temporal, platform } = deps;
+  const { db, ingress } = deps;
   if (await findRun(db, organizationId, runId)) return true;
   if (await hasRunEvents(db, organizationId, runId)) return true;
-  try {
-    await temporalCall(temporal, 'describe', platform.temporalCallTimeoutMs, () =>
-      temporal.client.workflow.getHandle(runWorkflowId(organizationId, runId)).describe(),
-    );
-    return true;
-  } catch (error) {
-    if (error instanceof WorkflowNotFoundError) return false;
-    throw error;
-  }
+  return (await ingress.describe({ id: runWorkflowId(organizationId, runId) })) !== undefined;
 }
 
 async function getEvents(deps: EventsDeps, principal: Principal, runId: string, query: z.output<typeof RunEventsQuery>): Promise<Reply> {

@@ -1,9 +1,7 @@
 /** GET /v1/automation-runs/{id}: a run's summary, live from its workflow or stored once it ended. */
-import { WorkflowNotFoundError } from '@temporalio/client';
 import type { Principal } from '../../app/http/auth';
 import { defineRoute, type Reply, type Route } from '../../app/http/route';
 import { InvalidRequestError, Unavailable, authResponses } from '../../app/http/schemas';
-import { temporalCall } from '../../app/temporal/client';
 import { isClosedRunStatus, runSummaryQuery, runWorkflowId, type RunSummary } from '../contract';
 import type { RunDeps } from '../deps';
 import { reconcileRun } from '../reconcile';
@@ -11,22 +9,6 @@ import { RunIdParams, RunSummaryBody } from '../schemas';
 import { findRun } from '../store';
 import { canSee } from '../visibility';
 import { TAGS, notFound, summaryBody } from './shared';
-
-/** The summary the run's workflow answers to a query (which replays it). */
-async function querySummary(
-  deps: Pick<RunDeps, 'temporal' | 'platform' | 'metrics'>,
-  organizationId: string,
-  runId: string,
-): Promise<RunSummary> {
-  const { temporal, platform, metrics } = deps;
-  return temporalCall(
-    temporal,
-    'query',
-    platform.temporalCallTimeoutMs,
-    () => temporal.client.workflow.getHandle(runWorkflowId(organizationId, runId)).query(runSummaryQuery),
-    metrics,
-  );
-}
 
 async function getRun(deps: RunDeps, principal: Principal, runId: string): Promise<Reply> {
   const { db } = deps;
@@ -38,16 +20,18 @@ async function getRun(deps: RunDeps, principal: Principal, runId: string): Promi
     row = await findRun(db, principal.organizationId, runId);
   }
   if (row && isClosedRunStatus(row.status)) return { status: 200, body: summaryBody(row.summary) };
+  // The run's own summary (a query replays its workflow); the stored one, current as of the last
+  // transition or persisted batch, when the workflow cannot answer.
+  let live: RunSummary | undefined;
   try {
-    const live = await querySummary(deps, principal.organizationId, runId);
-    if (!canSee(principal, live.memberId)) throw notFound();
-    return { status: 200, body: summaryBody(live) };
+    live = await deps.ingress.query({ id: runWorkflowId(principal.organizationId, runId), query: runSummaryQuery, args: [] });
   } catch (error) {
-    // The stored summary is current as of the last transition or persisted batch.
     if (row) return { status: 200, body: summaryBody(row.summary) };
-    if (error instanceof WorkflowNotFoundError) throw notFound();
     throw error;
   }
+  if (live && canSee(principal, live.memberId)) return { status: 200, body: summaryBody(live) };
+  if (row) return { status: 200, body: summaryBody(row.summary) };
+  throw notFound();
 }
 
 export function createGetRunRoute(deps: RunDeps): Route {

@@ -4,6 +4,7 @@
  */
 import type { Route } from '../../app/http/route';
 import { BacklogGate } from '../backlog';
+import { runCancelRequested } from '../cancel';
 import type { RunDeps } from '../deps';
 import { createGetEventsRoute } from './get-events';
 import { createGetRunRoute } from './get-run';
@@ -17,12 +18,13 @@ import { createHeartbeatCoalescer, createPostHeartbeatRoute } from './post-heart
 export function createRunRoutes(deps: RunDeps): Route[] {
   // One gate for both report routes, so they share its per-run verdicts.
   const backlog = new BacklogGate(deps);
-  // One coalescer for heartbeats and cancels, so a cancel taken here reaches coalesced heartbeats at once.
+  // A cancel taken in this process, here or from Slack, reaches the run's coalesced heartbeats at once.
   const coalescer = createHeartbeatCoalescer(deps.settings);
+  deps.notices.subscribe(runCancelRequested, ({ organizationId, runId }) => coalescer.noteCancelRequested(organizationId, runId));
   return [
     createPostEventRoute(deps, backlog),
     createPostHeartbeatRoute(deps, backlog, coalescer),
-    createPostCancelRoute(deps, coalescer),
+    createPostCancelRoute(deps),
     createPostClaimNextRoute(deps),
     createPostClaimRoute(deps),
     createGetRunRoute(deps),

@@ -1,87 +1,48 @@
 /** POST /v1/automation-runs/{id}/cancel: asks a run to stop, as its member or an admin. */
-import { ApplicationFailure, WorkflowNotFoundError, WorkflowUpdateFailedError } from '@temporalio/client';
-import { errors } from '../../app/errors';
 import type { Principal } from '../../app/http/auth';
 import { defineRoute, type Reply, type Route } from '../../app/http/route';
 import { InvalidRequestError, Unavailable, authResponses } from '../../app/http/schemas';
-import { temporalCall } from '../../app/temporal/client';
-import { RUN_NOT_FOUND, isClosedRunStatus, requestRunCancelUpdate, runWorkflowId, type RunCancelAck } from '../contract';
+import { requestCancel } from '../cancel';
+import { isClosedRunStatus, type RunCancelAck } from '../contract';
 import type { RunDeps } from '../deps';
-import type { HeartbeatCoalescer } from '../heartbeat-coalescer';
 import { reconcileRun } from '../reconcile';
 import { HEARTBEAT_BODY_LIMIT_BYTES, RunCancelAckBody, RunCancelBody, RunConflictBody, RunIdParams } from '../schemas';
 import { findRun } from '../store';
 import { canSee, runCaller } from '../visibility';
 import { TAGS, notFound, runClosed } from './shared';
 
-/** The Update is answered once the run's row shows the request, so it gets a claim's bound, not a start's. */
-const CANCEL_TIMEOUT_MS = 10_000;
-
-/** The run's status a refusal carries (workflows/runs.ts `refuse`). */
-function refusalStatus(refusal: ApplicationFailure): string {
-  const detail = refusal.details?.[0] as { status?: unknown } | undefined;
-  return typeof detail?.status === 'string' ? detail.status : 'closed';
-}
-
-/**
- * Whether the workflow's code has no handler for the Update: the SDK refuses it with this message.
- * During a rolling deploy a worker of a release before run cancels answers so; after the deploy
- * the same run answers, so the caller gets a 503 to retry rather than a 500.
- */
-function isUnknownUpdate(refusal: unknown): boolean {
-  return refusal instanceof ApplicationFailure && refusal.message.startsWith('No registered handler for update');
-}
-
 /**
  * The run's own decision (the Update's validator): a caller who may not reach it is a 404, a run
  * that has ended a 409. A workflow Temporal no longer runs is an ended run when its row exists.
  */
 async function askRun(deps: RunDeps, principal: Principal, runId: string, reason: string | undefined, rowExists: boolean) {
-  const { temporal, metrics, now } = deps;
   const { organizationId } = principal;
-  try {
-    return await temporalCall(
-      temporal,
-      'requestRunCancel',
-      CANCEL_TIMEOUT_MS,
-      () =>
-        temporal.client.workflow.getHandle(runWorkflowId(organizationId, runId)).executeUpdate(requestRunCancelUpdate, {
-          args: [{ ...(reason === undefined ? {} : { reason }), requestedAt: now() }, runCaller(principal)],
-        }),
-      metrics,
-    );
-  } catch (error) {
-    if (error instanceof WorkflowNotFoundError) {
+  const answer = await requestCancel(deps, { organizationId, runId, caller: runCaller(principal), reason });
+  switch (answer.outcome) {
+    case 'requested':
+      return answer.ack;
+    case 'closed':
+      throw runClosed(answer.status);
+    case 'not_reachable':
+      throw notFound();
+    case 'not_found':
       if (!rowExists) throw notFound();
       throw runClosed((await reconcileRun(deps, organizationId, runId)) ?? 'closed');
-    }
-    const refusal = error instanceof WorkflowUpdateFailedError ? error.cause : undefined;
-    if (refusal instanceof ApplicationFailure && refusal.type === RUN_NOT_FOUND) throw notFound();
-    if (refusal instanceof ApplicationFailure && refusal.type === 'run_closed') throw runClosed(refusalStatus(refusal));
-    if (isUnknownUpdate(refusal)) throw errors.unavailable('temporal', refusal);
-    throw error;
   }
 }
 
-async function postCancel(
-  deps: RunDeps,
-  coalescer: HeartbeatCoalescer,
-  principal: Principal,
-  runId: string,
-  reason: string | undefined,
-): Promise<Reply> {
+async function postCancel(deps: RunDeps, principal: Principal, runId: string, reason: string | undefined): Promise<Reply> {
   const row = await findRun(deps.db, principal.organizationId, runId);
   // Another member's run does not exist for this caller (never 403: that would say it does).
   if (row && !canSee(principal, row.memberId)) throw notFound();
   if (row && isClosedRunStatus(row.status)) throw runClosed(row.status);
+  // This process's coalesced heartbeats of the run say so at once (requestCancel); other processes
+  // learn it within one coalescing window, from the row the Update waited for.
   const ack: RunCancelAck = await askRun(deps, principal, runId, reason, row !== undefined);
-  // This process's coalesced heartbeats of the run say so at once; other processes learn it
-  // within one coalescing window, from the row the Update waited for.
-  coalescer.noteCancelRequested(principal.organizationId, runId);
   return { status: 202, body: { status: ack.status, cancelRequested: true } };
 }
 
-export function createPostCancelRoute(deps: RunDeps, coalescer: HeartbeatCoalescer): Route {
+export function createPostCancelRoute(deps: RunDeps): Route {
   return defineRoute({
     method: 'post',
     path: '/v1/automation-runs/{id}/cancel',
@@ -107,6 +68,6 @@ export function createPostCancelRoute(deps: RunDeps, coalescer: HeartbeatCoalesc
         schema: Unavailable,
       },
     },
-    handler: ({ params, body, principal }) => postCancel(deps, coalescer, principal, params.id, body?.reason),
+    handler: ({ params, body, principal }) => postCancel(deps, principal, params.id, body?.reason),
   });
 }

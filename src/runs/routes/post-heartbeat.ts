@@ -1,7 +1,6 @@
 /** POST /v1/automation-runs/{id}/heartbeat: extends an attempt's lease, coalesced per process. */
 import type { Principal } from '../../app/http/auth';
 import { defineRoute, type Reply, type Route } from '../../app/http/route';
-import { registerCoalescer } from '../cancel-notices';
 import type { RunsSettings } from '../settings';
 import type { BacklogGate } from '../backlog';
 import type { RunDeps } from '../deps';
@@ -12,15 +11,13 @@ import { TAGS, reportResponses, runClosed } from './shared';
 
 /**
  * Heartbeats are coalesced per process: at most one forwarded per (run, attempt, member) per window, a
- * fraction of the run's own lease (learned from its row when a heartbeat is forwarded). The cancel
- * route shares it, and it is registered for the process's other cancels (src/runs/cancel-notices.ts),
- * to tell the run's coalesced heartbeats at once.
+ * fraction of the run's own lease (learned from its row when a heartbeat is forwarded). The run
+ * routes subscribe it to the process's cancels (src/runs/cancel.ts), to tell the run's coalesced
+ * heartbeats at once.
  */
 export function createHeartbeatCoalescer(settings: RunsSettings): HeartbeatCoalescer {
   const fraction = settings.admission.heartbeatCoalesceFraction;
-  return registerCoalescer(
-    new HeartbeatCoalescer(HeartbeatCoalescer.windowFor(settings.defaults.leaseTimeoutMs, fraction), undefined, fraction),
-  );
+  return new HeartbeatCoalescer(HeartbeatCoalescer.windowFor(settings.defaults.leaseTimeoutMs, fraction), undefined, fraction);
 }
 
 interface HeartbeatGates {

@@ -14,7 +14,7 @@ const LinkBody = z.object({ token: z.string().max(4096) }).openapi('SlackAccount
 const LinkCreated = z.object({ slackUserId: z.string(), memberId: z.string() }).openapi('SlackAccountLink');
 const LinkError = z.object({ error: z.string() });
 
-type AccountLinkDeps = Pick<SlackRouteDeps, 'platform' | 'db' | 'secretKey' | 'temporal' | 'metrics' | 'now'>;
+type AccountLinkDeps = Pick<SlackRouteDeps, 'db' | 'secretKey' | 'ingress' | 'now'>;
 
 /** The route's answer to each refusal; the codes' statuses are defined with completeLink. */
 function linkRefusal(error: LinkRefusal): AppError {
@@ -29,9 +29,9 @@ async function postAccountLink(
   connectionId: string,
   token: string,
 ): Promise<Reply> {
-  const { platform, db, secretKey, temporal, metrics, now } = deps;
+  const { db, secretKey, ingress, now } = deps;
   const outcome = await completeLink(
-    { db, secretKey, temporal, startTimeoutMs: platform.temporalCallTimeoutMs, metrics, now },
+    { db, secretKey, ingress, now },
     { token, connectionId, organizationId: principal.organizationId, memberId: principal.memberId },
   );
   if (!outcome.ok) throw linkRefusal(outcome.error);

@@ -18,7 +18,10 @@ const COMMANDS_BODY_LIMIT = 100_000;
 
 const SlashCommandResponse = z.object({ response_type: z.literal('ephemeral'), text: z.string() }).openapi('SlackSlashCommandResponse');
 
-type CommandDeps = Pick<SlackRouteDeps, 'settings' | 'platform' | 'db' | 'secretKey' | 'metrics' | 'now' | 'verifier' | 'temporal'>;
+type CommandDeps = Pick<
+  SlackRouteDeps,
+  'settings' | 'platform' | 'db' | 'secretKey' | 'metrics' | 'now' | 'verifier' | 'ingress' | 'notices'
+>;
 
 const SUBCOMMANDS = ['status', 'cancel', 'help'] as const;
 type Subcommand = (typeof SUBCOMMANDS)[number];
@@ -37,13 +40,12 @@ const ephemeral = (text: string, reason: string): Reply => ({
 
 /** `/den status`, `/den cancel`, `/den help`: the caller's runs, found through their linked member. */
 async function subcommandReply(deps: CommandDeps, connectionId: string, userId: string, subcommand: Subcommand): Promise<Reply> {
-  const control = { ...deps, timeoutMs: deps.platform.temporalCallTimeoutMs };
   if (subcommand === 'help') return ephemeral(HELP_TEXT, 'help');
   if (subcommand === 'cancel') {
-    const outcome = await cancelFromSlack(control, { connectionId, slackUserId: userId, runId: null });
+    const outcome = await cancelFromSlack(deps, { connectionId, slackUserId: userId, runId: null });
     return ephemeral(cancelOutcomeText(outcome), `cancel_${outcome}`);
   }
-  const runs = await slackRunStatus(control, { connectionId, slackUserId: userId });
+  const runs = await slackRunStatus(deps, { connectionId, slackUserId: userId });
   if (runs === 'not_linked') return ephemeral(cancelOutcomeText('not_linked'), 'status_not_linked');
   return ephemeral(runStatusText(runs, deps.now()), 'status');
 }

@@ -7,16 +7,14 @@
  * (200, not routed) → durable enqueue → 200. The handler calls neither Slack nor a runtime:
  * Slack wants an ack within 3 s, and only the enqueue stands before it.
  */
-import { overloadedIfShed } from '../../app/admission';
 import { errors } from '../../app/errors';
 import type { AppContext } from '../../app/http/context';
 import { defineRoute, type Reply, type Route } from '../../app/http/route';
 import { InvalidRequestError, OkFalse, OkResponse, PlainText } from '../../app/http/schemas';
 import { z } from '../../app/http/zod';
-import type { StartOutcome } from '../../app/ingress';
-import { slackEvent } from '../../../workflows/slack';
+import type { StartOutcome, Tenancy } from '../../app/ingress';
 import type { SlackConnection } from '../connections';
-import { slackEventWorkflowId, slackSearchAttributes, type SlackEventInput } from '../contract';
+import { slackEventWorkflow, slackEventWorkflowId, slackSearchAttributes, type SlackEventInput } from '../contract';
 import { classifyEvent, type EventClassification, type IneligibleReason } from '../eligibility';
 import { parseEnvelope } from '../envelope';
 import { slackQuotaChecks } from '../quota';
@@ -76,14 +74,8 @@ function slackEventInput(
   };
 }
 
-/** A share known spent is refused before the quota's Postgres write. */
-function shedEarly(ingress: EventsDeps['ingress'], organizationId: string): void {
-  try {
-    ingress.shedIfSpent(organizationId);
-  } catch (error) {
-    throw overloadedIfShed(error);
-  }
-}
+/** An event's share of the engine: its organization's, shed with the webhook's 503 so Slack sends it again. */
+const tenancyOf = (input: SlackEventInput): Tenancy => ({ tenant: input.organizationId, admission: 'shed', shedAs: { webhook: {} } });
 
 /**
  * Starts the event's workflow once, under the workspace's and the user's quotas. Quota applies
@@ -95,7 +87,8 @@ async function enqueueEvent(
 ): Promise<{ ok: true; outcome: StartOutcome } | { ok: false; reason: IneligibleReason }> {
   const { settings, ingress, now, quota } = deps;
   let release: (() => Promise<void>) | undefined;
-  shedEarly(ingress, input.organizationId);
+  // A share known spent is refused before the quota's Postgres write.
+  ingress.shedIfSpent(tenancyOf(input));
   if (input.invocation) {
     const verdict = await quota.tryTake(slackQuotaChecks(settings, input.teamId, input.invocation.user), now());
     if (!verdict.ok) return { ok: false, reason: verdict.key.startsWith('workspace:') ? 'workspace_quota' : 'user_quota' };
@@ -104,9 +97,11 @@ async function enqueueEvent(
 
   let outcome;
   try {
-    outcome = await ingress.startOnce(slackEvent, slackEventWorkflowId(input.connectionId, input.eventId), [input], {
-      tenant: input.organizationId,
-      admission: 'shed',
+    outcome = await ingress.start({
+      workflow: slackEventWorkflow,
+      id: slackEventWorkflowId(input.connectionId, input.eventId),
+      args: [input],
+      tenancy: tenancyOf(input),
       searchAttributes: [
         { key: slackSearchAttributes.ConnectionId, value: input.connectionId },
         { key: slackSearchAttributes.SlackEventStatus, value: 'received' },
@@ -115,7 +110,7 @@ async function enqueueEvent(
     });
   } catch (error) {
     await release?.();
-    throw overloadedIfShed(error);
+    throw error;
   }
   // A duplicate was counted against the quota by its first delivery already.
   if (outcome !== 'enqueued') await release?.();

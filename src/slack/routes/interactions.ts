@@ -22,7 +22,7 @@ const INTERACTIONS_BODY_LIMIT = 100_000;
 
 type InteractionDeps = Pick<
   SlackRouteDeps,
-  'settings' | 'platform' | 'db' | 'secretKey' | 'metrics' | 'now' | 'verifier' | 'temporal' | 'log'
+  'settings' | 'platform' | 'db' | 'secretKey' | 'metrics' | 'now' | 'verifier' | 'ingress' | 'notices' | 'log'
 >;
 
 /** The empty 200 Slack expects for a block action (its answer goes elsewhere). */
@@ -45,10 +45,11 @@ async function postInteraction(deps: InteractionDeps, ctx: AppContext, connectio
   const cancel = interaction.actions.find((action) => action.actionId === CANCEL_ACTION_ID);
   if (!cancel) return ack('no_known_action', 'ineligible');
   if (!connection.enabled) return ack('connection_disabled', 'ineligible');
-  const outcome = await cancelFromSlack(
-    { ...deps, timeoutMs: deps.platform.temporalCallTimeoutMs },
-    { connectionId: connection.id, slackUserId: interaction.userId, runId: cancel.value ?? null },
-  );
+  const outcome = await cancelFromSlack(deps, {
+    connectionId: connection.id,
+    slackUserId: interaction.userId,
+    runId: cancel.value ?? null,
+  });
   tellEphemerally(deps, connection, interaction, cancelOutcomeText(outcome));
   return ack(`cancel_${outcome}`);
 }
