@@ -16,6 +16,31 @@ const PURE_MODULES = [
 /** The feature folders under src/. */
 const FEATURES = ['slack', 'github', 'runs', 'mcp', 'identity'];
 const APP_FLOOR = 'src/app/ is what every feature shares: it imports no feature, workflow, activity or src/main/ (docs/architecture.md).';
+/** Only the composition root (src/main/) imports workflow modules and activities: it hands them to the worker. */
+const WORKER_CODE = {
+  group: ['**/workflows', '**/workflows/**', '**/activities', '**/activities/**'],
+  message: 'Only src/main/ imports workflows/ and activities/ (src/main/worker-code.ts); a feature starts workflows by its contract refs.',
+};
+const RUNTIME_CLIENT = {
+  group: ['**/cli/runtime', '**/cli/runtime/**'],
+  message: 'Only the CLI (src/cli/) imports the reference runtime.',
+};
+const TEMPORAL_CLIENT = {
+  selector: "MemberExpression[property.name='workflow']:matches([object.name='client'], [object.property.name='client'])",
+  message: "Temporal's workflows are reached only through the ingress gateway (src/app/ingress.ts).",
+};
+const WORKFLOW_BY_STRING = {
+  selector: "Property:matches([key.name='workflow'], [key.name='workflowType'])[value.type='Literal']",
+  message: "A workflow is named by its contract's ref (workflowRef in the feature's contract.ts), never by a string.",
+};
+const WEAK_MAP = {
+  selector: "NewExpression[callee.name='WeakMap']",
+  message: 'Per-request state lives on ctx.state; a WeakMap keyed by the request (or anything else) hides it.',
+};
+const WORKFLOW_REF_OUTSIDE_CONTRACT = {
+  selector: "CallExpression[callee.name='workflowRef']",
+  message: "Workflow refs are defined once, in the feature's contract.ts.",
+};
 const NODE_AND_IO = [
   'node:*',
   'fs',
@@ -71,17 +96,41 @@ export default tseslint.config(
   },
   {
     // The reference runtime is a client of the API that only the CLI runs: the service never
-    // imports it (it would ship a client inside the server).
+    // imports it (it would ship a client inside the server). Nothing below the composition root
+    // imports a workflow or an activity.
     files: ['src/**/*.ts'],
     ignores: ['src/cli/**'],
-    rules: {
-      'no-restricted-imports': [
-        'error',
-        {
-          patterns: [{ group: ['**/cli/runtime', '**/cli/runtime/**'], message: 'Only the CLI (src/cli/) imports the reference runtime.' }],
-        },
-      ],
-    },
+    rules: { 'no-restricted-imports': ['error', { patterns: [RUNTIME_CLIENT, WORKER_CODE] }] },
+  },
+  {
+    files: ['src/cli/**/*.ts'],
+    rules: { 'no-restricted-imports': ['error', { patterns: [WORKER_CODE] }] },
+  },
+  {
+    // The composition root wires the worker's code (src/main/worker-code.ts).
+    files: ['src/main/**/*.ts'],
+    rules: { 'no-restricted-imports': ['error', { patterns: [RUNTIME_CLIENT] }] },
+  },
+  // Every call to Temporal's workflows goes through the ingress gateway and names its workflow by a
+  // contract's ref, a ref is defined once, in its feature's contract, and per-request state lives
+  // on ctx.state, never in a map keyed by the request. ESLint keeps one `no-restricted-syntax` per
+  // file (the last block's), so each block below lists every rule that applies to its files.
+  {
+    files: ['src/**/*.ts', 'activities/**/*.ts'],
+    ignores: ['src/app/ingress.ts', 'src/*/contract.ts', 'src/app/temporal/contract.ts'],
+    rules: { 'no-restricted-syntax': ['error', TEMPORAL_CLIENT, WORKFLOW_BY_STRING, WEAK_MAP, WORKFLOW_REF_OUTSIDE_CONTRACT] },
+  },
+  {
+    files: ['src/*/contract.ts', 'src/app/temporal/contract.ts'],
+    rules: { 'no-restricted-syntax': ['error', TEMPORAL_CLIENT, WORKFLOW_BY_STRING, WEAK_MAP] },
+  },
+  {
+    files: ['src/app/ingress.ts'],
+    rules: { 'no-restricted-syntax': ['error', WORKFLOW_BY_STRING, WEAK_MAP, WORKFLOW_REF_OUTSIDE_CONTRACT] },
+  },
+  {
+    files: ['workflows/**/*.ts'],
+    rules: { 'no-restricted-syntax': ['error', WORKFLOW_REF_OUTSIDE_CONTRACT] },
   },
   {
     // The ground floor names no feature: src/app/ imports only itself and packages, so every
@@ -117,7 +166,8 @@ export default tseslint.config(
               message: 'Features never import the composition root (src/main/).',
             },
             // Repeated from the block above, which this one replaces for feature files.
-            { group: ['**/cli/runtime', '**/cli/runtime/**'], message: 'Only the CLI (src/cli/) imports the reference runtime.' },
+            RUNTIME_CLIENT,
+            WORKER_CODE,
           ],
         },
       ],

@@ -5,7 +5,7 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { bundleWorkflows } from '../src/app/temporal/worker';
-import { WORKFLOW_MODULES } from '../src/main/features';
+import { WORKFLOW_MODULES } from '../src/main/worker-code';
 
 async function main(): Promise<void> {
   const out = process.argv[2];

@@ -1,7 +1,8 @@
 /**
  * The one thing a feature hands the composition root (src/main/features.ts lists them): its
- * settings, routes, activities, workflows, search attributes, CLI commands, background sweeps and
- * Temporal Schedules.
+ * settings, routes, search attributes, task queues, CLI commands, background sweeps and Temporal
+ * Schedules. What the worker runs of it (its workflows and activities) the root wires itself
+ * (src/main/worker-code.ts), so no feature imports workflows/ or activities/.
  * The API, the worker, the CLI, the dev server and the start-up checks all read these
  * descriptors, so adding a feature touches no hand-kept list outside its own files and that one
  * line in the root.
@@ -77,15 +78,12 @@ export interface Feature<S = unknown> {
   name: string;
   /** The feature's slice of the environment; the root validates every slice at once. */
   settings?: SettingsSlice<S>;
-  /** The module with the feature's workflow types, without extension; bundled for the worker. */
-  workflows?: string;
   searchAttributes?: readonly SearchAttributeKey[];
   /** Extra task queues the worker polls, derived from the main one. */
   taskQueues?(mainQueue: string): string[];
   routes?(deps: ApiDeps<S>): Route[];
   /** The identity feature's: turns credentials into a principal for every authenticated route. */
   authenticator?(deps: ApiDeps<S>): Authenticator;
-  activities?(deps: WorkerDeps<S>): Record<string, ActivityFunction>;
   sweeps?: readonly Sweep<S>[];
   /** Temporal Schedules the worker role creates or updates at start (none when the feature is not configured). */
   schedules?(deps: WorkerDeps<S>): FeatureSchedule[];

@@ -8,7 +8,7 @@ import { AppError } from '../app/errors';
 import { IdentityError } from '../identity/store';
 import { CliError } from '../app/cli';
 import { cliContext } from './context';
-import { features } from '../main/features';
+import { FEATURES } from '../main/features';
 import { registerRuntimeCommands } from './runtime';
 import { registerSecretsCommands } from './secrets';
 
@@ -17,7 +17,7 @@ export function buildProgram(): Command {
     .description('Operate the den control plane: organizations, members, API keys, sessions and integrations.')
     .showHelpAfterError()
     .exitOverride();
-  for (const feature of features()) feature.cli?.(program, cliContext);
+  for (const feature of FEATURES) feature.cli?.(program, cliContext);
   registerRuntimeCommands(program);
   registerSecretsCommands(program, cliContext);
   return program;

@@ -20,7 +20,7 @@ import type { ClusterConfig } from './settings';
 import type { Logger } from '../app/log';
 import { loadSecretKeys } from '../app/secrets';
 import { bundleWorkflows } from '../app/temporal/worker';
-import { WORKFLOW_MODULES } from '../main/features';
+import { WORKFLOW_MODULES } from '../main/worker-code';
 import { clusterBinaries } from './binaries';
 import { clusterPostgres, ensureTemporalSchemas, type ClusterPostgres } from './postgres';
 import { startProcess, waitUntil, type ManagedProcess } from './process';

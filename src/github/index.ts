@@ -1,7 +1,5 @@
 /** GitHub App webhooks: verified deliveries become durable sync work. */
-import path from 'node:path';
 import { defineFeature } from '../app/feature';
-import { createGithubActivities } from '../../activities/github';
 import { registerGithubCommands } from './cli';
 import { githubReconcileScheduleId, githubReconcileWorkflow, githubSearchAttributes } from './contract';
 import { createGithubApi } from './api';
@@ -13,7 +11,6 @@ import { githubSettings } from './settings';
 export const githubFeature = defineFeature({
   name: 'github',
   settings: githubSettings,
-  workflows: path.join(__dirname, '..', '..', 'workflows', 'github'),
   searchAttributes: Object.values(githubSearchAttributes),
   routes: (deps) =>
     createGithubRoutes({
@@ -24,7 +21,6 @@ export const githubFeature = defineFeature({
         ? createInstallerClient({ ...deps.settings.install, apiBaseUrl: deps.settings.apiBaseUrl })
         : undefined,
     }),
-  activities: (deps) => createGithubActivities(deps),
   // Only with App credentials: without them the reconcile could ask GitHub nothing.
   schedules: (deps) =>
     deps.settings.app

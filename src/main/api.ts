@@ -9,7 +9,7 @@ import { createSystemRoutes } from '../app/http/system-routes';
 import { AdmissionControl } from '../app/admission';
 import { createIngressGateway, createNoEnqueueGateway } from '../app/ingress';
 import { createNotices } from '../app/notices';
-import { descriptors } from './features';
+import { FEATURES } from './features';
 import { processFairness } from './gateway';
 import { platformValues, settingsOf, type Infrastructure } from './infrastructure';
 
@@ -50,7 +50,7 @@ export function createApi(infra: Infrastructure, options: { now?: () => number; 
     secretKey,
     now: options.now ?? (() => Date.now()),
   });
-  const all = descriptors();
+  const all = FEATURES;
   const authenticators = all.flatMap((feature) => (feature.authenticator ? [feature.authenticator(deps(feature))] : []));
   if (authenticators.length !== 1) throw new Error(`exactly one feature must authenticate requests, found ${authenticators.length}`);
   const system = createSystemRoutes({ database, temporal, metrics, lifecycle, openapiDocument: () => openapi.document() });

@@ -7,9 +7,9 @@
 import { z } from 'zod';
 import { platformSettings, type PlatformConfig } from '../app/config';
 import { ConfigError, type Environment, type SettingsSlice } from '../app/settings';
-import { features } from './features';
+import { FEATURES, type FeatureList } from './features';
 
-type Features = ReturnType<typeof features>[number];
+type Features = FeatureList[number];
 type SettingsOf<F> = F extends { settings?: SettingsSlice<infer S> } ? S : never;
 
 /** Each feature's settings under its name (features without settings have none). */
@@ -19,7 +19,7 @@ export type Config = PlatformConfig & FeatureSettings;
 
 /** Every variable the service reads, keyed by name (the docs and the compose file are checked against it). */
 export const envSchema = z.object(
-  Object.assign({}, platformSettings.shape, ...features().map((feature) => feature.settings?.shape ?? {})) as z.ZodRawShape,
+  Object.assign({}, platformSettings.shape, ...FEATURES.map((feature) => feature.settings?.shape ?? {})) as z.ZodRawShape,
 );
 
 /** Parses an environment (process.env by default). Every problem is reported at once. */
@@ -28,7 +28,7 @@ export function loadConfig(environment: Environment = process.env): Config {
   const parsed: Record<string, unknown> = {};
   const platform = platformSettings.parse(environment);
   if (!platform.ok) problems.push(...platform.problems);
-  for (const feature of features()) {
+  for (const feature of FEATURES) {
     const result = feature.settings?.parse(environment);
     if (result?.ok === false) problems.push(...result.problems);
     else if (result?.ok) parsed[feature.name] = result.settings;

@@ -1,38 +1,23 @@
 /**
- * The one list of features. Everything that runs reads it: the API's routes, the worker's
- * workflows, activities, task queues and sweeps, the search attributes, the settings and `den`.
+ * The one list of features. Everything that runs reads it: the API's routes, the worker's task
+ * queues, sweeps and schedules, the search attributes, the settings and `den`. What the worker
+ * runs of each (workflows and activities) is beside it, in src/main/worker-code.ts.
  */
 import type { Feature } from '../app/feature';
 import { githubFeature } from '../github';
 import { identityFeature } from '../identity';
-import { createMcpFeature, type McpNetworkOverrides } from '../mcp';
+import { mcpFeature } from '../mcp';
 import { runsFeature } from '../runs';
 import { slackFeature } from '../slack';
 import { platformFeature } from './platform';
 
-export interface FeatureOptions {
-  /** MCP probes' network: tests inject a resolver that needs no DNS. */
-  mcpNetwork?: McpNetworkOverrides;
-}
+const LIST = [platformFeature, identityFeature, runsFeature, slackFeature, githubFeature, mcpFeature] as const satisfies readonly Feature[];
 
-export function features(options: FeatureOptions = {}) {
-  return [
-    platformFeature,
-    identityFeature,
-    runsFeature,
-    slackFeature,
-    githubFeature,
-    createMcpFeature({ network: options.mcpNetwork }),
-  ] as const satisfies readonly Feature[];
-}
+/** The list's literal type: each feature's settings type under its name makes the Config's (src/main/config.ts). */
+export type FeatureList = typeof LIST;
 
-/** The descriptors as the root uses them: each part receives its own feature's settings. */
-export function descriptors(options: FeatureOptions = {}): readonly Feature[] {
-  return features(options);
-}
+/** The descriptors as the root uses them: each part receives only its own feature's settings. */
+export const FEATURES: readonly Feature[] = LIST;
 
 /** Every feature's custom search attributes, registered on the dev server and at start-up. */
-export const SEARCH_ATTRIBUTES = descriptors().flatMap((feature) => feature.searchAttributes ?? []);
-
-/** Every feature's workflow module, bundled for the worker. */
-export const WORKFLOW_MODULES = descriptors().flatMap((feature) => (feature.workflows ? [feature.workflows] : []));
+export const SEARCH_ATTRIBUTES = FEATURES.flatMap((feature) => feature.searchAttributes ?? []);

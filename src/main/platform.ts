@@ -1,13 +1,8 @@
 /**
- * The platform's own descriptor: the smoke-test workflow (workflows/ping.ts) and its activity,
- * which prove the front door → Temporal → worker → activity round trip.
+ * The platform's own descriptor: it names the smoke-test workflow's place in the worker
+ * (src/main/worker-code.ts runs workflows/ping.ts and its activity), which proves the front door
+ * → Temporal → worker → activity round trip.
  */
-import path from 'node:path';
 import { defineFeature } from '../app/feature';
-import { createPlatformActivities } from '../../activities/platform';
 
-export const platformFeature = defineFeature({
-  name: 'platform',
-  workflows: path.join(__dirname, '..', '..', 'workflows', 'ping'),
-  activities: () => createPlatformActivities(),
-});
+export const platformFeature = defineFeature({ name: 'platform' });

@@ -3,7 +3,8 @@ import type { ActivityFunction, Feature, WorkerDeps } from '../app/feature';
 import type { IngressGateway } from '../app/ingress';
 import { ensureSchedules } from '../app/temporal/schedules';
 import { startWorker } from '../app/temporal/worker';
-import { descriptors, WORKFLOW_MODULES, type FeatureOptions } from './features';
+import { FEATURES } from './features';
+import { WORKFLOW_MODULES, workerCode, type WorkerCodeOptions } from './worker-code';
 import { unadmittedGateway } from './gateway';
 import { platformValues, settingsOf, type Infrastructure } from './infrastructure';
 
@@ -25,11 +26,11 @@ function workerDeps(infra: Infrastructure, feature: Feature, ingress: IngressGat
 }
 
 /** Every feature's activities, keyed by the name workflows proxy them by. */
-function workerActivities(infra: Infrastructure, options: FeatureOptions = {}): Record<string, ActivityFunction> {
+function workerActivities(infra: Infrastructure, options: WorkerCodeOptions): Record<string, ActivityFunction> {
   const activities: Record<string, ActivityFunction> = {};
   const ingress = workerGateway(infra);
-  for (const feature of descriptors(options)) {
-    for (const [name, activity] of Object.entries(feature.activities?.(workerDeps(infra, feature, ingress)) ?? {})) {
+  for (const { feature, activities: build } of workerCode(options)) {
+    for (const [name, activity] of Object.entries(build(workerDeps(infra, feature, ingress)))) {
       if (name in activities) throw new Error(`activity ${name} is registered by two features`);
       activities[name] = activity;
     }
@@ -38,8 +39,7 @@ function workerActivities(infra: Infrastructure, options: FeatureOptions = {}): 
 }
 
 /** Starts a worker for every feature's workflows, activities and task queues. */
-export function startFeatureWorker(infra: Infrastructure, options: FeatureOptions & { address: string; taskQueue?: string }) {
-  const all = descriptors(options);
+export function startFeatureWorker(infra: Infrastructure, options: WorkerCodeOptions & { address: string; taskQueue?: string }) {
   return startWorker({
     config: infra.config,
     address: options.address,
@@ -47,14 +47,14 @@ export function startFeatureWorker(infra: Infrastructure, options: FeatureOption
     taskQueue: options.taskQueue,
     activities: workerActivities(infra, options),
     workflowModules: WORKFLOW_MODULES,
-    extraTaskQueues: (mainQueue) => all.flatMap((feature) => feature.taskQueues?.(mainQueue) ?? []),
+    extraTaskQueues: (mainQueue) => FEATURES.flatMap((feature) => feature.taskQueues?.(mainQueue) ?? []),
   });
 }
 
 /** The worker role's periodic jobs, each feature's, on their own intervals. */
 export function startSweeps(infra: Infrastructure): { stop(): void } {
   const ingress = workerGateway(infra);
-  const timers = descriptors().flatMap((feature) =>
+  const timers = FEATURES.flatMap((feature) =>
     (feature.sweeps ?? []).map((sweep) => {
       const timer = setInterval(() => {
         sweep
@@ -71,6 +71,6 @@ export function startSweeps(infra: Infrastructure): { stop(): void } {
 /** Creates or updates every feature's Temporal Schedules, on this process's task queue. */
 export async function ensureFeatureSchedules(infra: Infrastructure): Promise<void> {
   const ingress = workerGateway(infra);
-  const schedules = descriptors().flatMap((feature) => feature.schedules?.(workerDeps(infra, feature, ingress)) ?? []);
+  const schedules = FEATURES.flatMap((feature) => feature.schedules?.(workerDeps(infra, feature, ingress)) ?? []);
   await ensureSchedules(infra.temporal.client, infra.temporal.taskQueue, schedules);
 }

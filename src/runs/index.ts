@@ -1,7 +1,5 @@
 /** Automation runs: one actor workflow per run; events, heartbeats, reads. */
-import path from 'node:path';
 import { defineFeature } from '../app/feature';
-import { createRunActivities } from '../../activities/runs';
 import { runSearchAttributes } from './contract';
 import { sweepStaleRuns } from './reconcile';
 import { createRunRoutes } from './routes';
@@ -16,10 +14,8 @@ const RUN_SWEEP_INTERVAL_MS = 60_000;
 export const runsFeature = defineFeature({
   name: 'runs',
   settings: runsSettings,
-  workflows: path.join(__dirname, '..', '..', 'workflows', 'runs'),
   searchAttributes: Object.values(runSearchAttributes),
   routes: (deps) => createRunRoutes(deps),
-  activities: (deps) => createRunActivities(deps),
   sweeps: [
     {
       name: 'stale runs',

@@ -1,7 +1,5 @@
 /** Slack: signed events and slash commands, account links. */
-import path from 'node:path';
 import { defineFeature } from '../app/feature';
-import { createSlackActivities } from '../../activities/slack';
 import { registerSlackCommands } from './cli';
 import { slackSearchAttributes } from './contract';
 import { SlackQuota } from './quota';
@@ -18,7 +16,6 @@ const REPLAY_SWEEP_INTERVAL_MS = 60_000;
 export const slackFeature = defineFeature({
   name: 'slack',
   settings: slackSettings,
-  workflows: path.join(__dirname, '..', '..', 'workflows', 'slack'),
   searchAttributes: Object.values(slackSearchAttributes),
   // The quota is shared by every replica through Postgres; the feature builds it from the deps.
   routes: (deps) =>
@@ -27,7 +24,6 @@ export const slackFeature = defineFeature({
       quota: new SlackQuota(deps.db, deps.log),
       verifier: createSlackVerifier(deps),
     }),
-  activities: (deps) => createSlackActivities(deps),
   sweeps: [
     {
       name: 'slack replay cache',
