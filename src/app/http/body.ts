@@ -11,10 +11,12 @@ export interface BodyWatch {
 
 /**
  * Reads the exact request bytes, which signature checks need, within the route's limit.
- * Over the limit → 413 with a plain-text body. The rest of an oversized upload is
- * drained so the client reads our answer instead of a reset connection. A body read under an
- * unauthenticated hold reports its progress to the budget, and stops with the budget's answer
- * (408) if the budget cuts it off; the connection then closes once the answer is written.
+ * Content-Encoding is not decoded: the limit counts the bytes on the wire, and those bytes are
+ * what the route parses or verifies. Over the limit → 413 with a plain-text body. The rest of
+ * an oversized upload is drained so the client reads our answer instead of a reset connection.
+ * A body read under an unauthenticated hold reports its progress to the budget, and stops with
+ * the budget's answer (408) if the budget cuts it off; the connection then closes once the
+ * answer is written.
  */
 export async function readRawBody(ctx: AppContext, limitBytes: number, watch?: BodyWatch): Promise<Buffer> {
   const reading = getRawBody(ctx.req, { limit: limitBytes, length: ctx.request.length });

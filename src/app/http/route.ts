@@ -296,7 +296,10 @@ async function recordOutcome(metrics: Metrics, route: string, serve: () => Promi
   }
 }
 
-/** JSON.parse with a 400 instead of a SyntaxError. Empty bodies parse as `undefined`. */
+/**
+ * JSON.parse with a 400 instead of a SyntaxError, whatever the Content-Type. Any JSON value, a
+ * bare string or number too, goes on to the route's schema; an empty body parses as `undefined`.
+ */
 function parseJson(raw: Buffer): unknown {
   if (raw.length === 0) return undefined;
   try {
