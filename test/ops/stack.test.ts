@@ -32,7 +32,7 @@ const compose = parse(read('docker-compose.yml'), { merge: true }) as {
   volumes: Record<string, unknown>;
 };
 const readme = read('README.md');
-const pkg = JSON.parse(read('package.json')) as { scripts: Record<string, string> };
+const pkg = JSON.parse(read('package.json')) as { scripts: Record<string, string>; engines: { node: string } };
 const knownVariables = new Set(Object.keys(envSchema.shape));
 
 describe('docker-compose.yml', () => {
@@ -122,6 +122,13 @@ describe('Dockerfile', () => {
     expect(dockerfile).toContain('WORKFLOW_BUNDLE_PATH=/app/dist/workflow-bundle.js');
     expect(pkg.scripts.build).toContain('dist/workflow-bundle.js');
     expect(dockerfile).toMatch(/^USER node$/m);
+  });
+
+  it('builds and runs on the Node line of package.json engines, the one the tests run on', () => {
+    const major = /^\^(\d+)\./.exec(pkg.engines.node)?.[1];
+    expect(major).toBe(process.versions.node.split('.')[0]);
+    const images = [...dockerfile.matchAll(/^FROM (\S+) AS (\w+)$/gm)].map(([, image, stage]) => `${stage}: ${image}`);
+    expect(images).toEqual([`build: node:${major}-bookworm-slim`, `runtime: node:${major}-bookworm-slim`]);
   });
 
   it('runs node on the compiled API entry directly, in exec form (node gets the signals, not npm or a shell)', () => {
