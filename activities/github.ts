@@ -3,10 +3,10 @@ import {
   applyInstallationChange,
   applyInstallationRepositories,
   applyRepositoryChange,
-  getTarget,
   recordPush,
   type DeliveryEffects,
-} from '../src/github/targets';
+} from '../src/github/delivery-effects';
+import { getTarget } from '../src/github/target-records';
 import { Context } from '@temporalio/activity';
 import { createGithubApi, type GithubApi } from '../src/github/api';
 import { reconcileDeliveries, reconcileTargets, type DeliveriesReconciled, type TargetsReconciled } from '../src/github/reconcile';
@@ -54,7 +54,7 @@ function countReconcile(counts: Record<string, number>, error: string | null, st
 }
 
 /** The reconcile's two halves; without App credentials there is nothing it could ask GitHub. */
-function reconcileActivities(deps: Deps, api: GithubApi | undefined) {
+function buildReconcileActivities(deps: Deps, api: GithubApi | undefined) {
   const reconcileDeps = (app: GithubApi) => ({
     db: deps.db,
     api: app,
@@ -107,7 +107,7 @@ export function createGithubActivities(deps: Deps) {
     async githubSyncTarget(request: GithubSyncRequest) {
       return runSyncAttempt({ db: deps.db, api, sync: deps.settings.sync, now: Date.now, random }, request);
     },
-    ...reconcileActivities(deps, api),
+    ...buildReconcileActivities(deps, api),
   };
 }
 

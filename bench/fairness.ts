@@ -27,7 +27,7 @@ import { temporal } from '@temporalio/proto';
 import { sql } from 'kysely';
 import { githubDeliveryWorkflowId } from '../src/github/contract';
 import { bindInstallation } from '../src/github/installations';
-import { createTarget } from '../src/github/targets';
+import { createTarget } from '../src/github/target-records';
 import { signGithubPayload } from '../src/github/signature';
 import { createSlackConnection } from '../src/slack/connections';
 import { slackEventWorkflowId } from '../src/slack/contract';

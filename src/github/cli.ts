@@ -1,9 +1,9 @@
 import { Command, InvalidArgumentError } from 'commander';
-import { REPOSITORY_FULL_NAME, listTargets } from './targets';
+import { REPOSITORY_FULL_NAME, deleteTarget, findTarget, listTargets, recordResync } from './target-records';
 import { createGithubApi } from './api';
 import { connectTarget, type ConnectOutcome } from './connect';
 import { bindInstallation, listInstallations, listUnboundInstallations } from './installations';
-import { deleteTarget, findTarget, listFiles, recordResync, viewTarget } from './target-views';
+import { listFiles, viewTarget } from './target-views';
 import { signalTarget } from './target-signal';
 import { loadGithubSettings } from './settings';
 import { randomUUID } from 'node:crypto';

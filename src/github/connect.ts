@@ -8,7 +8,7 @@ import type { Db } from '../app/store/db';
 import { asGithubFailure, type GithubApi } from './api';
 import { refusesAccess } from './api-errors';
 import { installationOwner } from './installations';
-import { createTarget } from './targets';
+import { createTarget } from './target-records';
 
 export type RepositoryAccess =
   | { ok: true; id: number; fullName: string }

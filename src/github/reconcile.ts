@@ -9,8 +9,7 @@ import { sql } from 'kysely';
 import type { Db } from '../app/store/db';
 import { asGithubFailure, type GithubApi } from './api';
 import { branchOf, headDrifted, pickRedeliveries, reconcileSince } from './reconcile-rules';
-import { recordResync } from './target-views';
-import { getTarget, type GithubTarget } from './targets';
+import { getTarget, recordResync, type GithubTarget } from './target-records';
 
 const STATE_ID = 'deliveries';
 

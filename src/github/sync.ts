@@ -12,7 +12,7 @@ import type { GithubSyncAttempt, GithubSyncRequest } from './contract';
 import { countChanges, pickManifests, planSync, validateManifest, type SyncPlan } from './manifests';
 import type { GithubSettings } from './settings';
 import { loadSnapshot, recordFailure, recordRetry, recordSync, recordVerified, startAttempt, type FetchedFile } from './sync-store';
-import { getTarget, type GithubTarget } from './targets';
+import { getTarget, type GithubTarget } from './target-records';
 
 export interface SyncDeps {
   db: Db;

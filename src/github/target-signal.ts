@@ -5,7 +5,7 @@
 import type { AdmissionMode } from '../app/admission';
 import type { IngressGateway } from '../app/ingress';
 import { githubSearchAttributes, githubSyncSignal, githubTargetWorkflow, githubTargetWorkflowId, type GithubSyncSignal } from './contract';
-import type { GithubTarget } from './targets';
+import type { GithubTarget } from './target-records';
 
 export async function signalTarget(
   ingress: IngressGateway,

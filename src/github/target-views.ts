@@ -1,12 +1,12 @@
 /**
- * Targets as the admin routes and the CLI show them: the target, where its sync stands, its
- * snapshot's files; and the event a forced resync records. Reads are scoped to one organization.
+ * Targets as the admin routes and the CLI show them: the target, where its sync stands, and its
+ * snapshot's files. Reads only, each scoped to one organization; the records themselves are in
+ * src/github/target-records.ts.
  */
 import { sql } from 'kysely';
-import { typeid } from 'typeid-js';
 import type { Db } from '../app/store/db';
 import type { GithubFileStatus, GithubSyncCounts, GithubSyncStatus } from './tables';
-import { getTarget, type GithubTarget } from './targets';
+import type { GithubTarget } from './target-records';
 
 export type TargetSyncState = 'idle' | 'queued' | 'running' | 'failed' | 'not_configured';
 
@@ -30,12 +30,6 @@ export interface TargetView {
     at: string | null;
   } | null;
   createdAt: string;
-}
-
-/** A target of `organizationId`, or undefined (another organization's is as absent as a missing one). */
-export async function findTarget(db: Db, organizationId: string, targetId: string): Promise<GithubTarget | undefined> {
-  const target = await getTarget(db, targetId);
-  return target?.organizationId === organizationId ? target : undefined;
 }
 
 export async function viewTarget(db: Db, organizationId: string, targetId: string, configured: boolean): Promise<TargetView | undefined> {
@@ -119,41 +113,4 @@ export async function listFiles(db: Db, targetId: string, withContent: boolean):
     if (fits) budget -= length;
     return { ...view, content: fits ? row.content : null };
   });
-}
-
-/**
- * A forced full resync, recorded as a queued event of the target (its own delivery id:
- * `manual-…` or `reconcile-…`), on `ref` (the target's own, else the branch the reconcile read).
- */
-export async function recordResync(db: Db, target: GithubTarget, reason: 'manual' | 'reconcile', ref = target.ref): Promise<string> {
-  const id = typeid('gse').toString();
-  await db
-    .insertInto('github_sync_events')
-    .values({
-      id,
-      organization_id: target.organizationId,
-      delivery_id: `${reason}-${id}`,
-      event: reason,
-      action: null,
-      kind: 'full_resync',
-      target_id: target.targetId,
-      installation_id: target.installationId,
-      repository_id: target.repositoryId,
-      repository_full_name: target.repository,
-      ref,
-      head_sha: null,
-      status: 'queued',
-      outcome: null,
-    })
-    .execute();
-  return id;
-}
-
-export async function deleteTarget(db: Db, organizationId: string, targetId: string): Promise<boolean> {
-  const deleted = await db
-    .deleteFrom('github_connector_targets')
-    .where('id', '=', targetId)
-    .where('organization_id', '=', organizationId)
-    .executeTakeFirst();
-  return Number(deleted.numDeletedRows) > 0;
 }

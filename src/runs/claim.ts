@@ -11,7 +11,7 @@ import { isAdmin, type Principal } from '../app/http/auth';
 import { CLAIM_REFUSALS, RUN_NOT_FOUND, claimRunUpdate, runWorkflowId, type RunClaim } from './contract';
 import type { RunDeps } from './deps';
 import { holdClaimCandidate, releaseClaimHold } from './store';
-import { runCaller } from './visibility';
+import { runCaller } from './access';
 
 /**
  * The Update waits for a worker and for the run's row to show the claim, so it gets longer than

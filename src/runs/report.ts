@@ -27,7 +27,7 @@ import {
   type RunSummary,
   type RunWorkflowInput,
 } from './contract';
-import { canSee, runCaller } from './visibility';
+import { canSee, runCaller } from './access';
 import type { BacklogGate } from './backlog';
 import type { RunDeps } from './deps';
 import { outlivedMs, reconcileRun } from './reconcile';

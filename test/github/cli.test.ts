@@ -2,7 +2,7 @@
 import { execFile } from 'node:child_process';
 import path from 'node:path';
 import { loadConfig } from '../../src/main/config';
-import { getTarget } from '../../src/github/targets';
+import { getTarget } from '../../src/github/target-records';
 import { openDatabase, type DbHandle } from '../../src/app/store/db';
 import { freshId } from '../harness/github';
 import { createTestOrg } from '../harness/identity';

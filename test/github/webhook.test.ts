@@ -7,7 +7,7 @@ import { WorkflowNotFoundError } from '@temporalio/client';
 import { typeid } from 'typeid-js';
 import { signGithubPayload } from '../../src/github/signature';
 import { bindInstallation, installationOwner } from '../../src/github/installations';
-import { getTarget } from '../../src/github/targets';
+import { getTarget } from '../../src/github/target-records';
 import { githubDeliveryWorkflowId, githubSearchAttributes } from '../../src/github/contract';
 import { CODEHOST_PATH, deliver, deliveryResult, freshId, githubExample, ownedTarget, type Payload } from '../harness/github';
 import { createTestOrg } from '../harness/identity';

@@ -6,7 +6,7 @@ import { randomInt, randomUUID } from 'node:crypto';
 import type { Db } from '../../src/app/store/db';
 import { signGithubPayload } from '../../src/github/signature';
 import { bindInstallation } from '../../src/github/installations';
-import { createTarget } from '../../src/github/targets';
+import { createTarget } from '../../src/github/target-records';
 import { githubDeliveryWorkflowId, type GithubDeliverySummary } from '../../src/github/contract';
 import type { HttpTarget, TestStack, TestResponse } from './stack';
 

@@ -10,7 +10,7 @@ import { InvalidRequestError } from '../../app/http/schemas';
 import { z } from '../../app/http/zod';
 import { connectTarget, type ConnectOutcome } from '../connect';
 import { viewTarget } from '../target-views';
-import { REPOSITORY_FULL_NAME } from '../targets';
+import { REPOSITORY_FULL_NAME } from '../target-records';
 import type { GithubRouteDeps } from './shared';
 import { adminOrNotFound, TAGS, TargetBody, targetAuthResponses } from './target-shared';
 

@@ -4,7 +4,7 @@ import { defineRoute, type Reply, type Route } from '../../app/http/route';
 import { InvalidRequestError } from '../../app/http/schemas';
 import type { GithubRouteDeps } from './shared';
 import { adminOrNotFound, TAGS, TargetIdParams, targetNotFound, targetAuthResponses } from './target-shared';
-import { deleteTarget } from '../target-views';
+import { deleteTarget } from '../target-records';
 
 type Deps = Pick<GithubRouteDeps, 'db' | 'settings' | 'ingress'>;
 const badId = { 400: { description: 'Invalid target id.', schema: InvalidRequestError } };

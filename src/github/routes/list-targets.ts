@@ -3,7 +3,7 @@ import type { Principal } from '../../app/http/auth';
 import { defineRoute, type Reply, type Route } from '../../app/http/route';
 import { z } from '../../app/http/zod';
 import { viewTarget } from '../target-views';
-import { listTargets } from '../targets';
+import { listTargets } from '../target-records';
 import type { GithubRouteDeps } from './shared';
 import { adminOrNotFound, TAGS, TargetBody, targetAuthResponses } from './target-shared';
 

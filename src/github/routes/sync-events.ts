@@ -3,7 +3,8 @@ import type { Principal } from '../../app/http/auth';
 import { defineRoute, type Reply, type Route } from '../../app/http/route';
 import { InvalidRequestError, authResponses } from '../../app/http/schemas';
 import { z } from '../../app/http/zod';
-import { REPOSITORY_FULL_NAME, SYNC_STATUSES, listSyncEvents } from '../targets';
+import { REPOSITORY_FULL_NAME } from '../target-records';
+import { SYNC_STATUSES, listSyncEvents } from '../sync-event-listing';
 import type { GithubRouteDeps } from './shared';
 
 const SyncEvent = z

@@ -7,7 +7,7 @@ import { adminOrNotFound, TAGS, TargetIdParams, targetNotFound, targetAuthRespon
 import { signalTarget } from '../target-signal';
 import { errors } from '../../app/errors';
 import { z } from '../../app/http/zod';
-import { findTarget, recordResync } from '../target-views';
+import { findTarget, recordResync } from '../target-records';
 
 type Deps = Pick<GithubRouteDeps, 'db' | 'settings' | 'ingress'>;
 const badId = { 400: { description: 'Invalid target id.', schema: InvalidRequestError } };

@@ -5,7 +5,8 @@ import { InvalidRequestError } from '../../app/http/schemas';
 import type { GithubRouteDeps } from './shared';
 import { adminOrNotFound, TAGS, TargetIdParams, targetNotFound, targetAuthResponses } from './target-shared';
 import { z } from '../../app/http/zod';
-import { FILE_CONTENT_LIMITS, findTarget, listFiles } from '../target-views';
+import { findTarget } from '../target-records';
+import { FILE_CONTENT_LIMITS, listFiles } from '../target-views';
 
 type Deps = Pick<GithubRouteDeps, 'db' | 'settings' | 'ingress'>;
 const badId = { 400: { description: 'Invalid target id.', schema: InvalidRequestError } };

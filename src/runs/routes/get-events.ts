@@ -7,7 +7,7 @@ import { runWorkflowId } from '../contract';
 import type { RunDeps } from '../deps';
 import { RunEventsBody, RunEventsQuery, RunIdParams } from '../schemas';
 import { findRun, hasRunEvents, listRunEvents } from '../store';
-import { canSee } from '../visibility';
+import { canSee } from '../access';
 import { TAGS, notFound } from './shared';
 
 type EventsDeps = Pick<RunDeps, 'db' | 'ingress'>;

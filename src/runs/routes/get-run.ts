@@ -7,7 +7,7 @@ import type { RunDeps } from '../deps';
 import { reconcileRun } from '../reconcile';
 import { RunIdParams, RunSummaryBody } from '../schemas';
 import { findRun } from '../store';
-import { canSee } from '../visibility';
+import { canSee } from '../access';
 import { TAGS, notFound, summaryBody } from './shared';
 
 async function getRun(deps: RunDeps, principal: Principal, runId: string): Promise<Reply> {

@@ -8,7 +8,7 @@ import type { RunDeps } from '../deps';
 import { reconcileRun } from '../reconcile';
 import { HEARTBEAT_BODY_LIMIT_BYTES, RunCancelAckBody, RunCancelBody, RunConflictBody, RunIdParams } from '../schemas';
 import { findRun } from '../store';
-import { canSee, runCaller } from '../visibility';
+import { canSee, runCaller } from '../access';
 import { TAGS, notFound, runClosed } from './shared';
 
 /**

@@ -7,7 +7,7 @@ import { isClosedRunStatus } from '../contract';
 import type { RunDeps } from '../deps';
 import { HEARTBEAT_BODY_LIMIT_BYTES, RunClaimRequestBody, RunConflictBody, RunIdParams } from '../schemas';
 import { findRun } from '../store';
-import { canSee } from '../visibility';
+import { canSee } from '../access';
 import { TAGS, claimBody, claimResponses, notFound, runClosed } from './shared';
 
 async function postClaim(deps: RunDeps, principal: Principal, runId: string): Promise<Reply> {

@@ -1,3 +1,4 @@
+/** Who may see a run, and the caller a report or claim carries so the run applies the same rule. */
 import { isAdmin, type Principal } from '../app/http/auth';
 import type { RunCaller } from './contract';
 
