@@ -82,7 +82,6 @@ export default tseslint.config(
       'src/main/config.ts',
       'src/cluster/settings.ts',
       'src/cli/runtime/settings.ts',
-      'src/github/settings.ts',
       'test/setup/**',
       'test/harness/process.ts',
       'bench/**',

@@ -16,7 +16,7 @@
  * `wait` waits for a slot and for the next window up to ADMISSION_WAIT_MAX, then goes through
  * anyway (an operator's forced GitHub sync, which nobody would retry); `bypass` is
  * never limited nor counted against the bound (heartbeats of a run that holds a lease: dropping
- * one could cost the run its lease).
+ * one could cost the run its lease; an admin's MCP resolve, rare and waited on).
  *
  * When Postgres cannot count, the request goes through unmetered: admission shares the engine
  * fairly, it is not what makes an ack durable, and refusing everything during a Postgres blip

@@ -32,7 +32,9 @@ export interface CliDatabase {
   secretKey: () => Promise<SecretKeys>;
 }
 
-export interface CliContext {
+export interface CliContext<S = unknown> {
+  /** The feature's own settings, read from the environment when a command asks (a problem stops the command). */
+  settings(): S;
   /** Runs `action` with the database open, and closes it after. */
   withDatabase<T>(action: (context: CliDatabase) => Promise<T>): Promise<T>;
   /** withDatabase, plus the ingress gateway to Temporal's workflows (closed after `action` too). */

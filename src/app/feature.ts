@@ -88,7 +88,7 @@ export interface Feature<S = unknown> {
   /** Temporal Schedules the worker role creates or updates at start (none when the feature is not configured). */
   schedules?(deps: WorkerDeps<S>): FeatureSchedule[];
   /** Its `den` commands, with the context `den` runs them in (src/app/cli.ts). */
-  cli?(program: Command, context: CliContext): void;
+  cli?(program: Command, context: CliContext<S>): void;
 }
 
 /** Declares a descriptor, keeping its name's literal type and inferring its settings from the slice. */

@@ -16,7 +16,8 @@ import { createTemporalClient } from '../app/temporal/client';
 import { runningClusterDatabase } from '../cluster/state';
 import { unadmittedGateway } from '../main/gateway';
 
-export const cliContext: CliContext = {
+/** The context of every command but its feature's settings, which `den` adds per feature (src/cli/den.ts). */
+export const cliContext: Omit<CliContext, 'settings'> = {
   withDatabase,
   withTemporal: (action) =>
     withDatabase(async (context) => {

@@ -8,6 +8,7 @@ import { AppError } from '../app/errors';
 import { IdentityError } from '../identity/store';
 import { CliError } from '../app/cli';
 import { cliContext } from './context';
+import { featureSettings } from '../main/config';
 import { FEATURES } from '../main/features';
 import { registerRuntimeCommands } from './runtime';
 import { registerSecretsCommands } from './secrets';
@@ -17,9 +18,9 @@ export function buildProgram(): Command {
     .description('Operate the den control plane: organizations, members, API keys, sessions and integrations.')
     .showHelpAfterError()
     .exitOverride();
-  for (const feature of FEATURES) feature.cli?.(program, cliContext);
+  for (const feature of FEATURES) feature.cli?.(program, { ...cliContext, settings: () => featureSettings(feature) });
   registerRuntimeCommands(program);
-  registerSecretsCommands(program, cliContext);
+  registerSecretsCommands(program, { ...cliContext, settings: () => undefined });
   return program;
 }
 

@@ -5,7 +5,7 @@ import { connectTarget, type ConnectOutcome } from './connect';
 import { bindInstallation, listInstallations, listUnboundInstallations } from './installations';
 import { listFiles, viewTarget } from './target-views';
 import { signalTarget } from './target-signal';
-import { loadGithubSettings } from './settings';
+import type { GithubSettings } from './settings';
 import { randomUUID } from 'node:crypto';
 import { CliError, positiveInt, print, type CliContext } from '../app/cli';
 import { githubReconcileScheduleId, githubReconcileWorkflow } from './contract';
@@ -27,7 +27,7 @@ function ref(value: string): string {
  * `den github targets sync`: what POST …/targets/{targetId}/sync does, for operators with the
  * database and Temporal. The worker's App credentials decide whether it can sync, not the CLI's.
  */
-function registerTargetSync(targets: Command, context: CliContext): void {
+function registerTargetSync(targets: Command, context: CliContext<GithubSettings>): void {
   targets
     .command('sync')
     .description(
@@ -38,7 +38,7 @@ function registerTargetSync(targets: Command, context: CliContext): void {
     .argument('<targetId>')
     .action((targetId: string, opts: { org: string }) =>
       context.withTemporal(async ({ db, ingress }) => {
-        const settings = loadGithubSettings();
+        const settings = context.settings();
         const target = await findTarget(db, opts.org, targetId);
         if (!target) throw new CliError(`target ${targetId} not found in ${opts.org}`);
         if (target.status !== 'active') throw new CliError(`target ${targetId} is ${target.status}`);
@@ -50,7 +50,7 @@ function registerTargetSync(targets: Command, context: CliContext): void {
 }
 
 /** show, files and delete: what the admin routes do, for operators with the database. */
-function registerTargetInspection(targets: Command, context: CliContext): void {
+function registerTargetInspection(targets: Command, context: CliContext<GithubSettings>): void {
   targets
     .command('show')
     .description('A target and its last sync, as stored (the CLI reads no App settings, so never `not_configured`).')
@@ -92,7 +92,7 @@ function registerTargetInspection(targets: Command, context: CliContext): void {
  * `den github reconcile`: one reconcile now, run by the worker like the Schedule's (the worker
  * holds the App credentials); prints its counts and exits non-zero when GitHub refused.
  */
-function registerReconcile(github: Command, context: CliContext): void {
+function registerReconcile(github: Command, context: CliContext<GithubSettings>): void {
   github
     .command('reconcile')
     .description(
@@ -141,7 +141,7 @@ function connectRefusal(
  * (self-hosters are trusted; the App's install flow is the way for everyone else), lists the
  * bindings, and lists the installations targets name that nobody owns.
  */
-function registerInstallations(github: Command, context: CliContext): void {
+function registerInstallations(github: Command, context: CliContext<GithubSettings>): void {
   const installations = github.command('installations').description('Which organization owns each GitHub App installation.');
   installations
     .command('bind')
@@ -179,7 +179,7 @@ function registerInstallations(github: Command, context: CliContext): void {
     );
 }
 
-export function registerGithubCommands(program: Command, context: CliContext): void {
+export function registerGithubCommands(program: Command, context: CliContext<GithubSettings>): void {
   const github = program.command('github').description('GitHub App integration.');
   registerReconcile(github, context);
   registerInstallations(github, context);
@@ -197,7 +197,7 @@ export function registerGithubCommands(program: Command, context: CliContext): v
     .option('--ref <ref>', 'only this ref, e.g. refs/heads/main (a bare name means a branch)', ref)
     .action((opts: { org: string; installationId: number; repo: string; repositoryId?: number; ref?: string }) =>
       context.withDatabase(async ({ db }) => {
-        const settings = loadGithubSettings();
+        const settings = context.settings();
         const api = settings.app ? createGithubApi(settings.app, settings.apiBaseUrl) : undefined;
         const connected = await connectTarget(
           { db, api },

@@ -4,7 +4,7 @@
  * picks and how hard it tries, and the reconcile's period.
  */
 import fs from 'node:fs';
-import { defineSettings, duration, int, optionalString, parseSettings, type Environment } from '../app/settings';
+import { defineSettings, duration, int, optionalString } from '../app/settings';
 import { z } from 'zod';
 import { githubWebBaseUrl } from './oauth';
 
@@ -105,8 +105,3 @@ export const githubSettings = defineSettings(
 );
 
 export type GithubSettings = ReturnType<typeof githubSettings.build>;
-
-/** The slice on its own, for the CLI (process.env by default); every problem is reported at once. */
-export function loadGithubSettings(environment: Environment = process.env): GithubSettings {
-  return parseSettings(githubSettings, environment);
-}

@@ -6,7 +6,8 @@
  */
 import { z } from 'zod';
 import { platformSettings, type PlatformConfig } from '../app/config';
-import { ConfigError, type Environment, type SettingsSlice } from '../app/settings';
+import type { Feature } from '../app/feature';
+import { ConfigError, parseSettings, type Environment, type SettingsSlice } from '../app/settings';
 import { FEATURES, type FeatureList } from './features';
 
 type Features = FeatureList[number];
@@ -40,4 +41,9 @@ export function loadConfig(environment: Environment = process.env): Config {
 /** The process environment with some variables replaced (tests, the bench and chaos scripts). */
 export function loadConfigWith(overrides: Record<string, string | undefined>): Config {
   return loadConfig({ ...process.env, ...overrides });
+}
+
+/** One feature's settings on their own (a `den` command's), without checking the others' slices. */
+export function featureSettings<S>(feature: Feature<S>, environment: Environment = process.env): S {
+  return (feature.settings ? parseSettings(feature.settings, environment) : undefined) as S;
 }

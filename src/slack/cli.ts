@@ -10,6 +10,7 @@ import {
 import { CliError, print, type CliContext } from '../app/cli';
 import { liveMember } from '../identity';
 import { completeLink, LINK_REFUSAL_STATUS } from './link-completion';
+import type { SlackSettings } from './settings';
 
 /** Slack ids (T…, A…, U…, C…) are upper-case letters and digits. */
 function slackId(kind: string) {
@@ -62,7 +63,7 @@ async function operatorErrors<T>(fn: () => Promise<T>): Promise<T> {
   }
 }
 
-export function registerSlackCommands(program: Command, context: CliContext): void {
+export function registerSlackCommands(program: Command, context: CliContext<SlackSettings>): void {
   const slack = program.command('slack').description('Slack integration.');
   const connections = slack.command('connections').description('Slack app installations (one per workspace and app).');
   registerCreateConnection(connections, context);
@@ -77,7 +78,7 @@ export function registerSlackCommands(program: Command, context: CliContext): vo
   registerCompleteLink(links, context);
 }
 
-function registerCreateConnection(connections: Command, context: CliContext): void {
+function registerCreateConnection(connections: Command, context: CliContext<SlackSettings>): void {
   connections
     .command('create')
     .description('Register a Slack app installation. Secrets are stored encrypted. Prints {connectionId}.')
@@ -119,7 +120,7 @@ function registerCreateConnection(connections: Command, context: CliContext): vo
     );
 }
 
-function registerUpdateConnection(connections: Command, context: CliContext): void {
+function registerUpdateConnection(connections: Command, context: CliContext<SlackSettings>): void {
   connections
     .command('update <id>')
     .description('Enable or disable a connection, rotate its signing secret, or change its channel allowlist.')
@@ -145,7 +146,7 @@ function registerUpdateConnection(connections: Command, context: CliContext): vo
     );
 }
 
-function registerCompleteLink(links: Command, context: CliContext): void {
+function registerCompleteLink(links: Command, context: CliContext<SlackSettings>): void {
   links
     .command('complete')
     .description(

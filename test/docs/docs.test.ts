@@ -246,3 +246,25 @@ describe('docs/github.md', () => {
     expect(reasons.filter((reason) => !github.includes(`\`${reason}\``))).toEqual([]);
   });
 });
+
+describe('docs/architecture.md', () => {
+  /** The files of src/ that the "Settings in one place" rule names. */
+  const namedReaders = () => {
+    const rule = /\*\*Settings in one place per process kind\.\*\*([\s\S]*?)\n- \*\*/.exec(docText('architecture.md'))?.[1] ?? '';
+    return [...rule.matchAll(/`(src\/[^`]+\.ts)`/g)].map((m) => m[1]!).sort();
+  };
+
+  it('names exactly the files of src/ that read process.env, as ESLint allows them', () => {
+    const eslint = read('eslint.config.mjs');
+    const allowBlock = /files: \[([^\]]*)\],\s*rules: \{ 'no-restricted-properties': 'off' \}/.exec(eslint)?.[1] ?? '';
+    const allowed = [...allowBlock.matchAll(/'(src\/[^']+\.ts)'/g)].map((m) => m[1]!);
+    const reading = walk('src', (n) => n.endsWith('.ts')).filter((file) =>
+      /process\.env\b/.test(read(file).replace(/\/\*\*[\s\S]*?\*\/|\/\/.*$/gm, '')),
+    );
+    const disabled = reading.filter((file) => /process\.env.*eslint-disable-line no-restricted-properties/.test(read(file)));
+    expect(allowed.length).toBeGreaterThan(0);
+    // Every file that reads it is allowed by ESLint or marked on its line, and the doc names each.
+    expect(reading.filter((file) => !allowed.includes(file) && !disabled.includes(file))).toEqual([]);
+    expect(namedReaders()).toEqual([...new Set([...allowed, ...disabled])].sort());
+  });
+});

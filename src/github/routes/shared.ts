@@ -4,7 +4,7 @@ import type { GithubApi } from '../api';
 import type { InstallerClient } from '../oauth';
 import type { GithubSettings } from '../settings';
 
-/** What the GitHub routes use, handed over by the composition root (src/main/compose.ts). */
+/** What the GitHub routes use, handed over by the composition root (src/main/api.ts). */
 export type GithubRouteDeps = Pick<ApiDeps<GithubSettings>, 'settings' | 'db' | 'ingress' | 'metrics' | 'now' | 'secretKey'> & {
   /** GitHub's API as the App (undefined without App credentials), for the target's repository check; built by the feature's descriptor. */
   api: GithubApi | undefined;

@@ -6,7 +6,7 @@ import type { SlackQuota } from '../quota';
 import type { SlackSettings } from '../settings';
 import type { SlackVerifier } from '../verify';
 
-/** What the Slack routes use: the feature's deps from the composition root (src/main/compose.ts), and the quota. */
+/** What the Slack routes use: the feature's deps from the composition root (src/main/api.ts), and what its descriptor builds. */
 export type SlackRouteDeps = ApiDeps<SlackSettings> & {
   /** Shared by every replica (Postgres); built by the feature's descriptor. */
   quota: SlackQuota;
