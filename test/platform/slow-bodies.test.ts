@@ -9,15 +9,14 @@ import http from 'node:http';
 import { randomUUID } from 'node:crypto';
 import { signGithubPayload } from '../../src/github/signature';
 import { githubExample } from '../harness/github';
+import { startUpload, type Upload } from '../harness/uploads';
 import { startTestStack, type TestStack } from '../harness/stack';
 import { waitFor } from '../harness/wait';
 
 const SECRET = `secret-${randomUUID()}`;
 const MB20 = 20_000_000;
 
-interface Upload {
-  response: Promise<{ status: number; headers: http.IncomingHttpHeaders; body: string }>;
-  request: http.ClientRequest;
+interface Slow extends Upload {
   /** Writes 1 KB now and every second after, until the answer comes or the test stops it. */
   trickle(): void;
   /** Writes 1 MB at once: a body well ahead of the minimum rate for the next 16 s. */
@@ -25,45 +24,26 @@ interface Upload {
   stop(): void;
 }
 
-/** A POST from `localAddress` whose headers go out at once and whose body is written only as the test says. */
-function startUpload(stack: TestStack, localAddress: string, headers: Record<string, string | number>): Upload {
-  const url = new URL(stack.url);
-  const request = http.request({
-    host: url.hostname,
-    port: url.port,
-    method: 'POST',
-    path: '/v1/webhooks/connectors/github',
-    localAddress,
-    headers,
-  });
+/** An unauthenticated GitHub upload from `localAddress`, whose body the test writes as it says. */
+function slowUpload(stack: TestStack, localAddress: string, headers: Record<string, string | number>): Slow {
+  const upload = startUpload(stack.url, '/v1/webhooks/connectors/github', headers, localAddress);
   let timer: NodeJS.Timeout | undefined;
-  const response = new Promise<{ status: number; headers: http.IncomingHttpHeaders; body: string }>((resolve, reject) => {
-    request.on('response', (res) => {
-      clearInterval(timer);
-      const chunks: Buffer[] = [];
-      res.on('data', (chunk: Buffer) => chunks.push(chunk));
-      res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body: Buffer.concat(chunks).toString('utf8') }));
-      res.on('error', reject);
-    });
-    request.on('error', reject);
-  });
-  // A refused or cut-off upload ends in a closed socket once the answer is read; not a failure.
-  response.catch(() => {});
-  request.on('error', () => {});
-  request.flushHeaders();
+  void upload.response.then(
+    () => clearInterval(timer),
+    () => clearInterval(timer),
+  );
   return {
-    request,
-    response,
+    ...upload,
     trickle() {
-      request.write(Buffer.alloc(1024, 0x20));
-      timer = setInterval(() => request.write(Buffer.alloc(1024, 0x20)), 1000);
+      upload.request.write(Buffer.alloc(1024, 0x20));
+      timer = setInterval(() => upload.request.write(Buffer.alloc(1024, 0x20)), 1000);
     },
     burst() {
-      request.write(Buffer.alloc(1024 * 1024, 0x20));
+      upload.request.write(Buffer.alloc(1024 * 1024, 0x20));
     },
     stop() {
       clearInterval(timer);
-      request.destroy();
+      upload.request.destroy();
     },
   };
 }
@@ -109,7 +89,7 @@ describe('slow bodies, with a short grace', () => {
   afterAll(() => stack.stop());
 
   it('a body slower than the minimum rate is cut off with 408 once its grace has passed, and its bytes come back', async () => {
-    const upload = startUpload(stack, '127.0.0.2', unsigned(1_000_000));
+    const upload = slowUpload(stack, '127.0.0.2', unsigned(1_000_000));
     upload.trickle();
     const started = Date.now();
     const answer = await upload.response;
@@ -132,7 +112,7 @@ describe('slow uploads and a signed delivery, with the default budget', () => {
   afterAll(() => stack.stop());
 
   it('five 20 MB uploads at 1 KB/s from five addresses do not stop a signed 2 MB delivery from being acked', async () => {
-    const uploads = [11, 12, 13, 14, 15].map((n) => startUpload(stack, `127.0.0.${n}`, unsigned(MB20)));
+    const uploads = [11, 12, 13, 14, 15].map((n) => slowUpload(stack, `127.0.0.${n}`, unsigned(MB20)));
     uploads.forEach((upload) => upload.trickle());
     await waitFor(async () => (await heldBytes(stack)) === 5 * MB20, 5_000);
     // The five hold the large share (3/4 of 128 MiB) but for 0.6 MiB; once they have fallen
@@ -150,7 +130,7 @@ describe('slow uploads and a signed delivery, with the default budget', () => {
   });
 
   it('one address holds at most its share: its extra uploads are refused, and its signed 2 MB delivery is acked', async () => {
-    const uploads = [1, 2, 3, 4, 5].map(() => startUpload(stack, '127.0.0.21', unsigned(MB20)));
+    const uploads = [1, 2, 3, 4, 5].map(() => slowUpload(stack, '127.0.0.21', unsigned(MB20)));
     // The first keeps ahead of the minimum rate, so no later body of its address may take its room.
     uploads[0]!.burst();
     uploads.slice(1).forEach((upload) => upload.trickle());
@@ -192,14 +172,14 @@ describe('the client address behind a trusted proxy', () => {
 
   it("a trusted proxy's X-Forwarded-For names the client; anyone else's is ignored", async () => {
     // Through the proxy: five clients, each within its own share.
-    const viaProxy = [1, 2, 3, 4, 5].map((n) => startUpload(stack, '127.0.0.1', unsigned(MB20, `203.0.113.${n}`)));
+    const viaProxy = [1, 2, 3, 4, 5].map((n) => slowUpload(stack, '127.0.0.1', unsigned(MB20, `203.0.113.${n}`)));
     viaProxy.forEach((upload) => upload.trickle());
     await waitFor(async () => (await heldBytes(stack)) === 5 * MB20, 5_000);
     viaProxy.forEach((upload) => upload.stop());
     await waitFor(async () => (await heldBytes(stack)) === 0, 5_000);
 
     // Not a trusted proxy: its header is the sender's own claim, and every upload is its own.
-    const spoofed = [1, 2].map((n) => startUpload(stack, '127.0.0.30', unsigned(MB20, `203.0.113.${n}`)));
+    const spoofed = [1, 2].map((n) => slowUpload(stack, '127.0.0.30', unsigned(MB20, `203.0.113.${n}`)));
     spoofed[0]!.burst();
     spoofed[1]!.trickle();
     expect((await spoofed[1]!.response).status).toBe(503);

@@ -4,7 +4,6 @@
  * of bodies it has not authenticated, answering 503 `busy` unread past it, while small signed
  * deliveries keep being served.
  */
-import http from 'node:http';
 import { randomUUID } from 'node:crypto';
 import type Koa from 'koa';
 import { typeid } from 'typeid-js';
@@ -15,36 +14,13 @@ import { createLogger } from '../../src/app/log';
 import { createMetrics } from '../../src/app/metrics';
 import { deliver, githubExample } from '../harness/github';
 import { startTestStack, type TestStack } from '../harness/stack';
+import { startUpload } from '../harness/uploads';
 import { waitFor } from '../harness/wait';
 
 const SECRET = `secret-${randomUUID()}`;
 const MB25 = 25 * 1024 * 1024;
 const BUDGET = 40 * 1024 * 1024;
 const WELL_FORMED_SIGNATURE = `sha256=${'ab'.repeat(32)}`;
-
-interface Upload {
-  /** Resolves with the answer, whenever the server gives it (possibly before the body is sent). */
-  response: Promise<{ status: number; headers: http.IncomingHttpHeaders; body: string }>;
-  request: http.ClientRequest;
-}
-
-/** Starts a POST whose headers go out at once and whose body is written only as the test says. */
-function startUpload(url: string, path: string, headers: Record<string, string | number>): Upload {
-  const request = http.request(`${url}${path}`, { method: 'POST', headers });
-  const response = new Promise<{ status: number; headers: http.IncomingHttpHeaders; body: string }>((resolve, reject) => {
-    request.on('response', (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (chunk: Buffer) => chunks.push(chunk));
-      res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body: Buffer.concat(chunks).toString('utf8') }));
-      res.on('error', reject);
-    });
-    request.on('error', reject);
-  });
-  // A refused upload ends in a closed socket on our side once the answer is read; not a failure.
-  response.catch(() => {});
-  request.flushHeaders();
-  return { request, response };
-}
 
 const githubHeaders = (length: number, signature = WELL_FORMED_SIGNATURE) => ({
   'content-type': 'application/json',
