@@ -28,7 +28,7 @@ export interface ClusterPostgres {
 
 export const TEMPORAL_DATABASES = [
   { name: 'temporal', schema: 'postgresql/v12/temporal' },
-  { name: 'temporal_visibility', schema: 'postgresql/v12/access' },
+  { name: 'temporal_visibility', schema: 'postgresql/v12/visibility' },
 ] as const;
 
 export async function clusterPostgres(config: ClusterConfig, clusterDir: string, log: Logger): Promise<ClusterPostgres> {
