@@ -20,7 +20,8 @@ export interface HeartbeatAnswer {
   cancelRequested: boolean;
 }
 
-export type Admission =
+/** What the coalescer decides for one heartbeat: forward it, wait for the forward in flight, or answer from what it knows. */
+export type HeartbeatVerdict =
   { forward: true } | { forward: false; pending: true } | { forward: false; closedStatus: string } | ({ forward: false } & HeartbeatAnswer);
 
 interface Entry {
@@ -53,7 +54,7 @@ export class HeartbeatCoalescer {
   }
 
   /** Decides, synchronously (so concurrent requests see each other), whether to forward. */
-  admit(key: string, now: number): Admission {
+  admit(key: string, now: number): HeartbeatVerdict {
     this.maybeSweep(now);
     const entry = this.entries.get(key);
     if (entry && now - entry.at < entry.windowMs) {
