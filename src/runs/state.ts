@@ -176,10 +176,10 @@ const ignore = (state: RunState, reason: keyof RunIgnoredCounts): RunState => ({
 /** The refusals that depend on a report's attempt alone; a heartbeat is ignored by the same rules, with nothing to answer. */
 type AttemptRefusal = Extract<EventRefusal, { error: 'run_closed' | 'attempt_out_of_range' | 'stale_attempt' | 'not_claimed' }>;
 
-type Admission = { admitted: true; state: RunState } | { admitted: false; state: RunState; refusal: AttemptRefusal };
+type AttemptVerdict = { admitted: true; state: RunState } | { admitted: false; state: RunState; refusal: AttemptRefusal };
 
 /** A report the run ignores: counted under `reason`, and refused (before any ack) with `refusal`. */
-const refuseAttempt = (state: RunState, reason: keyof RunIgnoredCounts, refusal: AttemptRefusal): Admission => ({
+const refuseAttempt = (state: RunState, reason: keyof RunIgnoredCounts, refusal: AttemptRefusal): AttemptVerdict => ({
   admitted: false,
   state: ignore(state, reason),
   refusal,
@@ -190,7 +190,7 @@ const refuseAttempt = (state: RunState, reason: keyof RunIgnoredCounts, refusal:
  * attempt, extend the current one, or be ignored (with the reason it is counted under and the
  * refusal the API answers).
  */
-function admitAttempt(state: RunState, attempt: number, now: number, settings: RunSettings): Admission {
+function admitAttempt(state: RunState, attempt: number, now: number, settings: RunSettings): AttemptVerdict {
   const { status } = state;
   if (isClosed(state)) return refuseAttempt(state, 'afterClose', { ok: false, error: 'run_closed', status });
   if (attempt > settings.maxAttempts) {
