@@ -70,6 +70,12 @@ export function progressBlocks(text: string, runId: string): Record<string, unkn
   ];
 }
 
+/** What the first message says once its run's answer went out as new replies instead (its edit was refused). */
+export const SUPERSEDED_TEXT = 'The answer is in the replies below.';
+
+/** What the first message says once the answer streamed in the reply below it (its Cancel button goes). */
+export const STREAMED_TEXT = 'Done: the answer is in the reply below.';
+
 /** Block Kit of a finished message: the text alone (the Cancel button goes). */
 export function finalBlocks(text: string): Record<string, unknown>[] {
   return [{ type: 'section', text: mrkdwnText(text) }];
