@@ -55,7 +55,11 @@ export function createStreamActivities(deps: Deps, calls: SlackCallDeps) {
         ...(input.recipient ? { recipient_user_id: input.recipient.userId, recipient_team_id: input.recipient.teamId } : {}),
         ...(input.chunks.length > 0 ? { chunks: input.chunks } : {}),
       };
-      const step = stepOf(await sendWithin(calls, postable.connection, 'chat.startStream', body, 'progress'), 'chat.startStream', 'refused');
+      const step = stepOf(
+        await sendWithin(calls, postable.connection, 'chat.startStream', body, 'progress'),
+        'chat.startStream',
+        'refused',
+      );
       if (step.outcome === 'refused') {
         await rememberStreamingRefused(deps.db, input.connectionId, step.error);
         deps.log.warn({ connectionId: input.connectionId, error: step.error }, 'slack refused streaming: the thread keeps to edits');

@@ -53,18 +53,31 @@ export function slackCallDeps(deps: SlackActivityDeps): SlackCallDeps {
     observe: {
       call(method: SlackApiMethod, outcome: string) {
         Context.current()
-          .metricMeter.createCounter('den_slack_messages_total', 'messages', 'Slack messages posted, edited and streamed, by method and outcome.')
+          .metricMeter.createCounter(
+            'den_slack_messages_total',
+            'messages',
+            'Slack messages posted, edited and streamed, by method and outcome.',
+          )
           .add(1, { method, outcome });
       },
       budget(_connectionId: string, method: SlackApiMethod, priority: BudgetPriority, verdict: BudgetVerdict) {
         if (!Number.isFinite(verdict.tokens)) return;
         const meter = Context.current().metricMeter;
         meter
-          .createGauge('den_slack_budget_tokens', 'float', 'tokens', "Tokens left in a workspace's Slack budget after the last take, by method.")
+          .createGauge(
+            'den_slack_budget_tokens',
+            'float',
+            'tokens',
+            "Tokens left in a workspace's Slack budget after the last take, by method.",
+          )
           .set(Math.max(0, verdict.tokens), { method });
         if (!verdict.taken) {
           meter
-            .createCounter('den_slack_budget_waits_total', 'calls', 'Slack calls held back by the workspace budget, by method and priority.')
+            .createCounter(
+              'den_slack_budget_waits_total',
+              'calls',
+              'Slack calls held back by the workspace budget, by method and priority.',
+            )
             .add(1, { method, priority });
         }
       },
@@ -246,8 +259,7 @@ function postAcceptedActivity(deps: SlackActivityDeps, calls: SlackCallDeps) {
 
 /** What an edit did: a 429 (or no budget) and a refusal are answers (the workflow decides), not failures. */
 type EditOutcome =
-  | { outcome: 'updated' | 'message_not_found' | 'skipped' | 'failed'; error?: string }
-  | { outcome: 'ratelimited'; retryAfterMs: number };
+  { outcome: 'updated' | 'message_not_found' | 'skipped' | 'failed'; error?: string } | { outcome: 'ratelimited'; retryAfterMs: number };
 
 /** One chat.update of the message within the workspace's budget; a retryable failure other than a 429 throws (Temporal retries it). */
 async function editMessage(
@@ -259,7 +271,13 @@ async function editMessage(
 ): Promise<EditOutcome> {
   const postable = await postableConnection(deps, input.connectionId);
   if ('skipped' in postable) return { outcome: 'skipped' };
-  const result = await sendWithin(calls, postable.connection, 'chat.update', { channel: input.channel, ts: input.ts, ...message }, priority);
+  const result = await sendWithin(
+    calls,
+    postable.connection,
+    'chat.update',
+    { channel: input.channel, ts: input.ts, ...message },
+    priority,
+  );
   if (result.ok) return { outcome: 'updated' };
   if (result.error === 'ratelimited') return { outcome: 'ratelimited', retryAfterMs: result.retryAfterMs ?? 1000 };
   if (result.error === 'message_not_found') return { outcome: 'message_not_found', error: result.error };
@@ -327,14 +345,27 @@ export type DeliveryOutcome =
   | { outcome: 'failed'; error: string; progress: DeliveryProgress }
   | { outcome: 'skipped'; progress: DeliveryProgress };
 
-type DeliveryInput = SlackMessageRef & { ts: string | null; text: string; markdown: boolean; replyKey: string; since: number; again?: boolean };
+type DeliveryInput = SlackMessageRef & {
+  ts: string | null;
+  text: string;
+  markdown: boolean;
+  replyKey: string;
+  since: number;
+  again?: boolean;
+};
 
 /**
  * The first part in the invocation's message. Refused for any reason but the connection's
  * (a closed edit window, a message too long or gone, blocks Slack will not take…), the answer goes
  * as new replies instead.
  */
-async function editFirstPart(deps: SlackActivityDeps, calls: SlackCallDeps, input: DeliveryInput, first: string, progress: DeliveryProgress) {
+async function editFirstPart(
+  deps: SlackActivityDeps,
+  calls: SlackCallDeps,
+  input: DeliveryInput,
+  first: string,
+  progress: DeliveryProgress,
+) {
   if (input.ts === null) return { ...progress, asReplies: true, superseded: true };
   const edit = await editMessage(deps, calls, { ...input, ts: input.ts }, { text: first, blocks: finalBlocks(first) }, 'final');
   if (edit.outcome === 'updated') return { ...progress, edited: true, posted: 1, superseded: true };
@@ -352,7 +383,10 @@ async function supersede(deps: SlackActivityDeps, calls: SlackCallDeps, input: D
   const deleted = await sendWithin(calls, postable.connection, 'chat.delete', { channel: input.channel, ts: input.ts }, 'final');
   if (deleted.ok) return { outcome: 'updated' };
   if (deleted.error === 'ratelimited') return { outcome: 'ratelimited', retryAfterMs: deleted.retryAfterMs ?? 1000 };
-  deps.log.warn({ connectionId: input.connectionId, error: deleted.error }, 'slack: a superseded message could be neither edited nor deleted');
+  deps.log.warn(
+    { connectionId: input.connectionId, error: deleted.error },
+    'slack: a superseded message could be neither edited nor deleted',
+  );
   return { outcome: 'failed', error: deleted.error };
 }
 

@@ -32,7 +32,7 @@ import { byName, localFirst, LOCAL_POSTGRES_EFFECT, type ActivityCall } from './
 import { automationRun } from './runs';
 import { limitText, runReplyText } from '../src/slack/texts';
 import { editDelay, newerProgress, nextEditAt, progressText, STREAMED_TEXT } from '../src/slack/progress';
-import { finalMarkdown, markdownPieces, progressStep, type StreamChunk, type StreamedText } from '../src/slack/stream';
+import { finalMarkdown, markdownPieces, progressStep, STREAM_CALL_LIMIT, type StreamChunk, type StreamedText } from '../src/slack/stream';
 import {
   runProgressSignal,
   runSummaryOfFailure,
@@ -274,6 +274,8 @@ function childRunOptions(job: Invocation, member: Member, runId: string, threadT
       slackUserId: invocation.user,
     },
     input: { text: invocation.text },
+    // The run tells this workflow at most one progress per interval, no more text than a stream call takes.
+    progress: { intervalMs: input.settings.progressIntervalMs ?? DEFAULT_PROGRESS_INTERVAL_MS, maxChars: STREAM_CALL_LIMIT },
   };
   return {
     workflowId: runWorkflowId(member.organizationId, runId),
@@ -502,7 +504,11 @@ async function runAndAnswer(job: Invocation, member: Member, runId: string, thre
  */
 async function keepThreadCurrent(job: Invocation, view: ThreadView, runId: string, done: () => boolean): Promise<number> {
   const interval = job.input.settings.progressIntervalMs ?? DEFAULT_PROGRESS_INTERVAL_MS;
-  const message = { connectionId: job.input.connectionId, channel: job.invocation.channel, threadTs: job.invocation.threadTs ?? job.invocation.ts };
+  const message = {
+    connectionId: job.input.connectionId,
+    channel: job.invocation.channel,
+    threadTs: job.invocation.threadTs ?? job.invocation.ts,
+  };
   let shown = 0;
   let nextAt = nextEditAt(Date.now(), interval);
   for (;;) {
@@ -513,7 +519,10 @@ async function keepThreadCurrent(job: Invocation, view: ThreadView, runId: strin
     const progress = job.signals.progress()!;
     let step: ProgressStep;
     try {
-      step = view.streaming && !view.streamOff ? await streamProgress(job, view, message, progress) : await editProgress(view, message, runId, progress);
+      step =
+        view.streaming && !view.streamOff
+          ? await streamProgress(job, view, message, progress)
+          : await editProgress(view, message, runId, progress);
     } catch (error) {
       if (error instanceof ActivityFailure) return nextAt;
       throw error;
@@ -560,7 +569,13 @@ async function streamProgress(job: Invocation, view: ThreadView, message: Messag
   for (const [index, piece] of (pieces.length > 0 ? pieces : ['']).entries()) {
     const chunks: StreamChunk[] = index === 0 ? next.chunks : [];
     if (piece === '' && chunks.length === 0) break;
-    const appended = await progressApi.slackAppendStream({ ...message, streamTs: stream.ts, markdown: piece, chunks, priority: 'progress' });
+    const appended = await progressApi.slackAppendStream({
+      ...message,
+      streamTs: stream.ts,
+      markdown: piece,
+      chunks,
+      priority: 'progress',
+    });
     if (appended.outcome === 'ratelimited') return { retryAfterMs: appended.retryAfterMs };
     if (appended.outcome !== 'ok') {
       view.streamOff = true;
@@ -612,7 +627,14 @@ async function stopStream(
   for (;;) {
     let step: Awaited<ReturnType<SlackActivities['slackStopStream']>>;
     try {
-      step = await slackApi.slackStopStream({ connectionId: ref.connectionId, channel: ref.channel, streamTs: stream.ts, markdown, from, chunks });
+      step = await slackApi.slackStopStream({
+        connectionId: ref.connectionId,
+        channel: ref.channel,
+        streamTs: stream.ts,
+        markdown,
+        from,
+        chunks,
+      });
     } catch (error) {
       if (error instanceof ActivityFailure) return { result: 'fallback' };
       throw error;

@@ -139,7 +139,10 @@ export interface HeartbeatLease {
  * attempt holds it while the run is running; an older attempt, or one whose lease was lost
  * (`awaiting_retry`), does not.
  */
-export function heartbeatLease(known: Pick<RunSummary, 'status' | 'attempt' | 'claimRequired'> | undefined, attempt: number): HeartbeatLease {
+export function heartbeatLease(
+  known: Pick<RunSummary, 'status' | 'attempt' | 'claimRequired'> | undefined,
+  attempt: number,
+): HeartbeatLease {
   if (!known) return { attempt, leaseValid: true };
   if (attempt > known.attempt && !known.claimRequired) return { attempt, leaseValid: true };
   return { attempt: known.attempt, leaseValid: attempt === known.attempt && known.status === 'running' };

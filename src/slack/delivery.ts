@@ -39,7 +39,8 @@ const CONNECTION_ERRORS = new Set([
 export const isConnectionError = (error: string): boolean => CONNECTION_ERRORS.has(error);
 
 /** A connection the service may post for, or why not. */
-export type Postable = { connection: SlackConnection & { botToken: string } } | { skipped: 'no_connection' | 'connection_disabled' | 'no_bot_token' };
+export type Postable =
+  { connection: SlackConnection & { botToken: string } } | { skipped: 'no_connection' | 'connection_disabled' | 'no_bot_token' };
 
 export async function postableConnection(deps: Pick<SlackCallDeps, 'db' | 'secretKey'>, connectionId: string): Promise<Postable> {
   const connection = await findSlackConnection(deps.db, deps.secretKey, connectionId);

@@ -407,7 +407,8 @@ function stream(state: FakeState, method: string, body: Record<string, unknown>)
   const message = state.messages.find((m) => m.channel === body.channel && m.ts === body.ts);
   if (!message) return fail('message_not_found');
   if (!message.stream || message.stream.stopped) return fail('message_not_in_streaming_state');
-  message.stream.markdown += markdown + chunks.flatMap((c) => (c.type === 'markdown_text' && typeof c.text === 'string' ? [c.text] : [])).join('');
+  message.stream.markdown +=
+    markdown + chunks.flatMap((c) => (c.type === 'markdown_text' && typeof c.text === 'string' ? [c.text] : [])).join('');
   message.stream.chunks.push(...chunks);
   message.text = message.stream.markdown;
   if (method === 'chat.stopStream') {

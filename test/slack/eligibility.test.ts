@@ -24,7 +24,10 @@ describe('classifyEvent', () => {
   });
 
   it('routes a DM with a file (file_share), a thread_broadcast reply and a mention with files: the text, then the file names', () => {
-    const files = [{ id: 'F1', name: 'screenshot.png' }, { id: 'F2', title: 'notes' }];
+    const files = [
+      { id: 'F1', name: 'screenshot.png' },
+      { id: 'F2', title: 'notes' },
+    ];
     expect(classifyEvent({ ...dm, subtype: 'file_share', text: 'what is this?', files }, on)).toMatchObject({
       route: 'invocation',
       invocation: { text: 'what is this?\n\nAttached files: screenshot.png, notes' },
@@ -112,7 +115,7 @@ describe('parseSlashCommand', () => {
     });
     expect(parseSlashCommand(Buffer.from('team_id=T1&user_id=U1&api_app_id=A1&command=%2Fden'))).toEqual({
       ok: true,
-      command: { teamId: 'T1', userId: 'U1', apiAppId: 'A1', command: '/den', channelId: undefined, text: '' },
+      command: { teamId: 'T1', userId: 'U1', apiAppId: 'A1', command: '/den', channelId: undefined, text: '', triggerId: undefined },
     });
     // The subcommand is the text, trimmed: `/den  status ` asks for status.
     expect(parseSlashCommand(Buffer.from('team_id=T1&user_id=U1&api_app_id=A1&command=%2Fden&text=+status+'))).toMatchObject({

@@ -101,8 +101,8 @@ export function createPostHeartbeatRoute(deps: RunDeps, backlog: BacklogGate, co
     description:
       "Extends the current attempt's lease; the first heartbeat of a newer attempt starts it. Each process " +
       "forwards at most one heartbeat per (run, attempt, member) per `RUN_HEARTBEAT_COALESCE_FRACTION` (default a quarter) of the run's own lease and answers the others at once. " +
-      'The reply adds to `{ok:true}` the lease the heartbeat set, whether a cancel was requested, the run\'s current `attempt` and ' +
-      'whether the heartbeat\'s attempt holds the lease (`leaseValid`): a coalesced reply answers from ' +
+      "The reply adds to `{ok:true}` the lease the heartbeat set, whether a cancel was requested, the run's current `attempt` and " +
+      "whether the heartbeat's attempt holds the lease (`leaseValid`): a coalesced reply answers from " +
       'what this process last learnt, and says `cancelRequested:false` for at most one coalescing window after a request.',
     tags: TAGS,
     auth: 'authenticated',
