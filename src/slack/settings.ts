@@ -20,7 +20,6 @@ export const slackSettings = defineSettings(
     SLACK_TIER3_PER_WINDOW: int(50, 1),
     SLACK_TIER4_PER_WINDOW: int(100, 1),
     SLACK_FINAL_DELIVERY_DEADLINE: duration('1h'),
-    SLACK_CONTINUE_AS_NEW_EVENTS: int(5000, 100),
     SLACK_RESPONSE_URL_PREFIX: z.string().url().default('https://hooks.slack.com/'),
   },
   (e) => ({
@@ -38,7 +37,6 @@ export const slackSettings = defineSettings(
       tiers: { 2: e.SLACK_TIER2_PER_WINDOW, 3: e.SLACK_TIER3_PER_WINDOW, 4: e.SLACK_TIER4_PER_WINDOW },
     },
     finalDeliveryDeadlineMs: e.SLACK_FINAL_DELIVERY_DEADLINE,
-    continueAsNewEvents: e.SLACK_CONTINUE_AS_NEW_EVENTS,
     responseUrlPrefix: e.SLACK_RESPONSE_URL_PREFIX,
     /** What the runs this feature starts are started with. */
     runDefaults: runDefaults.build(e),
