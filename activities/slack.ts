@@ -32,7 +32,7 @@ interface SlackPostResult {
  * retried; a retryable one (a 429, or no token left in the workspace's budget) waits exactly the
  * time Slack or the budget asked for, if any.
  */
-export function slackApiFailure(method: SlackApiMethod, result: Extract<SlackApiResult, { ok: false }>): ApplicationFailure {
+function slackApiFailure(method: SlackApiMethod, result: Extract<SlackApiResult, { ok: false }>): ApplicationFailure {
   const message = `Slack ${method} failed: ${result.error}`;
   if (!result.retryable) return ApplicationFailure.nonRetryable(message, 'SlackApiError');
   return ApplicationFailure.create({ message, type: 'SlackApiError', nextRetryDelay: result.retryAfterMs });
@@ -42,7 +42,7 @@ export function slackApiFailure(method: SlackApiMethod, result: Extract<SlackApi
  * What the Slack calls need, with their metrics from the worker's SDK runtime (WORKER_METRICS_PORT):
  * den_slack_messages_total{method, outcome} and den_slack_budget_tokens{method, priority}.
  */
-export function slackCallDeps(deps: SlackActivityDeps): SlackCallDeps {
+function slackCallDeps(deps: SlackActivityDeps): SlackCallDeps {
   const budget = new SlackBudget(deps.db, deps.settings.budget);
   return {
     db: deps.db,

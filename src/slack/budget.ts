@@ -58,7 +58,7 @@ export function drainToken(state: BucketState | undefined, now: number, limits: 
 }
 
 /** Slack's tier of each rate-limited method the service calls; chat.postMessage has its own rule (about one a second per channel). */
-export const METHOD_TIERS: Record<string, 2 | 3 | 4> = {
+const METHOD_TIERS: Record<string, 2 | 3 | 4> = {
   'chat.update': 3,
   'chat.delete': 3,
   'conversations.replies': 3,

@@ -182,7 +182,7 @@ export function linkTokenFrom(text: string): string {
 }
 
 /** The service's settings that point it at a fake Slack: its Web API and its interactions' response URLs. */
-export function fakeSlackEnv(slack: FakeSlack): Record<string, string> {
+function fakeSlackEnv(slack: FakeSlack): Record<string, string> {
   return { SLACK_API_BASE_URL: slack.url, SLACK_RESPONSE_URL_PREFIX: slack.responseUrl('') };
 }
 
