@@ -8,6 +8,7 @@ const PURE_MODULES = [
   'src/runs/log-text',
   'src/slack/texts',
   'src/slack/progress',
+  'src/slack/stream',
   'src/github/delivery',
   'src/mcp/decide',
   'src/mcp/resolution',

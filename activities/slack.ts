@@ -4,22 +4,22 @@
  */
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
-import { disableSlackConnection, findSlackConnection } from '../src/slack/connections';
+import { disableSlackConnection } from '../src/slack/connections';
+import { SlackBudget, type BudgetPriority, type BudgetVerdict } from '../src/slack/budget';
+import { earlierPosts, isConnectionError, postableConnection, sendWithin, type SlackCallDeps } from '../src/slack/delivery';
 import { createLinkToken } from '../src/slack/link-token';
 import { clearPendingInvocation, linkOrWait, type AccountLink } from '../src/slack/links';
 import { releaseMemberInvocation, reserveMemberInvocation, type MemberLimits, type ReservationOutcome } from '../src/slack/limits';
 import { markdownToMrkdwn } from '../src/slack/mrkdwn';
 import { connectLinkUrl, escapeMrkdwn, heldInvocationText } from '../src/slack/texts';
-import { callSlackApi, findReply, replyMetadata, type SlackApiMethod, type SlackApiResult } from '../src/slack/web-api';
-import { finalBlocks, progressBlocks, splitMessage, WORKING_TEXT } from '../src/slack/progress';
+import { replyMetadata, type SlackApiMethod, type SlackApiResult } from '../src/slack/web-api';
+import { finalBlocks, progressBlocks, splitMessage, SUPERSEDED_TEXT, WORKING_TEXT } from '../src/slack/progress';
+import { createStreamActivities } from './slack-stream';
 import type { WorkerDeps } from '../src/app/feature';
 import type { SlackSettings } from '../src/slack/settings';
 
 /** What the Slack activities use, handed over by the feature's descriptor. */
 type SlackActivityDeps = WorkerDeps<SlackSettings>;
-
-/** A thread longer than this many pages of 200 is not searched further (the reply is recent). */
-const REPLY_SCAN_PAGES = 5;
 
 interface SlackPostResult {
   posted: boolean;
@@ -29,7 +29,8 @@ interface SlackPostResult {
 
 /**
  * A failed Web API call as an activity failure: a final Slack error (channel_not_found…) is not
- * retried; a retryable one (a 429…) waits exactly the `Retry-After` Slack asked for, if any.
+ * retried; a retryable one (a 429, or no token left in the workspace's budget) waits exactly the
+ * time Slack or the budget asked for, if any.
  */
 function slackApiFailure(method: SlackApiMethod, result: Extract<SlackApiResult, { ok: false }>): ApplicationFailure {
   const message = `Slack ${method} failed: ${result.error}`;
@@ -37,75 +38,97 @@ function slackApiFailure(method: SlackApiMethod, result: Extract<SlackApiResult,
   return ApplicationFailure.create({ message, type: 'SlackApiError', nextRetryDelay: result.retryAfterMs });
 }
 
-/** One Web API post with the connection's bot token; skipped when the connection cannot post. */
+/**
+ * What the Slack calls need, with their metrics from the worker's SDK runtime (WORKER_METRICS_PORT):
+ * den_slack_messages_total{method, outcome} and den_slack_budget_tokens{method, priority}.
+ */
+function slackCallDeps(deps: SlackActivityDeps): SlackCallDeps {
+  const budget = new SlackBudget(deps.db, deps.settings.budget);
+  return {
+    db: deps.db,
+    secretKey: deps.secretKey,
+    settings: deps.settings,
+    log: deps.log,
+    budget,
+    observe: {
+      call(method: SlackApiMethod, outcome: string) {
+        Context.current()
+          .metricMeter.createCounter(
+            'den_slack_messages_total',
+            'messages',
+            'Slack messages posted, edited and streamed, by method and outcome.',
+          )
+          .add(1, { method, outcome });
+      },
+      budget(_connectionId: string, method: SlackApiMethod, priority: BudgetPriority, verdict: BudgetVerdict) {
+        if (!Number.isFinite(verdict.tokens)) return;
+        const meter = Context.current().metricMeter;
+        meter
+          .createGauge(
+            'den_slack_budget_tokens',
+            'float',
+            'tokens',
+            "Tokens left in a workspace's Slack budget after the last take, by method.",
+          )
+          .set(Math.max(0, verdict.tokens), { method });
+        if (!verdict.taken) {
+          meter
+            .createCounter(
+              'den_slack_budget_waits_total',
+              'calls',
+              'Slack calls held back by the workspace budget, by method and priority.',
+            )
+            .add(1, { method, priority });
+        }
+      },
+    },
+  };
+}
+
+/** One post with the connection's bot token, within its budget; skipped when the connection cannot post. */
 async function post(
   deps: SlackActivityDeps,
+  calls: SlackCallDeps,
   connectionId: string,
   method: 'chat.postMessage' | 'chat.postEphemeral',
   body: (connection: { teamId: string }) => Promise<Record<string, unknown>> | Record<string, unknown>,
-): Promise<SlackPostResult> {
-  const connection = await findSlackConnection(deps.db, deps.secretKey, connectionId);
-  if (!connection) return { posted: false, skipped: 'no_connection' };
-  if (!connection.enabled) return { posted: false, skipped: 'connection_disabled' };
-  if (!connection.botToken) return { posted: false, skipped: 'no_bot_token' };
-  const result = await callCounted(deps, connection.botToken, method, await body(connection));
-  if (result.ok) return { posted: true };
+): Promise<SlackPostResult & { ts?: string }> {
+  const postable = await postableConnection(deps, connectionId);
+  if ('skipped' in postable) return { posted: false, skipped: postable.skipped };
+  const result = await sendWithin(calls, postable.connection, method, await body(postable.connection), 'final');
+  if (result.ok) return { posted: true, ...(typeof result.body.ts === 'string' ? { ts: result.body.ts } : {}) };
   throw slackApiFailure(method, result);
 }
 
-/** The outcome label of a message call in den_slack_messages_total. */
-function messageOutcome(result: SlackApiResult): string {
-  if (result.ok) return 'ok';
-  return result.error === 'ratelimited' || result.error === 'message_not_found' ? result.error : 'failed';
-}
+/** When the post a retry looks for was first asked for: the workflow's own time, else the activity's first schedule. */
+const firstAskedAt = (since: number | undefined) => since ?? Context.current().info.scheduledTimestampMs;
 
 /**
- * One Web API call, counted in den_slack_messages_total{method, outcome} when it posts or edits a
- * message (the worker's SDK runtime exports the counter).
+ * A reply in the thread exactly once, as far as Slack can tell: the post carries its key in its
+ * metadata, and a retry (Slack documents `internal_error` and `fatal_error` as possibly partial
+ * successes, and a worker can stop between Slack's 200 and the activity's end) first looks for
+ * that key with one conversations.replies call. When Slack cannot tell, it posts once more.
  */
-async function callCounted(deps: SlackActivityDeps, token: string, method: SlackApiMethod, body: Record<string, unknown>) {
-  const result = await callSlackApi({ baseUrl: deps.settings.apiBaseUrl, token }, method, body);
-  if (method !== 'conversations.replies') {
-    Context.current()
-      .metricMeter.createCounter('den_slack_messages_total', 'messages', 'Slack messages posted and edited, by method and outcome.')
-      .add(1, { method, outcome: messageOutcome(result) });
-  }
-  return result;
-}
-
-/** Up to REPLY_SCAN_PAGES pages of the thread, looking for our reply. Throws (retryably) when Slack cannot tell. */
-async function alreadyReplied(
+async function replyOnce(
   deps: SlackActivityDeps,
-  input: { connectionId: string; channel: string; threadTs: string; replyKey: string },
-): Promise<boolean> {
-  return (await existingReply(deps, input)) !== undefined;
-}
-
-/** Our reply with this key in the thread: its `ts`, or undefined. Throws (retryably) when Slack cannot tell. */
-async function existingReply(
-  deps: SlackActivityDeps,
-  input: { connectionId: string; channel: string; threadTs: string; replyKey: string },
-): Promise<string | undefined> {
-  const connection = await findSlackConnection(deps.db, deps.secretKey, input.connectionId);
-  if (!connection?.botToken) return undefined;
-  let cursor: string | undefined;
-  for (let page = 0; page < REPLY_SCAN_PAGES; page++) {
-    const result = await callSlackApi({ baseUrl: deps.settings.apiBaseUrl, token: connection.botToken }, 'conversations.replies', {
-      channel: input.channel,
-      ts: input.threadTs,
-      include_all_metadata: true,
-      limit: 200,
-      ...(cursor ? { cursor } : {}),
-    });
-    // Unknown whether the first post landed: never post blind. A missing scope will not fix
-    // itself; anything else is worth the next attempt.
-    if (!result.ok) throw slackApiFailure('conversations.replies', result);
-    const found = findReply(result.body, input.replyKey);
-    if (found !== undefined) return found;
-    cursor = (result.body.response_metadata as { next_cursor?: string } | undefined)?.next_cursor || undefined;
-    if (!cursor) return undefined;
+  calls: SlackCallDeps,
+  input: { connectionId: string; channel: string; threadTs: string; replyKey: string; since?: number; again?: boolean },
+  body: Record<string, unknown>,
+): Promise<SlackPostResult & { ts?: string }> {
+  if (input.again || Context.current().info.attempt > 1) {
+    const postable = await postableConnection(deps, input.connectionId);
+    if ('connection' in postable) {
+      const found = await earlierPosts(calls, postable.connection, { ...input, since: firstAskedAt(input.since) });
+      const ts = found === 'unknown' ? undefined : found.get(input.replyKey);
+      if (ts !== undefined) return { posted: true, ts };
+    }
   }
-  return undefined;
+  return post(deps, calls, input.connectionId, 'chat.postMessage', () => ({
+    channel: input.channel,
+    thread_ts: input.threadTs,
+    ...body,
+    metadata: replyMetadata(input.replyKey),
+  }));
 }
 
 function disableConnectionActivity(deps: SlackActivityDeps) {
@@ -155,7 +178,7 @@ function releaseInvocationActivity(deps: SlackActivityDeps) {
 }
 
 /** The ephemeral "connect your account" message, with a fresh one-time link token. */
-function postConnectPromptActivity(deps: SlackActivityDeps) {
+function postConnectPromptActivity(deps: SlackActivityDeps, calls: SlackCallDeps) {
   return async function slackPostConnectPrompt(input: {
     connectionId: string;
     channel: string;
@@ -163,7 +186,7 @@ function postConnectPromptActivity(deps: SlackActivityDeps) {
     threadTs: string | null;
     waitMs: number;
   }): Promise<SlackPostResult> {
-    return post(deps, input.connectionId, 'chat.postEphemeral', (connection) => {
+    return post(deps, calls, input.connectionId, 'chat.postEphemeral', (connection) => {
       const ttlMs = deps.settings.linkTokenTtlMs;
       const { token } = createLinkToken(deps.secretKey, {
         connectionId: input.connectionId,
@@ -183,7 +206,7 @@ function postConnectPromptActivity(deps: SlackActivityDeps) {
   };
 }
 
-function postEphemeralActivity(deps: SlackActivityDeps) {
+function postEphemeralActivity(deps: SlackActivityDeps, calls: SlackCallDeps) {
   return async function slackPostEphemeral(input: {
     connectionId: string;
     channel: string;
@@ -191,7 +214,7 @@ function postEphemeralActivity(deps: SlackActivityDeps) {
     threadTs: string | null;
     text: string;
   }) {
-    return post(deps, input.connectionId, 'chat.postEphemeral', () => ({
+    return post(deps, calls, input.connectionId, 'chat.postEphemeral', () => ({
       channel: input.channel,
       user: input.user,
       text: input.text,
@@ -200,28 +223,18 @@ function postEphemeralActivity(deps: SlackActivityDeps) {
   };
 }
 
-/**
- * The run's answer in its thread, exactly once. Slack documents `internal_error` and
- * `fatal_error` as possibly partial successes, and a worker can stop between Slack's 200 and
- * the activity's completion: a retry cannot know whether the first post landed. So the post
- * carries the invocation's key in its metadata, and every retry first looks for it in the
- * thread (conversations.replies, which needs the `*:history` scopes) before posting again.
- */
-function postMessageActivity(deps: SlackActivityDeps) {
+/** The run's answer in its thread, exactly once as far as Slack can tell (replyOnce): events from before the message was kept current. */
+function postMessageActivity(deps: SlackActivityDeps, calls: SlackCallDeps) {
   return async function slackPostMessage(input: {
     connectionId: string;
     channel: string;
     threadTs: string;
     text: string;
     replyKey: string;
-  }) {
-    if (Context.current().info.attempt > 1 && (await alreadyReplied(deps, input))) return { posted: true };
-    return post(deps, input.connectionId, 'chat.postMessage', () => ({
-      channel: input.channel,
-      thread_ts: input.threadTs,
-      text: input.text,
-      metadata: replyMetadata(input.replyKey),
-    }));
+    since?: number;
+  }): Promise<SlackPostResult> {
+    const posted = await replyOnce(deps, calls, input, { text: input.text });
+    return { posted: posted.posted, ...(posted.skipped ? { skipped: posted.skipped } : {}) };
   };
 }
 
@@ -234,103 +247,222 @@ interface SlackMessageRef {
 
 /**
  * The invocation's one message, posted in the thread as the run starts: "Working on it…" with the
- * Cancel button. Exactly once, by the reply's rule (postMessageActivity): a retry first looks for
- * the message's key in the thread. Answers the message's ts.
+ * Cancel button, exactly once by replyOnce's rule. Answers the message's ts.
  */
-function postAcceptedActivity(deps: SlackActivityDeps) {
+function postAcceptedActivity(deps: SlackActivityDeps, calls: SlackCallDeps) {
   return async function slackPostAccepted(
-    input: SlackMessageRef & { runId: string; replyKey: string },
+    input: SlackMessageRef & { runId: string; replyKey: string; since?: number },
   ): Promise<SlackPostResult & { ts?: string }> {
-    if (Context.current().info.attempt > 1) {
-      const ts = await existingReply(deps, input);
-      if (ts !== undefined) return { posted: true, ts };
-    }
-    const connection = await findSlackConnection(deps.db, deps.secretKey, input.connectionId);
-    if (!connection) return { posted: false, skipped: 'no_connection' };
-    if (!connection.enabled) return { posted: false, skipped: 'connection_disabled' };
-    if (!connection.botToken) return { posted: false, skipped: 'no_bot_token' };
-    const result = await callCounted(deps, connection.botToken, 'chat.postMessage', {
-      channel: input.channel,
-      thread_ts: input.threadTs,
-      text: WORKING_TEXT,
-      blocks: progressBlocks(WORKING_TEXT, input.runId),
-      metadata: replyMetadata(input.replyKey),
-    });
-    if (!result.ok) throw slackApiFailure('chat.postMessage', result);
-    return { posted: true, ts: String(result.body.ts) };
+    return replyOnce(deps, calls, input, { text: WORKING_TEXT, blocks: progressBlocks(WORKING_TEXT, input.runId) });
   };
 }
 
-/** What an edit did: a 429 and a deleted message are answers (the workflow decides), not failures. */
-type EditOutcome = { outcome: 'updated' | 'message_not_found' | 'skipped' | 'failed' } | { outcome: 'ratelimited'; retryAfterMs: number };
+/** What an edit did: a 429 (or no budget) and a refusal are answers (the workflow decides), not failures. */
+type EditOutcome =
+  { outcome: 'updated' | 'message_not_found' | 'skipped' | 'failed'; error?: string } | { outcome: 'ratelimited'; retryAfterMs: number };
 
-/** One chat.update of the message; a retryable failure other than a 429 throws (Temporal retries it). */
+/** One chat.update of the message within the workspace's budget; a retryable failure other than a 429 throws (Temporal retries it). */
 async function editMessage(
   deps: SlackActivityDeps,
+  calls: SlackCallDeps,
   input: SlackMessageRef & { ts: string },
-  text: string,
-  blocks: Record<string, unknown>[],
+  message: { text: string; blocks: Record<string, unknown>[] },
+  priority: BudgetPriority,
 ): Promise<EditOutcome> {
-  const connection = await findSlackConnection(deps.db, deps.secretKey, input.connectionId);
-  if (!connection?.enabled || !connection.botToken) return { outcome: 'skipped' };
-  const result = await callCounted(deps, connection.botToken, 'chat.update', { channel: input.channel, ts: input.ts, text, blocks });
+  const postable = await postableConnection(deps, input.connectionId);
+  if ('skipped' in postable) return { outcome: 'skipped' };
+  const result = await sendWithin(
+    calls,
+    postable.connection,
+    'chat.update',
+    { channel: input.channel, ts: input.ts, ...message },
+    priority,
+  );
   if (result.ok) return { outcome: 'updated' };
   if (result.error === 'ratelimited') return { outcome: 'ratelimited', retryAfterMs: result.retryAfterMs ?? 1000 };
-  if (result.error === 'message_not_found') return { outcome: 'message_not_found' };
+  if (result.error === 'message_not_found') return { outcome: 'message_not_found', error: result.error };
   if (result.retryable) throw slackApiFailure('chat.update', result);
   deps.log.warn({ connectionId: input.connectionId, error: result.error }, 'slack chat.update refused');
-  return { outcome: 'failed' };
+  return { outcome: 'failed', error: result.error };
 }
 
-/** The run's progress in the invocation's message (the Cancel button stays). */
-function updateProgressActivity(deps: SlackActivityDeps) {
+/** The run's progress in the invocation's message (the Cancel button stays); it yields the budget to final answers. */
+function updateProgressActivity(deps: SlackActivityDeps, calls: SlackCallDeps) {
   return async function slackUpdateProgress(input: SlackMessageRef & { ts: string; runId: string; text: string }): Promise<EditOutcome> {
-    return editMessage(deps, input, input.text, progressBlocks(input.text, input.runId));
+    return editMessage(deps, calls, input, { text: input.text, blocks: progressBlocks(input.text, input.runId) }, 'progress');
   };
+}
+
+/** The answer as mrkdwn parts of at most a section's size: Markdown from the runtime converted (and escaped), else mrkdwn already. */
+function answerParts(input: { text: string; markdown: boolean }): string[] {
+  // Markdown that renders as nothing (only link definitions) shows as the text it is.
+  const text = input.markdown ? markdownToMrkdwn(input.text) || escapeMrkdwn(input.text.trim()) : input.text;
+  return splitMessage(text);
 }
 
 /**
- * The run's answer in place of the progress: Markdown from the runtime as Slack mrkdwn (`text`
- * is Markdown when `markdown`, else mrkdwn already), the first part in the message, the rest as
- * replies in the thread (each exactly once, by its own key). A message someone deleted (or none
- * posted) is answered with new replies instead.
+ * The run's answer in place of the progress, as events took it before SLACK_ANSWER_PATCH: the
+ * first part in the message, the rest as replies (each exactly once, by its own key); a message
+ * someone deleted (or none posted) is answered with new replies instead.
  */
-function finishMessageActivity(deps: SlackActivityDeps) {
+function finishMessageActivity(deps: SlackActivityDeps, calls: SlackCallDeps) {
   return async function slackFinishMessage(
     input: SlackMessageRef & { ts: string | null; text: string; markdown: boolean; replyKey: string },
   ): Promise<EditOutcome | { outcome: 'posted' }> {
-    // Markdown that renders as nothing (only link definitions) shows as the text it is.
-    const text = input.markdown ? markdownToMrkdwn(input.text) || escapeMrkdwn(input.text.trim()) : input.text;
-    const parts = splitMessage(text);
+    const parts = answerParts(input);
     let first = 0;
     let outcome: EditOutcome | { outcome: 'posted' } = { outcome: 'posted' };
     if (input.ts !== null) {
-      outcome = await editMessage(deps, { ...input, ts: input.ts }, parts[0]!, finalBlocks(parts[0]!));
+      outcome = await editMessage(deps, calls, { ...input, ts: input.ts }, { text: parts[0]!, blocks: finalBlocks(parts[0]!) }, 'final');
       if (outcome.outcome === 'ratelimited' || outcome.outcome === 'skipped') return outcome;
       if (outcome.outcome !== 'message_not_found') first = 1;
     }
-    const reply = postMessageActivity(deps);
     for (let index = first; index < parts.length; index++) {
-      const posted = await reply({ ...input, text: parts[index]!, replyKey: `${input.replyKey}/part-${index + 1}` });
+      const posted = await replyOnce(deps, calls, { ...input, replyKey: `${input.replyKey}/part-${index + 1}` }, { text: parts[index]! });
       if (!posted.posted) return { outcome: 'skipped' };
     }
     return first === 1 ? outcome : { outcome: 'posted' };
   };
 }
 
+/** How far a final delivery got: the workflow hands it back after a wait, so nothing is sent twice. */
+export interface DeliveryProgress {
+  /** The first part is in the invocation's message. */
+  edited: boolean;
+  /** The edit was refused: every part goes as a new reply, and the message is superseded. */
+  asReplies: boolean;
+  /** Why the edit was refused. */
+  refusal?: string;
+  /** Parts posted so far (the edited one counts). */
+  posted: number;
+  /** The first message no longer offers the Cancel button (or is gone). */
+  superseded: boolean;
+}
+
+export type DeliveryOutcome =
+  | { outcome: 'delivered'; progress: DeliveryProgress }
+  | { outcome: 'ratelimited'; retryAfterMs: number; progress: DeliveryProgress }
+  | { outcome: 'failed'; error: string; progress: DeliveryProgress }
+  | { outcome: 'skipped'; progress: DeliveryProgress };
+
+type DeliveryInput = SlackMessageRef & {
+  ts: string | null;
+  text: string;
+  markdown: boolean;
+  replyKey: string;
+  since: number;
+  again?: boolean;
+};
+
+/**
+ * The first part in the invocation's message. Refused for any reason but the connection's
+ * (a closed edit window, a message too long or gone, blocks Slack will not take…), the answer goes
+ * as new replies instead.
+ */
+async function editFirstPart(
+  deps: SlackActivityDeps,
+  calls: SlackCallDeps,
+  input: DeliveryInput,
+  first: string,
+  progress: DeliveryProgress,
+) {
+  if (input.ts === null) return { ...progress, asReplies: true, superseded: true };
+  const edit = await editMessage(deps, calls, { ...input, ts: input.ts }, { text: first, blocks: finalBlocks(first) }, 'final');
+  if (edit.outcome === 'updated') return { ...progress, edited: true, posted: 1, superseded: true };
+  if (edit.outcome === 'ratelimited' || edit.outcome === 'skipped') return edit;
+  if (edit.error !== undefined && isConnectionError(edit.error)) return { outcome: 'failed' as const, error: edit.error };
+  return { ...progress, asReplies: true, refusal: edit.error, superseded: edit.outcome === 'message_not_found' };
+}
+
+/** The first message, whose edit Slack refused: marked superseded, or deleted when it cannot be edited at all; left as it is if neither works. */
+async function supersede(deps: SlackActivityDeps, calls: SlackCallDeps, input: DeliveryInput & { ts: string }): Promise<EditOutcome> {
+  const marked = await editMessage(deps, calls, input, { text: SUPERSEDED_TEXT, blocks: finalBlocks(SUPERSEDED_TEXT) }, 'final');
+  if (marked.outcome !== 'failed') return marked;
+  const postable = await postableConnection(deps, input.connectionId);
+  if ('skipped' in postable) return { outcome: 'skipped' };
+  const deleted = await sendWithin(calls, postable.connection, 'chat.delete', { channel: input.channel, ts: input.ts }, 'final');
+  if (deleted.ok) return { outcome: 'updated' };
+  if (deleted.error === 'ratelimited') return { outcome: 'ratelimited', retryAfterMs: deleted.retryAfterMs ?? 1000 };
+  deps.log.warn(
+    { connectionId: input.connectionId, error: deleted.error },
+    'slack: a superseded message could be neither edited nor deleted',
+  );
+  return { outcome: 'failed', error: deleted.error };
+}
+
+/**
+ * The run's answer, so that it always lands: the first part in the invocation's message and the
+ * rest as replies; or, when Slack refuses the edit for any reason but the connection's, every part
+ * as a new reply, then the first message superseded (SUPERSEDED_TEXT, no Cancel button) or deleted.
+ * Within the workspace's budget as a final answer: out of tokens or rate-limited, it answers how
+ * far it got and how long to wait, and the workflow calls it again after a timer.
+ */
+function deliverAnswerActivity(deps: SlackActivityDeps, calls: SlackCallDeps) {
+  return async function slackDeliverAnswer(input: DeliveryInput & { progress: DeliveryProgress }): Promise<DeliveryOutcome> {
+    const parts = answerParts(input);
+    let progress = input.progress;
+    if (!progress.edited && !progress.asReplies) {
+      const first = await editFirstPart(deps, calls, input, parts[0]!, progress);
+      if ('outcome' in first) {
+        if (first.outcome === 'ratelimited') return { outcome: 'ratelimited', retryAfterMs: first.retryAfterMs, progress };
+        if (first.outcome === 'failed') return { outcome: 'failed', error: first.error ?? 'failed', progress };
+        return { outcome: 'skipped', progress };
+      }
+      progress = first;
+    }
+    for (let index = progress.posted; index < parts.length; index++) {
+      const key = progress.asReplies ? `${input.replyKey}/answer-${index + 1}` : `${input.replyKey}/part-${index + 1}`;
+      const posted = await postPart(deps, calls, { ...input, replyKey: key }, parts[index]!);
+      if (posted !== 'posted') return posted === 'skipped' ? { outcome: 'skipped', progress } : { ...posted, progress };
+      progress = { ...progress, posted: index + 1 };
+    }
+    if (!progress.superseded && input.ts !== null) {
+      const done = await supersede(deps, calls, { ...input, ts: input.ts });
+      if (done.outcome === 'ratelimited') return { outcome: 'ratelimited', retryAfterMs: done.retryAfterMs, progress };
+      progress = { ...progress, superseded: true };
+    }
+    return { outcome: 'delivered', progress };
+  };
+}
+
+/** One part as a reply: posted, skipped, or how it failed (a 429 or a final connection error) for the workflow to decide. */
+async function postPart(
+  deps: SlackActivityDeps,
+  calls: SlackCallDeps,
+  input: DeliveryInput,
+  text: string,
+): Promise<'posted' | 'skipped' | { outcome: 'ratelimited'; retryAfterMs: number } | { outcome: 'failed'; error: string }> {
+  try {
+    const posted = await replyOnce(deps, calls, input, { text });
+    return posted.posted ? 'posted' : 'skipped';
+  } catch (error) {
+    if (!(error instanceof ApplicationFailure) || error.nonRetryable !== true) {
+      const delay = error instanceof ApplicationFailure ? error.nextRetryDelay : undefined;
+      if (error instanceof ApplicationFailure && /ratelimited$/.test(error.message)) {
+        return { outcome: 'ratelimited', retryAfterMs: typeof delay === 'number' ? delay : 1000 };
+      }
+      throw error;
+    }
+    return { outcome: 'failed', error: error.message.replace(/^Slack [\w.]+ failed: /, '') };
+  }
+}
+
 export function createSlackActivities(deps: SlackActivityDeps) {
+  const calls = slackCallDeps(deps);
   return {
     slackDisableConnection: disableConnectionActivity(deps),
     slackLinkOrWait: linkOrWaitActivity(deps),
     slackClearPending: clearPendingActivity(deps),
     slackReserveInvocation: reserveInvocationActivity(deps),
     slackReleaseInvocation: releaseInvocationActivity(deps),
-    slackPostConnectPrompt: postConnectPromptActivity(deps),
-    slackPostEphemeral: postEphemeralActivity(deps),
-    slackPostMessage: postMessageActivity(deps),
-    slackPostAccepted: postAcceptedActivity(deps),
-    slackUpdateProgress: updateProgressActivity(deps),
-    slackFinishMessage: finishMessageActivity(deps),
+    slackPostConnectPrompt: postConnectPromptActivity(deps, calls),
+    slackPostEphemeral: postEphemeralActivity(deps, calls),
+    slackPostMessage: postMessageActivity(deps, calls),
+    slackPostAccepted: postAcceptedActivity(deps, calls),
+    slackUpdateProgress: updateProgressActivity(deps, calls),
+    slackFinishMessage: finishMessageActivity(deps, calls),
+    slackDeliverAnswer: deliverAnswerActivity(deps, calls),
+    ...createStreamActivities(deps, calls),
   };
 }
 

@@ -27,6 +27,7 @@ import {
   workflowInfo,
   metricMeter,
   patched,
+  sleep,
 } from '@temporalio/workflow';
 import type { MetricCounter } from '@temporalio/common';
 import type { RunActivities } from '../activities/runs';
@@ -52,6 +53,7 @@ import {
   type RunClaimRequest,
   type RunEventReport,
   type RunHeartbeat,
+  type RunProgress,
   type RunSettings,
   type RunSummary,
   type RunWorkflowInput,
@@ -159,6 +161,17 @@ interface Run {
   // Exported by the worker's SDK runtime (WORKER_METRICS_PORT); the SDK skips them on replay.
   readonly transitionsCounter: MetricCounter;
   readonly rejectedCounter: MetricCounter;
+  /** How progress goes to the parent, when the input asks for a throttle (RUN_PROGRESS_THROTTLE_PATCH). */
+  readonly progressOut: ProgressOut | undefined;
+}
+
+/** Progress on its way to the parent: at most one signal per interval, always the newest. */
+interface ProgressOut {
+  intervalMs: number;
+  maxChars: number;
+  pending: RunProgress | null;
+  lastAt: number;
+  flushing: boolean;
 }
 
 export async function automationRun(input: RunWorkflowInput): Promise<RunSummary> {
@@ -199,6 +212,7 @@ function startRun(input: RunWorkflowInput): Run {
     reportedStatus: input.carried ? state.status : undefined,
     finishing: false,
     syncFailure: undefined,
+    progressOut: input.progress ? { ...input.progress, pending: null, lastAt: 0, flushing: false } : undefined,
     transitionsCounter: metricMeter.createCounter('den_run_status_transitions_total', 'transitions', 'Run status transitions.'),
     rejectedCounter: metricMeter.createCounter('den_run_events_rejected_total', 'events', 'Run events Postgres rejected permanently.'),
   };
@@ -293,11 +307,45 @@ function tellParent(run: Run, applied: RunEventReport[]): void {
   const text = last.type === 'assistant' && typeof last.payload.text === 'string' ? last.payload.text : undefined;
   const tool = last.type === 'capability_execution' ? toolName(last.payload) : undefined;
   if (text === undefined && tool === undefined) return;
-  const progress = { runId: run.state.runId, sequence: run.state.eventCount, ...(text !== undefined ? { text } : { tool }) };
+  const progress: RunProgress = { runId: run.state.runId, sequence: run.state.eventCount, ...(text !== undefined ? { text } : { tool }) };
+  if (run.progressOut && patched(RUN_PROGRESS_THROTTLE_PATCH)) return queueProgress(run.progressOut, progress, parent);
+  signalParent(parent, progress);
+}
+
+/**
+ * Workflow patch id: a child run tells its parent at most one progress per interval (the
+ * newest, its text cut to what Slack can show), on a timer, so a long streaming run does not
+ * fill the parent's history; runs before it signalled every batch of events.
+ */
+const RUN_PROGRESS_THROTTLE_PATCH = 'run-progress-throttle';
+
+function signalParent(parent: { workflowId: string; runId: string }, progress: RunProgress): void {
   // A parent that already closed cannot take it, and needs nothing more: the failure is dropped.
   getExternalWorkflowHandle(parent.workflowId, parent.runId)
     .signal(runProgressSignal, progress)
     .catch(() => undefined);
+}
+
+/** Keeps the newest progress and sends it once the interval since the last signal has passed. */
+function queueProgress(out: ProgressOut, progress: RunProgress, parent: { workflowId: string; runId: string }): void {
+  out.pending = progress.text === undefined ? progress : { ...progress, text: progress.text.slice(0, out.maxChars) };
+  if (out.flushing) return;
+  out.flushing = true;
+  // Detached: its failure (a cancel rejecting the timer) must not fail the workflow task.
+  flushProgress(out, parent)
+    .catch(() => undefined)
+    .finally(() => (out.flushing = false));
+}
+
+async function flushProgress(out: ProgressOut, parent: { workflowId: string; runId: string }): Promise<void> {
+  while (out.pending !== null) {
+    const wait = out.lastAt + out.intervalMs - Date.now();
+    if (wait > 0) await sleep(wait);
+    const next = out.pending;
+    out.pending = null;
+    out.lastAt = Date.now();
+    signalParent(parent, next);
+  }
 }
 
 /** The tool a capability_execution event names, under the keys runtimes use. */

@@ -13,6 +13,7 @@
 import {
   ActivityFailure,
   CancellationScope,
+  log,
   ChildWorkflowFailure,
   condition,
   executeChild,
@@ -26,11 +27,12 @@ import {
   uuid4,
   workflowInfo,
 } from '@temporalio/workflow';
-import type { SlackActivities } from '../activities/slack';
+import type { DeliveryOutcome, DeliveryProgress, SlackActivities } from '../activities/slack';
 import { byName, localFirst, LOCAL_POSTGRES_EFFECT, type ActivityCall } from './local-first';
 import { automationRun } from './runs';
 import { limitText, runReplyText } from '../src/slack/texts';
-import { editDelay, newerProgress, nextEditAt, progressText } from '../src/slack/progress';
+import { editDelay, newerProgress, nextEditAt, progressText, STREAMED_TEXT } from '../src/slack/progress';
+import { finalMarkdown, markdownPieces, progressStep, STREAM_CALL_LIMIT, type StreamChunk, type StreamedText } from '../src/slack/stream';
 import {
   runProgressSignal,
   runSummaryOfFailure,
@@ -41,6 +43,7 @@ import {
 } from '../src/runs/contract';
 import {
   LINK_DECISION_PATCH,
+  SLACK_ANSWER_PATCH,
   SLACK_LOCAL_RECORDS_PATCH,
   SLACK_PROGRESS_PATCH,
   slackSearchAttributes,
@@ -173,7 +176,9 @@ async function handle(
 
   // 3. The run: queued until the member's runtime claims it.
   const threadTs = invocation.threadTs ?? invocation.ts;
-  if (patched(SLACK_PROGRESS_PATCH)) return runWithMessage(job, member, runId, threadTs);
+  if (patched(SLACK_PROGRESS_PATCH)) {
+    return patched(SLACK_ANSWER_PATCH) ? runAndAnswer(job, member, runId, threadTs) : runWithMessage(job, member, runId, threadTs);
+  }
   const summary = await runInvocation(job, member, runId, threadTs);
   await records('slackReleaseInvocation', { connectionId: input.connectionId, eventId: input.eventId });
   cleanup.reserved = false;
@@ -240,7 +245,9 @@ async function reserveInvocation(job: Invocation, member: Member): Promise<strin
   });
   if (!reservation.ok) {
     setStatus('limited', reservation.limit);
-    await bestEffort(() => slackApi.slackPostEphemeral({ ...job.thread, text: limitText(reservation.limit, reservation.max) }));
+    // In the thread the member asked in, never in the channel.
+    const thread = { ...job.thread, threadTs: job.invocation.threadTs ?? job.invocation.ts };
+    await bestEffort(() => slackApi.slackPostEphemeral({ ...thread, text: limitText(reservation.limit, reservation.max) }));
     return null;
   }
   state.runId = reservation.runId;
@@ -267,6 +274,8 @@ function childRunOptions(job: Invocation, member: Member, runId: string, threadT
       slackUserId: invocation.user,
     },
     input: { text: invocation.text },
+    // The run tells this workflow at most one progress per interval, no more text than a stream call takes.
+    progress: { intervalMs: input.settings.progressIntervalMs ?? DEFAULT_PROGRESS_INTERVAL_MS, maxChars: STREAM_CALL_LIMIT },
   };
   return {
     workflowId: runWorkflowId(member.organizationId, runId),
@@ -353,9 +362,9 @@ async function runWithMessage(job: Invocation, member: Member, runId: string, th
 }
 
 /** "Working on it…" with the Cancel button: the message's ts, or null when nothing could be posted. */
-async function postAccepted(ref: MessageRef, runId: string, replyKey: string): Promise<string | null> {
+async function postAccepted(ref: MessageRef, runId: string, replyKey: string, since?: number): Promise<string | null> {
   try {
-    return (await slackApi.slackPostAccepted({ ...ref, runId, replyKey })).ts ?? null;
+    return (await slackApi.slackPostAccepted({ ...ref, runId, replyKey, ...(since === undefined ? {} : { since }) })).ts ?? null;
   } catch (error) {
     if (error instanceof ActivityFailure) return null;
     throw error;
@@ -433,6 +442,246 @@ async function finishMessage(
     }
     if (tries >= FINAL_EDIT_TRIES) return 'failed';
     await sleep(finished.retryAfterMs);
+  }
+}
+
+/** What the thread shows while the run works: the first message, and the answer's stream once one is open. */
+interface ThreadView {
+  ts: string | null;
+  /** `stream` or `auto` (SLACK_REPLY_MODE): the answer streams unless Slack refuses. */
+  streaming: boolean;
+  /** `stream`: try it even where a refusal was remembered for the connection. */
+  force: boolean;
+  stream: { ts: string; streamed: StreamedText; openTask: string | null } | null;
+  /** Slack refused the stream, or it broke: edits from here on. */
+  streamOff: boolean;
+}
+
+/**
+ * The run with its thread (SLACK_ANSWER_PATCH): "Working on it…" with the Cancel button at once,
+ * the progress streamed in a reply (or edited into the message), the member's slot freed as soon
+ * as the run closes, and the answer delivered so that it always lands.
+ */
+async function runAndAnswer(job: Invocation, member: Member, runId: string, threadTs: string): Promise<SlackEventState> {
+  const { input, records, state, setStatus, cleanup } = job;
+  const ref: MessageRef = { connectionId: input.connectionId, channel: job.invocation.channel, threadTs };
+  const replyKey = workflowInfo().workflowId;
+  const since = Date.now();
+  const [run, ts] = await Promise.all([startInvocationRun(job, member, runId, threadTs), postAccepted(ref, runId, replyKey, since)]);
+  const mode = input.settings.replyMode ?? 'edit';
+  const view: ThreadView = { ts, streaming: mode !== 'edit', force: mode === 'stream', stream: null, streamOff: false };
+  let done = false;
+  let progressFailure: unknown;
+  const watching = (ts === null ? Promise.resolve(0) : keepThreadCurrent(job, view, runId, () => done)).catch((error: unknown) => {
+    progressFailure = error;
+    return 0;
+  });
+  const summary = await outcomeOf(run);
+  done = true;
+  // The slot is the member's while the run runs, no longer: freed before the answer goes out.
+  await records('slackReleaseInvocation', { connectionId: input.connectionId, eventId: input.eventId });
+  cleanup.reserved = false;
+  state.runStatus = summary.status;
+  const nextAt = await watching;
+  if (progressFailure !== undefined) throw progressFailure;
+  const wait = editDelay(Date.now(), nextAt);
+  if (wait > 0) await sleep(wait);
+  const deadline = Date.now() + (input.settings.finalDeliveryDeadlineMs ?? 3_600_000);
+  const reply = await deliverFinal(ref, view, summary, { replyKey, since: Date.now(), deadline });
+  if (summary.status === 'cancelled' && reply.result !== 'failed') setStatus('cancelled', summary.error ?? 'cancel_requested');
+  else if (reply.result === 'failed') {
+    log.warn('slack answer not delivered', { runId, why: reply.why });
+    setStatus('reply_failed', reply.why ?? 'failed');
+  } else setStatus(reply.result === 'posted' ? 'replied' : 'reply_skipped');
+  return state;
+}
+
+/**
+ * Keeps the thread current with the run's newest progress until `done`: streamed into a reply
+ * (chat.startStream at the first report, chat.appendStream after) while Slack takes it, else
+ * edited into the first message; at most one call per interval, later when Slack or the budget
+ * asks for a wait, always the newest state. Answers when the next call may go out.
+ */
+async function keepThreadCurrent(job: Invocation, view: ThreadView, runId: string, done: () => boolean): Promise<number> {
+  const interval = job.input.settings.progressIntervalMs ?? DEFAULT_PROGRESS_INTERVAL_MS;
+  const message = {
+    connectionId: job.input.connectionId,
+    channel: job.invocation.channel,
+    threadTs: job.invocation.threadTs ?? job.invocation.ts,
+  };
+  let shown = 0;
+  let nextAt = nextEditAt(Date.now(), interval);
+  for (;;) {
+    await condition(() => done() || (job.signals.progress()?.sequence ?? 0) > shown);
+    if (done()) return nextAt;
+    const wait = editDelay(Date.now(), nextAt);
+    if (wait > 0 && (await condition(done, wait))) return nextAt;
+    const progress = job.signals.progress()!;
+    let step: ProgressStep;
+    try {
+      step =
+        view.streaming && !view.streamOff
+          ? await streamProgress(job, view, message, progress)
+          : await editProgress(view, message, runId, progress);
+    } catch (error) {
+      if (error instanceof ActivityFailure) return nextAt;
+      throw error;
+    }
+    nextAt = nextEditAt(Date.now(), interval, step.retryAfterMs ?? 0);
+    if (step.stop) return nextAt;
+    if (step.shown) shown = progress.sequence;
+  }
+}
+
+/** What one progress step did: shown, to wait for, or the end of progress for this message. */
+interface ProgressStep {
+  shown?: boolean;
+  retryAfterMs?: number;
+  stop?: boolean;
+}
+
+async function editProgress(view: ThreadView, message: MessageRef, runId: string, progress: RunProgress): Promise<ProgressStep> {
+  const edit = await progressApi.slackUpdateProgress({ ...message, ts: view.ts!, runId, text: progressText(progress) });
+  if (edit.outcome === 'ratelimited') return { retryAfterMs: edit.retryAfterMs };
+  return edit.outcome === 'updated' ? { shown: true } : { stop: true };
+}
+
+/** One progress step as a stream: opened at the first report, appended after; refused or broken, edits take over. */
+async function streamProgress(job: Invocation, view: ThreadView, message: MessageRef, progress: RunProgress): Promise<ProgressStep> {
+  if (view.stream === null) {
+    const dm = job.invocation.channelType === 'im' || job.invocation.channel.startsWith('D');
+    const started = await progressApi.slackStartStream({
+      ...message,
+      recipient: dm ? null : { userId: job.invocation.user, teamId: job.input.teamId },
+      force: view.force,
+      chunks: [],
+    });
+    if (started.outcome === 'ratelimited') return { retryAfterMs: started.retryAfterMs };
+    if (started.outcome !== 'ok' || started.ts === undefined) {
+      view.streamOff = true;
+      return {};
+    }
+    view.stream = { ts: started.ts, streamed: { source: '' }, openTask: null };
+  }
+  const stream = view.stream;
+  const next = progressStep(stream.streamed, progress, stream.openTask);
+  const pieces = next.append === '' ? [] : markdownPieces(next.append);
+  for (const [index, piece] of (pieces.length > 0 ? pieces : ['']).entries()) {
+    const chunks: StreamChunk[] = index === 0 ? next.chunks : [];
+    if (piece === '' && chunks.length === 0) break;
+    const appended = await progressApi.slackAppendStream({
+      ...message,
+      streamTs: stream.ts,
+      markdown: piece,
+      chunks,
+      priority: 'progress',
+    });
+    if (appended.outcome === 'ratelimited') return { retryAfterMs: appended.retryAfterMs };
+    if (appended.outcome !== 'ok') {
+      view.streamOff = true;
+      return {};
+    }
+  }
+  view.stream = { ts: stream.ts, streamed: next.streamed, openTask: next.openTask };
+  return { shown: true };
+}
+
+type FinalResult = { result: 'posted' | 'skipped' | 'failed'; why?: string };
+type Summary = Pick<RunSummary, 'status' | 'error' | 'lastAssistantText'>;
+
+/**
+ * The answer: the stream closed with the rest of it and the outcome, and the first message's
+ * Cancel button gone; or, without a stream (or one Slack broke), the answer delivered by edit or
+ * as new replies (deliverAnswer).
+ */
+async function deliverFinal(
+  ref: MessageRef,
+  view: ThreadView,
+  summary: Summary,
+  at: { replyKey: string; since: number; deadline: number },
+): Promise<FinalResult> {
+  const markdown = summary.status === 'succeeded' && !!summary.lastAssistantText?.trim();
+  const answer = { text: markdown ? summary.lastAssistantText! : runReplyText(summary), markdown };
+  if (view.stream !== null && !view.streamOff) {
+    const stopped = await stopStream(ref, view.stream, summary, at.deadline);
+    if (stopped.result !== 'fallback') {
+      if (stopped.result !== 'posted' || view.ts === null) return stopped;
+      const status = summary.status === 'succeeded' ? STREAMED_TEXT : runReplyText({ ...summary, lastAssistantText: null });
+      await deliverAnswer(ref, view.ts, { text: status, markdown: false }, { ...at, replyKey: `${at.replyKey}/status` });
+      return stopped;
+    }
+  }
+  return deliverAnswer(ref, view.ts, answer, at);
+}
+
+/** chat.stopStream with the rest of the answer; rate limits wait until the deadline; a stream Slack lost falls back to replies. */
+async function stopStream(
+  ref: MessageRef,
+  stream: NonNullable<ThreadView['stream']>,
+  summary: Summary,
+  deadline: number,
+): Promise<FinalResult | { result: 'fallback' }> {
+  const markdown = finalMarkdown(stream.streamed, summary);
+  const chunks: StreamChunk[] = stream.openTask ? [{ type: 'task_update', id: stream.openTask, title: 'Done', status: 'complete' }] : [];
+  let from = 0;
+  for (;;) {
+    let step: Awaited<ReturnType<SlackActivities['slackStopStream']>>;
+    try {
+      step = await slackApi.slackStopStream({
+        connectionId: ref.connectionId,
+        channel: ref.channel,
+        streamTs: stream.ts,
+        markdown,
+        from,
+        chunks,
+      });
+    } catch (error) {
+      if (error instanceof ActivityFailure) return { result: 'fallback' };
+      throw error;
+    }
+    if (step.outcome === 'ok') return { result: 'posted' };
+    if (step.outcome === 'skipped') return { result: 'skipped' };
+    if (step.outcome !== 'ratelimited') return { result: 'fallback' };
+    from = 'from' in step ? step.from : from;
+    if (Date.now() + step.retryAfterMs > deadline) return { result: 'fallback' };
+    await sleep(step.retryAfterMs);
+  }
+}
+
+/** Between two tries of a final delivery that Slack kept failing (5xx, timeouts), once its activity's own retries are spent. */
+const FINAL_RETRY_PAUSE_MS = 60_000;
+
+/**
+ * The answer by slackDeliverAnswer, until it lands or the deadline passes: rate limits and the
+ * budget wait on timers; an edit Slack keeps failing gives way to new replies. Never silent: a
+ * failure says why.
+ */
+async function deliverAnswer(
+  ref: MessageRef,
+  ts: string | null,
+  answer: { text: string; markdown: boolean },
+  at: { replyKey: string; since: number; deadline: number },
+): Promise<FinalResult> {
+  let progress: DeliveryProgress = { edited: false, asReplies: false, posted: 0, superseded: false };
+  let again = false;
+  for (;;) {
+    let out: DeliveryOutcome;
+    try {
+      out = await slackApi.slackDeliverAnswer({ ...ref, ts, ...answer, replyKey: at.replyKey, since: at.since, again, progress });
+    } catch (error) {
+      if (!(error instanceof ActivityFailure)) throw error;
+      if (Date.now() + FINAL_RETRY_PAUSE_MS > at.deadline) return { result: 'failed', why: 'slack_unavailable_until_deadline' };
+      if (!progress.edited) progress = { ...progress, asReplies: true };
+      again = true;
+      await sleep(FINAL_RETRY_PAUSE_MS);
+      continue;
+    }
+    if (out.outcome === 'delivered') return { result: 'posted' };
+    if (out.outcome === 'skipped') return { result: 'skipped' };
+    if (out.outcome === 'failed') return { result: 'failed', why: out.error };
+    progress = out.progress;
+    if (Date.now() + out.retryAfterMs > at.deadline) return { result: 'failed', why: 'rate_limited_until_deadline' };
+    await sleep(out.retryAfterMs);
   }
 }
 

@@ -118,9 +118,12 @@ export interface IngressGateway {
   signal<S extends unknown[]>(request: Reach & { signal: SignalDefinition<S>; args: S }): Promise<'enqueued' | 'not_found'>;
   /** The Update's result, once the workflow has run its handler. */
   executeUpdate<U, UA extends unknown[]>(request: Reach & { update: UpdateDefinition<U, UA>; args: UA }): Promise<UpdateAnswer<U>>;
-  /** The Update accepted or refused by its validator, without waiting for its handler to finish. */
+  /**
+   * The Update accepted or refused by its validator, without waiting for its handler to finish.
+   * With `updateId`, the same request sent again is the same Update (Temporal dedupes it by id).
+   */
   startUpdate<U, UA extends unknown[]>(
-    request: Reach & { update: UpdateDefinition<U, UA>; args: UA },
+    request: Reach & { update: UpdateDefinition<U, UA>; args: UA; updateId?: string },
   ): Promise<{ outcome: 'accepted' } | Exclude<UpdateAnswer<U>, { outcome: 'done' }>>;
   /** The query's answer, or undefined for a workflow Temporal does not know. */
   query<R, QA extends unknown[]>(request: Reach & { query: QueryDefinition<R, QA>; args: QA }): Promise<R | undefined>;
@@ -305,8 +308,12 @@ function updates(handle: WorkflowHandle) {
     execute: <U>(update: UpdateDefinition<U, never>, args: unknown[]) =>
       handle.executeUpdate(update as UpdateDefinition<U, [unknown]>, { args: args as [unknown] }),
     /** Answers once the validator accepted the Update (or throws its refusal), not when its handler ends. */
-    accept: <U>(update: UpdateDefinition<U, never>, args: unknown[]) =>
-      handle.startUpdate(update as UpdateDefinition<U, [unknown]>, { args: args as [unknown], waitForStage: WorkflowUpdateStage.ACCEPTED }),
+    accept: <U>(update: UpdateDefinition<U, never>, args: unknown[], updateId?: string) =>
+      handle.startUpdate(update as UpdateDefinition<U, [unknown]>, {
+        args: args as [unknown],
+        waitForStage: WorkflowUpdateStage.ACCEPTED,
+        ...(updateId === undefined ? {} : { updateId }),
+      }),
   };
 }
 
@@ -338,9 +345,9 @@ export function createIngressGateway(deps: GatewayDeps): IngressGateway {
       updateAnswer(deps, 'executeUpdate', timeoutMs ?? deps.updateTimeoutMs, () =>
         updates(handle(id)).execute(update as UpdateDefinition<never, never>, args),
       ),
-    startUpdate: async ({ id, update, args, timeoutMs }) => {
+    startUpdate: async ({ id, update, args, timeoutMs, updateId }) => {
       const answer = await updateAnswer(deps, 'startUpdate', timeoutMs ?? deps.updateTimeoutMs, () =>
-        updates(handle(id)).accept(update as UpdateDefinition<never, never>, args),
+        updates(handle(id)).accept(update as UpdateDefinition<never, never>, args, updateId),
       );
       return answer.outcome === 'done' ? { outcome: 'accepted' } : answer;
     },

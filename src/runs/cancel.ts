@@ -32,6 +32,33 @@ function refusalStatus(refusal: ApplicationFailure): string {
   return typeof detail?.status === 'string' ? detail.status : 'closed';
 }
 
+/**
+ * The cancel taken as soon as the run's validator accepts it, without waiting for its handler to
+ * record it (the Update is durable in the run's history from then on): for a caller that must
+ * answer within a bound, as Slack's 3 s. `updateId` makes a second try the same request.
+ */
+export async function acceptCancel(
+  deps: { ingress: IngressGateway; notices: Notices; now: () => number },
+  request: { organizationId: string; runId: string; caller: RunCaller; reason?: string; timeoutMs: number; updateId: string },
+): Promise<{ outcome: 'accepted' } | Exclude<CancelAnswer, { outcome: 'requested' }>> {
+  const { organizationId, runId } = request;
+  const answer = await deps.ingress.startUpdate({
+    id: runWorkflowId(organizationId, runId),
+    update: requestRunCancelUpdate,
+    args: [{ ...(request.reason === undefined ? {} : { reason: request.reason }), requestedAt: deps.now() }, request.caller],
+    timeoutMs: request.timeoutMs,
+    updateId: request.updateId,
+  });
+  if (answer.outcome === 'not_found') return answer;
+  if (answer.outcome === 'accepted') {
+    deps.notices.publish(runCancelRequested, { organizationId, runId });
+    return answer;
+  }
+  if (answer.refusal.type === RUN_NOT_FOUND) return { outcome: 'not_reachable' };
+  if (answer.refusal.type === 'run_closed') return { outcome: 'closed', status: refusalStatus(answer.refusal) };
+  throw answer.refusal;
+}
+
 export async function requestCancel(
   deps: { ingress: IngressGateway; notices: Notices; now: () => number },
   request: { organizationId: string; runId: string; caller: RunCaller; reason?: string; timeoutMs?: number },

@@ -91,6 +91,12 @@ export interface RunWorkflowInput {
   memberId?: string;
   origin?: RunOrigin;
   input?: { text: string };
+  /**
+   * How a run started as a child tells its parent its progress (RUN_PROGRESS_THROTTLE_PATCH): at
+   * most one signal per `intervalMs`, the newest state, its text cut to `maxChars`. Absent in runs
+   * started before it.
+   */
+  progress?: { intervalMs: number; maxChars: number };
   /** Compact state carried across continue-as-new. Opaque to callers. */
   carried?: unknown;
 }

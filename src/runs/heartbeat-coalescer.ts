@@ -18,6 +18,10 @@
 export interface HeartbeatAnswer {
   leaseExpiresAt: number;
   cancelRequested: boolean;
+  /** The run's current attempt, as the last forward learnt it. */
+  attempt: number;
+  /** Whether the heartbeat's attempt holds the run's lease, as the last forward learnt it. */
+  leaseValid: boolean;
 }
 
 /** What the coalescer decides for one heartbeat: forward it, wait for the forward in flight, or answer from what it knows. */
@@ -72,12 +76,19 @@ export class HeartbeatCoalescer {
    * the window of a live run into a lost lease, nor stretches it past one. The heartbeat moved
    * the lease to at least `at + leaseTimeoutMs`.
    */
-  forwarded(key: string, at: number, leaseTimeoutMs: number, cancelRequested = false): void {
+  forwarded(
+    key: string,
+    at: number,
+    leaseTimeoutMs: number,
+    cancelRequested = false,
+    lease: { attempt: number; leaseValid: boolean } = { attempt: HeartbeatCoalescer.attemptOf(key), leaseValid: true },
+  ): void {
     const entry = this.entries.get(key);
     if (entry?.at !== at) return;
     entry.windowMs = HeartbeatCoalescer.windowFor(leaseTimeoutMs, this.leaseFraction);
     entry.confirmed = true;
-    entry.answer = { leaseExpiresAt: at + leaseTimeoutMs, cancelRequested };
+    entry.answer = { leaseExpiresAt: at + leaseTimeoutMs, cancelRequested, ...lease };
+    this.noteAttempt(key, lease.attempt);
   }
 
   /** This process took a cancel of the run: its coalesced heartbeats say so from now on. */
@@ -87,6 +98,21 @@ export class HeartbeatCoalescer {
     for (const [key, entry] of this.entries) {
       if (key.startsWith(prefix) && entry.answer) entry.answer = { ...entry.answer, cancelRequested: true };
     }
+  }
+
+  /** A newer attempt holds the run: coalesced heartbeats of older attempts say so from now on. */
+  private noteAttempt(key: string, current: number): void {
+    const [organizationId, runId] = JSON.parse(key) as [string, string];
+    const prefix = `${JSON.stringify([organizationId, runId]).slice(0, -1)},`;
+    for (const [other, entry] of this.entries) {
+      if (!other.startsWith(prefix) || !entry.answer || HeartbeatCoalescer.attemptOf(other) >= current) continue;
+      entry.answer = { ...entry.answer, attempt: current, leaseValid: false };
+    }
+  }
+
+  /** The attempt a key was made for (key). */
+  static attemptOf(key: string): number {
+    return Number((JSON.parse(key) as unknown[])[2]);
   }
 
   static windowFor(leaseTimeoutMs: number, leaseFraction = 0.25): number {

@@ -6,7 +6,7 @@ import { createRunRoutes } from './routes';
 import { runsSettings } from './settings';
 
 export { runDefaults } from './settings';
-export { requestCancel, type CancelAnswer } from './cancel';
+export { acceptCancel } from './cancel';
 
 /** How often a worker process reconciles runs that ended outside their own logic. */
 const RUN_SWEEP_INTERVAL_MS = 60_000;

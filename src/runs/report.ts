@@ -42,7 +42,13 @@ export type ReportOutcome =
    * starts. `cancelRequested`: the run's row (or, without one, its query) showed a cancel request.
    * `duplicate`: the run already holds this event (applied or buffered).
    */
-  | { result: 'enqueued' | 'not_enqueued' | 'duplicate'; leaseTimeoutMs: number; cancelRequested?: boolean }
+  | {
+      result: 'enqueued' | 'not_enqueued' | 'duplicate';
+      leaseTimeoutMs: number;
+      cancelRequested?: boolean;
+      /** Heartbeats: the run's current attempt, and whether the heartbeat's attempt holds its lease (heartbeatLease). */
+      lease?: HeartbeatLease;
+    }
   | { result: 'closed'; status: string };
 
 export async function deliverReport(
@@ -95,8 +101,10 @@ export async function deliverReport(
       signalArgs: [report.heartbeat, runCaller(principal)],
       tenancy,
     });
-    const cancelRequested = Boolean((row?.summary ?? unseen)?.cancelRequested);
-    if (outcome !== 'closed') return { result: outcome, leaseTimeoutMs, cancelRequested };
+    const known = row?.summary ?? unseen;
+    const cancelRequested = Boolean(known?.cancelRequested);
+    const lease = heartbeatLease(known, report.heartbeat.attempt);
+    if (outcome !== 'closed') return { result: outcome, leaseTimeoutMs, cancelRequested, lease };
     return { result: 'closed', status: await closedStatus(deps, principal.organizationId, runId) };
   }
   // The run's validator refuses a caller who may not reach it, whether or not its row exists yet.
@@ -117,6 +125,27 @@ export async function deliverReport(
     case 'refused':
       return refusedEvent(outcome.refusal, leaseTimeoutMs);
   }
+}
+
+/** What a heartbeat reply says of the lease: the run's attempt, and whether the heartbeat's attempt holds it. */
+export interface HeartbeatLease {
+  attempt: number;
+  leaseValid: boolean;
+}
+
+/**
+ * The lease as the run's row (or query) showed it when the heartbeat was forwarded: a run this
+ * heartbeat starts, or a newer attempt it starts on a run without claims, holds it; the current
+ * attempt holds it while the run is running; an older attempt, or one whose lease was lost
+ * (`awaiting_retry`), does not.
+ */
+export function heartbeatLease(
+  known: Pick<RunSummary, 'status' | 'attempt' | 'claimRequired'> | undefined,
+  attempt: number,
+): HeartbeatLease {
+  if (!known) return { attempt, leaseValid: true };
+  if (attempt > known.attempt && !known.claimRequired) return { attempt, leaseValid: true };
+  return { attempt: known.attempt, leaseValid: attempt === known.attempt && known.status === 'running' };
 }
 
 /** The run's validator refused the event (eventVerdict): nothing was recorded; answer why. */

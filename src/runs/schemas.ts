@@ -265,6 +265,14 @@ export const RunHeartbeatReply = z
       description:
         'Someone asked the run to stop (POST /v1/automation-runs/{id}/cancel, or Slack): stop the work and report a `terminal` event with `status: cancelled`.',
     }),
+    attempt: z
+      .number()
+      .int()
+      .openapi({ description: "The run's current attempt, as the run's row showed it when the heartbeat was forwarded." }),
+    leaseValid: z.boolean().openapi({
+      description:
+        "Whether the heartbeat's attempt holds the run's lease: false for an older attempt, or one whose lease was lost (the run waits for a new claim). Stop the work when false.",
+    }),
   })
   .openapi('AutomationRunHeartbeatReply', {
     description:

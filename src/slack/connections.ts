@@ -34,6 +34,8 @@ export interface SlackConnection {
   channels: string[] | null;
   enabled: boolean;
   disabledReason: string | null;
+  /** Slack's refusal of chat.startStream for this connection, once remembered: its thread keeps to edits. */
+  streamingRefused: string | null;
 }
 
 /** What the CLI prints: no secret, no token. */
@@ -142,7 +144,12 @@ export async function updateSlackConnection(
       patch.previous_secret_expires_at = hours > 0 ? new Date(now.getTime() + hours * 3_600_000) : null;
     }
     if (input.channels !== undefined) patch.channels = input.channels.length > 0 ? input.channels : null;
-    if (input.botToken !== undefined) patch.bot_token = input.botToken ? encryptSecret(key, input.botToken) : null;
+    if (input.botToken !== undefined) {
+      patch.bot_token = input.botToken ? encryptSecret(key, input.botToken) : null;
+      // A new token may carry what streaming lacked (a scope, a reinstall): its threads try it again.
+      patch.streaming_refused = null;
+      patch.streaming_refused_at = null;
+    }
     if (input.botUserId !== undefined) patch.bot_user_id = input.botUserId || null;
     const updated = await trx.updateTable('slack_connections').set(patch).where('id', '=', id).returningAll().executeTakeFirstOrThrow();
     return view(updated);
@@ -197,7 +204,18 @@ export async function findSlackConnection(db: Db, key: SecretKeys | Buffer, id: 
     channels: row.channels && row.channels.length > 0 ? row.channels : null,
     enabled: row.enabled,
     disabledReason: row.disabled_reason,
+    streamingRefused: row.streaming_refused,
   };
+}
+
+/** Slack refused chat.startStream for this connection: remembered, so its threads keep to edits. */
+export async function rememberStreamingRefused(db: Db, id: string, error: string, now = new Date()): Promise<void> {
+  await db
+    .updateTable('slack_connections')
+    .set({ streaming_refused: error, streaming_refused_at: now })
+    .where('id', '=', id)
+    .where('streaming_refused', 'is', null)
+    .execute();
 }
 
 /** The sealed signing secrets of the connections among `ids` that exist, in one query (src/slack/verify.ts batches these). */

@@ -32,6 +32,14 @@ export const SLACK_LOCAL_RECORDS_PATCH = 'slack-local-records';
  */
 export const SLACK_PROGRESS_PATCH = 'slack-progress';
 
+/**
+ * Workflow patch id: the member's slot is freed when the run closes; the answer always lands
+ * (a refused final edit goes as new replies, rate limits wait on timers until
+ * `finalDeliveryDeadlineMs`); the answer may stream (chat.startStream). Events before it free the
+ * slot after the last edit and end `reply_failed` on a refused one.
+ */
+export const SLACK_ANSWER_PATCH = 'slack-answer-lands';
+
 export function slackEventWorkflowId(connectionId: string, eventId: string): string {
   return `slack-event/${connectionId}/${eventId}`;
 }
@@ -58,6 +66,10 @@ interface SlackEventSettings {
   memberDailyInvocations: number;
   memberConcurrentRuns: number;
   run: RunSettings;
+  /** How the answer reaches the thread (SLACK_REPLY_MODE); absent in events started before it (edit). */
+  replyMode?: 'auto' | 'stream' | 'edit';
+  /** How long a final answer keeps waiting out rate limits (SLACK_FINAL_DELIVERY_DEADLINE); absent before it. */
+  finalDeliveryDeadlineMs?: number;
 }
 
 export interface SlackEventInput {

@@ -14,7 +14,8 @@ export type IneligibleReason =
   | 'incomplete_event'
   | 'channel_not_allowed'
   | 'workspace_quota'
-  | 'user_quota';
+  | 'user_quota'
+  | 'user_tokens_only';
 
 export type EventClassification =
   | { route: 'lifecycle'; type: SlackLifecycleType }
@@ -30,6 +31,35 @@ export interface EligibilityContext {
 
 const LIFECYCLE: readonly string[] = ['app_uninstalled', 'tokens_revoked'];
 
+/**
+ * Message subtypes that are still a person asking: a file shared with text
+ * (https://docs.slack.dev/reference/events/message/file_share) and a thread reply also sent to
+ * the channel (thread_broadcast). Edits, deletions, joins… are not.
+ */
+const ASKING_SUBTYPES: readonly string[] = ['file_share', 'thread_broadcast'];
+
+/** The names of the files an event carries, for the run's input. */
+function fileNames(event: Record<string, unknown>): string[] {
+  const files = Array.isArray(event.files) ? (event.files as Record<string, unknown>[]) : [];
+  return files.map((file) => str(file?.name) ?? str(file?.title) ?? 'a file').slice(0, 20);
+}
+
+/** The run's input: the text, and the attached files' names listed after it (the runtime gets no file itself). */
+function inputText(text: string, files: string[]): string {
+  if (files.length === 0) return text;
+  const listed = `Attached file${files.length === 1 ? '' : 's'}: ${files.join(', ')}`;
+  return text === '' ? listed : `${text}\n\n${listed}`;
+}
+
+/**
+ * tokens_revoked lists the user tokens (`tokens.oauth`) and bot tokens (`tokens.bot`) revoked.
+ * The service holds only a bot token: only a revoked bot token disables the connection.
+ */
+function revokesBotToken(event: Record<string, unknown>): boolean {
+  const tokens = event.tokens as { bot?: unknown } | undefined;
+  return Array.isArray(tokens?.bot) && tokens.bot.length > 0;
+}
+
 const str = (value: unknown): string | undefined => (typeof value === 'string' && value.length > 0 ? value : undefined);
 
 /** DM channel ids start with D; `channel_type: im` says the same on message events. */
@@ -38,6 +68,7 @@ const isDirectMessage = (channel: string, channelType: string | null) => channel
 export function classifyEvent(event: Record<string, unknown>, connection: EligibilityContext): EventClassification {
   const type = str(event.type);
   // Lifecycle events count even on a disabled connection: they are what disables it.
+  if (type === 'tokens_revoked' && !revokesBotToken(event)) return { route: 'ignore', reason: 'user_tokens_only' };
   if (type && LIFECYCLE.includes(type)) return { route: 'lifecycle', type: type as SlackLifecycleType };
   if (!connection.enabled) return { route: 'ignore', reason: 'connection_disabled' };
 
@@ -51,13 +82,16 @@ export function classifyEvent(event: Record<string, unknown>, connection: Eligib
   }
   const user = str(event.user);
   if (user && connection.botUserId && user === connection.botUserId) return { route: 'ignore', reason: 'own_bot_user' };
-  // Edits, deletions, joins… carry a subtype; only plain new messages are invocations.
-  if (event.subtype !== undefined) return { route: 'ignore', reason: 'unsupported_subtype' };
+  // Edits, deletions, joins… carry a subtype; only new messages that ask something are invocations.
+  if (event.subtype !== undefined && !ASKING_SUBTYPES.includes(String(event.subtype))) {
+    return { route: 'ignore', reason: 'unsupported_subtype' };
+  }
 
   const channel = str(event.channel);
   const ts = str(event.ts);
   const text = typeof event.text === 'string' ? event.text : '';
-  if (!user || !channel || !ts || text.trim() === '') return { route: 'ignore', reason: 'incomplete_event' };
+  const files = fileNames(event);
+  if (!user || !channel || !ts || (text.trim() === '' && files.length === 0)) return { route: 'ignore', reason: 'incomplete_event' };
 
   const allowlist = connection.channels ?? [];
   if (allowlist.length > 0 && !isDirectMessage(channel, channelType) && !allowlist.includes(channel)) {
@@ -73,7 +107,7 @@ export function classifyEvent(event: Record<string, unknown>, connection: Eligib
       channelType,
       ts,
       threadTs: str(event.thread_ts) ?? null,
-      text: type === 'app_mention' ? withoutBotMention(text, connection.botUserId) : text.trim(),
+      text: inputText(type === 'app_mention' ? withoutBotMention(text, connection.botUserId) : text.trim(), files),
     },
   };
 }

@@ -64,6 +64,8 @@ interface SlashCommand {
   channelId: string | undefined;
   /** What follows the command (`cancel`, `status`, `help`), trimmed; empty for the bare command. */
   text: string;
+  /** Slack's id of this command's invocation: unique per command. */
+  triggerId: string | undefined;
 }
 
 export type SlashCommandResult = { ok: true; command: SlashCommand } | { ok: false; details: InvalidRequestDetail[] };
@@ -90,6 +92,7 @@ export function parseSlashCommand(raw: Buffer): SlashCommandResult {
       command: form.get('command') || undefined,
       channelId: form.get('channel_id') || undefined,
       text: (form.get('text') ?? '').trim(),
+      triggerId: form.get('trigger_id') || undefined,
     },
   };
 }
@@ -105,6 +108,10 @@ export interface BlockActions {
   channelId: string | undefined;
   /** The thread of the message the button is on, for an ephemeral answer in it. */
   threadTs: string | undefined;
+  /** Where the clicker's answer goes (https://docs.slack.dev/interactivity/handling-user-interaction#message_responses). */
+  responseUrl: string | undefined;
+  /** Slack's id of this interaction: unique per click. */
+  triggerId: string | undefined;
   actions: { actionId: string; value: string | undefined }[];
 }
 
@@ -150,6 +157,8 @@ export function parseInteraction(raw: Buffer): InteractionResult {
       userId: user,
       channelId: channel,
       threadTs: optionalString(message.thread_ts) ?? optionalString(message.ts),
+      responseUrl: optionalString(body.response_url),
+      triggerId: optionalString(body.trigger_id),
       actions,
     },
   };

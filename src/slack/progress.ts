@@ -70,6 +70,12 @@ export function progressBlocks(text: string, runId: string): Record<string, unkn
   ];
 }
 
+/** What the first message says once its run's answer went out as new replies instead (its edit was refused). */
+export const SUPERSEDED_TEXT = 'The answer is in the replies below.';
+
+/** What the first message says once the answer streamed in the reply below it (its Cancel button goes). */
+export const STREAMED_TEXT = 'Done: the answer is in the reply below.';
+
 /** Block Kit of a finished message: the text alone (the Cancel button goes). */
 export function finalBlocks(text: string): Record<string, unknown>[] {
   return [{ type: 'section', text: mrkdwnText(text) }];
@@ -116,27 +122,37 @@ function lastCutAt(text: string, char: string, limit: number, positions: Int32Ar
   return -1;
 }
 
+/** A code fence: a part cut inside one closes it and the next part opens it again. */
+const FENCE = '```';
+
 /**
  * Cuts mrkdwn into parts of at most `limit` characters, at the last line break (or else space)
  * in a part's second half, so words and lines stay whole where they can, and never inside an
- * escape entity or a link (a link longer than a part is written out as text).
+ * escape entity or a link (a link longer than a part is written out as text). A part that ends
+ * inside a code fence closes it, and the next part reopens it, so every part renders as code
+ * where the answer did.
  */
 export function splitMessage(text: string, limit = MESSAGE_TEXT_LIMIT): string[] {
   const parts: string[] = [];
+  // Room for the fence a part may have to close.
+  const room = text.includes(FENCE) ? limit - FENCE.length - 1 : limit;
   let rest = text;
   while (rest.length > limit) {
-    const positions = cutPositions(rest, limit);
-    const newline = lastCutAt(rest, '\n', limit, positions);
-    const space = lastCutAt(rest, ' ', limit, positions);
-    let cut = newline >= 0 ? newline : space >= 0 ? space : positions[limit]!;
+    const positions = cutPositions(rest, room);
+    const newline = lastCutAt(rest, '\n', room, positions);
+    const space = lastCutAt(rest, ' ', room, positions);
+    let cut = newline >= 0 ? newline : space >= 0 ? space : positions[room]!;
     if (cut === 0 && rest.startsWith('<')) {
       rest = unlinked(rest);
       continue;
     }
     // Only a part shorter than an entity (a few characters) cannot hold the entity it starts with.
     if (cut === 0) cut = rest.indexOf(';') + 1;
-    parts.push(rest.slice(0, cut).trimEnd());
+    const part = rest.slice(0, cut).trimEnd();
     rest = rest.slice(cut).replace(/^[\n ]/, '');
+    const insideFence = part.split(FENCE).length % 2 === 0;
+    parts.push(insideFence ? `${part}\n${FENCE}` : part);
+    if (insideFence) rest = `${FENCE}\n${rest}`;
   }
   parts.push(rest);
   return parts.filter((part, index) => part.length > 0 || index === 0);

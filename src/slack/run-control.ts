@@ -9,12 +9,17 @@ import type { IngressGateway } from '../app/ingress';
 import type { Notices } from '../app/notices';
 import type { Db } from '../app/store/db';
 import { liveMember } from '../identity';
-import { requestCancel } from '../runs';
+import { acceptCancel } from '../runs';
 import { runSummaryQuery, runWorkflowId, type RunSummary } from '../runs/contract';
 import { findAccountLink } from './links';
 
 /** Slack wants its answer within 3 s: each call to a run may take this long at most. */
 const SLACK_CALL_TIMEOUT_MS = 2_000;
+/**
+ * How long a cancel waits for the run to accept it: with the Postgres reads before it, well
+ * within Slack's 3 s. The run's handler then records it on its own time.
+ */
+const CANCEL_ACCEPT_TIMEOUT_MS = 1_500;
 
 export interface RunControlDeps {
   db: Db;
@@ -31,8 +36,11 @@ interface SlackRun {
   startedAt: Date;
 }
 
-/** How a cancel from Slack ended; every outcome but `requested` is said to the clicker, ephemerally. */
-export type CancelOutcome = 'requested' | 'not_linked' | 'not_allowed' | 'closed' | 'no_active_run' | 'failed';
+/**
+ * How a cancel from Slack ended, said to the clicker. `unconfirmed`: the run did not answer within
+ * the bound, so whether it took the cancel is not known yet (never said to have failed).
+ */
+export type CancelOutcome = 'requested' | 'unconfirmed' | 'not_linked' | 'not_allowed' | 'closed' | 'no_active_run' | 'failed';
 
 const runsOf = (db: Db, connectionId: string) =>
   db
@@ -57,7 +65,7 @@ async function callerOf(db: Db, connectionId: string, slackUserId: string) {
 /** Asks the run to stop on behalf of this Slack user, if they may. */
 export async function cancelFromSlack(
   deps: RunControlDeps,
-  input: { connectionId: string; slackUserId: string; runId: string | null },
+  input: { connectionId: string; slackUserId: string; runId: string | null; requestId: string; timeoutMs?: number },
 ): Promise<CancelOutcome> {
   const caller = await callerOf(deps.db, input.connectionId, input.slackUserId);
   if (!caller) return 'not_linked';
@@ -69,21 +77,24 @@ export async function cancelFromSlack(
   const mayCancel = run.memberId === caller.memberId || (caller.admin && run.organizationId === caller.organizationId);
   if (!mayCancel) return 'not_allowed';
   try {
-    const answer = await requestCancel(deps, {
+    const answer = await acceptCancel(deps, {
       organizationId: run.organizationId,
       runId: run.runId,
       caller: { memberId: caller.memberId, admin: caller.admin },
       reason: 'cancelled from Slack',
-      timeoutMs: SLACK_CALL_TIMEOUT_MS,
+      timeoutMs: input.timeoutMs ?? CANCEL_ACCEPT_TIMEOUT_MS,
+      // The same click sent again (a retry) is the same Update: the run takes it once.
+      updateId: `slack-cancel/${input.requestId}`,
     });
     return CANCEL_OUTCOMES[answer.outcome];
   } catch {
-    return 'failed';
+    // Temporal did not answer in time: the Update may still be accepted.
+    return 'unconfirmed';
   }
 }
 
 /** What the clicker is told for each answer of the run. */
-const CANCEL_OUTCOMES = { requested: 'requested', closed: 'closed', not_reachable: 'not_allowed', not_found: 'failed' } as const;
+const CANCEL_OUTCOMES = { accepted: 'requested', closed: 'closed', not_reachable: 'not_allowed', not_found: 'failed' } as const;
 
 /** One active run as `/den status` shows it. */
 export interface RunStatusLine {

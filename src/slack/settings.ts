@@ -14,6 +14,13 @@ export const slackSettings = defineSettings(
     SLACK_LINK_WAIT: duration('15m'),
     SLACK_LINK_TOKEN_TTL: duration('10m'),
     SLACK_PROGRESS_INTERVAL: duration('3s'),
+    SLACK_REPLY_MODE: z.enum(['auto', 'stream', 'edit']).default('auto'),
+    SLACK_RATE_WINDOW: duration('60s'),
+    SLACK_TIER2_PER_WINDOW: int(20, 1),
+    SLACK_TIER3_PER_WINDOW: int(50, 1),
+    SLACK_TIER4_PER_WINDOW: int(100, 1),
+    SLACK_FINAL_DELIVERY_DEADLINE: duration('1h'),
+    SLACK_RESPONSE_URL_PREFIX: z.string().url().default('https://hooks.slack.com/'),
   },
   (e) => ({
     apiBaseUrl: e.SLACK_API_BASE_URL.replace(/\/+$/, ''),
@@ -24,6 +31,13 @@ export const slackSettings = defineSettings(
     linkWaitMs: e.SLACK_LINK_WAIT,
     linkTokenTtlMs: e.SLACK_LINK_TOKEN_TTL,
     progressIntervalMs: e.SLACK_PROGRESS_INTERVAL,
+    replyMode: e.SLACK_REPLY_MODE,
+    budget: {
+      windowMs: e.SLACK_RATE_WINDOW,
+      tiers: { 2: e.SLACK_TIER2_PER_WINDOW, 3: e.SLACK_TIER3_PER_WINDOW, 4: e.SLACK_TIER4_PER_WINDOW },
+    },
+    finalDeliveryDeadlineMs: e.SLACK_FINAL_DELIVERY_DEADLINE,
+    responseUrlPrefix: e.SLACK_RESPONSE_URL_PREFIX,
     /** What the runs this feature starts are started with. */
     runDefaults: runDefaults.build(e),
   }),

@@ -1,6 +1,6 @@
 /**
  * The slack feature's tables as Kysely sees them; the DDL is in src/app/store/migrations/0003_slack.ts,
- * 0006_slack_quotas.ts and 0007_replays.ts.
+ * 0006_slack_quotas.ts, 0007_replays.ts and 0012_slack_delivery.ts.
  */
 import type { Timestamp, NullableTimestamp, Int8 } from '../app/store/columns';
 
@@ -25,6 +25,9 @@ export interface SlackTables {
     enabled: boolean;
     /** Why it was disabled (`app_uninstalled`, `tokens_revoked`, `operator`). */
     disabled_reason: string | null;
+    /** The error Slack refused chat.startStream with, once it did: the thread keeps to edits since. */
+    streaming_refused: string | null;
+    streaming_refused_at: NullableTimestamp;
     created_at: Timestamp;
     updated_at: Timestamp;
   };
@@ -83,6 +86,13 @@ export interface SlackTables {
     request_timestamp: Int8;
     signature: string;
     expires_at: Timestamp;
+  };
+  /** A token bucket per connection and Web API method, taken by every worker (src/slack/budget.ts). */
+  slack_api_budgets: {
+    connection_id: string;
+    method: string;
+    tokens: number;
+    refreshed_at: Date;
   };
 }
 

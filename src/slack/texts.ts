@@ -62,10 +62,14 @@ export function runReplyText(summary: Pick<RunSummary, 'status' | 'error' | 'las
 }
 
 /** What a member is told, ephemerally, after asking to cancel a run from Slack. */
-export function cancelOutcomeText(outcome: 'requested' | 'not_linked' | 'not_allowed' | 'closed' | 'no_active_run' | 'failed'): string {
+export function cancelOutcomeText(
+  outcome: 'requested' | 'unconfirmed' | 'not_linked' | 'not_allowed' | 'closed' | 'no_active_run' | 'failed',
+): string {
   switch (outcome) {
     case 'requested':
       return 'Cancelling the run. Its message says so once it has stopped.';
+    case 'unconfirmed':
+      return 'Asking the run to stop. Its message says so once it has stopped.';
     case 'not_linked':
       return 'Connect your Slack account to den first (type `/den`).';
     case 'not_allowed':
@@ -75,7 +79,7 @@ export function cancelOutcomeText(outcome: 'requested' | 'not_linked' | 'not_all
     case 'no_active_run':
       return 'You have no den request running.';
     default:
-      return 'The run could not be cancelled right now. Try again in a moment.';
+      return 'den could not reach the run to cancel it. Try again in a moment.';
   }
 }
 

@@ -1,9 +1,20 @@
 /**
- * A minimal Slack Web API client (https://api.slack.com/web): POST JSON with the bot token,
- * and a verdict that tells the caller whether and when to retry. Rate limits come back as HTTP
- * 429 with `Retry-After` in seconds (https://api.slack.com/apis/rate-limits); the activity
- * turns that into Temporal's next retry delay.
+ * Slack's Web API through @slack/web-api (https://docs.slack.dev/tools/node-slack-sdk/web-api),
+ * with a verdict that tells the caller whether and when to retry. The client never retries and
+ * never waits by itself: Temporal retries, and a rate-limited call (HTTP 429, `Retry-After` in
+ * seconds, https://docs.slack.dev/apis/web-api/rate-limits) is rejected at once so the workflow
+ * waits on a timer.
  */
+import {
+  LogLevel,
+  WebAPIHTTPError,
+  WebAPIPlatformError,
+  WebAPIRateLimitedError,
+  WebClient,
+  type Logger,
+  type WebAPICallResult,
+} from '@slack/web-api';
+
 export type SlackApiResult =
   { ok: true; body: Record<string, unknown> } | { ok: false; retryable: boolean; error: string; retryAfterMs?: number };
 
@@ -12,20 +23,38 @@ const RETRYABLE_ERRORS = new Set(['ratelimited', 'internal_error', 'fatal_error'
 
 const MAX_RETRY_AFTER_MS = 5 * 60_000;
 
-export function parseRetryAfter(value: string | null): number | undefined {
+export function parseRetryAfter(value: string | null | undefined): number | undefined {
   if (!value || !/^\s*\d{1,6}\s*$/.test(value)) return undefined;
   return Math.min(Number(value) * 1000, MAX_RETRY_AFTER_MS);
 }
 
-/** Write methods take JSON; read methods such as conversations.replies take a form. */
-export type SlackApiMethod = 'chat.postMessage' | 'chat.postEphemeral' | 'chat.update' | 'conversations.replies';
-const FORM_METHODS: ReadonlySet<SlackApiMethod> = new Set(['conversations.replies']);
+/** The Web API methods the service calls. */
+export type SlackApiMethod =
+  | 'chat.postMessage'
+  | 'chat.postEphemeral'
+  | 'chat.update'
+  | 'chat.delete'
+  | 'conversations.replies'
+  | 'chat.startStream'
+  | 'chat.appendStream'
+  | 'chat.stopStream';
+
+/** Methods that post or change a message's mrkdwn: they go out with `parse: none`. */
+const MRKDWN_METHODS: ReadonlySet<SlackApiMethod> = new Set(['chat.postMessage', 'chat.postEphemeral', 'chat.update']);
+/** Methods whose text is Markdown (`markdown_text` and the chunks' texts). */
+const MARKDOWN_METHODS: ReadonlySet<SlackApiMethod> = new Set(['chat.startStream', 'chat.appendStream', 'chat.stopStream']);
 
 /** Slack's mention syntax: `<!channel>`, `<!here>`, `<!subteam^…>`, `<@U…>`, `<#C…>`. */
 const MENTION = /<([!@#])/g;
 
 /** Text in which no mention is live: the `<` that would open one is escaped. */
 export const defuseMentions = (text: string): string => text.replace(MENTION, '&lt;$1');
+
+/**
+ * Markdown in which no mention is live: as defuseMentions, and a plain `@channel`, `@here` or
+ * `@everyone` gets a zero-width space after its `@` (the streaming methods take no `parse`).
+ */
+export const defuseMarkdown = (text: string): string => defuseMentions(text).replace(/@(channel|here|everyone)\b/g, '@\u200b$1');
 
 /** A block tree with every mrkdwn text object's mentions defused. */
 function defuseBlocks(value: unknown): unknown {
@@ -35,19 +64,82 @@ function defuseBlocks(value: unknown): unknown {
   return object.type === 'mrkdwn' && typeof object.text === 'string' ? { ...object, text: defuseMentions(object.text) } : object;
 }
 
+/** Streaming chunks with every text Slack shows defused (a task's title, details and output too). */
+function defuseChunks(chunks: unknown): unknown {
+  if (!Array.isArray(chunks)) return chunks;
+  return chunks.map((chunk: Record<string, unknown>) =>
+    Object.fromEntries(
+      Object.entries(chunk).map(([key, value]) => [
+        key,
+        ['text', 'title', 'details', 'output'].includes(key) && typeof value === 'string' ? defuseMarkdown(value) : value,
+      ]),
+    ),
+  );
+}
+
 /**
- * A message as the service posts or edits it. The service never mentions anyone: a message goes
- * out with `parse: none`, since Slack's own parsing (chat.update's default is `client`) would
- * turn a plain `@channel` or `@here` into a live mention, and with any `<!…>`, `<@…>` or `<#…>`
- * left in its text defused. The text was escaped where it was made (src/slack/mrkdwn.ts,
- * src/slack/texts.ts); this is the last guard at the one place messages leave, and it also covers
- * a message made by an older release before a deploy.
+ * A message as the service posts, edits or streams it. The service never mentions anyone: a
+ * message goes out with `parse: none`, since Slack's own parsing (chat.update's default is
+ * `client`) would turn a plain `@channel` or `@here` into a live mention, and with any `<!…>`,
+ * `<@…>` or `<#…>` left in its text defused; a streamed message's Markdown is defused as well.
+ * The text was escaped where it was made (src/slack/mrkdwn.ts, src/slack/texts.ts); this is the
+ * last guard at the one place messages leave, and it also covers a message made by an older
+ * release before a deploy.
  */
 function asPosted(method: SlackApiMethod, body: Record<string, unknown>): Record<string, unknown> {
-  if (FORM_METHODS.has(method)) return body;
+  if (MARKDOWN_METHODS.has(method)) {
+    const markdown = typeof body.markdown_text === 'string' ? { markdown_text: defuseMarkdown(body.markdown_text) } : {};
+    const chunks = body.chunks === undefined ? {} : { chunks: defuseChunks(body.chunks) };
+    const blocks = body.blocks === undefined ? {} : { blocks: defuseBlocks(body.blocks) };
+    return { ...body, ...markdown, ...chunks, ...blocks };
+  }
+  if (!MRKDWN_METHODS.has(method)) return body;
   const text = typeof body.text === 'string' ? { text: defuseMentions(body.text) } : {};
   const blocks = body.blocks === undefined ? {} : { blocks: defuseBlocks(body.blocks) };
   return { ...body, ...text, ...blocks, parse: 'none' };
+}
+
+/** The client's own log lines are not the service's: dropped, as its failures come back as results. */
+const quiet: Logger = {
+  debug: () => undefined,
+  info: () => undefined,
+  warn: () => undefined,
+  error: () => undefined,
+  setLevel: () => undefined,
+  getLevel: () => LogLevel.ERROR,
+  setName: () => undefined,
+};
+
+/** A client for one bot token: no retries (Temporal's), rate-limited calls rejected (the workflow waits). */
+function clientFor(options: { baseUrl: string; token: string; timeoutMs?: number }): WebClient {
+  return new WebClient(options.token, {
+    slackApiUrl: `${options.baseUrl.replace(/\/+$/, '')}/`,
+    retryConfig: { retries: 0 },
+    rejectRateLimitedCalls: true,
+    allowAbsoluteUrls: false,
+    timeout: options.timeoutMs ?? 10_000,
+    logger: quiet,
+  });
+}
+
+/** A call's failure as a verdict: a 429 with its wait, a final or retryable Slack error, a 5xx, a network error. */
+function failureOf(error: unknown): Extract<SlackApiResult, { ok: false }> {
+  if (error instanceof WebAPIRateLimitedError) {
+    return { ok: false, retryable: true, error: 'ratelimited', retryAfterMs: Math.min(error.retryAfter * 1000, MAX_RETRY_AFTER_MS) };
+  }
+  if (error instanceof WebAPIPlatformError) {
+    const code = String(error.data.error);
+    return { ok: false, retryable: RETRYABLE_ERRORS.has(code), error: code };
+  }
+  if (error instanceof WebAPIHTTPError) {
+    return {
+      ok: false,
+      retryable: error.statusCode >= 500,
+      error: `http_${error.statusCode}`,
+      retryAfterMs: parseRetryAfter(error.headers['retry-after']),
+    };
+  }
+  return { ok: false, retryable: true, error: `network: ${(error as Error)?.message ?? 'unknown'}` };
 }
 
 export async function callSlackApi(
@@ -55,41 +147,43 @@ export async function callSlackApi(
   method: SlackApiMethod,
   body: Record<string, unknown>,
 ): Promise<SlackApiResult> {
-  let response: Response;
-  const form = FORM_METHODS.has(method);
   try {
-    response = await fetch(`${options.baseUrl}/${method}`, {
-      method: 'POST',
-      headers: {
-        authorization: `Bearer ${options.token}`,
-        'content-type': form ? 'application/x-www-form-urlencoded' : 'application/json; charset=utf-8',
-      },
-      body: form
-        ? new URLSearchParams(Object.entries(body).map(([k, v]): [string, string] => [k, String(v)])).toString()
-        : JSON.stringify(asPosted(method, body)),
-      signal: AbortSignal.timeout(options.timeoutMs ?? 10_000),
-    });
+    const result: WebAPICallResult = await clientFor(options).apiCall(method, asPosted(method, body));
+    return { ok: true, body: result as unknown as Record<string, unknown> };
   } catch (error) {
-    return { ok: false, retryable: true, error: `network: ${(error as Error)?.message ?? 'unknown'}` };
+    return failureOf(error);
   }
-  const retryAfterMs = parseRetryAfter(response.headers.get('retry-after'));
-  if (response.status === 429) return { ok: false, retryable: true, error: 'ratelimited', retryAfterMs: retryAfterMs ?? 1000 };
-  if (response.status >= 500) return { ok: false, retryable: true, error: `http_${response.status}`, retryAfterMs };
-  let parsed: unknown;
+}
+
+/**
+ * An interaction's answer through its `response_url` (https://docs.slack.dev/interactivity/handling-user-interaction#message_responses),
+ * which works whether or not the bot is in the channel. Only to Slack's own hooks (`prefix`): the
+ * URL comes from a signed payload, but the service posts nowhere else. Mentions defused as above.
+ */
+export async function postResponseUrl(
+  prefix: string,
+  url: string,
+  message: { text: string; response_type?: 'ephemeral' | 'in_channel'; replace_original?: boolean; delete_original?: boolean },
+): Promise<{ ok: boolean; error?: string }> {
+  if (!url.startsWith(prefix)) return { ok: false, error: 'response_url_not_slack' };
   try {
-    parsed = await response.json();
-  } catch {
-    return { ok: false, retryable: response.status >= 500, error: `http_${response.status}_not_json` };
+    const response = await fetch(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json; charset=utf-8' },
+      body: JSON.stringify({ response_type: 'ephemeral', replace_original: false, ...message, text: defuseMentions(message.text) }),
+      redirect: 'error',
+      signal: AbortSignal.timeout(5_000),
+    });
+    await response.body?.cancel();
+    return response.ok ? { ok: true } : { ok: false, error: `http_${response.status}` };
+  } catch (error) {
+    return { ok: false, error: `network: ${(error as Error)?.message ?? 'unknown'}` };
   }
-  const result = (parsed ?? {}) as Record<string, unknown>;
-  if (response.ok && result.ok === true) return { ok: true, body: result };
-  const error = typeof result.error === 'string' ? result.error : `http_${response.status}`;
-  return { ok: false, retryable: RETRYABLE_ERRORS.has(error), error, retryAfterMs };
 }
 
 /**
  * The metadata our thread replies carry (https://api.slack.com/metadata): the invocation's key,
- * so a retry can tell whether an earlier attempt's post already landed.
+ * so a retry can tell whether an earlier attempt's post already landed (src/slack/delivery.ts).
  */
 const REPLY_EVENT_TYPE = 'den_run_reply';
 
@@ -97,12 +191,13 @@ export function replyMetadata(replyKey: string): Record<string, unknown> {
   return { event_type: REPLY_EVENT_TYPE, event_payload: { reply_key: replyKey } };
 }
 
-/** Our reply with this key in a conversations.replies page: its `ts` (the message's id), or undefined. */
-export function findReply(page: Record<string, unknown>, replyKey: string): string | undefined {
-  const messages = Array.isArray(page.messages) ? (page.messages as Record<string, unknown>[]) : [];
-  const found = messages.find((message) => {
+/** Our replies in a conversations.replies page, by the key their metadata carries: key → `ts` (the message's id). */
+export function findReplies(page: Record<string, unknown>): Map<string, string> {
+  const found = new Map<string, string>();
+  for (const message of Array.isArray(page.messages) ? (page.messages as Record<string, unknown>[]) : []) {
     const metadata = message.metadata as { event_type?: unknown; event_payload?: { reply_key?: unknown } } | undefined;
-    return metadata?.event_type === REPLY_EVENT_TYPE && metadata.event_payload?.reply_key === replyKey;
-  });
-  return found === undefined ? undefined : String(found.ts);
+    const key = metadata?.event_payload?.reply_key;
+    if (metadata?.event_type === REPLY_EVENT_TYPE && typeof key === 'string') found.set(key, String(message.ts));
+  }
+  return found;
 }

@@ -4,169 +4,15 @@
  * functions the CLI uses.
  */
 import { randomUUID } from 'node:crypto';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { createSlackConnection } from '../../src/slack/connections';
 import { signSlackRequest } from '../../src/slack/signature';
 import type { Db } from '../../src/app/store/db';
 import type { SecretKeys } from '../../src/app/secrets';
 import { createTestOrg } from './identity';
 import { startTestStack, type HttpTarget, type TestResponse, type TestStack } from './stack';
-import { waitFor } from './wait';
+import { startFakeSlack, type FakeSlack, type FakeSlackOptions } from './fake-slack';
 
-interface SlackApiCall {
-  method: string;
-  authorization: string | undefined;
-  body: Record<string, unknown>;
-  /** What Slack would show of a message call: its `text` and each mrkdwn text object, after Slack's own parsing (slackRendering). */
-  rendered: string[];
-  at: number;
-}
-
-const MESSAGE_METHODS = new Set(['chat.postMessage', 'chat.postEphemeral', 'chat.update']);
-
-/**
- * A message call's texts as Slack renders them. Slack parses messages itself unless told not to:
- * `parse` other than `none` (chat.update defaults to `client`) turns a plain `@channel`, `@here`
- * or `@everyone` into a live mention, and so does a mrkdwn text object without `verbatim: true`.
- */
-function slackRendering(method: string, body: Record<string, unknown>): string[] {
-  if (!MESSAGE_METHODS.has(method)) return [];
-  const live = (text: string) => text.replace(/(^|[^\w&;])@(channel|here|everyone)\b/g, '$1<!$2>');
-  const parse = body.parse ?? (method === 'chat.update' ? 'client' : 'none');
-  const texts = [parse === 'none' ? String(body.text ?? '') : live(String(body.text ?? ''))];
-  const visit = (value: unknown): void => {
-    if (Array.isArray(value)) value.forEach(visit);
-    else if (value && typeof value === 'object') {
-      const object = value as Record<string, unknown>;
-      if (object.type === 'mrkdwn' && typeof object.text === 'string')
-        texts.push(object.verbatim === true ? object.text : live(object.text));
-      Object.values(object).forEach(visit);
-    }
-  };
-  visit(body.blocks);
-  return texts;
-}
-
-interface ScriptedReply {
-  status: number;
-  headers?: Record<string, string>;
-  body?: unknown;
-  /** chat.postMessage: keep the message although the reply says otherwise (Slack's partial successes). */
-  accept?: boolean;
-  /** Hang up without an answer (after accepting, with `accept`). */
-  reset?: boolean;
-}
-
-/** A message the fake accepted, as conversations.replies returns it. */
-interface FakeMessage {
-  channel: string;
-  ts: string;
-  thread_ts?: string;
-  text: string;
-  blocks?: unknown;
-  metadata?: unknown;
-  /** The texts chat.update gave it, in order. */
-  edits: { text: string; blocks?: unknown; at: number }[];
-}
-
-export interface FakeSlack {
-  url: string;
-  calls: SlackApiCall[];
-  /** Messages posted with chat.postMessage (and accepted), in order. */
-  messages: FakeMessage[];
-  /** The next call(s) of `method` get these replies, in order, before the default `{ok:true}`. */
-  script(method: string, ...replies: ScriptedReply[]): void;
-  /** Deletes a message, as a person can: chat.update then answers `message_not_found`. */
-  deleteMessage(channel: string, ts: string): void;
-  /** Waits for a call of `method` that `match` accepts. */
-  waitForCall(method: string, match?: (call: SlackApiCall) => boolean, timeoutMs?: number): Promise<SlackApiCall>;
-  close(): Promise<void>;
-}
-
-export async function startFakeSlack(): Promise<FakeSlack> {
-  const calls: SlackApiCall[] = [];
-  const messages: FakeMessage[] = [];
-  const scripted = new Map<string, ScriptedReply[]>();
-  let clock = 0;
-  const server = http.createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (chunk: Buffer) => chunks.push(chunk));
-    req.on('end', () => {
-      const method = (req.url ?? '').split('?')[0]!.split('/').pop() ?? '';
-      const raw = Buffer.concat(chunks).toString('utf8');
-      let body: Record<string, unknown> = {};
-      if ((req.headers['content-type'] ?? '').startsWith('application/x-www-form-urlencoded')) {
-        body = Object.fromEntries(new URLSearchParams(raw));
-      } else {
-        try {
-          body = JSON.parse(raw) as Record<string, unknown>;
-        } catch {
-          body = { unparsed: raw };
-        }
-      }
-      calls.push({ method, authorization: req.headers.authorization, body, rendered: slackRendering(method, body), at: Date.now() });
-      const reply = scripted.get(method)?.shift();
-      const ts = `${Math.floor(Date.now() / 1000)}.${String(++clock).padStart(6, '0')}`;
-      if (method === 'chat.postMessage' && (!reply || reply.accept)) {
-        messages.push({
-          channel: String(body.channel),
-          ts,
-          thread_ts: body.thread_ts as string | undefined,
-          text: String(body.text),
-          blocks: body.blocks,
-          metadata: body.metadata,
-          edits: [],
-        });
-      }
-      if (reply?.reset) return req.socket.destroy();
-      if (!reply && method === 'chat.update') return answerUpdate(messages, body, res);
-      if (!reply && method === 'conversations.replies') {
-        // Slack returns the parent and its replies; metadata only with include_all_metadata.
-        const thread = messages.filter((m) => m.channel === body.channel && (m.thread_ts === body.ts || m.ts === body.ts));
-        const withMetadata = body.include_all_metadata === 'true';
-        res.writeHead(200, { 'content-type': 'application/json' });
-        return res.end(JSON.stringify({ ok: true, messages: thread.map((m) => (withMetadata ? m : { ...m, metadata: undefined })) }));
-      }
-      const answer = reply ?? { status: 200, body: { ok: true, channel: body.channel, ts } };
-      res.writeHead(answer.status, { 'content-type': 'application/json', ...answer.headers });
-      res.end(JSON.stringify(answer.body ?? { ok: false, error: 'ratelimited' }));
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  return {
-    url: `http://127.0.0.1:${port}/api`,
-    calls,
-    messages,
-    script(method, ...replies) {
-      scripted.set(method, [...(scripted.get(method) ?? []), ...replies]);
-    },
-    deleteMessage(channel, ts) {
-      const index = messages.findIndex((m) => m.channel === channel && m.ts === ts);
-      if (index >= 0) messages.splice(index, 1);
-    },
-    async waitForCall(method, match = () => true, timeoutMs = 20_000) {
-      return waitFor(() => calls.find((c) => c.method === method && match(c)), timeoutMs, { what: `Slack ${method}`, intervalMs: 100 });
-    },
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  };
-}
-
-/** chat.update as Slack answers it: the edited message's channel, ts and text, or `message_not_found`. */
-function answerUpdate(messages: FakeMessage[], body: Record<string, unknown>, res: http.ServerResponse): void {
-  const message = messages.find((m) => m.channel === body.channel && m.ts === body.ts);
-  res.writeHead(200, { 'content-type': 'application/json' });
-  if (!message) return void res.end(JSON.stringify({ ok: false, error: 'message_not_found' }));
-  message.text = String(body.text);
-  message.blocks = body.blocks;
-  message.edits.push({ text: message.text, blocks: body.blocks, at: Date.now() });
-  res.end(JSON.stringify({ ok: true, channel: message.channel, ts: message.ts, text: message.text }));
-}
+export { startFakeSlack, type FakeSlack } from './fake-slack';
 
 export interface TestSlackConnection {
   connectionId: string;
@@ -280,7 +126,7 @@ export async function postSlashCommand(
 /** A `block_actions` payload as Slack sends it when a user clicks a button on one of our messages. */
 export function blockActions(
   connection: Pick<TestSlackConnection, 'teamId' | 'appId'>,
-  options: { user: string; actionId: string; value: string; channel?: string; threadTs?: string },
+  options: { user: string; actionId: string; value: string; channel?: string; threadTs?: string; responseUrl?: string },
 ): Record<string, unknown> {
   const channel = options.channel ?? 'C0TESTCHAN';
   const ts = `${Math.floor(Date.now() / 1000)}.${String(Math.floor(Math.random() * 1e6)).padStart(6, '0')}`;
@@ -294,7 +140,7 @@ export function blockActions(
     trigger_id: `${Date.now()}.${randomUUID()}`,
     channel: { id: channel, name: 'test' },
     message: { type: 'message', ts, thread_ts: options.threadTs ?? ts, text: 'Working on it…' },
-    response_url: 'https://hooks.slack.com/actions/T0/1/x',
+    response_url: options.responseUrl ?? 'https://hooks.slack.com/actions/T0/1/x',
     actions: [
       {
         type: 'button',
@@ -335,19 +181,27 @@ export function linkTokenFrom(text: string): string {
   return token;
 }
 
+/** The service's settings that point it at a fake Slack: its Web API and its interactions' response URLs. */
+function fakeSlackEnv(slack: FakeSlack): Record<string, string> {
+  return { SLACK_API_BASE_URL: slack.url, SLACK_RESPONSE_URL_PREFIX: slack.responseUrl('') };
+}
+
 /**
  * What the Slack loop tests share: a stack with a worker that calls a fake Slack Web API, an
  * organization, and a Slack connection of it.
  */
-export async function startSlackLoop(env: Record<string, string> = {}): Promise<{
+export async function startSlackLoop(
+  env: Record<string, string> = {},
+  fake: FakeSlackOptions = {},
+): Promise<{
   stack: TestStack;
   slack: FakeSlack;
   org: Awaited<ReturnType<typeof createTestOrg>>;
   connection: TestSlackConnection;
   stop(): Promise<void>;
 }> {
-  const slack = await startFakeSlack();
-  const stack = await startTestStack({ worker: true, env: { SLACK_API_BASE_URL: slack.url, ...env } });
+  const slack = await startFakeSlack(fake);
+  const stack = await startTestStack({ worker: true, env: { ...fakeSlackEnv(slack), ...env } });
   const org = await createTestOrg(stack.services.database.db);
   const connection = await createTestSlackConnection(stack.services.database.db, stack.services.secretKey, org.organizationId);
   return {

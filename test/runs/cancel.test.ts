@@ -143,5 +143,11 @@ it('the OpenAPI document lists the cancel route and the heartbeat reply', async 
   expect(doc.components.schemas.AutomationRunCancelRequest.properties.reason).toMatchObject({ maxLength: 500 });
   const heartbeat = doc.paths['/v1/automation-runs/{id}/heartbeat'].post.responses['200'].content['application/json'].schema;
   expect(heartbeat).toEqual({ $ref: '#/components/schemas/AutomationRunHeartbeatReply' });
-  expect(doc.components.schemas.AutomationRunHeartbeatReply.required.sort()).toEqual(['cancelRequested', 'leaseExpiresAt', 'ok']);
+  expect(doc.components.schemas.AutomationRunHeartbeatReply.required.sort()).toEqual([
+    'attempt',
+    'cancelRequested',
+    'leaseExpiresAt',
+    'leaseValid',
+    'ok',
+  ]);
 });

@@ -169,7 +169,7 @@ describe('automation-run input validation', () => {
       body: { attempt: 1, runner: 'r-1' },
     });
     expect(res.status).toBe(200);
-    expect(res.json).toEqual({ ok: true, leaseExpiresAt: expect.any(Number), cancelRequested: false });
+    expect(res.json).toEqual({ ok: true, leaseExpiresAt: expect.any(Number), cancelRequested: false, attempt: 1, leaseValid: true });
   });
 
   it.each([

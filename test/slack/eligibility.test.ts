@@ -23,6 +23,38 @@ describe('classifyEvent', () => {
     });
   });
 
+  it('routes a DM with a file (file_share), a thread_broadcast reply and a mention with files: the text, then the file names', () => {
+    const files = [
+      { id: 'F1', name: 'screenshot.png' },
+      { id: 'F2', title: 'notes' },
+    ];
+    expect(classifyEvent({ ...dm, subtype: 'file_share', text: 'what is this?', files }, on)).toMatchObject({
+      route: 'invocation',
+      invocation: { text: 'what is this?\n\nAttached files: screenshot.png, notes' },
+    });
+    expect(classifyEvent({ ...dm, subtype: 'file_share', text: '', files: [files[0]] }, on)).toMatchObject({
+      route: 'invocation',
+      invocation: { text: 'Attached file: screenshot.png' },
+    });
+    expect(classifyEvent({ ...dm, subtype: 'thread_broadcast', thread_ts: '0.5' }, on)).toMatchObject({
+      route: 'invocation',
+      invocation: { text: 'hi', threadTs: '0.5' },
+    });
+    expect(classifyEvent({ ...mention, files }, on)).toMatchObject({ invocation: { text: 'hi\n\nAttached files: screenshot.png, notes' } });
+  });
+
+  it('ignores tokens_revoked that lists only user tokens: the service holds none', () => {
+    expect(classifyEvent({ type: 'tokens_revoked', tokens: { oauth: ['U1', 'U2'] } }, on)).toEqual({
+      route: 'ignore',
+      reason: 'user_tokens_only',
+    });
+    expect(classifyEvent({ type: 'tokens_revoked', tokens: { oauth: ['U1'], bot: [] } }, on)).toEqual({
+      route: 'ignore',
+      reason: 'user_tokens_only',
+    });
+    expect(classifyEvent({ type: 'tokens_revoked', tokens: { oauth: ['U1'], bot: ['UBOT'] } }, on)).toMatchObject({ route: 'lifecycle' });
+  });
+
   it.each<[string, Record<string, unknown>, EligibilityContext, string]>([
     ['disabled connection', mention, { ...on, enabled: false }, 'connection_disabled'],
     ['unsupported type', { type: 'reaction_added', user: 'U1' }, on, 'unsupported_type'],
@@ -83,7 +115,7 @@ describe('parseSlashCommand', () => {
     });
     expect(parseSlashCommand(Buffer.from('team_id=T1&user_id=U1&api_app_id=A1&command=%2Fden'))).toEqual({
       ok: true,
-      command: { teamId: 'T1', userId: 'U1', apiAppId: 'A1', command: '/den', channelId: undefined, text: '' },
+      command: { teamId: 'T1', userId: 'U1', apiAppId: 'A1', command: '/den', channelId: undefined, text: '', triggerId: undefined },
     });
     // The subcommand is the text, trimmed: `/den  status ` asks for status.
     expect(parseSlashCommand(Buffer.from('team_id=T1&user_id=U1&api_app_id=A1&command=%2Fden&text=+status+'))).toMatchObject({

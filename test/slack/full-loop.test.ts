@@ -99,6 +99,8 @@ describe('Slack → run → Slack', () => {
       ok: true,
       leaseExpiresAt: expect.any(Number),
       cancelRequested: false,
+      attempt: 1,
+      leaseValid: true,
     });
     const events = [
       { type: 'user', payload: { text: 'what is six times seven?' } },

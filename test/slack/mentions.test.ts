@@ -51,7 +51,7 @@ let runtime: Spawned;
 let slackUserId: string;
 
 beforeAll(async () => {
-  loop = await startSlackLoop({ SLACK_PROGRESS_INTERVAL: '1000ms' });
+  loop = await startSlackLoop({ SLACK_PROGRESS_INTERVAL: '1000ms', SLACK_REPLY_MODE: 'edit' });
   ({ stack, slack } = loop);
   dir = fs.mkdtempSync(path.join(os.tmpdir(), 'den-mentions-'));
   fs.writeFileSync(path.join(dir, 'forms.txt'), FORMS);

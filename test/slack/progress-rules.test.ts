@@ -113,11 +113,23 @@ describe('splitMessage', () => {
             expect(unsafeMrkdwn(part)).toEqual([]);
           }
           // Nothing lost but the whitespace at the cuts (and the brackets of a link too long for a part).
-          if (!text.includes('<')) expect(parts.join('').replace(/\s/g, '')).toBe(text.replace(/\s/g, ''));
+          const bare = (value: string) => value.replace(/```/g, '').replace(/\s/g, '');
+          if (!text.includes('<')) expect(bare(parts.join(''))).toBe(bare(text));
         }
       }),
       { numRuns: 1000 },
     );
+  });
+  it('never cuts a code fence open: the part closes it and the next reopens it', () => {
+    const code = Array.from({ length: 12 }, (_, i) => `line ${i} &lt;b&gt;`).join('\n');
+    const parts = splitMessage(`intro\n\`\`\`\n${code}\n\`\`\`\nafter`, 80);
+    expect(parts.length).toBeGreaterThan(2);
+    for (const part of parts) {
+      expect(part.length).toBeLessThanOrEqual(80);
+      expect(part.split('```').length % 2).toBe(1);
+      expect(part).not.toMatch(/&[a-z]*$/);
+    }
+    expect(parts.join('\n').replace(/```\n```\n/g, '')).toContain('line 11 &lt;b&gt;');
   });
   it('never makes a part over the limit and loses no word', () => {
     const text = Array.from({ length: 500 }, (_, i) => `w${i}`).join(' ');

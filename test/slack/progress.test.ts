@@ -16,7 +16,7 @@ let stack: TestStack;
 let slack: FakeSlack;
 
 beforeAll(async () => {
-  loop = await startSlackLoop({ SLACK_PROGRESS_INTERVAL: String(INTERVAL_MS) });
+  loop = await startSlackLoop({ SLACK_PROGRESS_INTERVAL: String(INTERVAL_MS), SLACK_REPLY_MODE: 'edit' });
   ({ stack, slack } = loop);
 });
 afterAll(() => loop.stop());

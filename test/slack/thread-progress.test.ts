@@ -37,7 +37,7 @@ let slack: FakeSlack;
 let dir: string;
 
 beforeAll(async () => {
-  loop = await startSlackLoop({ SLACK_PROGRESS_INTERVAL: `${INTERVAL_MS}ms` });
+  loop = await startSlackLoop({ SLACK_PROGRESS_INTERVAL: `${INTERVAL_MS}ms`, SLACK_REPLY_MODE: 'edit' });
   ({ stack, slack } = loop);
   dir = fs.mkdtempSync(path.join(os.tmpdir(), 'den-thread-progress-'));
 });

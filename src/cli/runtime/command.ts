@@ -51,6 +51,7 @@ export function registerRuntimeCommands(program: Command): void {
           waitSeconds: options.wait,
           graceMs: options.grace * 1000,
           killGraceMs: settings.killGraceMs,
+          streamIntervalMs: settings.streamIntervalMs,
           stop: controller.signal,
           log: (line) => process.stderr.write(`den runtime: ${line}\n`),
           // The command inherits the runtime's environment: passing it on, not reading config.

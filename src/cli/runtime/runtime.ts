@@ -7,7 +7,7 @@
  *
  * Per run: the run's `input.text` on the command's stdin, DEN_RUN_ID and DEN_RUN_ATTEMPT in its
  * environment, a heartbeat every `heartbeatMs` while it runs, its stdout so far as an `assistant`
- * event at most once per STREAM_INTERVAL_MS (a member watches the answer grow), then the whole
+ * event at most once per `streamIntervalMs` (a member watches the answer grow), then the whole
  * stdout as the last `assistant` event and a `terminal` event: `succeeded` on exit 0, else
  * `failed` with the tail of stderr. A heartbeat reply that says the run was asked to stop ends
  * the command (SIGTERM, SIGKILL after `killGraceMs`) and reports `terminal` `cancelled`.
@@ -31,15 +31,14 @@ export interface RuntimeOptions {
   graceMs: number;
   /** After a cancel, how long the command has between SIGTERM and SIGKILL. */
   killGraceMs: number;
+  /** How often the output so far is reported while the command runs, at most (DEN_RUNTIME_STREAM_INTERVAL). */
+  streamIntervalMs: number;
   /** Aborted by Ctrl-C: stop claiming, finish (or kill after the grace) the current run. */
   stop: AbortSignal;
   log: (line: string) => void;
   /** The environment the command inherits, plus DEN_RUN_ID and DEN_RUN_ATTEMPT. */
   environment: Record<string, string | undefined>;
 }
-
-/** How often the output so far is reported while the command runs, at most. */
-const STREAM_INTERVAL_MS = 1000;
 
 /** fetch reports network failures as `TypeError: fetch failed` with the reason in `cause`. */
 function describe(error: unknown): string {
@@ -89,7 +88,7 @@ async function runOne(options: RuntimeOptions, api: ApiClient, claim: RunClaim):
   const reporter = new AttemptReporter(api, runId, attempt);
   const seen: Interruptions = { cancelled: false, killedAfterGrace: false };
 
-  const stream = setInterval(() => reporter.progress(command.text()), STREAM_INTERVAL_MS);
+  const stream = setInterval(() => reporter.progress(command.text()), options.streamIntervalMs);
   const heartbeat = setInterval(() => void heartbeatOnce(options, api, command, runId, attempt, seen), options.heartbeatMs);
   // Ctrl-C: the current command gets the grace period, then is killed and reported failed.
   const onStop = () => {

@@ -13,8 +13,15 @@ export const runtimeSettings = defineSettings(
     DEN_API_KEY: optionalString,
     // A cancelled run's command gets SIGTERM, then SIGKILL once this has passed.
     DEN_RUNTIME_KILL_GRACE: duration('5s'),
+    // How often the output so far is reported while a command runs, at most.
+    DEN_RUNTIME_STREAM_INTERVAL: duration('1s'),
   },
-  (e) => ({ apiUrl: e.DEN_API_URL, apiKey: e.DEN_API_KEY, killGraceMs: e.DEN_RUNTIME_KILL_GRACE }),
+  (e) => ({
+    apiUrl: e.DEN_API_URL,
+    apiKey: e.DEN_API_KEY,
+    killGraceMs: e.DEN_RUNTIME_KILL_GRACE,
+    streamIntervalMs: e.DEN_RUNTIME_STREAM_INTERVAL,
+  }),
 );
 
 /** Parses an environment (process.env by default); every problem is reported at once. */

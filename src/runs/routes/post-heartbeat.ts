@@ -49,8 +49,8 @@ async function postHeartbeat(deps: RunDeps, gates: HeartbeatGates, principal: Pr
   if (!admission.forward && !('pending' in admission)) {
     metrics.heartbeats.inc({ result: 'coalesced' });
     if ('closedStatus' in admission) throw runClosed(admission.closedStatus);
-    const { leaseExpiresAt, cancelRequested } = admission;
-    return { status: 200, body: heartbeatReply({ leaseExpiresAt, cancelRequested }), outcome: coalesced };
+    const { leaseExpiresAt, cancelRequested, attempt: current, leaseValid } = admission;
+    return { status: 200, body: heartbeatReply({ leaseExpiresAt, cancelRequested, attempt: current, leaseValid }), outcome: coalesced };
   }
   const forward = forwardHeartbeat(deps, gates, principal, runId, { key, at, attempt });
   inFlight.set(key, forward);
@@ -84,10 +84,11 @@ async function forwardHeartbeat(
     throw runClosed(outcome.status);
   }
   const cancelRequested = outcome.cancelRequested === true;
-  coalescer.forwarded(key, at, outcome.leaseTimeoutMs, cancelRequested);
+  const lease = outcome.lease ?? { attempt, leaseValid: true };
+  coalescer.forwarded(key, at, outcome.leaseTimeoutMs, cancelRequested, lease);
   deps.metrics.heartbeats.inc({ result: 'forwarded' });
   // The run applies the heartbeat at or after `at`, so its lease ends no sooner than this.
-  const body = heartbeatReply({ leaseExpiresAt: at + outcome.leaseTimeoutMs, cancelRequested });
+  const body = heartbeatReply({ leaseExpiresAt: at + outcome.leaseTimeoutMs, cancelRequested, ...lease });
   return { status: 200, body, outcome: { outcome: outcome.result, reason: 'heartbeat' } };
 }
 
@@ -100,7 +101,8 @@ export function createPostHeartbeatRoute(deps: RunDeps, backlog: BacklogGate, co
     description:
       "Extends the current attempt's lease; the first heartbeat of a newer attempt starts it. Each process " +
       "forwards at most one heartbeat per (run, attempt, member) per `RUN_HEARTBEAT_COALESCE_FRACTION` (default a quarter) of the run's own lease and answers the others at once. " +
-      'The reply adds to `{ok:true}` the lease the heartbeat set and whether a cancel was requested: a coalesced reply answers from ' +
+      "The reply adds to `{ok:true}` the lease the heartbeat set, whether a cancel was requested, the run's current `attempt` and " +
+      "whether the heartbeat's attempt holds the lease (`leaseValid`): a coalesced reply answers from " +
       'what this process last learnt, and says `cancelRequested:false` for at most one coalescing window after a request.',
     tags: TAGS,
     auth: 'authenticated',

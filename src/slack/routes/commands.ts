@@ -3,6 +3,7 @@
  * command answered ephemerally. `/den` alone is the connect-your-account link, without Temporal;
  * `/den status`, `/den cancel` and `/den help` skip any queue and answer at once.
  */
+import { randomUUID } from 'node:crypto';
 import { errors } from '../../app/errors';
 import type { AppContext } from '../../app/http/context';
 import { defineRoute, type Reply, type Route } from '../../app/http/route';
@@ -39,10 +40,17 @@ const ephemeral = (text: string, reason: string): Reply => ({
 });
 
 /** `/den status`, `/den cancel`, `/den help`: the caller's runs, found through their linked member. */
-async function subcommandReply(deps: CommandDeps, connectionId: string, userId: string, subcommand: Subcommand): Promise<Reply> {
+async function subcommandReply(
+  deps: CommandDeps,
+  connectionId: string,
+  command: { userId: string; triggerId: string | undefined },
+  subcommand: Subcommand,
+): Promise<Reply> {
+  const userId = command.userId;
   if (subcommand === 'help') return ephemeral(HELP_TEXT, 'help');
   if (subcommand === 'cancel') {
-    const outcome = await cancelFromSlack(deps, { connectionId, slackUserId: userId, runId: null });
+    const requestId = command.triggerId ?? randomUUID();
+    const outcome = await cancelFromSlack(deps, { connectionId, slackUserId: userId, runId: null, requestId });
     return ephemeral(cancelOutcomeText(outcome), `cancel_${outcome}`);
   }
   const runs = await slackRunStatus(deps, { connectionId, slackUserId: userId });
@@ -73,7 +81,7 @@ async function postCommand(deps: CommandDeps, ctx: AppContext, connectionId: str
     };
   }
   const subcommand = subcommandOf(command.text);
-  if (subcommand) return subcommandReply(deps, connection.id, command.userId, subcommand);
+  if (subcommand) return subcommandReply(deps, connection.id, command, subcommand);
   const { token } = createLinkToken(secretKey, {
     connectionId: connection.id,
     teamId: connection.teamId,

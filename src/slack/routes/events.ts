@@ -69,6 +69,8 @@ function slackEventInput(
       memberDailyInvocations: settings.memberDailyInvocations,
       memberConcurrentRuns: settings.memberConcurrentRuns,
       run: { ...settings.runDefaults },
+      replyMode: settings.replyMode,
+      finalDeliveryDeadlineMs: settings.finalDeliveryDeadlineMs,
     },
     ...(classified.route === 'lifecycle' ? { lifecycle: { type: classified.type } } : { invocation: classified.invocation }),
   };

@@ -3,8 +3,11 @@
  * interactivity request URL. The Cancel button on an invocation's message asks its run to stop,
  * for the run's member or an admin of the organization; anyone else is told so, ephemerally.
  * Checks in the order of the other Slack routes: connection, size, installation, signature,
- * payload, team/app. Answered within Slack's 3 s (every Temporal call is bounded).
+ * payload, team/app. Answered within Slack's 3 s: the cancel is taken once the run accepts it
+ * (its Update's validator), not when the run has recorded it, and the clicker is answered through
+ * the interaction's `response_url`, which works even where the bot has left the channel.
  */
+import { randomUUID } from 'node:crypto';
 import { errors } from '../../app/errors';
 import type { AppContext } from '../../app/http/context';
 import { defineRoute, type Reply, type Route } from '../../app/http/route';
@@ -15,7 +18,7 @@ import { parseInteraction, type BlockActions } from '../envelope';
 import { CANCEL_ACTION_ID } from '../progress';
 import { cancelFromSlack } from '../run-control';
 import { cancelOutcomeText } from '../texts';
-import { callSlackApi } from '../web-api';
+import { callSlackApi, postResponseUrl } from '../web-api';
 import { ConnectionParams, type SlackRouteDeps } from './shared';
 
 const INTERACTIONS_BODY_LIMIT = 100_000;
@@ -45,20 +48,48 @@ async function postInteraction(deps: InteractionDeps, ctx: AppContext, connectio
   const cancel = interaction.actions.find((action) => action.actionId === CANCEL_ACTION_ID);
   if (!cancel) return ack('no_known_action', 'ineligible');
   if (!connection.enabled) return ack('connection_disabled', 'ineligible');
-  const outcome = await cancelFromSlack(deps, {
+  const request = {
     connectionId: connection.id,
     slackUserId: interaction.userId,
     runId: cancel.value ?? null,
-  });
-  tellEphemerally(deps, connection, interaction, cancelOutcomeText(outcome));
+    requestId: interaction.triggerId ?? randomUUID(),
+  };
+  const outcome = await cancelFromSlack(deps, request);
+  tell(deps, connection, interaction, cancelOutcomeText(outcome));
+  // Not known yet whether the run took it: the same request again (the same Update), after the ack.
+  if (outcome === 'unconfirmed') void confirmLater(deps, connection, interaction, request);
   return ack(`cancel_${outcome}`);
 }
 
+/** How long an unconfirmed cancel is asked again, after the ack, before the clicker is told it could not be confirmed. */
+const CONFIRM_TIMEOUT_MS = 20_000;
+
+/** Asks the run again with the same Update id; tells the clicker only what changes what they were told. */
+async function confirmLater(
+  deps: InteractionDeps,
+  connection: SlackConnection,
+  interaction: BlockActions,
+  request: Parameters<typeof cancelFromSlack>[1],
+): Promise<void> {
+  const outcome = await cancelFromSlack(deps, { ...request, timeoutMs: CONFIRM_TIMEOUT_MS }).catch(() => 'unconfirmed' as const);
+  if (outcome === 'requested') return;
+  tell(deps, connection, interaction, cancelOutcomeText(outcome === 'unconfirmed' ? 'failed' : outcome));
+}
+
 /**
- * The clicker's answer, seen only by them, in the message's thread. Not awaited: the route must
- * answer Slack within 3 s whatever the Web API does; a failure is logged.
+ * The clicker's answer, seen only by them: through the interaction's `response_url` (only to
+ * Slack's hooks, SLACK_RESPONSE_URL_PREFIX), else an ephemeral message in the thread. Not
+ * awaited: the route answers Slack within 3 s whatever Slack does with it; a failure is logged.
  */
-function tellEphemerally(deps: InteractionDeps, connection: SlackConnection, interaction: BlockActions, text: string): void {
+function tell(deps: InteractionDeps, connection: SlackConnection, interaction: BlockActions, text: string): void {
+  const prefix = deps.settings.responseUrlPrefix;
+  if (interaction.responseUrl?.startsWith(prefix)) {
+    void postResponseUrl(prefix, interaction.responseUrl, { text, response_type: 'ephemeral', replace_original: false }).then((result) => {
+      if (!result.ok)
+        deps.log.warn({ connectionId: connection.id, error: result.error }, 'slack response_url answer to an interaction failed');
+    });
+    return;
+  }
   if (!connection.botToken || !interaction.channelId) return;
   const body = {
     channel: interaction.channelId,
