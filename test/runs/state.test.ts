@@ -571,7 +571,16 @@ describe('run state: persistence and continue-as-new', () => {
 });
 
 /** A coalesced answer: the lease the last forward set, and no cancel unless one was learnt. */
-const coalesced = (leaseExpiresAt: number, cancelRequested = false) => ({ forward: false, leaseExpiresAt, cancelRequested });
+const coalesced = (leaseExpiresAt: number, cancelRequested = false, attempt = 1, leaseValid = true) => ({
+  forward: false,
+  leaseExpiresAt,
+  cancelRequested,
+  attempt,
+  leaseValid,
+});
+
+/** A key as the heartbeat route makes one (the coalescer reads the attempt from it). */
+const K = HeartbeatCoalescer.key('org-k', 'run-k', 1, 'm');
 
 describe('heartbeat coalescer', () => {
   it('forwards once per window per key', () => {
@@ -608,10 +617,11 @@ describe('heartbeat coalescer', () => {
     c.forwarded(a1, 0, 60_000);
     c.forwarded(a2, 0, 60_000, true);
     c.forwarded(b, 0, 60_000);
-    expect(c.admit(a1, 1)).toEqual(coalesced(60_000));
-    expect(c.admit(a2, 1)).toEqual(coalesced(60_000, true));
+    // Attempt 2 holds the run now: attempt 1's heartbeats are told their lease is not valid.
+    expect(c.admit(a1, 1)).toEqual(coalesced(60_000, false, 2, false));
+    expect(c.admit(a2, 1)).toEqual(coalesced(60_000, true, 2));
     c.noteCancelRequested('org', 'run');
-    expect(c.admit(a1, 2)).toEqual(coalesced(60_000, true));
+    expect(c.admit(a1, 2)).toEqual(coalesced(60_000, true, 2, false));
     expect(c.admit(b, 2)).toEqual(coalesced(60_000));
     // The entry lives one window: the next heartbeat is forwarded and reads the run again.
     expect(c.admit(a1, 15_000)).toEqual({ forward: true });
@@ -643,22 +653,22 @@ describe('heartbeat coalescer', () => {
 
   it('a failed forward is released so the next heartbeat is forwarded', () => {
     const c = new HeartbeatCoalescer(15_000);
-    expect(c.admit('k', 100).forward).toBe(true);
-    c.release('k', 100);
-    expect(c.admit('k', 101).forward).toBe(true);
+    expect(c.admit(K, 100).forward).toBe(true);
+    c.release(K, 100);
+    expect(c.admit(K, 101).forward).toBe(true);
     // A release for an older admission does not undo a newer one.
-    c.release('k', 100);
-    expect(c.admit('k', 102)).toEqual({ forward: false, pending: true });
-    c.forwarded('k', 101, 60_000);
-    expect(c.admit('k', 103)).toEqual(coalesced(60_101));
+    c.release(K, 100);
+    expect(c.admit(K, 102)).toEqual({ forward: false, pending: true });
+    c.forwarded(K, 101, 60_000);
+    expect(c.admit(K, 103)).toEqual(coalesced(60_101));
   });
 
   it('remembers a closed run for the window', () => {
     const c = new HeartbeatCoalescer(1000);
-    c.admit('k', 0);
-    c.markClosed('k', 'succeeded', 10);
-    expect(c.admit('k', 500)).toEqual({ forward: false, closedStatus: 'succeeded' });
-    expect(c.admit('k', 1010)).toEqual({ forward: true });
+    c.admit(K, 0);
+    c.markClosed(K, 'succeeded', 10);
+    expect(c.admit(K, 500)).toEqual({ forward: false, closedStatus: 'succeeded' });
+    expect(c.admit(K, 1010)).toEqual({ forward: true });
   });
 
   it('sweeps stale keys so memory stays bounded', () => {
