@@ -27,6 +27,7 @@ import {
   workflowInfo,
   metricMeter,
   patched,
+  proxySinks,
   sleep,
 } from '@temporalio/workflow';
 import type { MetricCounter } from '@temporalio/common';
@@ -79,7 +80,7 @@ import {
   unpersistedOf,
   type RunState,
 } from '../src/runs/state';
-import { implementsWorkflow } from '../src/app/temporal/contract';
+import { implementsWorkflow, type EngineDelaySinks } from '../src/app/temporal/contract';
 import { automationRunWorkflow } from '../src/runs/contract';
 
 // The write is a few milliseconds of Postgres: a local activity first (workflows/local-first.ts),
@@ -103,6 +104,14 @@ const persist = localFirst<RunActivities>(
 );
 
 type PersistInput = Parameters<RunActivities['persistRunState']>[0];
+
+// Each report's lag from its receipt at the front door to its application here, for the worker
+// to publish (admission by measured delay). A sink adds nothing to the history and is not called on replay.
+const { engineDelay } = proxySinks<EngineDelaySinks>();
+
+function reportLag(receivedAt: number | undefined): void {
+  if (typeof receivedAt === 'number') engineDelay.lag(Date.now() - receivedAt);
+}
 
 /** `rejected`: Postgres will never take this batch (a data or constraint error); it is skipped. */
 async function persistRunState(input: PersistInput): Promise<'persisted' | 'rejected'> {
@@ -230,6 +239,7 @@ function setRunHandlers(run: Run): void {
   setHandler(
     reportRunEventUpdate,
     (event) => {
+      reportLag(event.receivedAt);
       const applied = run.state.outbox.length;
       run.state = decideEvent(run.state, event, Date.now(), settings).next;
       tellParent(run, run.state.outbox.slice(applied));
@@ -243,6 +253,7 @@ function setRunHandlers(run: Run): void {
     },
   );
   setHandler(runHeartbeatSignal, (heartbeat: RunHeartbeat, caller?: RunCaller) => {
+    reportLag(heartbeat.receivedAt);
     // A worker from before the check applied every heartbeat, so a stranger's is ignored only
     // where the history records the change (patched() is asked only when it would decide).
     const stranger = caller !== undefined && !callerMayReach(run.state, caller) && patched(RUN_CALLER_PATCH);
