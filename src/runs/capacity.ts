@@ -9,9 +9,12 @@
  * process, plus the runs this process admitted whose rows do not say so yet. Each replica counts
  * the others' admissions once their rows show them, so N replicas can overshoot by what the
  * others admit within about a second: the bound is approximate across replicas, exact within one.
+ * When Postgres cannot count, the last count stands (none yet: only this process's admissions
+ * count), as admission's rate goes unmetered: a Postgres outage must not stop runs from starting.
  */
 import { sql } from 'kysely';
 import { errors } from '../app/errors';
+import type { Logger } from '../app/log';
 import type { Metrics } from '../app/metrics';
 import type { Db } from '../app/store/db';
 import { outlivedMs } from './reconcile';
@@ -30,6 +33,7 @@ export interface CapacityDeps {
   db: Db;
   settings: RunsSettings;
   metrics: Metrics;
+  log: Logger;
   now: () => number;
 }
 
@@ -83,7 +87,12 @@ export class RunCapacity {
   /** The count, once a second at most; concurrent callers share one read. */
   private async fresh(): Promise<void> {
     if (this.deps.now() - this.counted.at < COUNT_EVERY_MS) return;
-    this.counting ??= this.count().finally(() => (this.counting = undefined));
+    this.counting ??= this.count()
+      .catch((error: unknown) => {
+        this.deps.log.warn({ err: error }, 'live runs not counted (postgres); the last count stands');
+        this.counted = { live: Number.isFinite(this.counted.at) ? this.counted.live : 0, at: this.deps.now() };
+      })
+      .finally(() => (this.counting = undefined));
     await this.counting;
   }
 

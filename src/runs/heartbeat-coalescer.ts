@@ -146,9 +146,12 @@ export class HeartbeatCoalescer {
     return Math.max(1, Math.floor(leaseTimeoutMs * leaseFraction));
   }
 
-  /** The forward failed: let the next heartbeat try again. */
+  /** The forward failed: let the next heartbeat try again (what is known of the lease stays). */
   release(key: string, at: number): void {
-    if (this.entries.get(key)?.at === at) this.entries.delete(key);
+    const entry = this.entries.get(key);
+    if (entry?.at !== at) return;
+    if (entry.leaseFloor === undefined) this.entries.delete(key);
+    else this.entries.set(key, { at: 0, windowMs: 0, confirmed: false, leaseFloor: entry.leaseFloor });
   }
 
   /** The run turned out to be closed: coalesced heartbeats get the same answer for the window. */

@@ -140,16 +140,18 @@ async function sendReport(
     // Heartbeats stay signals: they carry no data, so one that races the close loses nothing,
     // and a signal to a run whose row showed the caller may reach it needs no worker to answer.
     // A run that holds a lease must never lose a heartbeat to admission: it could cost the lease.
-    const maxTimeoutMs = await heartbeatBudget(deps, principal, runId, known, report.heartbeat.attempt, knowledge.leaseFloor);
+    const budget = await heartbeatBudget(deps, principal, runId, known, report.heartbeat.attempt, knowledge.leaseFloor);
     const outcome = await ingress.signalWithStart({
       ...start,
       signal: runHeartbeatSignal,
       signalArgs: [report.heartbeat, runCaller(principal)],
       tenancy: { tenant: principal.organizationId, admission: known?.status === 'running' ? 'bypass' : 'shed' },
-      ...(maxTimeoutMs === undefined ? {} : { maxTimeoutMs }),
+      ...(budget.maxTimeoutMs === undefined ? {} : { maxTimeoutMs: budget.maxTimeoutMs }),
     });
-    const cancelRequested = Boolean(known?.cancelRequested);
-    const lease = heartbeatLease(known, report.heartbeat.attempt);
+    // The run's own answer, when it was asked, is fresher than the row: a lease it lost is said so.
+    const seen = budget.live ?? known;
+    const cancelRequested = Boolean(seen?.cancelRequested);
+    const lease = heartbeatLease(seen, report.heartbeat.attempt);
     if (outcome !== 'closed') return { result: outcome, leaseTimeoutMs, cancelRequested, lease };
     return { result: 'closed', status: await closedStatus(deps, principal.organizationId, runId) };
   }
@@ -200,8 +202,9 @@ const MIN_FORWARD_MS = 100;
 /**
  * How long a heartbeat's forward may take (undefined: the gateway's own bound) so that it lands
  * in the run's history before the lease it extends runs out: what this process knows of that
- * lease (the row, the query of a run without one, its own forwards), else the run's own answer.
- * Too little left for that: 503, so the runtime hears an error, never a 200 its lease does not keep.
+ * lease (the row, the query of a run without one, its own forwards), else the run's own answer
+ * (`live`, then also what the reply says). Too little left for that: 503, so the runtime hears an
+ * error, never a 200 its lease does not keep.
  */
 async function heartbeatBudget(
   deps: RunDeps,
@@ -210,19 +213,19 @@ async function heartbeatBudget(
   known: RunSummary | undefined,
   attempt: number,
   leaseFloor: number | undefined,
-): Promise<number | undefined> {
+): Promise<{ maxTimeoutMs?: number; live?: RunSummary }> {
   // Only the running attempt's lease can be lost; any other heartbeat starts or changes nothing it could lose.
-  if (known?.status !== 'running' || attempt !== known.attempt) return undefined;
+  if (known?.status !== 'running' || attempt !== known.attempt) return {};
   const margin = leaseMarginMs(known.leaseTimeoutMs ?? deps.settings.defaults.leaseTimeoutMs);
   const budget = (end: number | null | undefined) => (end ?? 0) - margin - deps.now();
   const soFar = budget(Math.max(known.leaseExpiresAt ?? 0, leaseFloor ?? 0));
-  if (soFar >= MIN_FORWARD_MS) return soFar;
+  if (soFar >= MIN_FORWARD_MS) return { maxTimeoutMs: soFar };
   // What this process knows is older than the lease now is (other processes' heartbeats moved it): ask the run.
   const live = await deps.ingress.query({ id: runWorkflowId(principal.organizationId, runId), query: runSummaryQuery, args: [] });
-  if (live?.status !== 'running' || live.attempt !== attempt) return undefined;
+  if (live?.status !== 'running' || live.attempt !== attempt) return live ? { live } : {};
   const left = budget(live.leaseExpiresAt);
   if (left < MIN_FORWARD_MS) throw errors.unavailable('temporal');
-  return left;
+  return { maxTimeoutMs: left, live };
 }
 
 /** What a heartbeat reply says of the lease: the run's attempt, and whether the heartbeat's attempt holds it. */
