@@ -2,7 +2,8 @@
  * One Slack event, `slack-event/{connectionId}/{event_id}`. Started by the events
  * route before it acks, so the id is also the dedupe key of Slack's retries.
  *
- * - Lifecycle (app_uninstalled, tokens_revoked): disable the connection.
+ * - Lifecycle: app_uninstalled marks the connection uninstalled, removes its member links and ends
+ *   its invocations waiting for a link (SLACK_REMOVAL_PATCH); tokens_revoked disables it.
  * - Invocation (app_mention, DM): find the Slack user's member, or hold the invocation for
  *   SLACK_LINK_WAIT while an ephemeral message offers a connect link; apply the member's limits;
  *   run it as a queued automation run (a child workflow) for the member's runtime to claim;
@@ -46,8 +47,10 @@ import {
   SLACK_ANSWER_PATCH,
   SLACK_LOCAL_RECORDS_PATCH,
   SLACK_PROGRESS_PATCH,
+  SLACK_REMOVAL_PATCH,
   slackSearchAttributes,
   slackAccountLinkedSignal,
+  slackConnectionRemovedSignal,
   slackEventStateQuery,
   type SlackAccountLinked,
   type SlackEventInput,
@@ -83,10 +86,16 @@ export async function slackEvent(input: SlackEventInput): Promise<SlackEventStat
   const records = patched(SLACK_LOCAL_RECORDS_PATCH) ? localRecords : regularRecords;
   const state: SlackEventState = { status: 'received', memberId: null, runId: null, runStatus: null, detail: null };
   let linked: SlackAccountLinked | undefined;
+  let removed: string | undefined;
   let progress: RunProgress | null = null;
   setHandler(slackEventStateQuery, () => state);
   setHandler(slackAccountLinkedSignal, (link) => {
     if (input.invocation && link.slackUserId === input.invocation.user && link.organizationId === input.organizationId) linked ??= link;
+  });
+  // The connection is gone: a wait for a link ends at once. Taken behind the patch, so an event
+  // an older worker ran (which had no handler for this signal) replays the way it ran.
+  setHandler(slackConnectionRemovedSignal, (gone) => {
+    if (removed === undefined && patched(SLACK_REMOVAL_PATCH)) removed = gone.reason;
   });
   // Only the invocation's own run reports here; its newest report is what the message shows.
   setHandler(runProgressSignal, (report) => {
@@ -99,7 +108,8 @@ export async function slackEvent(input: SlackEventInput): Promise<SlackEventStat
   };
   const cleanup: Cleanup = { pendingLink: false, reserved: false };
   try {
-    return await handle(input, records, state, setStatus, { link: () => linked, progress: () => progress }, cleanup);
+    const signals: Signals = { link: () => linked, removed: () => removed, progress: () => progress };
+    return await handle(input, records, state, setStatus, signals, cleanup);
   } catch (error) {
     if (!isCancellation(error)) throw error;
     // Cancelled: the run child got the cancel too and closed `cancelled` (the default
@@ -141,9 +151,10 @@ interface Invocation {
 
 type Member = { organizationId: string; memberId: string };
 
-/** What the signals brought: the link an invocation waits for, and the run's newest progress. */
+/** What the signals brought: the link an invocation waits for, its connection's removal, and the run's newest progress. */
 interface Signals {
   link: () => SlackAccountLinked | undefined;
+  removed: () => string | undefined;
   progress: () => RunProgress | null;
 }
 
@@ -156,7 +167,11 @@ async function handle(
   cleanup: Cleanup,
 ): Promise<SlackEventState> {
   if (input.lifecycle) {
-    await records('slackDisableConnection', { connectionId: input.connectionId, reason: input.lifecycle.type });
+    if (input.lifecycle.type === 'app_uninstalled' && patched(SLACK_REMOVAL_PATCH)) {
+      await records('slackUninstallConnection', { connectionId: input.connectionId });
+    } else {
+      await records('slackDisableConnection', { connectionId: input.connectionId, reason: input.lifecycle.type });
+    }
     setStatus('connection_disabled', input.lifecycle.type);
     return state;
   }
@@ -202,23 +217,32 @@ async function handle(
 async function findMember(job: Invocation): Promise<Member | null> {
   const { input, invocation, records, setStatus, cleanup } = job;
   const { connectionId, eventId, settings } = input;
-  const member: Member | null = await records('slackLinkOrWait', {
+  const member = await records('slackLinkOrWait', {
     connectionId,
     slackUserId: invocation.user,
     eventId,
     workflowId: workflowInfo().workflowId,
     waitMs: settings.linkWaitMs,
   });
-  if (member) return member;
+  if (member && 'removed' in member && patched(SLACK_REMOVAL_PATCH)) {
+    setStatus('connection_removed', member.removed);
+    return null;
+  }
+  if (member) return member as Member;
   cleanup.pendingLink = true;
   setStatus('awaiting_link');
   await bestEffort(() => slackApi.slackPostConnectPrompt({ ...job.thread, waitMs: settings.linkWaitMs }));
-  const gotLink = await condition(() => job.signals.link() !== undefined, settings.linkWaitMs);
+  const gotLink = await condition(() => job.signals.link() !== undefined || job.signals.removed() !== undefined, settings.linkWaitMs);
   await records('slackClearPending', { connectionId, eventId });
   cleanup.pendingLink = false;
   // Decide on whether a link was recorded, not on how the wait ended: a link that lands in the
   // timer's activation, or while the pending row is being cleared, still routes the invocation.
   const link = job.signals.link();
+  const gone = job.signals.removed();
+  if (!link && gone !== undefined) {
+    setStatus('connection_removed', gone);
+    return null;
+  }
   if (!link || (!gotLink && !patched(LINK_DECISION_PATCH))) {
     setStatus('link_expired');
     return null;
@@ -243,11 +267,16 @@ async function reserveInvocation(job: Invocation, member: Member): Promise<strin
       staleAfterMs: run.claimDeadlineMs + run.maxDurationMs + run.retryWindowMs * run.maxAttempts + 3_600_000,
     },
   });
+  if (!reservation.ok && 'removed' in reservation && patched(SLACK_REMOVAL_PATCH)) {
+    setStatus('connection_removed', reservation.removed);
+    return null;
+  }
   if (!reservation.ok) {
-    setStatus('limited', reservation.limit);
+    const limited = reservation as Extract<typeof reservation, { limit: string }>;
+    setStatus('limited', limited.limit);
     // In the thread the member asked in, never in the channel.
     const thread = { ...job.thread, threadTs: job.invocation.threadTs ?? job.invocation.ts };
-    await bestEffort(() => slackApi.slackPostEphemeral({ ...thread, text: limitText(reservation.limit, reservation.max) }));
+    await bestEffort(() => slackApi.slackPostEphemeral({ ...thread, text: limitText(limited.limit, limited.max) }));
     return null;
   }
   state.runId = reservation.runId;

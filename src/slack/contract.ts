@@ -40,6 +40,15 @@ export const SLACK_PROGRESS_PATCH = 'slack-progress';
  */
 export const SLACK_ANSWER_PATCH = 'slack-answer-lands';
 
+/**
+ * Workflow patch id: `app_uninstalled` marks the connection uninstalled, removes its member links
+ * and ends its waiting invocations (slackUninstallConnection) instead of only disabling it; an
+ * invocation whose connection is uninstalled or removed while it is on its way ends
+ * `connection_removed` with the reason (the slackConnectionRemoved signal, or what its Postgres
+ * records found). Events before it disable the connection and keep waiting out the link.
+ */
+export const SLACK_REMOVAL_PATCH = 'slack-connection-removal';
+
 export function slackEventWorkflowId(connectionId: string, eventId: string): string {
   return `slack-event/${connectionId}/${eventId}`;
 }
@@ -95,6 +104,7 @@ export type SlackEventStatus =
   | 'reply_skipped'
   | 'reply_failed'
   | 'connection_disabled'
+  | 'connection_removed'
   | 'cancelled';
 
 export interface SlackEventState {
@@ -114,6 +124,12 @@ export interface SlackAccountLinked {
 }
 
 export const slackAccountLinkedSignal = defineSignal<[SlackAccountLinked]>('slackAccountLinked');
+
+/** Why an invocation's connection is gone: Slack uninstalled the app, or an admin removed the connection. */
+export type SlackConnectionRemovalReason = 'app_uninstalled' | 'connection_deleted';
+
+/** Sent to invocations waiting for a link when their connection is uninstalled or removed: they end `connection_removed`. */
+export const slackConnectionRemovedSignal = defineSignal<[{ reason: SlackConnectionRemovalReason }]>('slackConnectionRemoved');
 export const slackEventStateQuery = defineQuery<SlackEventState>('slackEventState');
 
 /** The workflow of one Slack event (workflows/slack.ts). */

@@ -84,12 +84,14 @@ export async function startTestStack(
   const taskQueue = `test-${randomUUID()}`;
   // Tests burst one organization on purpose (orderings, continue-as-new); an organization's
   // share is a production limit, so only the tests of admission itself set one that binds.
+  // Slack's connect replies carry a dashboard's link unless a test sets DASHBOARD_URL to '' (none).
   const config = loadConfigWith({
     TEMPORAL_TASK_QUEUE: taskQueue,
     PORT: '0',
     HOST: '127.0.0.1',
     ADMISSION_ORG_RATE: '100000',
     ADMISSION_ORG_IN_FLIGHT: '1000',
+    DASHBOARD_URL: 'https://dashboard.den.test',
     ...options.env,
   });
   const logs: Record<string, unknown>[] = [];

@@ -32,7 +32,7 @@ describe('completing a connect link', () => {
     const slackUserId = newSlackUserId();
     const res = await redeem(member, await tokenFor(slackUserId));
     expect(res.status).toBe(201);
-    expect(res.json).toEqual({ slackUserId, memberId: member.memberId });
+    expect(res.json).toEqual({ connectionId: connection.connectionId, slackUserId, memberId: member.memberId });
     const row = await stack.services.database.db
       .selectFrom('slack_account_links')
       .selectAll()
@@ -130,10 +130,10 @@ describe('completing a connect link', () => {
     // The same member linking again is fine (idempotent), and this token was not spent above.
     const same = await redeem(first, token);
     expect(same.status).toBe(201);
-    expect(same.json).toEqual({ slackUserId, memberId: first.memberId });
+    expect(same.json).toEqual({ connectionId: connection.connectionId, slackUserId, memberId: first.memberId });
   });
 
-  it('401 without credentials, 404 for an unknown connection, 400 for a body without token', async () => {
+  it('401 without credentials, 404 for an unknown connection, 400 for a body with neither a token nor a code, or both', async () => {
     const anonymous = await stack.request('POST', `/v1/integrations/slack/${connection.connectionId}/account-links`, {
       body: { token: 'x' },
     });
@@ -148,6 +148,11 @@ describe('completing a connect link', () => {
     });
     expect(noToken.status).toBe(400);
     expect(noToken.json.error).toBe('invalid_request');
-    expect(noToken.json.details[0].path).toEqual(['token']);
+    expect(noToken.json.details.length).toBeGreaterThan(0);
+    const both = await stack.request('POST', `/v1/integrations/slack/${connection.connectionId}/account-links`, {
+      headers: org.owner.headers,
+      body: { token: 'x', code: 'ABCDE-FGHJK' },
+    });
+    expect(both.status).toBe(400);
   });
 });
