@@ -128,8 +128,7 @@ export function createApp(state: OAuthState, manifest: Record<string, any>): Fak
   return app;
 }
 
-export function addWorkspace(state: OAuthState, name = `workspace-${randomUUID().slice(0, 6)}`): string {
-  const teamId = id('T');
+export function addWorkspace(state: OAuthState, name = `workspace-${randomUUID().slice(0, 6)}`, teamId = id('T')): string {
   state.workspaces.set(teamId, name);
   return teamId;
 }

@@ -174,8 +174,8 @@ export interface FakeSlack {
   createApp(manifest: Record<string, unknown>): Promise<FakeSlackApp>;
   /** The *Retry* button under *Event Subscriptions*: Slack checks the events Request URL again. */
   retryEventsUrl(app: FakeSlackApp): Promise<{ status: number; verified: boolean }>;
-  /** A workspace a user can be signed in to; its id. */
-  addWorkspace(name?: string): string;
+  /** A workspace a user can be signed in to (a new id, or the one given); its id. */
+  addWorkspace(name?: string, teamId?: string): string;
   /** A code as the authorize page issues it, without the page. */
   issueCode(input: { clientId: string; redirectUri: string; teamId: string; scopes: string[] }): string;
   /** The bot tokens issued by `oauth.v2.access`, by token. */
@@ -271,7 +271,7 @@ export async function startFakeSlack(options: FakeSlackOptions = {}): Promise<Fa
       return app;
     },
     retryEventsUrl: (app) => checkEventsUrl(app),
-    addWorkspace: (name) => addWorkspace(state.oauth, name),
+    addWorkspace: (name, teamId) => addWorkspace(state.oauth, name, teamId),
     issueCode: (input) => issueCode(state.oauth, input),
     tokens: state.oauth.tokens,
     uninstall: (app, teamId) => uninstall(state.oauth, app, teamId),

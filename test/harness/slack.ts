@@ -12,7 +12,7 @@ import { createTestOrg } from './identity';
 import { startTestStack, type HttpTarget, type TestResponse, type TestStack } from './stack';
 import { startFakeSlack, type FakeSlack, type FakeSlackOptions } from './fake-slack';
 
-export { startFakeSlack, type FakeSlack } from './fake-slack';
+export { startFakeSlack, type FakeSlack, type FakeSlackApp } from './fake-slack';
 
 export interface TestSlackConnection {
   connectionId: string;

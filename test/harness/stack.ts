@@ -79,6 +79,8 @@ export async function startTestStack(
     now?: () => number;
     mcpNetwork?: McpNetworkOverrides;
     removedRoutes?: RemovedRoute[];
+    /** A port of the test's choosing (0: any free one), for a test whose APP_BASE_URL must be the app's own address. */
+    port?: number;
   } = {},
 ): Promise<TestStack> {
   const taskQueue = `test-${randomUUID()}`;
@@ -122,7 +124,8 @@ export async function startTestStack(
       mcpNetwork: options.mcpNetwork ?? { resolve: testResolver() },
     });
   }
-  const http = await listen(createApi(services, { now: options.now, removedRoutes: options.removedRoutes }), '127.0.0.1', 0, config.http);
+  const api = createApi(services, { now: options.now, removedRoutes: options.removedRoutes });
+  const http = await listen(api, '127.0.0.1', options.port ?? 0, config.http);
 
   return {
     config,

@@ -41,7 +41,7 @@ async function mentionAsLinkedMember(member: TestMember, text: string) {
     body: { token: linkTokenFrom(command.json.text) },
   });
   expect(linked.status).toBe(201);
-  expect(linked.json).toEqual({ slackUserId, memberId: member.memberId });
+  expect(linked.json).toEqual({ connectionId: connection.connectionId, slackUserId, memberId: member.memberId });
 
   const mention = appMention(slackUserId, text);
   const envelope = eventEnvelope(connection, mention);
