@@ -274,6 +274,22 @@ it('records a Slack event whose message follows the run: progress edits, a 429, 
   await save('slack-event-child-run-progress', stack.services.temporal.client.workflow.getHandle(runWorkflowId(org.organizationId, runId)));
 });
 
+it('records an app_uninstalled that ends an invocation waiting for a link (slack-connection-removal)', async () => {
+  const org = await createTestOrg(stack.services.database.db);
+  const connection = await createTestSlackConnection(stack.services.database.db, stack.services.secretKey, org.organizationId);
+  const waiting = eventEnvelope(connection, appMention(newSlackUserId(), 'hold me'));
+  expect((await postSlackEvent(stack, connection, waiting)).status).toBe(200);
+  const held = stack.services.temporal.client.workflow.getHandle(slackEventWorkflowId(connection.connectionId, waiting.event_id));
+  await waitFor(async () => (await held.query(slackEventStateQuery)).status === 'awaiting_link');
+  const uninstalled = eventEnvelope(connection, { type: 'app_uninstalled', event_ts: `${Math.floor(Date.now() / 1000)}.000100` });
+  expect((await postSlackEvent(stack, connection, uninstalled)).status).toBe(200);
+  const lifecycle = stack.services.temporal.client.workflow.getHandle(slackEventWorkflowId(connection.connectionId, uninstalled.event_id));
+  expect(await lifecycle.result()).toMatchObject({ status: 'connection_disabled', detail: 'app_uninstalled' });
+  expect(await held.result()).toMatchObject({ status: 'connection_removed', detail: 'app_uninstalled' });
+  await save('slack-event-app-uninstalled', lifecycle);
+  await save('slack-event-connection-removed', held);
+});
+
 it('records a GitHub push delivery', async () => {
   const org = await createTestOrg(stack.services.database.db);
   const payload = githubExample('push');

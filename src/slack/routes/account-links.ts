@@ -15,13 +15,10 @@ import { ConnectionParams, type SlackRouteDeps } from './shared';
 const Token = z.object({ token: z.string().max(4096) }).strict();
 const Code = z
   .object({
-    code: z
-      .string()
-      .max(40)
-      .openapi({
-        description: 'The code of the connect reply (`ABCDE-FGHJK`; case, dashes and spaces do not matter).',
-        example: 'K7M2Q-9XWZ4',
-      }),
+    code: z.string().max(40).openapi({
+      description: 'The code of the connect reply (`ABCDE-FGHJK`; case, dashes and spaces do not matter).',
+      example: 'K7M2Q-9XWZ4',
+    }),
   })
   .strict();
 const LinkBody = z.union([Token, Code]).openapi('SlackAccountLinkRequest');
