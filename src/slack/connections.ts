@@ -78,7 +78,7 @@ export interface SlackConnectionView {
 export type SlackConnectionRow = Selectable<SlackTables['slack_connections']>;
 type Row = SlackConnectionRow;
 
-export function connectionState(
+function connectionState(
   row: Pick<Row, 'uninstalled_at' | 'team_id' | 'api_app_id' | 'signing_secret' | 'enabled'>,
 ): SlackConnectionState {
   if (row.uninstalled_at !== null) return 'uninstalled';

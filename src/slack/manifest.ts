@@ -31,13 +31,13 @@ export const BOT_SCOPES = [
 /** Mentions and direct messages (invocations), and the two lifecycle events. */
 export const BOT_EVENTS = ['app_mention', 'message.im', 'app_uninstalled', 'tokens_revoked'] as const;
 
-export const SLASH_COMMAND = '/den';
+const SLASH_COMMAND = '/den';
 
 /** Where Slack's OAuth install sends the admin back (src/slack/routes/oauth-callback.ts). */
 export const OAUTH_CALLBACK_PATH = '/v1/integrations/slack/oauth/callback';
 
 /** The connection's Request URLs on this deployment. */
-export function requestUrls(publicBaseUrl: string, connectionId: string) {
+function requestUrls(publicBaseUrl: string, connectionId: string) {
   const base = `${publicBaseUrl.replace(/\/+$/, '')}/v1/integrations/slack/${connectionId}`;
   return { events: `${base}/events`, commands: `${base}/commands`, interactions: `${base}/interactions` };
 }

@@ -9,7 +9,7 @@ import type { SlackRouteDeps } from './shared';
 export const TAGS = ['Slack'];
 
 /** A Slack channel id (C…, G…): the allowlist holds ids, never names. */
-export const ChannelId = z.string().regex(/^[A-Z0-9]{2,32}$/, 'Must be a Slack channel id (upper-case letters and digits).');
+const ChannelId = z.string().regex(/^[A-Z0-9]{2,32}$/, 'Must be a Slack channel id (upper-case letters and digits).');
 
 export const Channels = z
   .array(ChannelId)
@@ -52,7 +52,7 @@ export const ManifestBody = z.record(z.string(), z.unknown()).openapi('SlackAppM
     'OAuth redirect URL point at this deployment (APP_BASE_URL).',
 });
 
-export const NotFound = z.object({ error: z.literal('not_found'), message: z.string() });
+const NotFound = z.object({ error: z.literal('not_found'), message: z.string() });
 
 export const connectionNotFound = () => errors.notFound('No such Slack connection.');
 
