@@ -25,6 +25,8 @@ const LinkBody = z.union([Token, Code]).openapi('SlackAccountLinkRequest');
 const CodeBody = Code.openapi('SlackAccountLinkCodeRequest');
 const LinkCreated = z.object({ connectionId: z.string(), slackUserId: z.string(), memberId: z.string() }).openapi('SlackAccountLink');
 const LinkError = z.object({ error: z.string() });
+/** Room for a token just over its 4,096 characters even in 4-byte UTF-8, so that one is refused by its schema (400), not its size. */
+const BODY_LIMIT = 65_536;
 
 type AccountLinkDeps = Pick<SlackRouteDeps, 'db' | 'secretKey' | 'ingress' | 'now'>;
 
@@ -79,7 +81,7 @@ export function createAccountLinksRoute(deps: AccountLinkDeps): Route {
     tags: ['Slack'],
     auth: 'authenticated',
     params: ConnectionParams,
-    body: { kind: 'json', schema: LinkBody, limitBytes: 16_384 },
+    body: { kind: 'json', schema: LinkBody, limitBytes: BODY_LIMIT },
     responses,
     handler: ({ params, body, principal }, ctx) => postAccountLink(deps, ctx, principal, body, params.connectionId),
   });
@@ -95,7 +97,7 @@ export function createLinkCodeRoute(deps: AccountLinkDeps): Route {
       'Invocations of that Slack user that are waiting for the link continue at once.',
     tags: ['Slack'],
     auth: 'authenticated',
-    body: { kind: 'json', schema: CodeBody, limitBytes: 16_384 },
+    body: { kind: 'json', schema: CodeBody, limitBytes: BODY_LIMIT },
     responses,
     handler: ({ body, principal }, ctx) => postAccountLink(deps, ctx, principal, { code: body.code }),
   });

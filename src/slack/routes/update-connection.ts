@@ -18,8 +18,7 @@ const UpdateRequest = z
     channels: Channels.optional(),
   })
   .strict()
-  .refine((body) => body.enabled !== undefined || body.channels !== undefined, { message: 'Set `enabled`, `channels` or both.' })
-  .openapi('SlackConnectionUpdate');
+  .openapi('SlackConnectionUpdate', { description: 'What to change; an empty object changes nothing and answers the connection.' });
 
 const Conflict = z.object({ error: z.literal('uninstalled'), message: z.string() });
 
