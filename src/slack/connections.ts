@@ -78,9 +78,7 @@ export interface SlackConnectionView {
 export type SlackConnectionRow = Selectable<SlackTables['slack_connections']>;
 type Row = SlackConnectionRow;
 
-function connectionState(
-  row: Pick<Row, 'uninstalled_at' | 'team_id' | 'api_app_id' | 'signing_secret' | 'enabled'>,
-): SlackConnectionState {
+function connectionState(row: Pick<Row, 'uninstalled_at' | 'team_id' | 'api_app_id' | 'signing_secret' | 'enabled'>): SlackConnectionState {
   if (row.uninstalled_at !== null) return 'uninstalled';
   if (row.team_id === null || row.api_app_id === null || row.signing_secret === null) return 'draft';
   return row.enabled ? 'active' : 'disabled';
