@@ -197,6 +197,20 @@ describe('an admin connects a workspace through the API alone', () => {
     expect(slack.tokens.get(stored!.botToken!)).toMatchObject({ teamId, revoked: false });
   });
 
+  it('new credentials count at once: a request signed with the old signing secret is refused, the new one verifies', async () => {
+    const org = await createTestOrg(db());
+    const { connectionId, app, connection } = await onboard(org.owner, slack.addWorkspace());
+    const challenge = (secret: string) => {
+      const raw = JSON.stringify({ type: 'url_verification', challenge: 'rotated' });
+      return postSlackEvent(stack, { connectionId, signingSecret: secret }, undefined, { raw });
+    };
+    expect((await challenge(connection.signingSecret)).status).toBe(200);
+    const rotated = { ...app, signingSecret: 'f'.repeat(32) };
+    expect((await setCredentials(org.owner, connectionId, rotated)).status).toBe(200);
+    expect((await challenge(app.signingSecret)).status).toBe(401);
+    expect((await challenge(rotated.signingSecret)).json).toEqual({ challenge: 'rotated' });
+  });
+
   it('is for admins: 401 without a key, 403 for a member, 404 for another organization’s connection', async () => {
     const [org, other] = [await createTestOrg(db()), await createTestOrg(db())];
     const member = await org.addMember('member');
