@@ -10,6 +10,7 @@ import * as githubSync from './0008_github_sync';
 import * as fairnessAdmission from './0009_fairness_admission';
 import * as githubReconcile from './0010_github_reconcile';
 import * as installationBindings from './0011_installation_bindings';
+import * as githubLimits from './0012_github_limits';
 
 /** Ordered by name. Never edit a migration that has shipped: add a new one. */
 export const migrations: Record<string, Migration> = {
@@ -24,4 +25,5 @@ export const migrations: Record<string, Migration> = {
   '0009_fairness_admission': fairnessAdmission,
   '0010_github_reconcile': githubReconcile,
   '0011_installation_bindings': installationBindings,
+  '0012_github_limits': githubLimits,
 };
