@@ -25,7 +25,7 @@ import { refMatches } from './target-match';
 const TARGET_CACHE_MS = 30_000;
 const MAX_CACHED = 10_000;
 /** The channel the targets' trigger notifies. */
-export const TARGETS_CHANNEL = 'github_targets';
+const TARGETS_CHANNEL = 'github_targets';
 
 /** A repository webhook (no App installation) is tenant `github-installation:0`. */
 function installationTenant(installationId: number): string {

@@ -16,7 +16,7 @@ const TREE_BOUND = 30;
 /** Only where plugins live: the walk never needs to read vendor/. */
 const NARROW_PATHS = '.claude-plugin/marketplace.json,plugins/*/.claude-plugin/plugin.json,plugins/*/skills/*/SKILL.md';
 let fake: FakeGithub;
-/** The default sync paths (any directory can hold a SKILL.md), and a bound of 30 tree reads. */
+// The default sync paths (a skill manifest may lie in any directory), and a bound of 30 tree reads.
 let stack: TestStack;
 /** Narrow sync paths, the default bound. */
 let narrow: TestStack;
