@@ -181,6 +181,12 @@ it('a branch head moved with no delivery at all is resynced by the reconcile, on
 
   await reconcile();
   expect((await eventsOf(r)).filter((e) => e.event === 'reconcile')).toHaveLength(1);
+
+  // Moved back to the first commit without a push (a force-push whose delivery was lost): resynced again.
+  fake.setHead(r.fullName, 'master', first.sha);
+  expect((await reconcile()).summary.targetsResynced).toBe(1);
+  await syncedTo(r, first.sha);
+  expect((await eventsOf(r)).filter((e) => e.event === 'reconcile').map((e) => e.status)).toEqual(['completed', 'completed']);
 });
 
 it('a delivery that always fails stops at its cap; our own 503 overloaded does not count; --verbose and the exit code show it', async () => {

@@ -77,8 +77,8 @@ interface Repo {
   defaultBranch: string;
   /** Recursive listings stop at this many entries (GitHub: 100,000, or 7 MB). */
   treeEntries: number;
-  /** Ref reads that still answer an older head, per branch. */
-  lags: Map<string, { sha: string; times: number }>;
+  /** Ref reads that still answer older heads, per branch, one each. */
+  lags: Map<string, string[]>;
 }
 
 /** A webhook delivery as GitHub's App delivery log lists it, with the answer it got. */
@@ -155,8 +155,8 @@ export interface FakeGithub {
   deleteBranch(repository: string, branch: string): void;
   /** Renames a branch, as GitHub's rename does (the default branch follows). */
   renameBranch(repository: string, from: string, to: string): void;
-  /** The next `times` reads of the branch's ref answer `sha` (a replica behind the push). */
-  lagRefReads(repository: string, branch: string, sha: string, times?: number): void;
+  /** The next reads of the branch's ref answer these heads, one each, before the real one (replicas behind the push). */
+  lagRefReads(repository: string, branch: string, shas: string[]): void;
   /** The tree API answers `truncated: true` for this repository's recursive reads past `entries` (default: only the top level). */
   truncate(repository: string, entries?: number): void;
   /** The next `times` calls that `match` accepts get `status`, with `headers` and `message`. */
@@ -322,11 +322,8 @@ function answerRef(state: State, repo: Repo, m: RegExpExecArray): Answer {
   const branch = decodeURIComponent(m[3] ?? m[4]!).replace(/^refs\/heads\//, '');
   let sha = repo.branches.get(branch);
   if (sha === undefined) return notFound;
-  const lag = repo.lags.get(branch);
-  if (lag && lag.times > 0) {
-    lag.times -= 1;
-    sha = lag.sha;
-  }
+  const lagging = repo.lags.get(branch)?.shift();
+  if (lagging !== undefined) sha = lagging;
   return m[3] !== undefined
     ? { status: 200, body: { ref: `refs/heads/${branch}`, object: { sha, type: 'commit' } } }
     : { status: 200, body: { sha, commit: { tree: { sha: state.git.rootSha(sha) } } } };
@@ -758,8 +755,8 @@ function gitControls(
       repo.branches.delete(from);
       if (repo.defaultBranch === from) repo.defaultBranch = to;
     },
-    lagRefReads(repository, branch, sha, times = 1) {
-      repoOf(state, repository).lags.set(branch, { sha, times });
+    lagRefReads(repository, branch, shas) {
+      repoOf(state, repository).lags.set(branch, [...shas]);
     },
     truncate(repository, entries = 1) {
       repoOf(state, repository).treeEntries = entries;

@@ -333,7 +333,7 @@ it('records a GitHub target that waits out a rate limit on a timer and takes bac
   );
   const third = await repo.push({ ...files, 'skills/a/SKILL.md': '# A, again' });
   // Its first read of the branch lags behind both pushes: the older is reopened, then superseded.
-  github.lagRefReads(repo.fullName, 'master', first.sha, 1);
+  github.lagRefReads(repo.fullName, 'master', [first.sha]);
   await waitFor(
     async () => (await rows()).length === 3 && (await rows()).every((r) => ['completed', 'superseded'].includes(r.status)) && true,
     20_000,
