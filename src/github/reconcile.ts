@@ -226,8 +226,13 @@ async function redeliver(deps: ReconcileDeps, seen: HookDelivery[]) {
     const group = groups.get(guid);
     const record = records.get(guid);
     const newest = group?.newest ?? { id: record!.lastAttemptId, statusCode: record!.lastStatusCode };
-    const shed = group !== undefined && !group.delivered && (await wasShed(deps.api, group.newest));
-    const decision = decideRedelivery(record, { newest, delivered: group?.delivered ?? false, shed }, deps.limits.maxRedeliveries);
+    const seen = { newest, delivered: group?.delivered ?? false, shed: false };
+    let decision = decideRedelivery(record, seen, deps.limits.maxRedeliveries);
+    // Whether our answer was a shed 503 matters only for an ask that would count, or a GUID at its cap.
+    const counts = (decision.action === 'ask' && decision.counted) || (decision.action === 'record' && decision.outcome === 'capped');
+    if (counts && group && (await wasShed(deps.api, group.newest))) {
+      decision = decideRedelivery(record, { ...seen, shed: true }, deps.limits.maxRedeliveries);
+    }
     const attempt = { guid, event: group?.newest.event ?? '', id: newest.id, statusCode: newest.statusCode };
     if (decision.action === 'record') {
       await saveRecord(deps.db, attempt, { outcome: decision.outcome });
