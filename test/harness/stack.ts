@@ -76,6 +76,7 @@ export async function startTestStack(
   options: {
     env?: Record<string, string>;
     worker?: boolean;
+    /** The clock of the API's routes and of the worker's GitHub activities. */
     now?: () => number;
     mcpNetwork?: McpNetworkOverrides;
     removedRoutes?: RemovedRoute[];
@@ -120,6 +121,7 @@ export async function startTestStack(
   if (options.worker) {
     worker = await startFeatureWorker(services, {
       address: config.temporal.address!,
+      now: options.now,
       // No test worker ever asks the system's DNS: MCP probes only reach names a test maps.
       mcpNetwork: options.mcpNetwork ?? { resolve: testResolver() },
     });
