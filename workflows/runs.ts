@@ -30,8 +30,9 @@ import {
   sleep,
 } from '@temporalio/workflow';
 import type { MetricCounter } from '@temporalio/common';
+import type { ActivityOptions } from '@temporalio/workflow';
 import type { RunActivities } from '../activities/runs';
-import { localFirst } from './local-first';
+import { byName, localFirst } from './local-first';
 import { forLog } from '../src/runs/log-text';
 import {
   PERSIST_REJECTED,
@@ -82,6 +83,11 @@ import {
 import { implementsWorkflow } from '../src/app/temporal/contract';
 import { automationRunWorkflow } from '../src/runs/contract';
 
+const REGULAR_PERSIST: ActivityOptions = {
+  startToCloseTimeout: '30s',
+  retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '1m', nonRetryableErrorTypes: [PERSIST_REJECTED] },
+};
+
 // The write is a few milliseconds of Postgres: a local activity first (workflows/local-first.ts),
 // bounded to 10 s, then a regular activity retried until Postgres takes it: an acked event must
 // reach the log, however long Postgres refuses. A batch Postgres will never take (a data or
@@ -95,19 +101,29 @@ const persist = localFirst<RunActivities>(
     localRetryThreshold: '1s',
     retry: { initialInterval: '250ms', backoffCoefficient: 2, maximumInterval: '10s', nonRetryableErrorTypes: [PERSIST_REJECTED] },
   },
-  {
-    startToCloseTimeout: '30s',
-    retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '1m', nonRetryableErrorTypes: [PERSIST_REJECTED] },
-  },
+  REGULAR_PERSIST,
   (error) => isRejected(error),
 );
+
+/**
+ * A closed status reaches the row only through a regular activity, which the history records
+ * before it runs. A local activity runs inside the workflow task: when the server then refuses
+ * that task (an event arrived meanwhile, UnhandledCommand), the Update that closed the run is not
+ * in the history, yet the row would already say closed, and the API, which trusts a closed row,
+ * would turn the runtime's retry of that report away: the run would stay open for good.
+ */
+const persistClose = byName<RunActivities>(REGULAR_PERSIST);
+
+/** Workflow patch id: a closing sync is a regular activity (runs before it wrote it locally). */
+const RUN_CLOSE_IN_HISTORY_PATCH = 'run-close-in-history';
 
 type PersistInput = Parameters<RunActivities['persistRunState']>[0];
 
 /** `rejected`: Postgres will never take this batch (a data or constraint error); it is skipped. */
-async function persistRunState(input: PersistInput): Promise<'persisted' | 'rejected'> {
+async function persistRunState(input: PersistInput, closing: boolean): Promise<'persisted' | 'rejected'> {
   try {
-    await persist('persistRunState', input);
+    if (closing && patched(RUN_CLOSE_IN_HISTORY_PATCH)) await persistClose('persistRunState', input);
+    else await persist('persistRunState', input);
     return 'persisted';
   } catch (error) {
     return settle(error);
@@ -418,13 +434,16 @@ async function syncOnce(run: Run): Promise<void> {
   // The row does not need the last assistant text (it can be large and would be written on
   // every sync); the workflow result and the query carry it.
   const summary = { ...summarize(state), lastAssistantText: undefined, leaseTimeoutMs: run.settings.leaseTimeoutMs };
-  const persisted = await persistRunState({
-    organizationId: state.organizationId,
-    runId: state.runId,
-    version: state.syncVersion,
-    summary,
-    events,
-  });
+  const persisted = await persistRunState(
+    {
+      organizationId: state.organizationId,
+      runId: state.runId,
+      version: state.syncVersion,
+      summary,
+      events,
+    },
+    isClosed(state),
+  );
   if (persisted === 'rejected') {
     // Set apart, loudly: the worker logged the SQLSTATE; the metric counts the events.
     run.rejectedCounter.add(events.length);
