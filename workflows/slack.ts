@@ -370,7 +370,9 @@ async function runWithMessage(job: Invocation, member: Member, runId: string, th
   // Kept for after the run: a cancel rejects the loop's wait while this awaits the run, and a
   // rejection nobody handles yet would fail the workflow task.
   let progressFailure: unknown;
-  const progress = (ts === null ? Promise.resolve(0) : keepProgress(job, { ...ref, ts }, runId, () => done)).catch((error: unknown) => {
+  // Edits only, as before streaming: the same calls the edit path of keepThreadCurrent makes.
+  const view: ThreadView = { ts, streaming: false, force: false, stream: null, streamOff: false };
+  const progress = (ts === null ? Promise.resolve(0) : keepThreadCurrent(job, view, runId, () => done)).catch((error: unknown) => {
     progressFailure = error;
     return 0;
   });
@@ -413,38 +415,6 @@ async function outcomeOf(run: { result(): Promise<RunSummary> }): Promise<Pick<R
   } catch (error) {
     if (!(error instanceof ChildWorkflowFailure)) throw error;
     return runSummaryOfFailure(error) ?? { status: 'failed', error: 'run_workflow_failed', lastAssistantText: null };
-  }
-}
-
-/**
- * Edits the message with the run's newest progress until `done`: at most one edit per interval
- * (a workflow timer), later when Slack answers 429, and always the newest state; states that
- * arrive meanwhile are skipped. Stops at a message that is gone or an edit that failed. Answers
- * when the next edit may go out.
- */
-async function keepProgress(job: Invocation, message: MessageRef & { ts: string }, runId: string, done: () => boolean): Promise<number> {
-  const interval = job.input.settings.progressIntervalMs ?? DEFAULT_PROGRESS_INTERVAL_MS;
-  let shown = 0;
-  // The post itself counts as the first edit.
-  let nextAt = nextEditAt(Date.now(), interval);
-  for (;;) {
-    await condition(() => done() || (job.signals.progress()?.sequence ?? 0) > shown);
-    if (done()) return nextAt;
-    const wait = editDelay(Date.now(), nextAt);
-    if (wait > 0 && (await condition(done, wait))) return nextAt;
-    const progress = job.signals.progress()!;
-    let edit: Awaited<ReturnType<SlackActivities['slackUpdateProgress']>>;
-    try {
-      edit = await progressApi.slackUpdateProgress({ ...message, runId, text: progressText(progress) });
-    } catch (error) {
-      if (error instanceof ActivityFailure) return nextAt;
-      throw error;
-    }
-    nextAt = nextEditAt(Date.now(), interval, edit.outcome === 'ratelimited' ? edit.retryAfterMs : 0);
-    // Rate-limited: nothing shown; whatever is newest after the wait goes out then.
-    if (edit.outcome === 'ratelimited') continue;
-    if (edit.outcome !== 'updated') return nextAt;
-    shown = progress.sequence;
   }
 }
 
