@@ -126,7 +126,11 @@ async function completeInstall(deps: Deps, query: z.output<typeof CallbackQuery>
     ctx.state.log.warn({ connectionId: app.connectionId, error: exchanged.error }, 'slack install: oauth.v2.access refused or failed');
     return exchanged.refused
       ? refused(400, 'authorization_refused', `Slack refused the authorization (${exchanged.error}). ${START_AGAIN}`)
-      : refused(502, 'slack_unavailable', 'Slack could not be reached to complete the install. Try the install link again in a minute.');
+      : refused(
+          502,
+          'slack_unavailable',
+          `Slack could not be reached to complete the install, and this install link is now used. ${START_AGAIN}`,
+        );
   }
   return bind(deps, ctx, claims, app.connectionId, exchanged.install);
 }
@@ -180,7 +184,7 @@ async function callback(deps: Deps, query: z.output<typeof CallbackQuery>, ctx: 
     return await completeInstall(deps, query, ctx);
   } catch (error) {
     if (!(error instanceof AppError && error.dependency !== undefined)) throw error;
-    const page = refused(503, 'unavailable', 'The service is briefly unavailable. Try the install link again in a minute.');
+    const page = refused(503, 'unavailable', `The service is briefly unavailable, and this install link may be used up. ${START_AGAIN}`);
     return { ...page, headers: { ...page.headers, 'retry-after': '5' } };
   }
 }
