@@ -40,12 +40,14 @@ import {
   RUN_CLAIMS_PATCH,
   RUN_NOT_FOUND,
   RUN_OUTCOME_PATCH,
+  RUN_TELLS_END_PATCH,
   claimRunUpdate,
   reportRunEventUpdate,
   requestRunCancelUpdate,
   runEventSignal,
   runHeartbeatSignal,
   runOutcomeFailure,
+  runEndedSignal,
   runProgressSignal,
   runSearchAttributes,
   runSummaryQuery,
@@ -179,6 +181,8 @@ interface Run {
   readonly rejectedCounter: MetricCounter;
   /** How progress goes to the parent, when the input asks for a throttle (RUN_PROGRESS_THROTTLE_PATCH). */
   readonly progressOut: ProgressOut | undefined;
+  /** Whether this execution tells its parent its end (tellsEnd); undefined until first asked. */
+  tellsEnd?: boolean;
 }
 
 /** Progress on its way to the parent: at most one signal per interval, always the newest. */
@@ -206,6 +210,7 @@ export async function automationRun(input: RunWorkflowInput): Promise<RunSummary
     }
     // Closed runs ignore further reports, so this drains: the result is final only once persisted.
     while (needsSync(run)) await syncOnce(run);
+    await tellParentEnd(run);
     return finish(summarize(run.state));
   } catch (error) {
     if (!isCancellation(error)) throw error;
@@ -323,7 +328,12 @@ function tellParent(run: Run, applied: RunEventReport[]): void {
   const text = last.type === 'assistant' && typeof last.payload.text === 'string' ? last.payload.text : undefined;
   const tool = last.type === 'capability_execution' ? toolName(last.payload) : undefined;
   if (text === undefined && tool === undefined) return;
-  const progress: RunProgress = { runId: run.state.runId, sequence: run.state.eventCount, ...(text !== undefined ? { text } : { tool }) };
+  const progress: RunProgress = {
+    runId: run.state.runId,
+    sequence: run.state.eventCount,
+    ...(text !== undefined ? { text } : { tool }),
+    ...(tellsEnd(run) ? { tellsEnd: true } : {}),
+  };
   if (run.progressOut && patched(RUN_PROGRESS_THROTTLE_PATCH)) return queueProgress(run.progressOut, progress, parent);
   signalParent(parent, progress);
 }
@@ -337,8 +347,27 @@ const RUN_PROGRESS_THROTTLE_PATCH = 'run-progress-throttle';
 
 function signalParent(parent: { workflowId: string; runId: string }, progress: RunProgress): void {
   // A parent that already closed cannot take it, and needs nothing more: the failure is dropped.
-  getExternalWorkflowHandle(parent.workflowId, parent.runId)
+  // A run that tells its end signals the parent's current execution, wherever it continued as new.
+  getExternalWorkflowHandle(parent.workflowId, progress.tellsEnd ? undefined : parent.runId)
     .signal(runProgressSignal, progress)
+    .catch(() => undefined);
+}
+
+/**
+ * Whether this execution of a child run tells its parent its end (RUN_TELLS_END_PATCH), decided
+ * once, where it is first needed: its first progress, or its end.
+ */
+function tellsEnd(run: Run): boolean {
+  run.tellsEnd ??= workflowInfo().parent !== undefined && patched(RUN_TELLS_END_PATCH);
+  return run.tellsEnd;
+}
+
+/** The run's summary to its parent's current execution, once the row holds it; a parent already gone needs nothing. */
+async function tellParentEnd(run: Run): Promise<void> {
+  const parent = workflowInfo().parent;
+  if (parent === undefined || !tellsEnd(run)) return;
+  await getExternalWorkflowHandle(parent.workflowId)
+    .signal(runEndedSignal, summarize(run.state))
     .catch(() => undefined);
 }
 
@@ -478,6 +507,7 @@ async function closeCancelled(run: Run, syncLoop: Promise<void>): Promise<RunSum
   run.finishing = true;
   await syncLoop;
   while (needsSync(run)) await syncOnce(run);
+  await tellParentEnd(run);
   // A cancel that came after the run had ended (failed, say) leaves that outcome as it was.
   return finish(summarize(run.state));
 }

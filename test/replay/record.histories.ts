@@ -66,6 +66,8 @@ beforeAll(async () => {
       SLACK_API_BASE_URL: slack.url,
       RUN_CONTINUE_AS_NEW_EVENTS: '12',
       SLACK_PROGRESS_INTERVAL: '1000',
+      // Above the progress recording's history, below the continue-as-new recording's.
+      SLACK_CONTINUE_AS_NEW_EVENTS: '150',
       GITHUB_TARGET_IDLE: '2s',
     },
   });
@@ -276,6 +278,38 @@ it('records a Slack event whose message follows the run: progress edits, a 429, 
   expect(await handle.result()).toMatchObject({ status: 'replied' });
   await save('slack-event-progress', handle);
   await save('slack-event-child-run-progress', stack.services.temporal.client.workflow.getHandle(runWorkflowId(org.organizationId, runId)));
+});
+
+it('records a Slack event that continues as new while it follows its run (slack-continue-as-new, run-tells-end)', async () => {
+  const org = await createTestOrg(stack.services.database.db);
+  const member = await org.addMember('member');
+  const connection = await createTestSlackConnection(stack.services.database.db, stack.services.secretKey, org.organizationId);
+  const slackUserId = newSlackUserId();
+  await linkSlackUser(connection, member.headers, slackUserId);
+  const mention = appMention(slackUserId, 'a long one');
+  const envelope = eventEnvelope(connection, mention);
+  expect((await postSlackEvent(stack, connection, envelope)).status).toBe(200);
+  const handle = stack.services.temporal.client.workflow.getHandle(slackEventWorkflowId(connection.connectionId, envelope.event_id));
+  const first = (await handle.describe()).runId;
+  const { runs, runId } = await claimRoutedRun(handle, member.headers);
+  await slack.waitForCall('chat.postMessage', (c) => c.body.thread_ts === mention.ts);
+  let sequence = 0;
+  // A progress edit each interval until the invocation has continued as new, then a few more.
+  for (let after = 0; after < 3;) {
+    sequence += 1;
+    expect((await runs.postEvent(runId, event(1, sequence, 'assistant', { text: `line ${sequence}` }))).status).toBe(200);
+    await new Promise((resolve) => setTimeout(resolve, 1100));
+    if ((await handle.describe()).runId !== first) after += 1;
+    expect(sequence).toBeLessThan(60);
+  }
+  expect((await runs.postEvent(runId, event(1, sequence + 1, 'terminal'))).status).toBe(200);
+  expect(await handle.result()).toMatchObject({ status: 'replied', runStatus: 'succeeded' });
+  await save('slack-event-continue-as-new-first', handle, first);
+  await save('slack-event-continue-as-new-last', handle);
+  await save(
+    'slack-event-child-run-tells-end',
+    stack.services.temporal.client.workflow.getHandle(runWorkflowId(org.organizationId, runId)),
+  );
 });
 
 it('records an app_uninstalled that ends an invocation waiting for a link (slack-connection-removal)', async () => {

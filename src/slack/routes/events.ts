@@ -73,6 +73,7 @@ function slackEventInput(
       run: { ...settings.runDefaults },
       replyMode: settings.replyMode,
       finalDeliveryDeadlineMs: settings.finalDeliveryDeadlineMs,
+      continueAsNewEvents: settings.continueAsNewEvents,
     },
     ...(classified.route === 'lifecycle' ? { lifecycle: { type: classified.type } } : { invocation: classified.invocation }),
   };
