@@ -13,14 +13,14 @@ import { runWorkflowId } from '../../src/runs/contract';
 import { slackEventStateQuery, slackEventWorkflowId } from '../../src/slack/contract';
 import { CANCEL_ACTION_ID } from '../../src/slack/progress';
 import type { TestMember } from '../harness/identity';
-import { spawnDen } from '../harness/process';
+import { startScriptRuntime, type Spawned } from '../harness/process';
 import { appMention, blockActions, eventEnvelope, linkSlackUser, postInteraction, postSlackEvent, startSlackLoop } from '../harness/slack';
 import { waitFor } from '../harness/wait';
 
 const CONTINUE_AS_NEW_EVENTS = 60;
 let loop: Awaited<ReturnType<typeof startSlackLoop>>;
 let dir: string;
-const runtimes: ReturnType<typeof spawnDen>[] = [];
+const runtimes: Spawned[] = [];
 
 beforeAll(async () => {
   loop = await startSlackLoop({
@@ -37,18 +37,9 @@ afterAll(async () => {
   fs.rmSync(dir, { recursive: true, force: true });
 });
 
-/** `den runtime --exec` for a member, a real child process, reporting its output every 100 ms. */
-async function startRuntime(member: TestMember, script: string) {
-  const file = path.join(dir, `${member.memberId}.sh`);
-  fs.writeFileSync(file, script);
-  const proc = spawnDen(['runtime', '--exec', `sh ${file}`, '--wait', '2', '--heartbeat-interval', '1', '--grace', '5'], {
-    DEN_API_KEY: member.apiKey,
-    DEN_API_URL: loop.stack.url,
-    DEN_RUNTIME_STREAM_INTERVAL: '100ms',
-  });
-  runtimes.push(proc);
-  await waitFor(() => proc.output().includes('claiming runs from'), 90_000, { what: 'den runtime to start' });
-}
+/** `den runtime --exec` for a member, reporting its output every 100 ms. */
+const startRuntime = (member: TestMember, script: string) =>
+  startScriptRuntime({ url: loop.stack.url, apiKey: member.apiKey }, { dir, name: member.memberId, text: script }, runtimes);
 
 async function mention(script: string, text: string) {
   const member = await loop.org.addMember('member');

@@ -22,7 +22,7 @@ import { sql } from 'kysely';
 import { slackEventWorkflowId } from '../../src/slack/contract';
 import { CANCEL_ACTION_ID, SUPERSEDED_TEXT } from '../../src/slack/progress';
 import type { TestMember } from '../harness/identity';
-import { spawnDen } from '../harness/process';
+import { startScriptRuntime, type Spawned } from '../harness/process';
 import {
   appMention,
   blockActions,
@@ -43,7 +43,7 @@ let loop: Awaited<ReturnType<typeof startSlackLoop>>;
 let stack: TestStack;
 let slack: FakeSlack;
 let dir: string;
-const runtimes: ReturnType<typeof spawnDen>[] = [];
+const runtimes: Spawned[] = [];
 
 beforeAll(async () => {
   loop = await startSlackLoop({ SLACK_PROGRESS_INTERVAL: '300ms', SLACK_MEMBER_CONCURRENT_RUNS: '5', SLACK_REPLY_MODE: 'edit' });
@@ -57,19 +57,9 @@ afterAll(async () => {
   fs.rmSync(dir, { recursive: true, force: true });
 });
 
-/** `den runtime --exec` for a member, a real child process, reporting its output every 100 ms. */
-async function startRuntime(member: TestMember, script: string) {
-  const file = path.join(dir, `${member.memberId}.sh`);
-  fs.writeFileSync(file, script);
-  const proc = spawnDen(['runtime', '--exec', `sh ${file}`, '--wait', '2', '--heartbeat-interval', '1', '--grace', '5'], {
-    DEN_API_KEY: member.apiKey,
-    DEN_API_URL: stack.url,
-    DEN_RUNTIME_STREAM_INTERVAL: '100ms',
-  });
-  runtimes.push(proc);
-  await waitFor(() => proc.output().includes('claiming runs from'), 90_000, { what: 'den runtime to start' });
-  return proc;
-}
+/** `den runtime --exec` for a member of `on`'s organization (the shared loop's by default), reporting its output every 100 ms. */
+const startRuntime = (member: TestMember, script: string, on: { url: string } = stack) =>
+  startScriptRuntime({ url: on.url, apiKey: member.apiKey }, { dir, name: member.memberId, text: script }, runtimes);
 
 async function mentionFrom(slackUserId: string, text: string, event = appMention(slackUserId, text), connection = loop.connection) {
   const envelope = eventEnvelope(connection, event);
@@ -119,14 +109,7 @@ it('a final answer Slack keeps rate-limiting past SLACK_FINAL_DELIVERY_DEADLINE 
   try {
     const member = await deadlineLoop.org.addMember('member');
     const slackUserId = await linkSlackUser(deadlineLoop.stack, deadlineLoop.connection, member);
-    const file = path.join(dir, 'deadline.sh');
-    fs.writeFileSync(file, 'sleep 2; echo "too late"');
-    const proc = spawnDen(['runtime', '--exec', `sh ${file}`, '--wait', '2', '--heartbeat-interval', '1', '--grace', '5'], {
-      DEN_API_KEY: member.apiKey,
-      DEN_API_URL: deadlineLoop.stack.url,
-    });
-    runtimes.push(proc);
-    await waitFor(() => proc.output().includes('claiming runs from'), 90_000, { what: 'den runtime to start' });
+    await startRuntime(member, 'sleep 2; echo "too late"', deadlineLoop.stack);
     const mention = appMention(slackUserId, 'never lands');
     const envelope = eventEnvelope(deadlineLoop.connection, mention);
     await postSlackEvent(deadlineLoop.stack, deadlineLoop.connection, envelope);
@@ -251,15 +234,7 @@ it('a streamed run shows its text through chat.appendStream, not chat.update, an
   try {
     const member = await streamLoop.org.addMember('member');
     const slackUserId = await linkSlackUser(streamLoop.stack, streamLoop.connection, member);
-    const file = path.join(dir, 'stream.sh');
-    fs.writeFileSync(file, 'for w in one two three four; do echo "$w <!channel>"; sleep 0.5; done');
-    const proc = spawnDen(['runtime', '--exec', `sh ${file}`, '--wait', '2', '--heartbeat-interval', '1', '--grace', '5'], {
-      DEN_API_KEY: member.apiKey,
-      DEN_API_URL: streamLoop.stack.url,
-      DEN_RUNTIME_STREAM_INTERVAL: '100ms',
-    });
-    runtimes.push(proc);
-    await waitFor(() => proc.output().includes('claiming runs from'), 90_000, { what: 'den runtime to start' });
+    await startRuntime(member, 'for w in one two three four; do echo "$w <!channel>"; sleep 0.5; done', streamLoop.stack);
     const mention = appMention(slackUserId, 'stream please');
     const envelope = eventEnvelope(streamLoop.connection, mention);
     await postSlackEvent(streamLoop.stack, streamLoop.connection, envelope);
