@@ -9,16 +9,27 @@ import {
 import { getTarget } from '../src/github/target-records';
 import { Context } from '@temporalio/activity';
 import { createGithubApi, type GithubApi } from '../src/github/api';
-import { reconcileDeliveries, reconcileTargets, type DeliveriesReconciled, type TargetsReconciled } from '../src/github/reconcile';
-import type { GithubDeliveryInput, GithubSyncEventRecord, GithubSyncRequest } from '../src/github/contract';
+import type { RateLimitKind } from '../src/github/api-errors';
+import {
+  reconcileDeliveries,
+  reconcileTargets,
+  type DeliveriesReconciled,
+  type RedeliveryMetric,
+  type TargetsReconciled,
+} from '../src/github/reconcile';
+import type { GithubDeliveryInput, GithubSyncAttempt, GithubSyncEventRecord, GithubSyncRequest } from '../src/github/contract';
 import type { GithubSettings } from '../src/github/settings';
 import { runSyncAttempt } from '../src/github/sync';
+import { recordFailure } from '../src/github/sync-store';
 import { signalTarget } from '../src/github/target-signal';
 import type { WorkerDeps } from '../src/app/feature';
 
 type Of<E extends GithubDeliveryInput['event']> = Extract<GithubDeliveryInput, { event: E }>;
 
-type Deps = Pick<WorkerDeps<GithubSettings>, 'db' | 'settings' | 'ingress' | 'platform'>;
+type Deps = Pick<WorkerDeps<GithubSettings>, 'db' | 'settings' | 'ingress' | 'platform' | 'log'> & {
+  /** The clock the sync and the reconcile read (rate-limit waits, token expiry, the delivery window); tests inject one. */
+  now: () => number;
+};
 
 /**
  * Hands each queued sync event to its target's workflow, starting it if it is not running.
@@ -53,12 +64,38 @@ function countReconcile(counts: Record<string, number>, error: string | null, st
   }
 }
 
+/**
+ * A rate limit GitHub answered, in the worker's metrics: den_github_rate_limits_total{limit} and
+ * the seconds of wait it set, den_github_rate_limit_wait_seconds_total{limit}.
+ */
+function countRateLimit(limit: RateLimitKind, waitMs: number): void {
+  const meter = Context.current().metricMeter;
+  meter.createCounter('den_github_rate_limits_total', 'limits', 'GitHub rate limits met by the sync and the reconcile.').add(1, { limit });
+  meter
+    .createCounter('den_github_rate_limit_wait_seconds_total', 's', 'Seconds of wait GitHub rate limits set on installations.')
+    .add(Math.ceil(waitMs / 1000), { limit });
+}
+
+/** What became of the reconcile's redeliveries, in the worker's metrics: den_github_redeliveries_total{outcome}. */
+function countRedelivery(outcome: RedeliveryMetric): void {
+  Context.current()
+    .metricMeter.createCounter(
+      'den_github_redeliveries_total',
+      'redeliveries',
+      'Redeliveries the GitHub reconcile asked for, gave up or saw refused.',
+    )
+    .add(1, { outcome });
+}
+
 /** The reconcile's two halves; without App credentials there is nothing it could ask GitHub. */
 function buildReconcileActivities(deps: Deps, api: GithubApi | undefined) {
   const reconcileDeps = (app: GithubApi) => ({
     db: deps.db,
     api: app,
-    now: Date.now,
+    now: deps.now,
+    limits: deps.settings.reconcile,
+    onRedelivery: countRedelivery,
+    onRateLimit: countRateLimit,
     resync: async (target: { targetId: string }, eventId: string) => {
       await notifyTargets(deps, [{ id: eventId, targetId: target.targetId, status: 'queued', outcome: null, created: true }], true);
     },
@@ -83,11 +120,22 @@ function buildReconcileActivities(deps: Deps, api: GithubApi | undefined) {
 /**
  * The table effects of a GitHub delivery, each one idempotent transaction, so Temporal's retries
  * (Postgres down, a worker crash mid-commit) never record anything twice; the hand-off to the
- * targets' workflows; one attempt of a target's sync; and the reconcile's two halves.
+ * targets' workflows; one attempt of a target's sync, and the record of one whose activity gave
+ * up; and the reconcile's two halves.
  */
-export function createGithubActivities(deps: Deps) {
-  const api = deps.settings.app ? createGithubApi(deps.settings.app, deps.settings.apiBaseUrl) : undefined;
+export function createGithubActivities(options: Omit<Deps, 'now'> & { now?: () => number }) {
+  const deps: Deps = { ...options, now: options.now ?? Date.now };
+  const api = deps.settings.app ? createGithubApi(deps.settings.app, deps.settings.apiBaseUrl, { now: deps.now }) : undefined;
   const random = () => randomInt(0, 1_000_000) / 1_000_000;
+  const syncDeps = {
+    db: deps.db,
+    api,
+    sync: deps.settings.sync,
+    now: deps.now,
+    random,
+    onRateLimit: countRateLimit,
+    onFault: (error: unknown) => deps.log.error({ err: error }, 'github sync failed on an unexpected error; its events end failed'),
+  };
   return {
     async githubRecordPush(input: Of<'push'>): Promise<DeliveryEffects> {
       return recordPush(deps.db, input);
@@ -105,7 +153,16 @@ export function createGithubActivities(deps: Deps) {
       return notifyTargets(deps, events, full);
     },
     async githubSyncTarget(request: GithubSyncRequest) {
-      return runSyncAttempt({ db: deps.db, api, sync: deps.settings.sync, now: Date.now, random }, request);
+      return runSyncAttempt(syncDeps, request);
+    },
+    async githubRecordSyncFailure(input: {
+      targetId: string;
+      eventIds: string[];
+      code: string;
+      message: string;
+    }): Promise<GithubSyncAttempt> {
+      const detail = { code: input.code, message: input.message };
+      return { outcome: 'failed', ...detail, attempts: await recordFailure(deps.db, input.targetId, input.eventIds, detail) };
     },
     ...buildReconcileActivities(deps, api),
   };

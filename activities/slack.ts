@@ -5,10 +5,12 @@
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import { disableSlackConnection } from '../src/slack/connections';
+import { uninstallSlackConnection } from '../src/slack/connection-lifecycle';
+import { slackConnectionRemovedSignal } from '../src/slack/contract';
 import { SlackBudget, type BudgetPriority, type BudgetVerdict } from '../src/slack/budget';
 import { earlierPosts, isConnectionError, postableConnection, sendWithin, type SlackCallDeps } from '../src/slack/delivery';
-import { createLinkToken } from '../src/slack/link-token';
-import { clearPendingInvocation, linkOrWait, type AccountLink } from '../src/slack/links';
+import { issueConnectGrant } from '../src/slack/link-codes';
+import { clearPendingInvocation, linkOrWait, type AccountLink, type ConnectionGone } from '../src/slack/links';
 import { releaseMemberInvocation, reserveMemberInvocation, type MemberLimits, type ReservationOutcome } from '../src/slack/limits';
 import { markdownToMrkdwn } from '../src/slack/mrkdwn';
 import { connectLinkUrl, escapeMrkdwn, heldInvocationText } from '../src/slack/texts';
@@ -91,7 +93,7 @@ async function post(
   calls: SlackCallDeps,
   connectionId: string,
   method: 'chat.postMessage' | 'chat.postEphemeral',
-  body: (connection: { teamId: string }) => Promise<Record<string, unknown>> | Record<string, unknown>,
+  body: (connection: { teamId: string | null }) => Promise<Record<string, unknown>> | Record<string, unknown>,
 ): Promise<SlackPostResult & { ts?: string }> {
   const postable = await postableConnection(deps, connectionId);
   if ('skipped' in postable) return { posted: false, skipped: postable.skipped };
@@ -139,6 +141,23 @@ function disableConnectionActivity(deps: SlackActivityDeps) {
   };
 }
 
+/**
+ * `app_uninstalled`: the connection marked uninstalled, its member links removed, and its
+ * invocations waiting for a link ended (told inside the transaction, so a Temporal outage retries
+ * the whole of it).
+ */
+function uninstallConnectionActivity(deps: SlackActivityDeps) {
+  return async function slackUninstallConnection(input: { connectionId: string }): Promise<{ links: number; waiting: number }> {
+    const removal = await uninstallSlackConnection(deps.db, input.connectionId, async (workflowIds) => {
+      for (const id of workflowIds) {
+        await deps.ingress.signal({ id, signal: slackConnectionRemovedSignal, args: [{ reason: 'app_uninstalled' }] });
+      }
+    });
+    deps.log.info({ connectionId: input.connectionId, ...removal }, 'slack connection uninstalled by lifecycle event');
+    return removal ?? { links: 0, waiting: 0 };
+  };
+}
+
 function linkOrWaitActivity(deps: SlackActivityDeps) {
   return async function slackLinkOrWait(input: {
     connectionId: string;
@@ -146,7 +165,7 @@ function linkOrWaitActivity(deps: SlackActivityDeps) {
     eventId: string;
     workflowId: string;
     waitMs: number;
-  }): Promise<AccountLink | null> {
+  }): Promise<AccountLink | ConnectionGone | null> {
     const link = await linkOrWait(deps.db, { ...input, expiresAt: new Date(Date.now() + input.waitMs) });
     return link ?? null;
   };
@@ -177,7 +196,7 @@ function releaseInvocationActivity(deps: SlackActivityDeps) {
   };
 }
 
-/** The ephemeral "connect your account" message, with a fresh one-time link token. */
+/** The ephemeral "connect your account" message, with a fresh one-time link code (and the dashboard's link, when there is one). */
 function postConnectPromptActivity(deps: SlackActivityDeps, calls: SlackCallDeps) {
   return async function slackPostConnectPrompt(input: {
     connectionId: string;
@@ -186,20 +205,21 @@ function postConnectPromptActivity(deps: SlackActivityDeps, calls: SlackCallDeps
     threadTs: string | null;
     waitMs: number;
   }): Promise<SlackPostResult> {
-    return post(deps, calls, input.connectionId, 'chat.postEphemeral', (connection) => {
+    return post(deps, calls, input.connectionId, 'chat.postEphemeral', async (connection) => {
       const ttlMs = deps.settings.linkTokenTtlMs;
-      const { token } = createLinkToken(deps.secretKey, {
+      const { token, code } = await issueConnectGrant(deps, {
         connectionId: input.connectionId,
-        teamId: connection.teamId,
+        teamId: connection.teamId!,
         slackUserId: input.user,
         now: Date.now(),
         ttlMs,
       });
-      const url = connectLinkUrl(deps.platform.publicBaseUrl, token);
+      const dashboard = deps.settings.dashboardUrl;
+      const url = dashboard === undefined ? undefined : connectLinkUrl(dashboard, token);
       return {
         channel: input.channel,
         user: input.user,
-        text: heldInvocationText(url, ttlMs, input.waitMs),
+        text: heldInvocationText({ url, code, ttlMs }, input.waitMs),
         ...(input.threadTs ? { thread_ts: input.threadTs } : {}),
       };
     });
@@ -451,6 +471,7 @@ export function createSlackActivities(deps: SlackActivityDeps) {
   const calls = slackCallDeps(deps);
   return {
     slackDisableConnection: disableConnectionActivity(deps),
+    slackUninstallConnection: uninstallConnectionActivity(deps),
     slackLinkOrWait: linkOrWaitActivity(deps),
     slackClearPending: clearPendingActivity(deps),
     slackReserveInvocation: reserveInvocationActivity(deps),

@@ -21,6 +21,7 @@ import { runWorkflowId } from '../src/runs/contract';
 import { slackEventWorkflowId } from '../src/slack/contract';
 import { sql } from 'kysely';
 import { createTestOrg } from '../test/harness/identity';
+import { ownedTarget } from '../test/harness/github';
 import { findMissing } from './lib/load';
 import { waitFor } from '../test/harness/wait';
 import { startBenchStack } from './lib/stack';
@@ -49,6 +50,13 @@ async function main(): Promise<number> {
       teamId: 'TCHAOS0001',
       apiAppId: 'ACHAOS0001',
       signingSecret: slackSecret,
+    });
+    // The pushes' repository has a target: a push no target takes is answered 200 and not queued.
+    await ownedTarget(stack.database.db, {
+      organizationId: org.organizationId,
+      installationId: 1,
+      repositoryFullName: 'chaos/repo',
+      repositoryId: 1,
     });
     const apiPid = stack.api.pid;
     const api = stack.api.url!;

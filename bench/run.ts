@@ -27,6 +27,7 @@ import { githubDeliveryWorkflowId } from '../src/github/contract';
 import { runWorkflowId } from '../src/runs/contract';
 import { slackEventWorkflowId } from '../src/slack/contract';
 import { createTestOrg } from '../test/harness/identity';
+import { ownedTarget } from '../test/harness/github';
 import { findMissing, runClosedLoop, runLoad, type GeneratedRequest, type LoadResult } from './lib/load';
 import { waitFor } from '../test/harness/wait';
 import { asLoadStack, BENCH_TASK_QUEUE, startBenchStack, type LoadStack } from './lib/stack';
@@ -346,7 +347,17 @@ async function fixtures(stack: LoadStack): Promise<Fixtures> {
     name: string;
     examples: Record<string, unknown>[];
   }[];
-  const push = examples.find((e) => e.name === 'push')!.examples.find((p) => (p as { installation?: unknown }).installation)!;
+  const push = examples
+    .find((e) => e.name === 'push')!
+    .examples.find((p) => (p as { installation?: unknown }).installation && (p as { ref?: unknown }).ref === 'refs/heads/master')!;
+  // The pushes' repository has a target: a push no target takes is answered 200 and not queued.
+  const { installation, repository } = push as { installation: { id: number }; repository: { id: number; full_name: string } };
+  await ownedTarget(stack.database.db, {
+    organizationId: org.organizationId,
+    installationId: installation.id,
+    repositoryFullName: repository.full_name,
+    repositoryId: repository.id,
+  });
   return {
     apiKey: org.owner.apiKey,
     organizationId: org.organizationId,

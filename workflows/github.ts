@@ -1,4 +1,5 @@
 import {
+  ActivityFailure,
   condition,
   continueAsNew,
   patched,
@@ -12,6 +13,8 @@ import type { GithubActivities } from '../activities/github';
 import { deliverySearchAttributes, summarize } from '../src/github/delivery';
 import {
   GITHUB_LOCAL_EFFECTS_PATCH,
+  GITHUB_SYNC_OUTCOMES_PATCH,
+  GITHUB_SYNC_PROTOCOL,
   GITHUB_TARGET_SYNC_PATCH,
   githubSearchAttributes,
   githubSyncSignal,
@@ -104,13 +107,52 @@ function drain(pending: Map<string, boolean>, batch: Batch): Batch {
   return batch;
 }
 
-/** One sync, retried on GitHub's transient failures with the delay the activity chose. */
-async function syncOnce(input: GithubTargetInput, pending: Map<string, boolean>): Promise<GithubSyncAttempt> {
-  const batch = drain(pending, { eventIds: [], full: false });
+/** Runs started before GITHUB_SYNC_OUTCOMES_PATCH sync this way: every wait is an attempt, and a failed activity fails the run. */
+async function syncOnceBeforeOutcomes(input: GithubTargetInput, batch: Batch, pending: Map<string, boolean>): Promise<GithubSyncAttempt> {
   for (let attempt = 1; ; attempt++) {
     const result = await sync.githubSyncTarget({ targetId: input.targetId, eventIds: batch.eventIds, full: batch.full, attempt });
     if (result.outcome !== 'retry') return result;
     await sleep(Math.max(1, result.delayMs));
+    // Pushes that arrived meanwhile join this sync: the next attempt reads the branch head again.
+    drain(pending, batch);
+  }
+}
+
+/**
+ * One attempt. When the activity's own retries (Postgres, worker crashes) run out, the batch ends
+ * `failed` (`sync_error`), recorded by an activity retried until Postgres takes it: the workflow
+ * itself never fails.
+ */
+async function attemptSync(input: GithubTargetInput, batch: Batch, attempt: number): Promise<GithubSyncAttempt> {
+  try {
+    const request = { targetId: input.targetId, eventIds: batch.eventIds, full: batch.full, attempt, protocol: GITHUB_SYNC_PROTOCOL };
+    return await sync.githubSyncTarget(request);
+  } catch (error) {
+    const cause = error instanceof ActivityFailure ? (error.cause ?? error) : error;
+    const message = `the sync activity gave up: ${cause instanceof Error ? cause.message : String(cause)}`.slice(0, 300);
+    return activities.githubRecordSyncFailure({ targetId: input.targetId, eventIds: batch.eventIds, code: 'sync_error', message });
+  }
+}
+
+/**
+ * One sync: a rate limit is waited out on a timer without using an attempt, GitHub's transient
+ * failures are retried with the delay the activity chose, and events the sync reopened (their
+ * head may be newer than the one it read) go back to the pending ones.
+ */
+async function syncOnce(input: GithubTargetInput, pending: Map<string, boolean>): Promise<GithubSyncAttempt> {
+  const batch = drain(pending, { eventIds: [], full: false });
+  if (!patched(GITHUB_SYNC_OUTCOMES_PATCH)) return syncOnceBeforeOutcomes(input, batch, pending);
+  for (let attempt = 1; ;) {
+    const result = await attemptSync(input, batch, attempt);
+    if (result.outcome === 'rate_limited') await sleep(Math.max(1000, result.waitMs));
+    else if (result.outcome === 'retry') {
+      await sleep(Math.max(1, result.delayMs));
+      attempt += 1;
+    } else {
+      for (const eventId of result.outcome === 'synced' ? (result.reopened ?? []) : [])
+        pending.set(eventId, pending.get(eventId) ?? batch.full);
+      return result;
+    }
     // Pushes that arrived meanwhile join this sync: the next attempt reads the branch head again.
     drain(pending, batch);
   }
@@ -153,11 +195,15 @@ const reconcileActivities = proxyActivities<GithubActivities>({
 export async function githubReconcile(): Promise<GithubReconcileSummary> {
   const deliveries = await reconcileActivities.githubReconcileDeliveries();
   const targets = await reconcileActivities.githubReconcileTargets();
+  // A workflow's result is not a command: the fields added since replay older histories unchanged.
   return {
     deliveriesSeen: deliveries.deliveriesSeen,
     redeliveriesAsked: deliveries.redeliveriesAsked,
+    ...(deliveries.redeliveriesCapped === undefined ? {} : { redeliveriesCapped: deliveries.redeliveriesCapped }),
+    ...(deliveries.listingComplete === undefined ? {} : { listingComplete: deliveries.listingComplete }),
     targetsChecked: targets.targetsChecked,
     targetsResynced: targets.targetsResynced,
+    ...(targets.targetStates === undefined ? {} : { targetStates: targets.targetStates }),
     errors: [deliveries.error, targets.error].filter((e): e is string => e !== null),
   };
 }

@@ -31,8 +31,9 @@ import {
   sleep,
 } from '@temporalio/workflow';
 import type { MetricCounter } from '@temporalio/common';
+import type { ActivityOptions } from '@temporalio/workflow';
 import type { RunActivities } from '../activities/runs';
-import { localFirst } from './local-first';
+import { byName, localFirst } from './local-first';
 import { forLog } from '../src/runs/log-text';
 import {
   PERSIST_REJECTED,
@@ -40,12 +41,14 @@ import {
   RUN_CLAIMS_PATCH,
   RUN_NOT_FOUND,
   RUN_OUTCOME_PATCH,
+  RUN_TELLS_END_PATCH,
   claimRunUpdate,
   reportRunEventUpdate,
   requestRunCancelUpdate,
   runEventSignal,
   runHeartbeatSignal,
   runOutcomeFailure,
+  runEndedSignal,
   runProgressSignal,
   runSearchAttributes,
   runSummaryQuery,
@@ -83,6 +86,11 @@ import {
 import { implementsWorkflow, type EngineDelaySinks } from '../src/app/temporal/contract';
 import { automationRunWorkflow } from '../src/runs/contract';
 
+const REGULAR_PERSIST: ActivityOptions = {
+  startToCloseTimeout: '30s',
+  retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '1m', nonRetryableErrorTypes: [PERSIST_REJECTED] },
+};
+
 // The write is a few milliseconds of Postgres: a local activity first (workflows/local-first.ts),
 // bounded to 10 s, then a regular activity retried until Postgres takes it: an acked event must
 // reach the log, however long Postgres refuses. A batch Postgres will never take (a data or
@@ -96,12 +104,21 @@ const persist = localFirst<RunActivities>(
     localRetryThreshold: '1s',
     retry: { initialInterval: '250ms', backoffCoefficient: 2, maximumInterval: '10s', nonRetryableErrorTypes: [PERSIST_REJECTED] },
   },
-  {
-    startToCloseTimeout: '30s',
-    retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '1m', nonRetryableErrorTypes: [PERSIST_REJECTED] },
-  },
+  REGULAR_PERSIST,
   (error) => isRejected(error),
 );
+
+/**
+ * A closed status reaches the row only through a regular activity, which the history records
+ * before it runs. A local activity runs inside the workflow task: when the server then refuses
+ * that task (an event arrived meanwhile, UnhandledCommand), the Update that closed the run is not
+ * in the history, yet the row would already say closed, and the API, which trusts a closed row,
+ * would turn the runtime's retry of that report away: the run would stay open for good.
+ */
+const persistClose = byName<RunActivities>(REGULAR_PERSIST);
+
+/** Workflow patch id: a closing sync is a regular activity (runs before it wrote it locally). */
+const RUN_CLOSE_IN_HISTORY_PATCH = 'run-close-in-history';
 
 type PersistInput = Parameters<RunActivities['persistRunState']>[0];
 
@@ -114,9 +131,10 @@ function reportLag(receivedAt: number | undefined): void {
 }
 
 /** `rejected`: Postgres will never take this batch (a data or constraint error); it is skipped. */
-async function persistRunState(input: PersistInput): Promise<'persisted' | 'rejected'> {
+async function persistRunState(input: PersistInput, closing: boolean): Promise<'persisted' | 'rejected'> {
   try {
-    await persist('persistRunState', input);
+    if (closing && patched(RUN_CLOSE_IN_HISTORY_PATCH)) await persistClose('persistRunState', input);
+    else await persist('persistRunState', input);
     return 'persisted';
   } catch (error) {
     return settle(error);
@@ -172,6 +190,8 @@ interface Run {
   readonly rejectedCounter: MetricCounter;
   /** How progress goes to the parent, when the input asks for a throttle (RUN_PROGRESS_THROTTLE_PATCH). */
   readonly progressOut: ProgressOut | undefined;
+  /** Whether this execution tells its parent its end (tellsEnd); undefined until first asked. */
+  tellsEnd?: boolean;
 }
 
 /** Progress on its way to the parent: at most one signal per interval, always the newest. */
@@ -199,6 +219,7 @@ export async function automationRun(input: RunWorkflowInput): Promise<RunSummary
     }
     // Closed runs ignore further reports, so this drains: the result is final only once persisted.
     while (needsSync(run)) await syncOnce(run);
+    await tellParentEnd(run);
     return finish(summarize(run.state));
   } catch (error) {
     if (!isCancellation(error)) throw error;
@@ -318,7 +339,12 @@ function tellParent(run: Run, applied: RunEventReport[]): void {
   const text = last.type === 'assistant' && typeof last.payload.text === 'string' ? last.payload.text : undefined;
   const tool = last.type === 'capability_execution' ? toolName(last.payload) : undefined;
   if (text === undefined && tool === undefined) return;
-  const progress: RunProgress = { runId: run.state.runId, sequence: run.state.eventCount, ...(text !== undefined ? { text } : { tool }) };
+  const progress: RunProgress = {
+    runId: run.state.runId,
+    sequence: run.state.eventCount,
+    ...(text !== undefined ? { text } : { tool }),
+    ...(tellsEnd(run) ? { tellsEnd: true } : {}),
+  };
   if (run.progressOut && patched(RUN_PROGRESS_THROTTLE_PATCH)) return queueProgress(run.progressOut, progress, parent);
   signalParent(parent, progress);
 }
@@ -332,8 +358,27 @@ const RUN_PROGRESS_THROTTLE_PATCH = 'run-progress-throttle';
 
 function signalParent(parent: { workflowId: string; runId: string }, progress: RunProgress): void {
   // A parent that already closed cannot take it, and needs nothing more: the failure is dropped.
-  getExternalWorkflowHandle(parent.workflowId, parent.runId)
+  // A run that tells its end signals the parent's current execution, wherever it continued as new.
+  getExternalWorkflowHandle(parent.workflowId, progress.tellsEnd ? undefined : parent.runId)
     .signal(runProgressSignal, progress)
+    .catch(() => undefined);
+}
+
+/**
+ * Whether this execution of a child run tells its parent its end (RUN_TELLS_END_PATCH), decided
+ * once, where it is first needed: its first progress, or its end.
+ */
+function tellsEnd(run: Run): boolean {
+  run.tellsEnd ??= workflowInfo().parent !== undefined && patched(RUN_TELLS_END_PATCH);
+  return run.tellsEnd;
+}
+
+/** The run's summary to its parent's current execution, once the row holds it; a parent already gone needs nothing. */
+async function tellParentEnd(run: Run): Promise<void> {
+  const parent = workflowInfo().parent;
+  if (parent === undefined || !tellsEnd(run)) return;
+  await getExternalWorkflowHandle(parent.workflowId)
+    .signal(runEndedSignal, summarize(run.state))
     .catch(() => undefined);
 }
 
@@ -429,13 +474,16 @@ async function syncOnce(run: Run): Promise<void> {
   // The row does not need the last assistant text (it can be large and would be written on
   // every sync); the workflow result and the query carry it.
   const summary = { ...summarize(state), lastAssistantText: undefined, leaseTimeoutMs: run.settings.leaseTimeoutMs };
-  const persisted = await persistRunState({
-    organizationId: state.organizationId,
-    runId: state.runId,
-    version: state.syncVersion,
-    summary,
-    events,
-  });
+  const persisted = await persistRunState(
+    {
+      organizationId: state.organizationId,
+      runId: state.runId,
+      version: state.syncVersion,
+      summary,
+      events,
+    },
+    isClosed(state),
+  );
   if (persisted === 'rejected') {
     // Set apart, loudly: the worker logged the SQLSTATE; the metric counts the events.
     run.rejectedCounter.add(events.length);
@@ -470,6 +518,7 @@ async function closeCancelled(run: Run, syncLoop: Promise<void>): Promise<RunSum
   run.finishing = true;
   await syncLoop;
   while (needsSync(run)) await syncOnce(run);
+  await tellParentEnd(run);
   // A cancel that came after the run had ended (failed, say) leaves that outcome as it was.
   return finish(summarize(run.state));
 }

@@ -2,7 +2,8 @@
  * One Slack event, `slack-event/{connectionId}/{event_id}`. Started by the events
  * route before it acks, so the id is also the dedupe key of Slack's retries.
  *
- * - Lifecycle (app_uninstalled, tokens_revoked): disable the connection.
+ * - Lifecycle: app_uninstalled marks the connection uninstalled, removes its member links and ends
+ *   its invocations waiting for a link (SLACK_REMOVAL_PATCH); tokens_revoked disables it.
  * - Invocation (app_mention, DM): find the Slack user's member, or hold the invocation for
  *   SLACK_LINK_WAIT while an ephemeral message offers a connect link; apply the member's limits;
  *   run it as a queued automation run (a child workflow) for the member's runtime to claim;
@@ -13,6 +14,9 @@
 import {
   ActivityFailure,
   CancellationScope,
+  allHandlersFinished,
+  continueAsNew,
+  getExternalWorkflowHandle,
   log,
   ChildWorkflowFailure,
   condition,
@@ -32,8 +36,9 @@ import { byName, localFirst, LOCAL_POSTGRES_EFFECT, type ActivityCall } from './
 import { automationRun } from './runs';
 import { limitText, runReplyText } from '../src/slack/texts';
 import { editDelay, newerProgress, nextEditAt, progressText, STREAMED_TEXT } from '../src/slack/progress';
-import { finalMarkdown, markdownPieces, progressStep, STREAM_CALL_LIMIT, type StreamChunk, type StreamedText } from '../src/slack/stream';
+import { finalMarkdown, markdownPieces, progressStep, STREAM_CALL_LIMIT, type StreamChunk } from '../src/slack/stream';
 import {
+  runEndedSignal,
   runProgressSignal,
   runSummaryOfFailure,
   runWorkflowId,
@@ -44,15 +49,20 @@ import {
 import {
   LINK_DECISION_PATCH,
   SLACK_ANSWER_PATCH,
+  SLACK_CONTINUE_AS_NEW_PATCH,
   SLACK_LOCAL_RECORDS_PATCH,
   SLACK_PROGRESS_PATCH,
+  SLACK_REMOVAL_PATCH,
   slackSearchAttributes,
   slackAccountLinkedSignal,
+  slackConnectionRemovedSignal,
   slackEventStateQuery,
   type SlackAccountLinked,
   type SlackEventInput,
   type SlackEventState,
   type SlackEventStatus,
+  type SlackFollowing,
+  type SlackThreadView,
 } from '../src/slack/contract';
 import { implementsWorkflow } from '../src/app/temporal/contract';
 import { slackEventWorkflow } from '../src/slack/contract';
@@ -83,23 +93,40 @@ export async function slackEvent(input: SlackEventInput): Promise<SlackEventStat
   const records = patched(SLACK_LOCAL_RECORDS_PATCH) ? localRecords : regularRecords;
   const state: SlackEventState = { status: 'received', memberId: null, runId: null, runStatus: null, detail: null };
   let linked: SlackAccountLinked | undefined;
+  let removed: string | undefined;
   let progress: RunProgress | null = null;
+  let ended: RunSummary | undefined;
+  // Continued as new while following its run: where the last execution left it.
+  if (input.following) {
+    Object.assign(state, input.following.state);
+    progress = input.following.progress;
+  }
   setHandler(slackEventStateQuery, () => state);
   setHandler(slackAccountLinkedSignal, (link) => {
     if (input.invocation && link.slackUserId === input.invocation.user && link.organizationId === input.organizationId) linked ??= link;
   });
+  // The connection is gone: a wait for a link ends at once. Taken behind the patch, so an event
+  // an older worker ran (which had no handler for this signal) replays the way it ran.
+  setHandler(slackConnectionRemovedSignal, (gone) => {
+    if (removed === undefined && patched(SLACK_REMOVAL_PATCH)) removed = gone.reason;
+  });
   // Only the invocation's own run reports here; its newest report is what the message shows.
   setHandler(runProgressSignal, (report) => {
     if (report.runId === state.runId) progress = newerProgress(progress, report);
+  });
+  // The run's summary, from a run that tells its end (RUN_TELLS_END_PATCH).
+  setHandler(runEndedSignal, (summary) => {
+    if (summary.id === state.runId) ended ??= summary;
   });
   const setStatus = (status: SlackEventStatus, detail: string | null = null) => {
     state.status = status;
     state.detail = detail;
     upsertSearchAttributes([{ key: slackSearchAttributes.SlackEventStatus, value: status }]);
   };
-  const cleanup: Cleanup = { pendingLink: false, reserved: false };
+  const cleanup: Cleanup = { pendingLink: false, reserved: input.following !== undefined };
   try {
-    return await handle(input, records, state, setStatus, { link: () => linked, progress: () => progress }, cleanup);
+    const signals: Signals = { link: () => linked, removed: () => removed, progress: () => progress, ended: () => ended };
+    return await handle(input, records, state, setStatus, signals, cleanup);
   } catch (error) {
     if (!isCancellation(error)) throw error;
     // Cancelled: the run child got the cancel too and closed `cancelled` (the default
@@ -110,6 +137,8 @@ export async function slackEvent(input: SlackEventInput): Promise<SlackEventStat
     // completion (a workflow task failed with UnhandledCommand, retried, but shown to operators).
     await CancellationScope.nonCancellable(async () => {
       const { connectionId, eventId } = input;
+      // Continued as new, the run is no longer this execution's child: the cancel is passed on.
+      if (input.following && ended === undefined) await cancelRun(input.following);
       if (cleanup.pendingLink) await regularRecords('slackClearPending', { connectionId, eventId });
       if (cleanup.reserved) await regularRecords('slackReleaseInvocation', { connectionId, eventId });
     });
@@ -141,10 +170,20 @@ interface Invocation {
 
 type Member = { organizationId: string; memberId: string };
 
-/** What the signals brought: the link an invocation waits for, and the run's newest progress. */
+/** What the signals brought: the link an invocation waits for, its connection's removal, the run's newest progress and its end. */
 interface Signals {
   link: () => SlackAccountLinked | undefined;
+  removed: () => string | undefined;
   progress: () => RunProgress | null;
+  ended: () => RunSummary | undefined;
+}
+
+/** A run this invocation no longer holds as a child is asked to stop; one already gone needs nothing. */
+async function cancelRun(following: SlackFollowing): Promise<void> {
+  const { organizationId } = following.member;
+  await getExternalWorkflowHandle(runWorkflowId(organizationId, following.runId))
+    .cancel()
+    .catch(() => undefined);
 }
 
 async function handle(
@@ -156,7 +195,11 @@ async function handle(
   cleanup: Cleanup,
 ): Promise<SlackEventState> {
   if (input.lifecycle) {
-    await records('slackDisableConnection', { connectionId: input.connectionId, reason: input.lifecycle.type });
+    if (input.lifecycle.type === 'app_uninstalled' && patched(SLACK_REMOVAL_PATCH)) {
+      await records('slackUninstallConnection', { connectionId: input.connectionId });
+    } else {
+      await records('slackDisableConnection', { connectionId: input.connectionId, reason: input.lifecycle.type });
+    }
     setStatus('connection_disabled', input.lifecycle.type);
     return state;
   }
@@ -164,6 +207,7 @@ async function handle(
   if (!invocation) return state;
   const thread = { connectionId: input.connectionId, channel: invocation.channel, user: invocation.user, threadTs: invocation.threadTs };
   const job: Invocation = { input, invocation, records, state, setStatus, signals, cleanup, thread };
+  if (input.following) return followAndAnswer(job, input.following);
 
   // 1. Who is asking: the linked member, or wait for the link.
   const member = await findMember(job);
@@ -202,23 +246,32 @@ async function handle(
 async function findMember(job: Invocation): Promise<Member | null> {
   const { input, invocation, records, setStatus, cleanup } = job;
   const { connectionId, eventId, settings } = input;
-  const member: Member | null = await records('slackLinkOrWait', {
+  const member = await records('slackLinkOrWait', {
     connectionId,
     slackUserId: invocation.user,
     eventId,
     workflowId: workflowInfo().workflowId,
     waitMs: settings.linkWaitMs,
   });
-  if (member) return member;
+  if (member && 'removed' in member && patched(SLACK_REMOVAL_PATCH)) {
+    setStatus('connection_removed', member.removed);
+    return null;
+  }
+  if (member) return member as Member;
   cleanup.pendingLink = true;
   setStatus('awaiting_link');
   await bestEffort(() => slackApi.slackPostConnectPrompt({ ...job.thread, waitMs: settings.linkWaitMs }));
-  const gotLink = await condition(() => job.signals.link() !== undefined, settings.linkWaitMs);
+  const gotLink = await condition(() => job.signals.link() !== undefined || job.signals.removed() !== undefined, settings.linkWaitMs);
   await records('slackClearPending', { connectionId, eventId });
   cleanup.pendingLink = false;
   // Decide on whether a link was recorded, not on how the wait ended: a link that lands in the
   // timer's activation, or while the pending row is being cleared, still routes the invocation.
   const link = job.signals.link();
+  const gone = job.signals.removed();
+  if (!link && gone !== undefined) {
+    setStatus('connection_removed', gone);
+    return null;
+  }
   if (!link || (!gotLink && !patched(LINK_DECISION_PATCH))) {
     setStatus('link_expired');
     return null;
@@ -243,11 +296,16 @@ async function reserveInvocation(job: Invocation, member: Member): Promise<strin
       staleAfterMs: run.claimDeadlineMs + run.maxDurationMs + run.retryWindowMs * run.maxAttempts + 3_600_000,
     },
   });
+  if (!reservation.ok && 'removed' in reservation && patched(SLACK_REMOVAL_PATCH)) {
+    setStatus('connection_removed', reservation.removed);
+    return null;
+  }
   if (!reservation.ok) {
-    setStatus('limited', reservation.limit);
+    const limited = reservation as Extract<typeof reservation, { limit: string }>;
+    setStatus('limited', limited.limit);
     // In the thread the member asked in, never in the channel.
     const thread = { ...job.thread, threadTs: job.invocation.threadTs ?? job.invocation.ts };
-    await bestEffort(() => slackApi.slackPostEphemeral({ ...thread, text: limitText(reservation.limit, reservation.max) }));
+    await bestEffort(() => slackApi.slackPostEphemeral({ ...thread, text: limitText(limited.limit, limited.max) }));
     return null;
   }
   state.runId = reservation.runId;
@@ -341,10 +399,14 @@ async function runWithMessage(job: Invocation, member: Member, runId: string, th
   // Kept for after the run: a cancel rejects the loop's wait while this awaits the run, and a
   // rejection nobody handles yet would fail the workflow task.
   let progressFailure: unknown;
-  const progress = (ts === null ? Promise.resolve(0) : keepProgress(job, { ...ref, ts }, runId, () => done)).catch((error: unknown) => {
-    progressFailure = error;
-    return 0;
-  });
+  // Edits only, as before streaming: the same calls the edit path of keepThreadCurrent makes.
+  const view: ThreadView = { ts, streaming: false, force: false, stream: null, streamOff: false };
+  const progress = (ts === null ? Promise.resolve(0) : keepThreadCurrent(job, view, runId, () => done).then((at) => at.nextAt)).catch(
+    (error: unknown) => {
+      progressFailure = error;
+      return 0;
+    },
+  );
   const summary = await outcomeOf(run);
   done = true;
   const nextAt = await progress;
@@ -387,38 +449,6 @@ async function outcomeOf(run: { result(): Promise<RunSummary> }): Promise<Pick<R
   }
 }
 
-/**
- * Edits the message with the run's newest progress until `done`: at most one edit per interval
- * (a workflow timer), later when Slack answers 429, and always the newest state; states that
- * arrive meanwhile are skipped. Stops at a message that is gone or an edit that failed. Answers
- * when the next edit may go out.
- */
-async function keepProgress(job: Invocation, message: MessageRef & { ts: string }, runId: string, done: () => boolean): Promise<number> {
-  const interval = job.input.settings.progressIntervalMs ?? DEFAULT_PROGRESS_INTERVAL_MS;
-  let shown = 0;
-  // The post itself counts as the first edit.
-  let nextAt = nextEditAt(Date.now(), interval);
-  for (;;) {
-    await condition(() => done() || (job.signals.progress()?.sequence ?? 0) > shown);
-    if (done()) return nextAt;
-    const wait = editDelay(Date.now(), nextAt);
-    if (wait > 0 && (await condition(done, wait))) return nextAt;
-    const progress = job.signals.progress()!;
-    let edit: Awaited<ReturnType<SlackActivities['slackUpdateProgress']>>;
-    try {
-      edit = await progressApi.slackUpdateProgress({ ...message, runId, text: progressText(progress) });
-    } catch (error) {
-      if (error instanceof ActivityFailure) return nextAt;
-      throw error;
-    }
-    nextAt = nextEditAt(Date.now(), interval, edit.outcome === 'ratelimited' ? edit.retryAfterMs : 0);
-    // Rate-limited: nothing shown; whatever is newest after the wait goes out then.
-    if (edit.outcome === 'ratelimited') continue;
-    if (edit.outcome !== 'updated') return nextAt;
-    shown = progress.sequence;
-  }
-}
-
 /** The answer in the message (or as new replies if it is gone); a 429 waits its Retry-After on a timer. */
 async function finishMessage(
   ref: MessageRef,
@@ -446,16 +476,7 @@ async function finishMessage(
 }
 
 /** What the thread shows while the run works: the first message, and the answer's stream once one is open. */
-interface ThreadView {
-  ts: string | null;
-  /** `stream` or `auto` (SLACK_REPLY_MODE): the answer streams unless Slack refuses. */
-  streaming: boolean;
-  /** `stream`: try it even where a refusal was remembered for the connection. */
-  force: boolean;
-  stream: { ts: string; streamed: StreamedText; openTask: string | null } | null;
-  /** Slack refused the stream, or it broke: edits from here on. */
-  streamOff: boolean;
-}
+type ThreadView = SlackThreadView;
 
 /**
  * The run with its thread (SLACK_ANSWER_PATCH): "Working on it…" with the Cancel button at once,
@@ -463,26 +484,58 @@ interface ThreadView {
  * as the run closes, and the answer delivered so that it always lands.
  */
 async function runAndAnswer(job: Invocation, member: Member, runId: string, threadTs: string): Promise<SlackEventState> {
-  const { input, records, state, setStatus, cleanup } = job;
+  const { input, state } = job;
   const ref: MessageRef = { connectionId: input.connectionId, channel: job.invocation.channel, threadTs };
   const replyKey = workflowInfo().workflowId;
   const since = Date.now();
   const [run, ts] = await Promise.all([startInvocationRun(job, member, runId, threadTs), postAccepted(ref, runId, replyKey, since)]);
   const mode = input.settings.replyMode ?? 'edit';
   const view: ThreadView = { ts, streaming: mode !== 'edit', force: mode === 'stream', stream: null, streamOff: false };
+  const at = { shown: 0, nextAt: nextEditAt(Date.now(), progressInterval(job)) };
+  return followAndAnswer(job, { member, runId, threadTs, replyKey, view, ...at, progress: null, state }, outcomeOf(run));
+}
+
+/**
+ * Follows the run to its end, keeping the thread current, then answers. `child`: the run's
+ * outcome while it is this execution's child; after a continue-as-new, its end comes as a signal.
+ */
+async function followAndAnswer(job: Invocation, following: SlackFollowing, child?: Promise<Summary>): Promise<SlackEventState> {
+  const { input, records, state, setStatus, cleanup } = job;
+  const { runId, view, replyKey } = following;
+  const ref: MessageRef = { connectionId: input.connectionId, channel: job.invocation.channel, threadTs: following.threadTs };
   let done = false;
   let progressFailure: unknown;
-  const watching = (ts === null ? Promise.resolve(0) : keepThreadCurrent(job, view, runId, () => done)).catch((error: unknown) => {
+  const from = { shown: following.shown, nextAt: following.nextAt };
+  const watching = (
+    view.ts === null ? Promise.resolve({ shown: 0, nextAt: 0 }) : keepThreadCurrent(job, view, runId, () => done, from)
+  ).catch((error: unknown) => {
     progressFailure = error;
-    return 0;
+    return { shown: 0, nextAt: 0 };
   });
-  const summary = await outcomeOf(run);
+  const childEnd = child?.then(
+    (summary) => ({ summary }),
+    (error: unknown) => ({ error }),
+  );
+  let summary = await awaitEnd(job, childEnd);
+  if (summary === 'continue') {
+    done = true;
+    const at = await watching;
+    if (progressFailure !== undefined) throw progressFailure;
+    // No signal may be lost across continue-as-new; an end that came meanwhile is answered here.
+    await condition(allHandlersFinished);
+    const settled = job.signals.ended() ?? (await settledChild(childEnd));
+    if (settled === undefined) {
+      const carried: SlackFollowing = { ...following, ...at, progress: job.signals.progress(), state: { ...state } };
+      return continueAsNew<typeof slackEvent>({ ...input, following: carried });
+    }
+    summary = settled;
+  }
   done = true;
   // The slot is the member's while the run runs, no longer: freed before the answer goes out.
   await records('slackReleaseInvocation', { connectionId: input.connectionId, eventId: input.eventId });
   cleanup.reserved = false;
   state.runStatus = summary.status;
-  const nextAt = await watching;
+  const { nextAt } = await watching;
   if (progressFailure !== undefined) throw progressFailure;
   const wait = editDelay(Date.now(), nextAt);
   if (wait > 0) await sleep(wait);
@@ -496,26 +549,81 @@ async function runAndAnswer(job: Invocation, member: Member, runId: string, thre
   return state;
 }
 
+type ChildEnd = Promise<{ summary: Summary } | { error: unknown }>;
+
+/**
+ * The run's end: its child outcome (awaited as always, so a cancel still waits for the child to
+ * close), its ended signal, or `continue` once the history is due to continue as new
+ * (SLACK_CONTINUE_AS_NEW_PATCH), which only a run that tells its end allows.
+ */
+async function awaitEnd(job: Invocation, childEnd: ChildEnd | undefined): Promise<Summary | 'continue'> {
+  let mayContinue = true;
+  const due = () => mayContinue && job.signals.progress()?.tellsEnd === true && continueDue(job.input);
+  const signalled = () => job.signals.ended() !== undefined || due();
+  for (;;) {
+    if (childEnd === undefined) await condition(signalled);
+    else {
+      // The wait for a signal is out of the cancel's reach: a cancel ends this wait through the child.
+      const first = await Promise.race([childEnd, CancellationScope.nonCancellable(() => condition(signalled)).then(() => null)]);
+      if (first !== null) {
+        if ('error' in first) throw first.error;
+        return first.summary;
+      }
+    }
+    const ended = job.signals.ended();
+    if (ended !== undefined) return ended;
+    if (patched(SLACK_CONTINUE_AS_NEW_PATCH)) return 'continue';
+    // A history that ran without the patch: its run's end is the only way out, as it was.
+    mayContinue = false;
+  }
+}
+
+/** The child's outcome if it has settled already (awaited within this activation), else undefined. */
+async function settledChild(childEnd: ChildEnd | undefined): Promise<Summary | undefined> {
+  if (childEnd === undefined) return undefined;
+  const first = await Promise.race([childEnd, Promise.resolve(null)]);
+  if (first === null) return undefined;
+  if ('error' in first) throw first.error;
+  return first.summary;
+}
+
+/** Past the stated history length (SLACK_CONTINUE_AS_NEW_EVENTS), or when Temporal suggests it. */
+function continueDue(input: SlackEventInput): boolean {
+  const info = workflowInfo();
+  return info.continueAsNewSuggested || info.historyLength >= (input.settings.continueAsNewEvents ?? DEFAULT_CONTINUE_AS_NEW_EVENTS);
+}
+
+/** The history length past which an invocation that follows its run continues as new, when its event did not say. */
+const DEFAULT_CONTINUE_AS_NEW_EVENTS = 4_000;
+
+const progressInterval = (job: Invocation) => job.input.settings.progressIntervalMs ?? DEFAULT_PROGRESS_INTERVAL_MS;
+
 /**
  * Keeps the thread current with the run's newest progress until `done`: streamed into a reply
  * (chat.startStream at the first report, chat.appendStream after) while Slack takes it, else
  * edited into the first message; at most one call per interval, later when Slack or the budget
  * asks for a wait, always the newest state. Answers when the next call may go out.
  */
-async function keepThreadCurrent(job: Invocation, view: ThreadView, runId: string, done: () => boolean): Promise<number> {
-  const interval = job.input.settings.progressIntervalMs ?? DEFAULT_PROGRESS_INTERVAL_MS;
+async function keepThreadCurrent(
+  job: Invocation,
+  view: ThreadView,
+  runId: string,
+  done: () => boolean,
+  from?: { shown: number; nextAt: number },
+): Promise<{ shown: number; nextAt: number }> {
+  const interval = progressInterval(job);
   const message = {
     connectionId: job.input.connectionId,
     channel: job.invocation.channel,
     threadTs: job.invocation.threadTs ?? job.invocation.ts,
   };
-  let shown = 0;
-  let nextAt = nextEditAt(Date.now(), interval);
+  let shown = from?.shown ?? 0;
+  let nextAt = from?.nextAt ?? nextEditAt(Date.now(), interval);
   for (;;) {
     await condition(() => done() || (job.signals.progress()?.sequence ?? 0) > shown);
-    if (done()) return nextAt;
+    if (done()) return { shown, nextAt };
     const wait = editDelay(Date.now(), nextAt);
-    if (wait > 0 && (await condition(done, wait))) return nextAt;
+    if (wait > 0 && (await condition(done, wait))) return { shown, nextAt };
     const progress = job.signals.progress()!;
     let step: ProgressStep;
     try {
@@ -524,11 +632,11 @@ async function keepThreadCurrent(job: Invocation, view: ThreadView, runId: strin
           ? await streamProgress(job, view, message, progress)
           : await editProgress(view, message, runId, progress);
     } catch (error) {
-      if (error instanceof ActivityFailure) return nextAt;
+      if (error instanceof ActivityFailure) return { shown, nextAt };
       throw error;
     }
     nextAt = nextEditAt(Date.now(), interval, step.retryAfterMs ?? 0);
-    if (step.stop) return nextAt;
+    if (step.stop) return { shown, nextAt };
     if (step.shown) shown = progress.sequence;
   }
 }

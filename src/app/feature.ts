@@ -20,6 +20,7 @@ import type { Metrics } from './metrics';
 import type { Notices } from './notices';
 import type { SecretKeys } from './secrets';
 import type { SettingsSlice } from './settings';
+import type { Channels } from './store/channels';
 import type { Db } from './store/db';
 
 /** The platform's values a feature may use besides its own settings. */
@@ -37,6 +38,8 @@ export interface ApiDeps<S> {
   settings: S;
   platform: PlatformValues;
   db: Db;
+  /** Postgres notifications across replicas (src/app/store/channels.ts), e.g. to drop a cache when another process changed its rows. */
+  channels: Channels;
   log: Logger;
   metrics: Metrics;
   /** Every call to Temporal's workflows (src/app/ingress.ts): features never hold the client itself. */

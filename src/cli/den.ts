@@ -12,6 +12,7 @@ import { featureSettings } from '../main/config';
 import { FEATURES } from '../main/features';
 import { registerRuntimeCommands } from './runtime';
 import { registerSecretsCommands } from './secrets';
+import { registerSlackLinkCommand } from './slack-link';
 
 export function buildProgram(): Command {
   const program = new Command('den')
@@ -20,6 +21,8 @@ export function buildProgram(): Command {
     .exitOverride();
   for (const feature of FEATURES) feature.cli?.(program, { ...cliContext, settings: () => featureSettings(feature) });
   registerRuntimeCommands(program);
+  // A client of the API beside the Slack feature's operator commands, under the same `den slack`.
+  registerSlackLinkCommand(program);
   registerSecretsCommands(program, { ...cliContext, settings: () => undefined });
   return program;
 }

@@ -1,8 +1,12 @@
 /**
  * GitHub's REST API as the sync and the reconcile use it. `@octokit/auth-app` signs the App JWT
- * (RS256) and gets installation tokens, which it caches in memory until shortly before they
- * expire; `@octokit/request` makes the calls against GITHUB_API_BASE_URL. Tokens, the JWT and
- * the key stay inside these two libraries: a failure surfaces only as its status and message.
+ * (RS256) and gets installation tokens, which it caches in memory; `@octokit/request` makes the
+ * calls against GITHUB_API_BASE_URL. Tokens, the JWT and the key stay inside these two libraries:
+ * a failure surfaces only as its status and message.
+ *
+ * An installation token is renewed before its `expires_at` (the library keeps a token 59 minutes
+ * whatever GitHub says), and a 401 answered to a cached token drops it and asks once more with a
+ * new one: a token GitHub revoked would otherwise fail every call until it left the cache.
  */
 import { createAppAuth } from '@octokit/auth-app';
 import { request as octokitRequest } from '@octokit/request';
@@ -10,6 +14,7 @@ import type { GithubFailure } from './api-errors';
 import type { TreeBlob } from './manifests';
 
 type Request = typeof octokitRequest;
+type Params = Record<string, unknown>;
 
 export interface AppCredentials {
   appId: string;
@@ -22,18 +27,49 @@ export interface HookDelivery {
   guid: string;
   deliveredAt: string;
   redelivery: boolean;
+  /** 0 when nothing answered (a timeout or a connection error). */
   statusCode: number;
   event: string;
 }
 
-/** Bounds the subtree walk of a truncated tree (one call per directory). */
-const MAX_TREE_CALLS = 2_000;
+/** One page of the delivery log, newest first, and the cursor of the next (older) page. */
+export interface DeliveryPage {
+  deliveries: HookDelivery[];
+  next: string | null;
+}
+
+/** What a tree walk may read: the directories below which a kept path can lie, and at most `maxRequests` tree reads. */
+export interface TreeWalk {
+  canHold: (dir: string) => boolean;
+  maxRequests: number;
+}
+
+/** The blobs a walk found, the reads it took, and the directories it had to leave unread (at its bound). */
+export interface TreeRead {
+  blobs: TreeBlob[];
+  requests: number;
+  unread: string[];
+}
+
+/** How GitHub relates two commits: `ahead` when `head` descends from `base`. */
+export type Ancestry = 'ahead' | 'behind' | 'diverged' | 'identical';
 
 interface TreeEntry {
   path: string;
   type: string;
   sha: string;
   size?: number;
+}
+
+/** A call that hangs is cut here and retried like any network error. */
+const REQUEST_TIMEOUT_MS = 60_000;
+/** An installation token this close to its `expires_at` is renewed before it is used. */
+const TOKEN_RENEW_MARGIN_MS = 5 * 60_000;
+
+/** Whether an error came from a call to GitHub (an HTTP answer, a network failure or a timeout), rather than from our own code. */
+export function isGithubCallError(error: unknown): boolean {
+  const name = (error as Error | undefined)?.name;
+  return name === 'HttpError' || name === 'TimeoutError' || name === 'AbortError';
 }
 
 /** Any thrown value as what classifyGithubFailure reads: a response's status and headers, or none (network). */
@@ -44,120 +80,157 @@ export function asGithubFailure(error: unknown): GithubFailure {
 }
 
 const [splitOwner, splitName] = [(r: string) => r.split('/')[0]!, (r: string) => r.split('/')[1]!];
+const repoParams = (repository: string) => ({ owner: splitOwner(repository), repo: splitName(repository) });
+const timed = <P extends Params>(params: P): P => ({ ...params, request: { signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS) } });
+
+function hookDelivery(row: Record<string, unknown>): HookDelivery {
+  return {
+    id: Number(row.id),
+    guid: String(row.guid),
+    deliveredAt: String(row.delivered_at),
+    redelivery: row.redelivery === true,
+    statusCode: Number(row.status_code ?? 0),
+    event: String(row.event),
+  };
+}
 
 /** The App's own routes (authenticated with the App JWT): its webhook delivery log. */
 function appCalls(app: Request) {
   return {
-    /** The App's webhook deliveries at or after `since` (ms), newest first, following the cursor. */
-    async deliveriesSince(since: number, maxPages = 50): Promise<HookDelivery[]> {
-      const found: HookDelivery[] = [];
-      let cursor: string | undefined;
-      for (let page = 0; page < maxPages; page++) {
-        const response = await app('GET /app/hook/deliveries', { per_page: 100, ...(cursor ? { cursor } : {}) });
-        const rows = response.data as {
-          id: number;
-          guid: string;
-          delivered_at: string;
-          redelivery: boolean;
-          status_code: number;
-          event: string;
-        }[];
-        for (const row of rows) {
-          if (Date.parse(row.delivered_at) < since) return found;
-          found.push({
-            id: row.id,
-            guid: row.guid,
-            deliveredAt: row.delivered_at,
-            redelivery: row.redelivery,
-            statusCode: row.status_code,
-            event: row.event,
-          });
-        }
-        cursor = /[?&]cursor=([^&>]+)[^>]*>;\s*rel="next"/.exec(String(response.headers.link ?? ''))?.[1];
-        if (!cursor || rows.length === 0) return found;
-      }
-      return found;
+    /** One page of the App's deliveries (newest first), from the top of the log or from `cursor`. */
+    async deliveriesPage(cursor: string | null): Promise<DeliveryPage> {
+      const response = await app('GET /app/hook/deliveries', timed({ per_page: 100, ...(cursor ? { cursor } : {}) }));
+      const rows = response.data as Record<string, unknown>[];
+      const next = /[?&]cursor=([^&>]+)[^>]*>;\s*rel="next"/.exec(String(response.headers.link ?? ''))?.[1];
+      return { deliveries: rows.map(hookDelivery), next: next && rows.length > 0 ? decodeURIComponent(next) : null };
+    },
+    /** What the service answered one attempt: its status and body, as GitHub recorded them. */
+    async deliveryAnswer(deliveryId: number): Promise<{ statusCode: number; body: string | null }> {
+      const { data } = await app('GET /app/hook/deliveries/{delivery_id}', timed({ delivery_id: deliveryId }));
+      const row = data as { status_code?: number; response?: { payload?: unknown } };
+      const payload = row.response?.payload;
+      return { statusCode: Number(row.status_code ?? 0), body: typeof payload === 'string' ? payload : null };
     },
     async redeliver(deliveryId: number): Promise<void> {
-      await app('POST /app/hook/deliveries/{delivery_id}/attempts', { delivery_id: deliveryId });
+      await app('POST /app/hook/deliveries/{delivery_id}/attempts', timed({ delivery_id: deliveryId }));
     },
   };
 }
 
-export function createGithubApi(credentials: AppCredentials, baseUrl: string) {
+/** One authenticated client per installation, renewing its token before `expires_at` and once after a 401. */
+function installationClients(credentials: AppCredentials, base: Request, now: () => number) {
+  const clients = new Map<number, { request: Request; auth: ReturnType<typeof createAppAuth> }>();
+  const clientOf = (installationId: number) => {
+    let client = clients.get(installationId);
+    if (!client) {
+      const auth = createAppAuth({ ...credentials, installationId, request: base });
+      client = { auth, request: base.defaults({ request: { hook: auth.hook } }) };
+      clients.set(installationId, client);
+    }
+    return client;
+  };
+  return async function call(installationId: number, route: string, params: Params) {
+    const client = clientOf(installationId);
+    const token = (await client.auth({ type: 'installation' })) as { expiresAt?: string };
+    if (token.expiresAt !== undefined && Date.parse(token.expiresAt) - now() < TOKEN_RENEW_MARGIN_MS) {
+      await client.auth({ type: 'installation', refresh: true });
+    }
+    try {
+      return await client.request(route, timed(params));
+    } catch (error) {
+      if ((error as { status?: number }).status !== 401) throw error;
+      clients.delete(installationId);
+      return clientOf(installationId).request(route, timed(params));
+    }
+  };
+}
+
+type InstallationCall = ReturnType<typeof installationClients>;
+
+function treeCalls(call: InstallationCall) {
+  async function level(installationId: number, repository: string, sha: string, recursive: boolean) {
+    const params = { ...repoParams(repository), tree_sha: sha, ...(recursive ? { recursive: '1' } : {}) };
+    const { data } = await call(installationId, 'GET /repos/{owner}/{repo}/git/trees/{tree_sha}', params);
+    return data as { sha: string; truncated: boolean; tree: TreeEntry[] };
+  }
+  /**
+   * Every blob of the tree at `sha` below a directory that can hold a kept path. A recursive read
+   * GitHub truncated (past 100,000 entries or 7 MB) is kept for what it gave, and completed by
+   * reading each such directory: recursively first, one level when that is truncated too. The
+   * walk stops at `walk.maxRequests` reads and names the directories it left unread.
+   */
+  return async function tree(installationId: number, repository: string, sha: string, walk: TreeWalk): Promise<TreeRead> {
+    const found = new Map<string, TreeBlob>();
+    const keep = (entries: TreeEntry[], prefix: string) => {
+      for (const e of entries) if (e.type === 'blob') found.set(prefix + e.path, { path: prefix + e.path, sha: e.sha, size: e.size ?? 0 });
+    };
+    const whole = await level(installationId, repository, sha, true);
+    keep(whole.tree, '');
+    const read: TreeRead = { blobs: [], requests: 1, unread: [] };
+    const queue: { sha: string; dir: string; recursiveRead: boolean }[] = whole.truncated
+      ? [{ sha: whole.sha, dir: '', recursiveRead: true }]
+      : [];
+    while (queue.length > 0) {
+      if (read.requests >= walk.maxRequests) break;
+      const next = queue.shift()!;
+      const prefix = next.dir === '' ? '' : `${next.dir}/`;
+      if (!next.recursiveRead) {
+        const sub = await level(installationId, repository, next.sha, true);
+        read.requests += 1;
+        keep(sub.tree, prefix);
+        if (!sub.truncated) continue;
+        if (read.requests >= walk.maxRequests) {
+          queue.unshift({ ...next, recursiveRead: true });
+          break;
+        }
+      }
+      const one = await level(installationId, repository, next.sha, false);
+      read.requests += 1;
+      keep(one.tree, prefix);
+      for (const e of one.tree)
+        if (e.type === 'tree' && walk.canHold(prefix + e.path)) queue.push({ sha: e.sha, dir: prefix + e.path, recursiveRead: false });
+    }
+    read.unread = queue.map((q) => q.dir);
+    read.blobs = [...found.values()];
+    return read;
+  };
+}
+
+export function createGithubApi(credentials: AppCredentials, baseUrl: string, options: { now?: () => number } = {}) {
   const base = octokitRequest.defaults({
     baseUrl,
     headers: { 'user-agent': 'den-control-plane', 'x-github-api-version': '2022-11-28' },
   });
   const appAuth = createAppAuth({ ...credentials, request: base });
   const app = base.defaults({ request: { hook: appAuth.hook } });
-  const installations = new Map<number, Request>();
-  /** One authenticated client per installation: its token cache lives as long as the process. */
-  function forInstallation(installationId: number): Request {
-    let client = installations.get(installationId);
-    if (!client) {
-      const auth = createAppAuth({ ...credentials, installationId, request: base });
-      client = base.defaults({ request: { hook: auth.hook } });
-      installations.set(installationId, client);
-    }
-    return client;
-  }
-
-  async function treeLevel(client: Request, repository: string, sha: string, recursive: boolean) {
-    const params = { owner: splitOwner(repository), repo: splitName(repository), tree_sha: sha, ...(recursive ? { recursive: '1' } : {}) };
-    const { data } = await client('GET /repos/{owner}/{repo}/git/trees/{tree_sha}', params);
-    return data as { sha: string; truncated: boolean; tree: TreeEntry[] };
-  }
-
-  /** Every blob of the tree at `sha`; a truncated recursive listing is completed by walking each subtree. */
-  async function tree(installationId: number, repository: string, sha: string): Promise<TreeBlob[]> {
-    const client = forInstallation(installationId);
-    const whole = await treeLevel(client, repository, sha, true);
-    const blobs = (entries: TreeEntry[], prefix: string) =>
-      entries.filter((e) => e.type === 'blob').map((e) => ({ path: prefix + e.path, sha: e.sha, size: e.size ?? 0 }));
-    if (!whole.truncated) return blobs(whole.tree, '');
-    const found: TreeBlob[] = [];
-    const queue: { sha: string; prefix: string }[] = [{ sha: whole.sha, prefix: '' }];
-    for (let calls = 0; queue.length > 0; calls++) {
-      if (calls >= MAX_TREE_CALLS) throw Object.assign(new Error('tree too large to walk'), { status: 422, response: { headers: {} } });
-      const next = queue.shift()!;
-      const level = await treeLevel(client, repository, next.sha, false);
-      found.push(...blobs(level.tree, next.prefix));
-      for (const sub of level.tree.filter((e) => e.type === 'tree')) queue.push({ sha: sub.sha, prefix: `${next.prefix}${sub.path}/` });
-    }
-    return found;
-  }
+  const call = installationClients(credentials, base, options.now ?? Date.now);
 
   return {
     /** The repository as the installation sees it; GitHub answers 404 when the installation cannot reach it. */
-    async repository(installationId: number, repository: string): Promise<{ id: number; fullName: string }> {
-      const { data } = await forInstallation(installationId)('GET /repos/{owner}/{repo}', {
-        owner: splitOwner(repository),
-        repo: splitName(repository),
-      });
-      const repo = data as { id: number; full_name: string };
-      return { id: repo.id, fullName: repo.full_name };
+    async repository(installationId: number, repository: string): Promise<{ id: number; fullName: string; defaultBranch: string | null }> {
+      const { data } = await call(installationId, 'GET /repos/{owner}/{repo}', repoParams(repository));
+      const repo = data as { id: number; full_name: string; default_branch?: string };
+      return { id: repo.id, fullName: repo.full_name, defaultBranch: repo.default_branch ?? null };
     },
-    /** The commit a branch points at now (`refs/heads/x` or `x`). */
+    /** The commit a branch points at now (`refs/heads/x` or `x`); 404 when there is no such branch, 409 for an empty repository. */
     async branchHead(installationId: number, repository: string, branch: string): Promise<string> {
       const ref = `heads/${branch.replace(/^refs\/heads\//, '')}`;
-      const { data } = await forInstallation(installationId)('GET /repos/{owner}/{repo}/git/ref/{ref}', {
-        owner: splitOwner(repository),
-        repo: splitName(repository),
-        ref,
-      });
+      const { data } = await call(installationId, 'GET /repos/{owner}/{repo}/git/ref/{ref}', { ...repoParams(repository), ref });
       return (data as { object: { sha: string } }).object.sha;
     },
-    tree,
-    /** A blob's content as text (GitHub sends it base64). */
-    async blob(installationId: number, repository: string, sha: string): Promise<string> {
-      const { data } = await forInstallation(installationId)('GET /repos/{owner}/{repo}/git/blobs/{file_sha}', {
-        owner: splitOwner(repository),
-        repo: splitName(repository),
-        file_sha: sha,
-      });
+    /** How `head` relates to `base` (GET /repos/{owner}/{repo}/compare/{base}...{head}). */
+    async compare(installationId: number, repository: string, baseSha: string, headSha: string): Promise<Ancestry> {
+      const params = { ...repoParams(repository), basehead: `${baseSha}...${headSha}`, per_page: 1 };
+      const { data } = await call(installationId, 'GET /repos/{owner}/{repo}/compare/{basehead}', params);
+      return (data as { status: Ancestry }).status;
+    },
+    tree: treeCalls(call),
+    /** A blob's bytes (GitHub sends them base64). */
+    async blob(installationId: number, repository: string, sha: string): Promise<Buffer> {
+      const params = { ...repoParams(repository), file_sha: sha };
+      const { data } = await call(installationId, 'GET /repos/{owner}/{repo}/git/blobs/{file_sha}', params);
       const blob = data as { content: string; encoding: string };
-      return blob.encoding === 'base64' ? Buffer.from(blob.content, 'base64').toString('utf8') : blob.content;
+      return blob.encoding === 'base64' ? Buffer.from(blob.content, 'base64') : Buffer.from(blob.content, 'utf8');
     },
     ...appCalls(app),
   };

@@ -8,6 +8,7 @@ import { signalTarget } from './target-signal';
 import type { GithubSettings } from './settings';
 import { randomUUID } from 'node:crypto';
 import { CliError, positiveInt, print, type CliContext } from '../app/cli';
+import type { Db } from '../app/store/db';
 import { githubReconcileScheduleId, githubReconcileWorkflow } from './contract';
 
 /** How long `den github reconcile` waits for the reconcile it starts; the run itself is given a little longer. */
@@ -88,9 +89,42 @@ function registerTargetInspection(targets: Command, context: CliContext<GithubSe
     );
 }
 
+/** The GUIDs the reconcile asked GitHub to redeliver, newest first, each with its tries. */
+async function redeliveryRecords(db: Db) {
+  const guids = await db.selectFrom('github_redeliveries').selectAll().orderBy('updated_at', 'desc').limit(200).execute();
+  const tries =
+    guids.length === 0
+      ? []
+      : await db
+          .selectFrom('github_redelivery_tries')
+          .selectAll()
+          .where(
+            'guid',
+            'in',
+            guids.map((g) => g.guid),
+          )
+          .orderBy('asked_at', 'asc')
+          .execute();
+  return guids.map((g) => ({
+    guid: g.guid,
+    event: g.event,
+    outcome: g.outcome,
+    tries: g.tries,
+    uncountedTries: g.uncounted_tries,
+    lastStatusCode: g.last_status_code,
+    lastError: g.last_error,
+    updatedAt: g.updated_at.toISOString(),
+    asks: tries
+      .filter((t) => t.guid === g.guid)
+      .map((t) => ({ attemptId: Number(t.attempt_id), counted: t.counted, answer: t.answer, at: t.asked_at.toISOString() })),
+  }));
+}
+
 /**
  * `den github reconcile`: one reconcile now, run by the worker like the Schedule's (the worker
- * holds the App credentials); prints its counts and exits non-zero when GitHub refused.
+ * holds the App credentials); prints its counts, and with --verbose the GUIDs it asked GitHub to
+ * redeliver. Targets in a known state are reported, not errors: it exits non-zero only when GitHub
+ * refused something.
  */
 function registerReconcile(github: Command, context: CliContext<GithubSettings>): void {
   github
@@ -98,10 +132,12 @@ function registerReconcile(github: Command, context: CliContext<GithubSettings>)
     .description(
       'Run the reconcile now: ask GitHub again for failed deliveries, resync targets whose branch moved. Needs Temporal ' +
         '(TEMPORAL_ADDRESS, else the embedded dev server of a running `npm start`) and a worker on TEMPORAL_TASK_QUEUE. ' +
-        'Prints {deliveriesSeen, redeliveriesAsked, targetsChecked, targetsResynced, errors}.',
+        'Prints {deliveriesSeen, redeliveriesAsked, redeliveriesCapped, listingComplete, targetsChecked, targetsResynced, ' +
+        'targetStates, errors}; exits 1 only when GitHub refused something.',
     )
-    .action(() =>
-      context.withTemporal(async ({ config, ingress }) => {
+    .option('--verbose', 'also print the GUIDs the reconcile asked GitHub to redeliver, with their tries and outcome')
+    .action((opts: { verbose?: boolean }) =>
+      context.withTemporal(async ({ config, ingress, db }) => {
         const summary = await ingress.execute({
           workflow: githubReconcileWorkflow,
           id: `${githubReconcileScheduleId(config.temporal.taskQueue)}/cli-${randomUUID()}`,
@@ -110,7 +146,7 @@ function registerReconcile(github: Command, context: CliContext<GithubSettings>)
           tenancy: { tenant: 'operator', admission: 'bypass' },
           timeoutMs: RECONCILE_WAIT_MS,
         });
-        print(summary);
+        print(opts.verbose ? { ...summary, redeliveries: await redeliveryRecords(db) } : summary);
         if (summary.errors.length > 0) throw new CliError(`GitHub refused: ${summary.errors.join('; ')}`);
       }),
     );

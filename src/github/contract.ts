@@ -20,6 +20,16 @@ export const githubSearchAttributes = {
  */
 export const GITHUB_TARGET_SYNC_PATCH = 'github-target-sync';
 
+/**
+ * Patch id (`patched()`): from it on, a target's workflow waits out a rate limit on a timer without
+ * using an attempt, takes back the events a sync reopened, and ends a batch whose activity failed
+ * for good with a recorded `failed` instead of failing itself. Runs started before keep the old way.
+ */
+export const GITHUB_SYNC_OUTCOMES_PATCH = 'github-sync-outcomes';
+
+/** The sync protocol a workflow speaks: the activity answers `rate_limited` and reopens events only to one that says 2. */
+export const GITHUB_SYNC_PROTOCOL = 2;
+
 /** One actor per target: it runs that target's syncs one at a time. */
 export function githubTargetWorkflowId(targetId: string): string {
   return `github-target/${targetId}`;
@@ -50,8 +60,13 @@ export interface GithubSyncRequest {
   targetId: string;
   eventIds: string[];
   full: boolean;
-  /** 1 for the first attempt; the activity turns a retryable failure into `failed` at GITHUB_SYNC_MAX_ATTEMPTS. */
+  /** 1 for the first attempt; the activity turns a retryable failure into `failed` at GITHUB_SYNC_MAX_ATTEMPTS. A rate-limit wait is not an attempt. */
   attempt: number;
+  /**
+   * GITHUB_SYNC_PROTOCOL from a workflow that waits out rate limits and takes back reopened events;
+   * unset from one started before (it gets `retry` for a rate limit, and no event is reopened).
+   */
+  protocol?: number;
 }
 
 export type GithubSyncAttempt =
@@ -61,8 +76,14 @@ export type GithubSyncAttempt =
       headSha: string;
       counts: { added: number; changed: number; removed: number; skipped: number; invalid: number };
       attempts: number;
+      /** Why the sync is partial beyond invalid files: `tree_too_large`. */
+      error?: { code: string; message: string } | null;
+      /** Events queued again: their head may be newer than the one this sync read. */
+      reopened?: string[];
     }
   | { outcome: 'retry'; code: string; message: string; delayMs: number }
+  /** GitHub rate-limits the installation until `untilMs` (epoch ms): wait `waitMs` on a timer, then ask again (not an attempt). */
+  | { outcome: 'rate_limited'; untilMs: number; waitMs: number }
   | { outcome: 'failed'; code: string; message: string; attempts: number }
   | { outcome: 'not_configured' }
   /** Every event of the batch had already ended (a repeated signal): nothing to do. */
@@ -80,12 +101,25 @@ export function githubReconcileScheduleId(taskQueue: string): string {
   return `github-reconcile/${taskQueue}`;
 }
 
+/** A target the reconcile found in a known state (its branch gone, its repository empty, its access lost). */
+export interface GithubTargetState {
+  targetId: string;
+  repository: string;
+  state: 'ref_missing' | 'empty_repository' | 'not_accessible';
+}
+
 /** The reconcile workflow's result: what it looked at and asked for, and GitHub's refusals. */
 export interface GithubReconcileSummary {
   deliveriesSeen: number;
   redeliveriesAsked: number;
+  /** GUIDs given up this run at GITHUB_RECONCILE_MAX_REDELIVERIES (runs from before it carry none). */
+  redeliveriesCapped?: number;
+  /** False when the page cap stopped the listing: the next reconcile goes on from its cursor. */
+  listingComplete?: boolean;
   targetsChecked: number;
   targetsResynced: number;
+  /** Targets in a known state, each with it: reported, not errors. */
+  targetStates?: GithubTargetState[];
   /** The first refusal of each half (the delivery log, the branch heads); empty when GitHub answered. */
   errors: string[];
 }
@@ -111,7 +145,16 @@ export interface GithubRepositoryRef {
  * push can be 25 MB and Temporal payloads fail at 2 MB.
  */
 export type GithubDeliveryInput = { deliveryId: string; receivedAt: number } & (
-  | { event: 'push'; action: null; installationId: number; repository: GithubRepositoryRef; ref: string; headSha: string }
+  | {
+      event: 'push';
+      action: null;
+      installationId: number;
+      repository: GithubRepositoryRef;
+      ref: string;
+      headSha: string;
+      /** The repository's default branch as the push names it (`main`); absent from deliveries accepted before it was read. */
+      defaultBranch?: string | null;
+    }
   | { event: 'installation'; action: 'deleted' | 'suspend' | 'unsuspend'; installationId: number }
   | {
       event: 'installation_repositories';

@@ -11,6 +11,7 @@ import type { GithubSyncKind, GithubTargetStatus } from './tables';
 import type { GithubDeliveryInput, GithubRepositoryRef, GithubSyncEventRecord, GithubTargetChange } from './contract';
 import { removeBinding } from './installations';
 import { ownsInstallation, type TargetRow } from './target-records';
+import { refMatches } from './target-match';
 
 const newSyncEventId = () => typeid('gse').toString();
 
@@ -105,21 +106,39 @@ async function insertSyncEvent(
   };
 }
 
-/** push: one queued sync event per matching active target whose organization owns the installation, else one skipped `no_target`. */
+/**
+ * push: one queued sync event per matching active target whose organization owns the
+ * installation (src/github/target-match.ts), else one skipped `no_target`. A push that names the
+ * repository's default branch teaches it to the repository's targets without a ref (they follow
+ * it, through a rename too).
+ */
 export async function recordPush(db: Db, input: Extract<GithubDeliveryInput, { event: 'push' }>): Promise<DeliveryEffects> {
   return db.transaction().execute(async (trx) => {
     const effects = noEffects();
-    const targets = await trx
+    const candidates = await trx
       .selectFrom('github_connector_targets')
       .selectAll()
       .where('installation_id', '=', String(input.installationId))
       .where('status', '=', 'active')
       .where(ownsInstallation)
       .where(sameRepository(input.repository.id, [input.repository.fullName]))
-      .where((eb) => eb.or([eb('ref', 'is', null), eb('ref', '=', input.ref)]))
       .orderBy('id')
       .forUpdate()
       .execute();
+    const push = { ref: input.ref, defaultBranch: input.defaultBranch ?? null };
+    const targets = candidates.filter((t) => refMatches({ ref: t.ref, defaultBranch: t.default_branch }, push));
+    const learning = candidates.filter((t) => t.ref === null && push.defaultBranch !== null && t.default_branch !== push.defaultBranch);
+    if (learning.length > 0) {
+      await trx
+        .updateTable('github_connector_targets')
+        .set({ default_branch: push.defaultBranch, updated_at: sql`now()` })
+        .where(
+          'id',
+          'in',
+          learning.map((t) => t.id),
+        )
+        .execute();
+    }
     // Learn the id of targets created from a name only, so a later rename still finds them.
     const unnamed = targets.filter((t) => t.repository_id === null).map((t) => t.id);
     if (unnamed.length > 0) {

@@ -5,7 +5,7 @@ import { githubReconcileScheduleId, githubReconcileWorkflow, githubSearchAttribu
 import { createGithubApi } from './api';
 import { createInstallerClient } from './oauth';
 import { createGithubRoutes } from './routes';
-import { createTenantResolver } from './tenant';
+import { createDeliveryResolver } from './tenant';
 import { githubSettings } from './settings';
 
 export const githubFeature = defineFeature({
@@ -15,8 +15,8 @@ export const githubFeature = defineFeature({
   routes: (deps) =>
     createGithubRoutes({
       ...deps,
-      tenantOf: createTenantResolver(deps.db, deps.now),
-      api: deps.settings.app ? createGithubApi(deps.settings.app, deps.settings.apiBaseUrl) : undefined,
+      resolver: createDeliveryResolver(deps.db, deps.channels, deps.now),
+      api: deps.settings.app ? createGithubApi(deps.settings.app, deps.settings.apiBaseUrl, { now: deps.now }) : undefined,
       installer: deps.settings.install
         ? createInstallerClient({ ...deps.settings.install, apiBaseUrl: deps.settings.apiBaseUrl })
         : undefined,

@@ -178,3 +178,47 @@ export async function listUnboundInstallations(db: Db): Promise<UnboundInstallat
   }
   return [...byInstallation.values()];
 }
+
+/**
+ * GitHub's rate limits are the installation's, not a target's: every target on it waits until
+ * `rate_limited_until` (one installation, one budget). `rate_limit_strikes` counts limits without
+ * a stated time in a row, each doubling the next wait (src/github/api-errors.ts).
+ */
+export interface InstallationWait {
+  /** Epoch ms; 0 when GitHub never limited it. */
+  untilMs: number;
+  strikes: number;
+}
+
+export async function installationWait(db: Db, installationId: number): Promise<InstallationWait> {
+  const row = await db
+    .selectFrom('github_installations')
+    .select(['rate_limited_until', 'rate_limit_strikes'])
+    .where('installation_id', '=', String(installationId))
+    .executeTakeFirst();
+  return { untilMs: row?.rate_limited_until?.getTime() ?? 0, strikes: row?.rate_limit_strikes ?? 0 };
+}
+
+/** Records a limit: the wait only ever grows (a later limit of another target may name a later time). Answers the wait now recorded. */
+export async function recordRateLimit(db: Db, installationId: number, limit: { untilMs: number; headerless: boolean }): Promise<number> {
+  const row = await db
+    .updateTable('github_installations')
+    .set({
+      rate_limited_until: sql`greatest(coalesce(rate_limited_until, to_timestamp(0)), ${new Date(limit.untilMs)})`,
+      rate_limit_strikes: limit.headerless ? sql`rate_limit_strikes + 1` : sql`rate_limit_strikes`,
+    })
+    .where('installation_id', '=', String(installationId))
+    .returning('rate_limited_until')
+    .executeTakeFirst();
+  return row?.rate_limited_until?.getTime() ?? limit.untilMs;
+}
+
+/** GitHub answered the installation again: the next limit without a stated time starts from the minimum wait. */
+export async function clearRateLimitStrikes(db: Db, installationId: number): Promise<void> {
+  await db
+    .updateTable('github_installations')
+    .set({ rate_limit_strikes: 0 })
+    .where('installation_id', '=', String(installationId))
+    .where('rate_limit_strikes', '>', 0)
+    .execute();
+}

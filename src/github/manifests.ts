@@ -1,7 +1,9 @@
 /**
  * What a target sync keeps of a repository's tree, as pure functions: which paths match the sync
- * globs, which blobs must be fetched against the last snapshot (only those whose blob SHA
- * changed, unless a full resync), and whether a JSON manifest parses.
+ * globs (and which directories can hold one, so a large tree's walk skips the others), which
+ * blobs must be fetched against the last snapshot (only those whose blob SHA changed, unless a
+ * full resync), whether a fetched blob is text Postgres can store, and whether a JSON manifest
+ * parses.
  */
 import type { GithubFileStatus, GithubSyncCounts } from './tables';
 
@@ -41,6 +43,29 @@ export function globToRegExp(glob: string): RegExp {
   return new RegExp(`^${source}$`);
 }
 
+/**
+ * Whether a path below directory `dir` (`a/b`, or `''` for the root) can match `glob`: its
+ * segments must match the glob's first ones, leaving at least one for the file. `**` matches any
+ * number of segments; a segment with `**` inside it (`a**b`) is taken to match anything from there.
+ */
+function dirCanHold(glob: readonly string[], dir: readonly string[], g = 0, d = 0): boolean {
+  if (d === dir.length) return g < glob.length;
+  if (g === glob.length) return false;
+  const segment = glob[g]!;
+  if (segment === '**') return dirCanHold(glob, dir, g + 1, d) || dirCanHold(glob, dir, g, d + 1);
+  if (segment.includes('**')) return true;
+  return globToRegExp(segment).test(dir[d]!) && dirCanHold(glob, dir, g + 1, d + 1);
+}
+
+/** Which directories a tree walk must read: those below which a path can match one of the globs. */
+export function directoryFilter(globs: readonly string[]): (dir: string) => boolean {
+  const split = globs.map((glob) => glob.split('/'));
+  return (dir) => {
+    const segments = dir === '' ? [] : dir.split('/');
+    return split.some((glob) => dirCanHold(glob, segments));
+  };
+}
+
 /** The blobs whose path matches one of the globs, sorted by path. */
 export function pickManifests(blobs: readonly TreeBlob[], globs: readonly string[]): TreeBlob[] {
   const patterns = globs.map(globToRegExp);
@@ -54,15 +79,24 @@ export interface SyncPlan {
   skip: { blob: TreeBlob; reason: string }[];
   /** Paths of the snapshot that the tree no longer has (or that no longer match). */
   remove: string[];
-  /** Paths whose blob is unchanged: nothing to do. */
+  /** Paths whose blob is unchanged, or that lie in a directory the walk did not read: nothing to do. */
   unchanged: string[];
 }
 
-/** The work of one sync: the picked blobs against the snapshot, within the size and count bounds. */
+/** Whether `path` lies below one of `dirs` (`''` is the root: everything). */
+function below(path: string, dirs: readonly string[]): boolean {
+  return dirs.some((dir) => dir === '' || path.startsWith(`${dir}/`));
+}
+
+/**
+ * The work of one sync: the picked blobs against the snapshot, within the size and count bounds.
+ * A snapshot path in a directory the walk did not read (`unread`, a tree past its bound) is kept
+ * as it is: the tree says nothing about it.
+ */
 export function planSync(
   picked: readonly TreeBlob[],
   snapshot: readonly SnapshotFile[],
-  bounds: { maxFiles: number; maxFileBytes: number; full: boolean },
+  bounds: { maxFiles: number; maxFileBytes: number; full: boolean; unread?: readonly string[] },
 ): SyncPlan {
   const before = new Map(snapshot.map((file) => [file.path, file]));
   const plan: SyncPlan = { fetch: [], skip: [], remove: [], unchanged: [] };
@@ -74,15 +108,39 @@ export function planSync(
     else plan.fetch.push(blob);
   });
   const kept = new Set(picked.map((blob) => blob.path));
-  plan.remove = snapshot.filter((file) => !kept.has(file.path)).map((file) => file.path);
+  const unread = bounds.unread ?? [];
+  for (const file of snapshot) {
+    if (kept.has(file.path)) continue;
+    if (below(file.path, unread)) plan.unchanged.push(file.path);
+    else plan.remove.push(file.path);
+  }
   return plan;
+}
+
+/** A UTF-8 byte-order mark, which JSON.parse refuses and editors on Windows write. */
+const BOM = '\uFEFF';
+
+export type DecodedBlob = { ok: true; text: string } | { ok: false; reason: 'binary' | 'nul_byte' };
+
+/**
+ * A blob as text a Postgres `text` column takes: valid UTF-8 without a NUL byte. Anything else is
+ * a binary file, recorded `skipped` with its reason rather than failing the sync.
+ */
+export function decodeBlob(bytes: Uint8Array): DecodedBlob {
+  let text: string;
+  try {
+    text = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true }).decode(bytes);
+  } catch {
+    return { ok: false, reason: 'binary' };
+  }
+  return text.includes('\u0000') ? { ok: false, reason: 'nul_byte' } : { ok: true, text };
 }
 
 /** A fetched file's status: a `.json` manifest must parse; other files are kept as they are. */
 export function validateManifest(path: string, content: string): { status: 'ok' } | { status: 'invalid'; error: string } {
   if (!path.endsWith('.json')) return { status: 'ok' };
   try {
-    const parsed: unknown = JSON.parse(content);
+    const parsed: unknown = JSON.parse(content.startsWith(BOM) ? content.slice(BOM.length) : content);
     if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) return { status: 'invalid', error: 'not a JSON object' };
     return { status: 'ok' };
   } catch (error) {
@@ -90,19 +148,20 @@ export function validateManifest(path: string, content: string): { status: 'ok' 
   }
 }
 
-/** What the sync changed, from the plan and the statuses of the fetched files. */
+/** What the sync changed, from the plan and the statuses of the fetched files (a binary one is skipped, not added). */
 export function countChanges(
   plan: SyncPlan,
   snapshot: readonly SnapshotFile[],
-  fetched: readonly { status: GithubFileStatus }[],
+  fetched: readonly { blob: TreeBlob; status: GithubFileStatus }[],
 ): GithubSyncCounts {
   const before = new Set(snapshot.map((file) => file.path));
-  const fetchedNew = plan.fetch.filter((blob) => !before.has(blob.path)).length;
+  const kept = fetched.filter((file) => file.status !== 'skipped');
+  const fetchedNew = kept.filter((file) => !before.has(file.blob.path)).length;
   return {
     added: fetchedNew,
-    changed: plan.fetch.length - fetchedNew,
+    changed: kept.length - fetchedNew,
     removed: plan.remove.length,
-    skipped: plan.skip.length,
+    skipped: plan.skip.length + (fetched.length - kept.length),
     invalid: fetched.filter((file) => file.status === 'invalid').length,
   };
 }

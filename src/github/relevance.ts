@@ -25,6 +25,7 @@ export const IGNORED = {
   missingRef: 'missing ref',
   missingHeadSha: 'missing head sha',
   missingRepositories: 'missing repositories',
+  noMatchingTarget: 'no matching target',
 } as const;
 
 type IgnoredReason = (typeof IGNORED)[keyof typeof IGNORED];
@@ -132,7 +133,9 @@ export function classifyDelivery(
     const ref = payload.ref;
     if (typeof ref !== 'string' || !ref.startsWith('refs/') || ref.length > 1024) return ignore(IGNORED.missingRef);
     if (typeof after !== 'string' || !SHA_SHAPE.test(after)) return ignore(IGNORED.missingHeadSha);
-    return accept({ ...base, event, action: null, installationId: installation, repository, ref, headSha: after.toLowerCase() });
+    const defaultBranch = stringAt(payload, 'repository', 'default_branch') ?? null;
+    const push = { ...base, event, action: null, installationId: installation, repository, ref, headSha: after.toLowerCase() } as const;
+    return accept({ ...push, defaultBranch: defaultBranch !== null && defaultBranch.length <= 255 ? defaultBranch : null });
   }
 
   if (event !== 'installation' && event !== 'installation_repositories' && event !== 'repository') {

@@ -59,8 +59,12 @@ export const githubSettings = defineSettings(
     GITHUB_SYNC_RETRY_DELAY: duration('2s'),
     GITHUB_SYNC_MAX_FILE_BYTES: int(1024 * 1024, 1, 100 * 1024 * 1024),
     GITHUB_SYNC_MAX_FILES: int(1000, 1, 100_000),
+    GITHUB_SYNC_MAX_TREE_REQUESTS: int(100, 1, 2000),
+    GITHUB_RATE_LIMIT_RECHECK: duration('5m'),
     GITHUB_TARGET_IDLE: duration('10m'),
     GITHUB_RECONCILE_INTERVAL: duration('10m'),
+    GITHUB_RECONCILE_MAX_PAGES: int(50, 1, 1000),
+    GITHUB_RECONCILE_MAX_REDELIVERIES: int(5, 1, 100),
   },
   (e) => {
     const privateKey = (e.GITHUB_APP_PRIVATE_KEY ?? readKeyFile(e.GITHUB_APP_PRIVATE_KEY_FILE))?.replace(/\\n/g, '\n');
@@ -83,9 +87,12 @@ export const githubSettings = defineSettings(
         retryDelayMs: e.GITHUB_SYNC_RETRY_DELAY,
         maxFileBytes: e.GITHUB_SYNC_MAX_FILE_BYTES,
         maxFiles: e.GITHUB_SYNC_MAX_FILES,
+        maxTreeRequests: e.GITHUB_SYNC_MAX_TREE_REQUESTS,
+        rateLimitRecheckMs: e.GITHUB_RATE_LIMIT_RECHECK,
         idleMs: e.GITHUB_TARGET_IDLE,
       },
       reconcileIntervalMs: e.GITHUB_RECONCILE_INTERVAL,
+      reconcile: { maxPages: e.GITHUB_RECONCILE_MAX_PAGES, maxRedeliveries: e.GITHUB_RECONCILE_MAX_REDELIVERIES },
     };
   },
   (e) => {

@@ -11,6 +11,27 @@ import type { GithubFileStatus, GithubSyncCounts } from './tables';
 
 const OPEN = ['queued', 'running'] as const;
 
+/**
+ * What a target's status reason says while it stays active: its branch is gone, its repository
+ * has no commit, or its installation lost access. Any later sync that reads the repository
+ * clears it (src/github/sync.ts, and the reconcile).
+ */
+export const KNOWN_STATES = ['ref_missing', 'empty_repository', 'not_accessible'] as const;
+export type KnownState = (typeof KNOWN_STATES)[number];
+
+/** The events of the batch that are still open, untouched (a rate-limit wait is decided before an attempt is counted). */
+export async function openEvents(db: Db, targetId: string, eventIds: string[]): Promise<string[]> {
+  if (eventIds.length === 0) return [];
+  const rows = await db
+    .selectFrom('github_sync_events')
+    .select('id')
+    .where('target_id', '=', targetId)
+    .where('id', 'in', eventIds)
+    .where('status', 'in', OPEN)
+    .execute();
+  return rows.map((r) => r.id);
+}
+
 /** The events of the batch that are still open, marked running with one more attempt. */
 export async function startAttempt(
   db: Db,
@@ -35,6 +56,17 @@ export async function recordRetry(db: Db, eventIds: string[], error: { code: str
   await db
     .updateTable('github_sync_events')
     .set({ error_code: error.code, error_message: error.message, updated_at: sql`now()` })
+    .where('id', 'in', eventIds)
+    .where('status', 'in', OPEN)
+    .execute();
+}
+
+/** A rate limit met during the attempt: it was a wait, not an attempt, so its count is given back; the events stay running. */
+export async function recordRateLimited(db: Db, eventIds: string[], error: { code: string; message: string }): Promise<void> {
+  if (eventIds.length === 0) return;
+  await db
+    .updateTable('github_sync_events')
+    .set({ attempts: sql`greatest(attempts - 1, 0)`, error_code: error.code, error_message: error.message, updated_at: sql`now()` })
     .where('id', 'in', eventIds)
     .where('status', 'in', OPEN)
     .execute();
@@ -66,20 +98,28 @@ async function endEvents(
   return Math.max(0, ...ended.map((e) => e.attempts));
 }
 
-/** Ends the batch `failed`; with `disable`, the target is disabled for that reason in the same transaction. */
+/**
+ * Ends the batch `failed`. With `target.disable`, the target is disabled for that reason; with
+ * `target.state`, it stays active and shows that known state as its reason (both in the same
+ * transaction).
+ */
 export async function recordFailure(
   db: Db,
   targetId: string,
   eventIds: string[],
   error: { code: string; message: string },
-  disable?: string,
+  target: { disable?: string; state?: KnownState } = {},
 ): Promise<number> {
   return db.transaction().execute(async (trx) => {
     const attempts = await endEvents(trx, eventIds, { status: 'failed', error_code: error.code, error_message: error.message });
-    if (disable !== undefined) {
+    if (target.disable !== undefined || target.state !== undefined) {
       await trx
         .updateTable('github_connector_targets')
-        .set({ status: 'disabled', status_reason: disable, updated_at: sql`now()` })
+        .set({
+          status: target.disable === undefined ? 'active' : 'disabled',
+          status_reason: target.disable ?? target.state,
+          updated_at: sql`now()`,
+        })
         .where('id', '=', targetId)
         .where('status', '=', 'active')
         .execute();
@@ -99,6 +139,27 @@ export async function recordFailure(
       .execute();
     return attempts;
   });
+}
+
+/** What the reconcile saw of an active target's branch: a known state, or none (which clears one it showed). */
+export async function recordTargetState(db: Db, targetId: string, state: KnownState | null): Promise<void> {
+  await db
+    .updateTable('github_connector_targets')
+    .set({ status_reason: state, updated_at: sql`now()` })
+    .where('id', '=', targetId)
+    .where('status', '=', 'active')
+    .where((eb) => (state === null ? eb('status_reason', 'in', KNOWN_STATES) : eb('status_reason', 'is distinct from', state)))
+    .execute();
+}
+
+/** The default branch a target without a ref follows, as the repository API named it. */
+export async function recordDefaultBranch(db: Db, targetId: string, branch: string): Promise<void> {
+  await db
+    .updateTable('github_connector_targets')
+    .set({ default_branch: branch, updated_at: sql`now()` })
+    .where('id', '=', targetId)
+    .where('default_branch', 'is distinct from', branch)
+    .execute();
 }
 
 /** The installation was seen to read the repository: the target is verified, and learns the repository's id if it lacked it. */
@@ -121,7 +182,8 @@ export async function loadSnapshot(db: Db, targetId: string): Promise<SnapshotFi
 
 export interface FetchedFile {
   blob: TreeBlob;
-  content: string;
+  /** Null for a file skipped for its content (binary, a NUL byte) or that GitHub no longer serves. */
+  content: string | null;
   status: GithubFileStatus;
   error: string | null;
 }
@@ -130,6 +192,16 @@ export interface SyncOutcome {
   headSha: string;
   status: 'completed' | 'partial';
   counts: GithubSyncCounts;
+  /** Why the sync is partial beyond invalid files (`tree_too_large`), for the events and the target's last sync. */
+  error: { code: string; message: string } | null;
+}
+
+/** What becomes of the batch's events whose head is not the synced one (src/github/sync.ts decides). */
+export interface HeadDecisions {
+  /** A newer head was synced in their place. */
+  superseded: string[];
+  /** Their head may be newer than the one read: back to queued, for the next sync. */
+  reopened: string[];
 }
 
 type Trx = Transaction<Database>;
@@ -176,22 +248,43 @@ async function writeFiles(trx: Trx, targetId: string, plan: SyncPlan, fetched: F
 
 /**
  * Commits one sync: the snapshot, the target's synced head and last sync, and the batch's events:
- * those of the synced head (or of no head: a resync) end with the sync's status, the others
- * `superseded`, since a newer head was synced in their place.
+ * those `decisions` name superseded (a newer head was synced) or reopened (queued again, their
+ * head may be newer than the one read), every other one ends with the sync's status. A known
+ * state the target showed (src/github/sync-store.ts KNOWN_STATES) clears: the sync read its branch.
  */
 export async function recordSync(
   db: Db,
-  sync: { targetId: string; eventIds: string[]; plan: SyncPlan; fetched: FetchedFile[]; outcome: SyncOutcome },
+  sync: { targetId: string; eventIds: string[]; plan: SyncPlan; fetched: FetchedFile[]; outcome: SyncOutcome; decisions: HeadDecisions },
 ): Promise<number> {
-  const { targetId, eventIds, outcome } = sync;
+  const { targetId, eventIds, outcome, decisions } = sync;
+  const decided = new Set([...decisions.superseded, ...decisions.reopened]);
   return db.transaction().execute(async (trx) => {
     await writeFiles(trx, targetId, sync.plan, sync.fetched);
-    const attempts = await endEvents(trx, eventIds, {
-      status: sql`CASE WHEN head_sha IS NULL OR head_sha = ${outcome.headSha} THEN ${outcome.status} ELSE 'superseded' END`,
+    if (decisions.reopened.length > 0) {
+      await trx
+        .updateTable('github_sync_events')
+        .set({ status: 'queued', updated_at: sql`now()` })
+        .where('id', 'in', decisions.reopened)
+        .where('status', 'in', OPEN)
+        .execute();
+    }
+    const superseded = await endEvents(trx, decisions.superseded, {
+      status: 'superseded',
       synced_sha: outcome.headSha,
       error_code: null,
       error_message: null,
     });
+    const ended = await endEvents(
+      trx,
+      eventIds.filter((id) => !decided.has(id)),
+      {
+        status: outcome.status,
+        synced_sha: outcome.headSha,
+        error_code: outcome.error?.code ?? null,
+        error_message: outcome.error?.message ?? null,
+      },
+    );
+    const attempts = Math.max(superseded, ended);
     await trx
       .updateTable('github_connector_targets')
       .set({
@@ -200,10 +293,11 @@ export async function recordSync(
         last_sync_status: outcome.status,
         last_sync_attempts: attempts,
         last_sync_counts: JSON.stringify(outcome.counts),
-        last_sync_error_code: null,
-        last_sync_error_message: null,
+        last_sync_error_code: outcome.error?.code ?? null,
+        last_sync_error_message: outcome.error?.message ?? null,
         last_sync_at: sql`now()`,
         pending_sha: newestOpenHead(targetId),
+        status_reason: sql`CASE WHEN status = 'active' AND status_reason IN (${sql.join([...KNOWN_STATES])}) THEN NULL ELSE status_reason END`,
       })
       .where('id', '=', targetId)
       .execute();

@@ -1,17 +1,38 @@
 /**
  * One attempt of a target sync, as the target workflow's activity runs it: read the branch head
- * from GitHub (never a delivery's `after`: deliveries race), read the tree at it, pick the
- * manifests, fetch only the blobs the snapshot lacks, and commit the snapshot and the events.
- * A GitHub failure comes back as a result (retry after a delay, or final), never a throw, so
- * the workflow decides what to wait; Postgres failures throw and the activity is retried.
+ * from GitHub (never a delivery's `after`: deliveries race), decide which of the batch's heads it
+ * supersedes, walk the tree within its bound, pick the manifests, fetch only the blobs the
+ * snapshot lacks, and commit the snapshot and the events.
+ *
+ * Every failure is classified. GitHub's come back as results: a rate limit is a wait on the
+ * workflow's timer (shared by the installation's targets, not an attempt), a network error or a
+ * 5xx a retry after a delay, anything else final; a missing branch, an empty repository or lost
+ * access a known state the target shows. A file's content problem (binary, a NUL byte) is that
+ * file's `skipped`. Postgres failures throw, for the activity to retry; anything else ends the
+ * sync `failed` (`sync_error`) at once.
  */
+import { DatabaseError } from 'pg';
+import { AppError } from '../app/errors';
 import type { Db } from '../app/store/db';
-import { asGithubFailure, type GithubApi } from './api';
-import { classifyGithubFailure, refusesAccess } from './api-errors';
-import type { GithubSyncAttempt, GithubSyncRequest } from './contract';
-import { countChanges, pickManifests, planSync, validateManifest, type SyncPlan } from './manifests';
+import { asGithubFailure, isGithubCallError, type GithubApi } from './api';
+import { classifyGithubFailure, refusesAccess, type RateLimitKind } from './api-errors';
+import { followedBranch, KnownStateError, readBranchHead } from './branch-heads';
+import { GITHUB_SYNC_PROTOCOL, type GithubSyncAttempt, type GithubSyncRequest } from './contract';
+import { clearRateLimitStrikes, installationWait, recordRateLimit } from './installations';
+import { countChanges, decodeBlob, directoryFilter, pickManifests, planSync, validateManifest, type SyncPlan } from './manifests';
 import type { GithubSettings } from './settings';
-import { loadSnapshot, recordFailure, recordRetry, recordSync, recordVerified, startAttempt, type FetchedFile } from './sync-store';
+import {
+  loadSnapshot,
+  openEvents,
+  recordFailure,
+  recordRateLimited,
+  recordRetry,
+  recordSync,
+  recordVerified,
+  startAttempt,
+  type FetchedFile,
+  type HeadDecisions,
+} from './sync-store';
 import { getTarget, type GithubTarget } from './target-records';
 
 export interface SyncDeps {
@@ -21,46 +42,131 @@ export interface SyncDeps {
   sync: GithubSettings['sync'];
   now: () => number;
   random: () => number;
+  /** Told of each rate limit GitHub answered, with the wait it set (the worker's metrics). */
+  onRateLimit?: (limit: RateLimitKind, waitMs: number) => void;
+  /** Told of a failure that is neither GitHub's nor Postgres's (a fault of ours), before the sync ends `failed`. */
+  onFault?: (error: unknown) => void;
 }
 
+type Event = { id: string; headSha: string | null; ref: string | null };
+type Deps = SyncDeps & { api: GithubApi };
+
+/** Distinct heads compared with the synced one per sync, at most; past it a head counts as not known to be older. */
+const MAX_COMPARES = 10;
+
 /** Why a target cannot be synced at all, if it cannot. */
-function refusal(target: GithubTarget | undefined, branch: string | null): { code: string; message: string } | undefined {
+function refusal(target: GithubTarget | undefined): { code: string; message: string } | undefined {
   if (!target) return { code: 'target_deleted', message: 'the target no longer exists' };
   if (target.status !== 'active') return { code: 'target_inactive', message: `the target is ${target.status}` };
   if (!target.installationOwned)
     return { code: 'installation_unbound', message: "the target's organization does not own its installation" };
-  if (branch === null || !branch.startsWith('refs/heads/'))
-    return { code: 'unsupported_ref', message: `not a branch: ${branch ?? 'none'}` };
+  if (target.ref !== null && !target.ref.startsWith('refs/heads/'))
+    return { code: 'unsupported_ref', message: `not a branch: ${target.ref}` };
   return undefined;
 }
 
+/** The planned blobs; one that is not text Postgres can store, or that GitHub no longer serves, is that file's `skipped`. */
 async function fetchPlanned(api: GithubApi, target: GithubTarget, plan: SyncPlan): Promise<FetchedFile[]> {
   const fetched: FetchedFile[] = [];
   for (const blob of plan.fetch) {
-    const content = await api.blob(target.installationId, target.repository, blob.sha);
-    const verdict = validateManifest(blob.path, content);
-    fetched.push({ blob, content, status: verdict.status, error: verdict.status === 'invalid' ? verdict.error : null });
+    let bytes: Buffer;
+    try {
+      bytes = await api.blob(target.installationId, target.repository, blob.sha);
+    } catch (error) {
+      const status = (error as Error)?.name === 'HttpError' ? asGithubFailure(error).status : undefined;
+      if (status !== 404 && status !== 422) throw error;
+      fetched.push({ blob, content: null, status: 'skipped', error: `github_${status}` });
+      continue;
+    }
+    const decoded = decodeBlob(bytes);
+    if (!decoded.ok) {
+      fetched.push({ blob, content: null, status: 'skipped', error: decoded.reason });
+      continue;
+    }
+    const verdict = validateManifest(blob.path, decoded.text);
+    fetched.push({ blob, content: decoded.text, status: verdict.status, error: verdict.status === 'invalid' ? verdict.error : null });
   }
   return fetched;
 }
 
-async function readAndRecord(
-  deps: SyncDeps & { api: GithubApi },
-  target: GithubTarget,
-  branch: string,
-  request: GithubSyncRequest,
-  eventIds: string[],
-) {
-  const { api } = deps;
-  const headSha = await api.branchHead(target.installationId, target.repository, branch);
-  const picked = pickManifests(await api.tree(target.installationId, target.repository, headSha), deps.sync.paths);
-  const snapshot = await loadSnapshot(deps.db, target.targetId);
-  const plan = planSync(picked, snapshot, { maxFiles: deps.sync.maxFiles, maxFileBytes: deps.sync.maxFileBytes, full: request.full });
+/** GitHub's ancestry, with a commit it no longer knows (force-pushed away and collected) as not an ancestor. */
+async function ancestry(deps: Deps, target: GithubTarget, base: string, head: string) {
+  try {
+    return await deps.api.compare(target.installationId, target.repository, base, head);
+  } catch (error) {
+    if ((error as Error)?.name === 'HttpError' && asGithubFailure(error).status === 404) return 'diverged';
+    throw error;
+  }
+}
+
+/**
+ * Which events of the batch the read head supersedes. Only a head it descends from (GitHub's
+ * compare); for any other, the ref is read again: still the same, the branch really is there (a
+ * force-push, or moved back) and the others are superseded; moved, the newer head is synced, and
+ * the events not known to be older are reopened for the next sync. A workflow from before this
+ * rule (no protocol) supersedes every other head, as it did.
+ */
+async function decideHeads(deps: Deps, target: GithubTarget, branch: string, head: string, events: Event[], protocol: boolean) {
+  const differing = (sha: string) => events.filter((e) => e.headSha !== null && e.headSha !== sha);
+  const others = [...new Set(differing(head).map((e) => e.headSha!))];
+  const none: HeadDecisions = { superseded: [], reopened: [] };
+  if (!protocol) return { head, decisions: { ...none, superseded: differing(head).map((e) => e.id) } };
+  if (others.length === 0) return { head, decisions: none };
+  const older = new Set<string>();
+  for (const sha of others.slice(0, MAX_COMPARES)) if ((await ancestry(deps, target, sha, head)) === 'ahead') older.add(sha);
+  if (older.size === others.length) return { head, decisions: { ...none, superseded: differing(head).map((e) => e.id) } };
+  const reread = await deps.api.branchHead(target.installationId, target.repository, branch);
+  if (reread === head) return { head, decisions: { ...none, superseded: differing(head).map((e) => e.id) } };
+  if ((await ancestry(deps, target, head, reread)) === 'ahead') older.add(head);
+  const rest = differing(reread);
+  return {
+    head: reread,
+    decisions: {
+      superseded: rest.filter((e) => older.has(e.headSha!)).map((e) => e.id),
+      reopened: rest.filter((e) => !older.has(e.headSha!)).map((e) => e.id),
+    },
+  };
+}
+
+/** The tree walk's bound, as the events and the target's last sync show it. */
+function treeTooLarge(requests: number, unread: string[]): { code: string; message: string } {
+  const named = unread.slice(0, 5).map((dir) => (dir === '' ? '/' : dir));
+  const more = unread.length > named.length ? ` and ${unread.length - named.length} more` : '';
+  return { code: 'tree_too_large', message: `read ${requests} trees, the bound; not read: ${named.join(', ')}${more}` };
+}
+
+async function readAndRecord(deps: Deps, target: GithubTarget, request: GithubSyncRequest, events: Event[]): Promise<GithubSyncAttempt> {
+  const { api, db } = deps;
+  const read = await readBranchHead(api, db, target, await followedBranch(api, db, target));
+  const { head: headSha, decisions } = await decideHeads(
+    deps,
+    target,
+    read.branch,
+    read.head,
+    events,
+    request.protocol === GITHUB_SYNC_PROTOCOL,
+  );
+  const walk = { canHold: directoryFilter(deps.sync.paths), maxRequests: deps.sync.maxTreeRequests };
+  const tree = await api.tree(target.installationId, target.repository, headSha, walk);
+  const picked = pickManifests(tree.blobs, deps.sync.paths);
+  const snapshot = await loadSnapshot(db, target.targetId);
+  const bounds = { maxFiles: deps.sync.maxFiles, maxFileBytes: deps.sync.maxFileBytes, full: request.full, unread: tree.unread };
+  const plan = planSync(picked, snapshot, bounds);
   const fetched = await fetchPlanned(api, target, plan);
   const counts = countChanges(plan, snapshot, fetched);
-  const status = counts.invalid > 0 ? ('partial' as const) : ('completed' as const);
-  const attempts = await recordSync(deps.db, { targetId: target.targetId, eventIds, plan, fetched, outcome: { headSha, status, counts } });
-  return { outcome: 'synced' as const, status, headSha, counts, attempts };
+  const error = tree.unread.length > 0 ? treeTooLarge(tree.requests, tree.unread) : null;
+  const status = counts.invalid > 0 || error !== null ? ('partial' as const) : ('completed' as const);
+  await clearRateLimitStrikes(db, target.installationId);
+  const eventIds = events.map((e) => e.id);
+  const attempts = await recordSync(db, {
+    targetId: target.targetId,
+    eventIds,
+    plan,
+    fetched,
+    outcome: { headSha, status, counts, error },
+    decisions,
+  });
+  return { outcome: 'synced', status, headSha, counts, attempts, error, reopened: decisions.reopened };
 }
 
 /**
@@ -81,36 +187,97 @@ async function verifyRepository(api: GithubApi, db: Db, target: GithubTarget): P
 
 const NOT_ACCESSIBLE = { code: 'repository_not_accessible', message: 'the installation cannot read the repository' };
 
+/** Postgres could not take a write or a read: the activity is retried. */
+function isPostgresError(error: unknown): boolean {
+  return (error instanceof AppError && error.dependency === 'postgres') || error instanceof DatabaseError;
+}
+
+/** The installation's wait, when GitHub still rate-limits it: the workflow waits on a timer (re-reading it every GITHUB_RATE_LIMIT_RECHECK). */
+function waitFor(deps: SyncDeps, untilMs: number): GithubSyncAttempt {
+  return { outcome: 'rate_limited', untilMs, waitMs: Math.max(1, Math.min(untilMs - deps.now(), deps.sync.rateLimitRecheckMs)) };
+}
+
+/** A GitHub failure of the attempt, classified: a wait, a retry, or the end of the sync. */
+async function githubFailure(deps: Deps, request: GithubSyncRequest, target: GithubTarget, eventIds: string[], error: unknown) {
+  const failure = asGithubFailure(error);
+  const { strikes } = await installationWait(deps.db, target.installationId);
+  const context = {
+    attempt: request.attempt,
+    baseDelayMs: deps.sync.retryDelayMs,
+    nowMs: deps.now(),
+    random: deps.random,
+    rateLimitStrikes: strikes,
+  };
+  const verdict = classifyGithubFailure(failure, context);
+  const detail = { code: verdict.code, message: verdict.message };
+  if (verdict.kind === 'rate_limited') {
+    const untilMs = await recordRateLimit(deps.db, target.installationId, verdict);
+    deps.onRateLimit?.(verdict.limit, Math.max(0, untilMs - deps.now()));
+    if (request.protocol === GITHUB_SYNC_PROTOCOL) {
+      await recordRateLimited(deps.db, eventIds, detail);
+      return waitFor(deps, untilMs);
+    }
+  }
+  if (verdict.kind !== 'final' && request.attempt < deps.sync.maxAttempts) {
+    await recordRetry(deps.db, eventIds, detail);
+    const delayMs = verdict.kind === 'retry' ? verdict.delayMs : Math.min(5 * 60_000, Math.max(1, verdict.untilMs - deps.now()));
+    return { outcome: 'retry' as const, ...detail, delayMs };
+  }
+  return { outcome: 'failed' as const, ...detail, attempts: await recordFailure(deps.db, target.targetId, eventIds, detail) };
+}
+
+/** Every failure of an attempt ends in a recorded result, except Postgres's, which the activity retries. */
+async function classifyFailure(deps: Deps, request: GithubSyncRequest, target: GithubTarget, eventIds: string[], error: unknown) {
+  if (error instanceof KnownStateError) {
+    const detail = { code: error.state, message: error.message.slice(0, 300) };
+    return {
+      outcome: 'failed' as const,
+      ...detail,
+      attempts: await recordFailure(deps.db, target.targetId, eventIds, detail, { state: error.state }),
+    };
+  }
+  if (isGithubCallError(error)) return githubFailure(deps, request, target, eventIds, error);
+  if (isPostgresError(error)) throw error;
+  deps.onFault?.(error);
+  const detail = {
+    code: 'sync_error',
+    message: String((error as Error)?.message ?? error)
+      .replace(/\u0000/g, '')
+      .slice(0, 300),
+  };
+  return { outcome: 'failed' as const, ...detail, attempts: await recordFailure(deps.db, target.targetId, eventIds, detail) };
+}
+
+/** Before an attempt is counted: a batch already ended, or an installation GitHub still rate-limits (for a workflow that waits). */
+async function beforeAttempt(
+  deps: SyncDeps,
+  request: GithubSyncRequest,
+  target: GithubTarget | undefined,
+): Promise<GithubSyncAttempt | undefined> {
+  if (request.protocol !== GITHUB_SYNC_PROTOCOL || !target) return undefined;
+  if ((await openEvents(deps.db, request.targetId, request.eventIds)).length === 0) return { outcome: 'nothing_open' };
+  const { untilMs } = await installationWait(deps.db, target.installationId);
+  return untilMs > deps.now() ? waitFor(deps, untilMs) : undefined;
+}
+
 export async function runSyncAttempt(deps: SyncDeps, request: GithubSyncRequest): Promise<GithubSyncAttempt> {
   if (!deps.api) return { outcome: 'not_configured' };
+  const withApi = { ...deps, api: deps.api };
+  const target = await getTarget(deps.db, request.targetId);
+  const early = await beforeAttempt(deps, request, target);
+  if (early) return early;
   const events = await startAttempt(deps.db, request.targetId, request.eventIds);
   const eventIds = events.map((e) => e.id);
   if (eventIds.length === 0) return { outcome: 'nothing_open' };
-  const target = await getTarget(deps.db, request.targetId);
-  const branch = target?.ref ?? events.findLast((e) => e.ref !== null)?.ref ?? null;
-  const refused = refusal(target, branch);
+  const refused = refusal(target);
   if (refused) return { outcome: 'failed', ...refused, attempts: await recordFailure(deps.db, request.targetId, eventIds, refused) };
   try {
     if (!target!.repositoryVerified && !(await verifyRepository(deps.api, deps.db, target!))) {
-      const attempts = await recordFailure(deps.db, request.targetId, eventIds, NOT_ACCESSIBLE, 'not_accessible');
+      const attempts = await recordFailure(deps.db, request.targetId, eventIds, NOT_ACCESSIBLE, { disable: 'not_accessible' });
       return { outcome: 'failed', ...NOT_ACCESSIBLE, attempts };
     }
-    return await readAndRecord({ ...deps, api: deps.api }, target!, branch!, request, eventIds);
+    return await readAndRecord(withApi, target!, request, events);
   } catch (error) {
-    // Only the REST client's errors are GitHub's; anything else (Postgres) is the activity's to retry.
-    if ((error as Error)?.name !== 'HttpError') throw error;
-    const failure = asGithubFailure(error);
-    const verdict = classifyGithubFailure(failure, {
-      attempt: request.attempt,
-      baseDelayMs: deps.sync.retryDelayMs,
-      nowMs: deps.now(),
-      random: deps.random,
-    });
-    const detail = { code: verdict.code, message: verdict.message };
-    if (verdict.retryable && request.attempt < deps.sync.maxAttempts) {
-      await recordRetry(deps.db, eventIds, detail);
-      return { outcome: 'retry', ...detail, delayMs: verdict.delayMs };
-    }
-    return { outcome: 'failed', ...detail, attempts: await recordFailure(deps.db, request.targetId, eventIds, detail) };
+    return classifyFailure(withApi, request, target!, eventIds, error);
   }
 }

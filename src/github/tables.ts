@@ -1,6 +1,7 @@
 /**
  * The github feature's tables as Kysely sees them; the DDL is in src/app/store/migrations/0004_github.ts,
- * 0007_replays.ts, 0008_github_sync.ts, 0010_github_reconcile.ts and 0011_installation_bindings.ts.
+ * 0007_replays.ts, 0008_github_sync.ts, 0010_github_reconcile.ts, 0011_installation_bindings.ts and
+ * 0013_github_limits.ts.
  */
 import type { ColumnType } from 'kysely';
 import type { Timestamp, Int8, NullableInt8, NullableTimestamp } from '../app/store/columns';
@@ -30,8 +31,10 @@ export interface GithubTables {
     /** Unknown until the first delivery names it when created from a full name only. */
     repository_id: NullableInt8;
     repository_full_name: string;
-    /** `refs/heads/main`; null means every ref. */
+    /** `refs/heads/main`; null follows the repository's default branch. */
     ref: string | null;
+    /** The repository's default branch (`main`), as a push or the repository API last named it. */
+    default_branch: string | null;
     status: GithubTargetStatus;
     /** Why the status is not active (`installation_suspended`, `repository_deleted`, …). */
     status_reason: string | null;
@@ -62,6 +65,10 @@ export interface GithubTables {
     bound_by_member_id: string | null;
     created_at: Timestamp;
     updated_at: Timestamp;
+    /** Until when GitHub rate-limits the installation: every target on it waits (one installation, one budget). */
+    rate_limited_until: NullableTimestamp;
+    /** Rate limits without a stated time met in a row; each doubles the next wait. */
+    rate_limit_strikes: ColumnType<number, number | undefined, number>;
   };
   /** The sync work a delivery calls for; what a sync executor picks up. */
   github_sync_events: {
@@ -101,10 +108,38 @@ export interface GithubTables {
     error: string | null;
     updated_at: Timestamp;
   };
-  /** When the reconcile last listed the App's webhook deliveries. */
+  /** When the reconcile last listed the top of the App's webhook delivery log, and a listing it must still finish. */
   github_reconcile_state: {
     id: string;
     last_run_at: Timestamp;
+    /** The next page of a listing the page cap cut short, and the bound it must still reach. */
+    carried_cursor: string | null;
+    carried_until: NullableTimestamp;
+  };
+  /** Each GUID the reconcile asked GitHub to redeliver, with its asks and how it stands. */
+  github_redeliveries: {
+    guid: string;
+    event: string;
+    /** The newest attempt the reconcile saw of it, and its status code (0: nothing answered). */
+    last_attempt_id: Int8;
+    last_status_code: number;
+    /** The attempt the last accepted ask redelivered. */
+    asked_attempt_id: NullableInt8;
+    /** Asks counted toward GITHUB_RECONCILE_MAX_REDELIVERIES, and those that were not (our own 503 overloaded or busy). */
+    tries: ColumnType<number, number | undefined, number>;
+    uncounted_tries: ColumnType<number, number | undefined, number>;
+    outcome: 'asked' | 'delivered' | 'capped' | 'rejected' | 'ask_refused' | 'ask_failed';
+    last_error: string | null;
+    created_at: Timestamp;
+    updated_at: Timestamp;
+  };
+  /** One row per redelivery the reconcile asked for, with GitHub's answer. */
+  github_redelivery_tries: {
+    guid: string;
+    attempt_id: Int8;
+    counted: boolean;
+    answer: string;
+    asked_at: Timestamp;
   };
   /** Repositories an installation gave the App access to (installation_repositories). */
   github_installation_repositories: {

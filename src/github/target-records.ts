@@ -29,6 +29,8 @@ export interface GithubTarget {
   repositoryId: number | null;
   repository: string;
   ref: string | null;
+  /** The repository's default branch as last learnt (a target without a ref follows it). */
+  defaultBranch: string | null;
   status: GithubTargetStatus;
   statusReason: string | null;
   /** Whether the installation was seen to reach the repository (at creation with App credentials, or by a sync). */
@@ -46,6 +48,7 @@ export type TargetRow = {
   repository_id: string | null;
   repository_full_name: string;
   ref: string | null;
+  default_branch: string | null;
   status: GithubTargetStatus;
   status_reason: string | null;
   repository_verified_at: Date | null;
@@ -73,6 +76,7 @@ const toTarget = (row: TargetRow & { owned: SqlBool }): GithubTarget => ({
   repositoryId: row.repository_id === null ? null : Number(row.repository_id),
   repository: row.repository_full_name,
   ref: row.ref,
+  defaultBranch: row.default_branch,
   status: row.status,
   statusReason: row.status_reason,
   repositoryVerified: row.repository_verified_at !== null,
@@ -169,7 +173,8 @@ export async function findTarget(db: Db, organizationId: string, targetId: strin
 
 /**
  * A forced full resync, recorded as a queued event of the target (its own delivery id:
- * `manual-…` or `reconcile-…`), on `ref` (the target's own, else the branch the reconcile read).
+ * `manual-…` or `reconcile-…`), on `ref` (the target's own, else the branch the reconcile read;
+ * the sync itself reads the branch the target follows).
  */
 export async function recordResync(db: Db, target: GithubTarget, reason: 'manual' | 'reconcile', ref = target.ref): Promise<string> {
   const id = newSyncEventId();

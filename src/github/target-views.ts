@@ -8,17 +8,21 @@ import type { Db } from '../app/store/db';
 import type { GithubFileStatus, GithubSyncCounts, GithubSyncStatus } from './tables';
 import type { GithubTarget } from './target-records';
 
-export type TargetSyncState = 'idle' | 'queued' | 'running' | 'failed' | 'not_configured';
+export type TargetSyncState = 'idle' | 'queued' | 'running' | 'rate_limited' | 'failed' | 'not_configured';
 
 export interface TargetView {
   targetId: string;
   installationId: number;
   repository: string;
   ref: string | null;
+  /** The repository's default branch as last learnt: what a target without a ref follows. */
+  defaultBranch: string | null;
   status: GithubTarget['status'];
   statusReason: string | null;
   repositoryVerified: boolean;
   sync: TargetSyncState;
+  /** While `sync` is `rate_limited`: when GitHub lets the installation call again (ISO time); null otherwise. */
+  until: string | null;
   syncedSha: string | null;
   syncedAt: string | null;
   pendingSha: string | null;
@@ -32,12 +36,40 @@ export interface TargetView {
   createdAt: string;
 }
 
-export async function viewTarget(db: Db, organizationId: string, targetId: string, configured: boolean): Promise<TargetView | undefined> {
+/** Where the sync stands: running or queued work (waiting on its installation's rate limit, if GitHub set one), else the last sync's end. */
+function syncState(
+  configured: boolean,
+  open: { status: string; n: number }[],
+  lastSyncStatus: GithubSyncStatus | null,
+  waitingUntil: Date | null,
+): TargetSyncState {
+  const has = (status: string) => open.some((o) => o.status === status && o.n > 0);
+  if (!configured) return 'not_configured';
+  if (waitingUntil !== null && (has('running') || has('queued'))) return 'rate_limited';
+  if (has('running')) return 'running';
+  if (has('queued')) return 'queued';
+  return lastSyncStatus === 'failed' ? 'failed' : 'idle';
+}
+
+export async function viewTarget(
+  db: Db,
+  organizationId: string,
+  targetId: string,
+  configured: boolean,
+  now: number = Date.now(),
+): Promise<TargetView | undefined> {
   const row = await db
-    .selectFrom('github_connector_targets')
-    .selectAll()
-    .where('id', '=', targetId)
-    .where('organization_id', '=', organizationId)
+    .selectFrom('github_connector_targets as t')
+    .selectAll('t')
+    .select((eb) =>
+      eb
+        .selectFrom('github_installations as i')
+        .select('i.rate_limited_until')
+        .whereRef('i.installation_id', '=', 't.installation_id')
+        .as('rate_limited_until'),
+    )
+    .where('t.id', '=', targetId)
+    .where('t.organization_id', '=', organizationId)
     .executeTakeFirst();
   if (!row) return undefined;
   const open = await db
@@ -47,25 +79,19 @@ export async function viewTarget(db: Db, organizationId: string, targetId: strin
     .where('status', 'in', ['queued', 'running'])
     .groupBy('status')
     .execute();
-  const has = (status: string) => open.some((o) => o.status === status && o.n > 0);
-  const sync: TargetSyncState = !configured
-    ? 'not_configured'
-    : has('running')
-      ? 'running'
-      : has('queued')
-        ? 'queued'
-        : row.last_sync_status === 'failed'
-          ? 'failed'
-          : 'idle';
+  const waitingUntil = row.rate_limited_until !== null && row.rate_limited_until.getTime() > now ? row.rate_limited_until : null;
+  const sync = syncState(configured, open, row.last_sync_status, waitingUntil);
   return {
     targetId: row.id,
     installationId: Number(row.installation_id),
     repository: row.repository_full_name,
     ref: row.ref,
+    defaultBranch: row.default_branch,
     status: row.status,
     statusReason: row.status_reason,
     repositoryVerified: row.repository_verified_at !== null,
     sync,
+    until: sync === 'rate_limited' ? waitingUntil!.toISOString() : null,
     syncedSha: row.synced_sha,
     syncedAt: row.synced_at?.toISOString() ?? null,
     pendingSha: row.pending_sha,

@@ -51,6 +51,7 @@ export function createApi(infra: Infrastructure, options: { now?: () => number; 
     settings: settingsOf(config, feature),
     platform: platformValues(config),
     db: database.db,
+    channels: database.channels,
     log,
     metrics,
     ingress,

@@ -20,6 +20,8 @@ import { platformFeature } from './platform';
 export interface WorkerCodeOptions {
   /** MCP probes' network: tests inject a resolver that needs no DNS. */
   mcpNetwork?: McpNetworkOverrides;
+  /** The clock GitHub's sync and reconcile read (rate-limit waits, token expiry, the delivery window): tests inject one. */
+  now?: () => number;
 }
 
 /** One feature's worker code, its activities typed by that feature's own settings. */
@@ -41,7 +43,11 @@ export function workerCode(options: WorkerCodeOptions = {}): FeatureCode<unknown
     code({ feature: platformFeature, workflows: workflowModule('ping'), activities: () => createPlatformActivities() }),
     code({ feature: runsFeature, workflows: workflowModule('runs'), activities: createRunActivities }),
     code({ feature: slackFeature, workflows: workflowModule('slack'), activities: createSlackActivities }),
-    code({ feature: githubFeature, workflows: workflowModule('github'), activities: createGithubActivities }),
+    code({
+      feature: githubFeature,
+      workflows: workflowModule('github'),
+      activities: (deps) => createGithubActivities({ ...deps, now: options.now }),
+    }),
     code({
       feature: mcpFeature,
       workflows: workflowModule('mcp'),

@@ -270,8 +270,23 @@ export interface RunProgress {
   sequence: number;
   text?: string;
   tool?: string;
+  /** The run will send its summary (runEndedSignal) when it ends: its parent may continue as new meanwhile. */
+  tellsEnd?: boolean;
 }
 export const runProgressSignal = defineSignal<[RunProgress]>('runProgress');
+
+/**
+ * A child run's last word to its parent (RUN_TELLS_END_PATCH), sent to the parent's workflow id
+ * alone, so it reaches the parent's current execution after a continue-as-new, which no longer
+ * holds the child's handle.
+ */
+export const runEndedSignal = defineSignal<[RunSummary]>('runEnded');
+
+/**
+ * Workflow patch id: a child run sends its progress to its parent's workflow id (not to the
+ * execution that started it), marks it `tellsEnd`, and sends its summary when it ends.
+ */
+export const RUN_TELLS_END_PATCH = 'run-tells-end';
 
 /** Exclusive claim: the validator refuses unless the run waits for an attempt. */
 export const claimRunUpdate = defineUpdate<RunClaim, [RunClaimRequest, RunCaller?]>('claimRun');

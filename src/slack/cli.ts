@@ -10,6 +10,7 @@ import {
 import { CliError, print, type CliContext } from '../app/cli';
 import { liveMember } from '../identity';
 import { completeLink, LINK_REFUSAL_STATUS } from './link-completion';
+import { removeConnection } from './removal';
 import type { SlackSettings } from './settings';
 
 /** Slack ids (T…, A…, U…, C…) are upper-case letters and digits. */
@@ -68,6 +69,7 @@ export function registerSlackCommands(program: Command, context: CliContext<Slac
   const connections = slack.command('connections').description('Slack app installations (one per workspace and app).');
   registerCreateConnection(connections, context);
   registerUpdateConnection(connections, context);
+  registerDeleteConnection(connections, context);
   connections
     .command('list')
     .description("An organization's Slack connections (no secrets).")
@@ -142,6 +144,27 @@ function registerUpdateConnection(connections: Command, context: CliContext<Slac
         }
         if (Object.values(opts).every((v) => v === undefined)) throw new CliError('nothing to update: pass at least one option');
         await operatorErrors(async () => print(await updateSlackConnection(db, await secretKey(), id, opts)));
+      }),
+    );
+}
+
+function registerDeleteConnection(connections: Command, context: CliContext<SlackSettings>): void {
+  connections
+    .command('delete <id>')
+    .description(
+      'Revoke the bot token at Slack (auth.revoke), then remove the connection, its member links and its invocations waiting ' +
+        'for a link, as the API’s DELETE does. Needs Temporal (TEMPORAL_ADDRESS, else a running `npm start`). Prints what was removed.',
+    )
+    .requiredOption('--org <organizationId>', 'the organization that owns the connection')
+    .action((id: string, opts: { org: string }) =>
+      context.withTemporal(async ({ db, secretKey, ingress }) => {
+        connectionId(id);
+        const outcome = await removeConnection({ db, secretKey: await secretKey(), ingress, settings: context.settings() }, opts.org, id);
+        if (!outcome.ok && outcome.reason === 'not_found')
+          throw new CliError(`Slack connection ${id} not found in organization ${opts.org}`);
+        if (!outcome.ok) throw new CliError(`Slack could not revoke the bot token (${outcome.error}); nothing was removed`);
+        const { ok: _ok, ...removed } = outcome;
+        print({ connectionId: id, ...removed });
       }),
     );
 }

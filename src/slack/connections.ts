@@ -1,7 +1,7 @@
 /**
- * Slack connections (one app installation in one workspace). Signing secrets and bot tokens are
- * sealed with AES-256-GCM (src/app/secrets.ts) before they reach Postgres; only this module opens
- * them, and the public view never carries them.
+ * Slack connections (one app installation in one workspace). Signing secrets, client secrets and
+ * bot tokens are sealed with AES-256-GCM (src/app/secrets.ts) before they reach Postgres; only
+ * this module and src/slack/connection-lifecycle.ts open them, and the public view never carries them.
  */
 import type { Selectable } from 'kysely';
 import { typeid } from 'typeid-js';
@@ -26,9 +26,11 @@ export class SlackConnectionError extends Error {
 export interface SlackConnection {
   id: string;
   organizationId: string;
-  teamId: string;
-  apiAppId: string;
-  secrets: SlackSigningSecrets;
+  /** Null while a draft waits for its install. */
+  teamId: string | null;
+  apiAppId: string | null;
+  /** Null while a draft waits for its credentials: nothing can be verified for it. */
+  secrets: SlackSigningSecrets | null;
   botToken: string | null;
   botUserId: string | null;
   channels: string[] | null;
@@ -36,43 +38,78 @@ export interface SlackConnection {
   disabledReason: string | null;
   /** Slack's refusal of chat.startStream for this connection, once remembered: its thread keeps to edits. */
   streamingRefused: string | null;
+  /** Slack uninstalled the app: nothing is linked or routed for it until it is installed again. */
+  uninstalled: boolean;
 }
 
-/** What the CLI prints: no secret, no token. */
+/**
+ * Where a connection stands: `draft` until it has its signing secret and a workspace (set by the
+ * OAuth install, or by the operator's `create`), `uninstalled` once Slack said so, `disabled`
+ * when it does not route, `active` otherwise.
+ */
+export type SlackConnectionState = 'draft' | 'active' | 'disabled' | 'uninstalled';
+
+/** What the API and the CLI show: no secret, no token. */
 export interface SlackConnectionView {
   connectionId: string;
   organizationId: string;
-  teamId: string;
-  appId: string;
+  name: string | null;
+  state: SlackConnectionState;
+  teamId: string | null;
+  teamName: string | null;
+  appId: string | null;
+  /** Not a secret: Slack puts it in every install link. */
+  clientId: string | null;
+  /** The client id, client secret and signing secret are all set. */
+  hasCredentials: boolean;
   botUserId: string | null;
   hasBotToken: boolean;
   channels: string[] | null;
   enabled: boolean;
   disabledReason: string | null;
   previousSecretExpiresAt: string | null;
+  installedAt: string | null;
+  uninstalledAt: string | null;
   createdAt: string;
   updatedAt: string;
 }
 
 /** A row as stored (secrets still sealed). */
-type Row = Selectable<SlackTables['slack_connections']>;
+export type SlackConnectionRow = Selectable<SlackTables['slack_connections']>;
+type Row = SlackConnectionRow;
 
-function view(row: Row): SlackConnectionView {
+function connectionState(row: Pick<Row, 'uninstalled_at' | 'team_id' | 'api_app_id' | 'signing_secret' | 'enabled'>): SlackConnectionState {
+  if (row.uninstalled_at !== null) return 'uninstalled';
+  if (row.team_id === null || row.api_app_id === null || row.signing_secret === null) return 'draft';
+  return row.enabled ? 'active' : 'disabled';
+}
+
+const iso = (date: Date | null) => (date ? date.toISOString() : null);
+
+export function connectionView(row: Row): SlackConnectionView {
   return {
     connectionId: row.id,
     organizationId: row.organization_id,
+    name: row.name,
+    state: connectionState(row),
     teamId: row.team_id,
+    teamName: row.team_name,
     appId: row.api_app_id,
+    clientId: row.client_id,
+    hasCredentials: row.client_id !== null && row.client_secret !== null && row.signing_secret !== null,
     botUserId: row.bot_user_id,
     hasBotToken: row.bot_token !== null,
     channels: row.channels && row.channels.length > 0 ? row.channels : null,
     enabled: row.enabled,
     disabledReason: row.disabled_reason,
-    previousSecretExpiresAt: row.previous_secret_expires_at ? row.previous_secret_expires_at.toISOString() : null,
+    previousSecretExpiresAt: iso(row.previous_secret_expires_at),
+    installedAt: iso(row.installed_at),
+    uninstalledAt: iso(row.uninstalled_at),
     createdAt: row.created_at.toISOString(),
     updatedAt: row.updated_at.toISOString(),
   };
 }
+const view = connectionView;
 
 export interface CreateSlackConnectionInput {
   organizationId: string;
@@ -85,9 +122,14 @@ export interface CreateSlackConnectionInput {
   enabled?: boolean;
 }
 
+async function requireOrganization(db: Db, organizationId: string): Promise<void> {
+  const org = await db.selectFrom('organizations').select('id').where('id', '=', organizationId).executeTakeFirst();
+  if (!org) throw new SlackConnectionError(`organization ${organizationId} not found`);
+}
+
+/** An operator's connection (`den slack connections create`): the workspace, the app and the signing secret known at once. */
 export async function createSlackConnection(db: Db, key: SecretKeys | Buffer, input: CreateSlackConnectionInput, now = new Date()) {
-  const org = await db.selectFrom('organizations').select('id').where('id', '=', input.organizationId).executeTakeFirst();
-  if (!org) throw new SlackConnectionError(`organization ${input.organizationId} not found`);
+  await requireOrganization(db, input.organizationId);
   const id = newConnectionId();
   await db
     .insertInto('slack_connections')
@@ -107,6 +149,59 @@ export async function createSlackConnection(db: Db, key: SecretKeys | Buffer, in
     })
     .execute();
   return { connectionId: id };
+}
+
+/**
+ * A draft made through the API: no workspace, app or secret yet. Its manifest names it; its
+ * credentials come next (setSlackCredentials), then Slack's OAuth install binds it.
+ */
+export async function createSlackConnectionDraft(
+  db: Db,
+  input: { organizationId: string; name: string; channels?: string[] },
+  now = new Date(),
+): Promise<SlackConnectionView> {
+  await requireOrganization(db, input.organizationId);
+  const row = await db
+    .insertInto('slack_connections')
+    .values({
+      id: newConnectionId(),
+      organization_id: input.organizationId,
+      name: input.name,
+      channels: input.channels && input.channels.length > 0 ? input.channels : null,
+      enabled: true,
+      created_at: now,
+      updated_at: now,
+    })
+    .returningAll()
+    .executeTakeFirstOrThrow();
+  return view(row);
+}
+
+/**
+ * The app's credentials from its *Basic Information* page, sealed. A new signing secret counts at
+ * once (the old one stops): the verifier rereads a connection's secrets whenever a signature fails.
+ */
+export async function setSlackCredentials(
+  db: Db,
+  key: SecretKeys | Buffer,
+  id: string,
+  input: { clientId: string; clientSecret: string; signingSecret: string },
+  now = new Date(),
+): Promise<SlackConnectionView | undefined> {
+  const row = await db
+    .updateTable('slack_connections')
+    .set({
+      client_id: input.clientId,
+      client_secret: encryptSecret(key, input.clientSecret),
+      signing_secret: encryptSecret(key, input.signingSecret),
+      previous_signing_secret: null,
+      previous_secret_expires_at: null,
+      updated_at: now,
+    })
+    .where('id', '=', id)
+    .returningAll()
+    .executeTakeFirst();
+  return row && view(row);
 }
 
 export interface UpdateSlackConnectionInput {
@@ -156,6 +251,17 @@ export async function updateSlackConnection(
   });
 }
 
+/** One connection of the organization, or undefined (another organization's is not found either). */
+export async function getSlackConnectionView(db: Db, organizationId: string, id: string): Promise<SlackConnectionView | undefined> {
+  const row = await db
+    .selectFrom('slack_connections')
+    .selectAll()
+    .where('id', '=', id)
+    .where('organization_id', '=', organizationId)
+    .executeTakeFirst();
+  return row && view(row);
+}
+
 export async function listSlackConnections(db: Db, organizationId: string): Promise<SlackConnectionView[]> {
   const rows = await db
     .selectFrom('slack_connections')
@@ -173,11 +279,17 @@ export interface SealedSigningSecrets {
   previousExpiresAt: number | null;
 }
 
-const sealedOf = (row: Pick<Row, 'signing_secret' | 'previous_signing_secret' | 'previous_secret_expires_at'>): SealedSigningSecrets => ({
-  current: row.signing_secret,
-  previous: row.previous_signing_secret,
-  previousExpiresAt: row.previous_secret_expires_at?.getTime() ?? null,
-});
+type SealedColumns = Pick<Row, 'signing_secret' | 'previous_signing_secret' | 'previous_secret_expires_at'>;
+
+/** A row's signing secrets, sealed; none for a draft that has no signing secret yet. */
+const sealedOf = (row: SealedColumns): SealedSigningSecrets | undefined =>
+  row.signing_secret === null
+    ? undefined
+    : {
+        current: row.signing_secret,
+        previous: row.previous_signing_secret,
+        previousExpiresAt: row.previous_secret_expires_at?.getTime() ?? null,
+      };
 
 /** The signing secrets, opened: the current one, and the one before a rotation while it still counts. */
 export function openSigningSecrets(key: SecretKeys | Buffer, sealed: SealedSigningSecrets): SlackSigningSecrets {
@@ -193,18 +305,20 @@ export function openSigningSecrets(key: SecretKeys | Buffer, sealed: SealedSigni
 export async function findSlackConnection(db: Db, key: SecretKeys | Buffer, id: string): Promise<SlackConnection | undefined> {
   const row = await db.selectFrom('slack_connections').selectAll().where('id', '=', id).executeTakeFirst();
   if (!row) return undefined;
+  const sealed = sealedOf(row);
   return {
     id: row.id,
     organizationId: row.organization_id,
     teamId: row.team_id,
     apiAppId: row.api_app_id,
-    secrets: openSigningSecrets(key, sealedOf(row)),
+    secrets: sealed ? openSigningSecrets(key, sealed) : null,
     botToken: row.bot_token ? decryptSecret(key, row.bot_token) : null,
     botUserId: row.bot_user_id,
     channels: row.channels && row.channels.length > 0 ? row.channels : null,
     enabled: row.enabled,
     disabledReason: row.disabled_reason,
     streamingRefused: row.streaming_refused,
+    uninstalled: row.uninstalled_at !== null,
   };
 }
 
@@ -218,14 +332,19 @@ export async function rememberStreamingRefused(db: Db, id: string, error: string
     .execute();
 }
 
-/** The sealed signing secrets of the connections among `ids` that exist, in one query (src/slack/verify.ts batches these). */
+/**
+ * The sealed signing secrets of the connections among `ids` that have one, in one query
+ * (src/slack/verify.ts batches these). A draft without its signing secret is left out: to a
+ * signed request, it is a connection that does not exist, so it never answers an unsigned challenge.
+ */
 export async function findSealedSigningSecrets(db: Db, ids: string[]): Promise<Map<string, SealedSigningSecrets>> {
   const rows = await db
     .selectFrom('slack_connections')
     .select(['id', 'signing_secret', 'previous_signing_secret', 'previous_secret_expires_at'])
     .where('id', 'in', ids)
+    .where('signing_secret', 'is not', null)
     .execute();
-  return new Map(rows.map((row) => [row.id, sealedOf(row)]));
+  return new Map(rows.flatMap((row) => (sealedOf(row) ? [[row.id, sealedOf(row)!] as const] : [])));
 }
 
 /** app_uninstalled / tokens_revoked (through the workflow) and operators. Idempotent. */
@@ -245,10 +364,13 @@ export async function disableSlackConnection(db: Db, id: string, reason: string,
  */
 export async function resealSlackSecrets(db: Db, keys: SecretKeys): Promise<{ resealed: number; current: number; undecryptable: number }> {
   const counts = { resealed: 0, current: 0, undecryptable: 0 };
-  const rows = await db.selectFrom('slack_connections').select(['id', 'signing_secret', 'previous_signing_secret', 'bot_token']).execute();
+  const rows = await db
+    .selectFrom('slack_connections')
+    .select(['id', 'signing_secret', 'previous_signing_secret', 'bot_token', 'client_secret'])
+    .execute();
   for (const row of rows) {
     const patch: Record<string, string> = {};
-    for (const column of ['signing_secret', 'previous_signing_secret', 'bot_token'] as const) {
+    for (const column of ['signing_secret', 'previous_signing_secret', 'bot_token', 'client_secret'] as const) {
       const sealed = row[column];
       if (sealed === null) continue;
       if (tryDecrypt(keys.current, sealed) !== undefined) {

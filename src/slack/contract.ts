@@ -5,7 +5,8 @@
  */
 import { defineSearchAttributeKey } from '@temporalio/common';
 import { defineQuery, defineSignal } from '@temporalio/workflow';
-import type { RunSettings, RunStatus } from '../runs/contract';
+import type { RunProgress, RunSettings, RunStatus } from '../runs/contract';
+import type { StreamedText } from './stream';
 import { workflowRef } from '../app/temporal/contract';
 
 export const slackSearchAttributes = {
@@ -40,6 +41,15 @@ export const SLACK_PROGRESS_PATCH = 'slack-progress';
  */
 export const SLACK_ANSWER_PATCH = 'slack-answer-lands';
 
+/**
+ * Workflow patch id: `app_uninstalled` marks the connection uninstalled, removes its member links
+ * and ends its waiting invocations (slackUninstallConnection) instead of only disabling it; an
+ * invocation whose connection is uninstalled or removed while it is on its way ends
+ * `connection_removed` with the reason (the slackConnectionRemoved signal, or what its Postgres
+ * records found). Events before it disable the connection and keep waiting out the link.
+ */
+export const SLACK_REMOVAL_PATCH = 'slack-connection-removal';
+
 export function slackEventWorkflowId(connectionId: string, eventId: string): string {
   return `slack-event/${connectionId}/${eventId}`;
 }
@@ -70,7 +80,43 @@ interface SlackEventSettings {
   replyMode?: 'auto' | 'stream' | 'edit';
   /** How long a final answer keeps waiting out rate limits (SLACK_FINAL_DELIVERY_DEADLINE); absent before it. */
   finalDeliveryDeadlineMs?: number;
+  /** The history length past which the invocation continues as new while it follows its run (SLACK_CONTINUE_AS_NEW_EVENTS). */
+  continueAsNewEvents?: number;
 }
+
+/**
+ * What an invocation that continued as new while following its run carries: the run, its thread
+ * and message, how far progress was shown, and the held slot. The run is no longer its child.
+ */
+export interface SlackFollowing {
+  member: { organizationId: string; memberId: string };
+  runId: string;
+  threadTs: string;
+  replyKey: string;
+  view: SlackThreadView;
+  shown: number;
+  nextAt: number;
+  progress: RunProgress | null;
+  state: SlackEventState;
+}
+
+/** The thread as an invocation keeps it: its first message, and the stream the answer goes to, if any. */
+export interface SlackThreadView {
+  ts: string | null;
+  /** `stream` or `auto` (SLACK_REPLY_MODE): the answer streams unless Slack refuses. */
+  streaming: boolean;
+  /** `stream`: try it even where a refusal was remembered for the connection. */
+  force: boolean;
+  stream: { ts: string; streamed: StreamedText; openTask: string | null } | null;
+  /** Slack refused the stream, or it broke: edits from here on. */
+  streamOff: boolean;
+}
+
+/**
+ * Workflow patch id: an invocation whose run tells its end (RUN_TELLS_END_PATCH) continues as new
+ * past SLACK_CONTINUE_AS_NEW_EVENTS (or when Temporal suggests it) while it follows the run.
+ */
+export const SLACK_CONTINUE_AS_NEW_PATCH = 'slack-continue-as-new';
 
 export interface SlackEventInput {
   connectionId: string;
@@ -82,6 +128,8 @@ export interface SlackEventInput {
   /** Exactly one of the two is set. */
   invocation?: SlackInvocation;
   lifecycle?: { type: SlackLifecycleType };
+  /** Set only by the invocation itself when it continues as new while following its run. */
+  following?: SlackFollowing;
 }
 
 /** Values of the SlackEventStatus search attribute, in the order an invocation goes through them. */
@@ -95,6 +143,7 @@ export type SlackEventStatus =
   | 'reply_skipped'
   | 'reply_failed'
   | 'connection_disabled'
+  | 'connection_removed'
   | 'cancelled';
 
 export interface SlackEventState {
@@ -114,6 +163,12 @@ export interface SlackAccountLinked {
 }
 
 export const slackAccountLinkedSignal = defineSignal<[SlackAccountLinked]>('slackAccountLinked');
+
+/** Why an invocation's connection is gone: Slack uninstalled the app, or an admin removed the connection. */
+export type SlackConnectionRemovalReason = 'app_uninstalled' | 'connection_deleted';
+
+/** Sent to invocations waiting for a link when their connection is uninstalled or removed: they end `connection_removed`. */
+export const slackConnectionRemovedSignal = defineSignal<[{ reason: SlackConnectionRemovalReason }]>('slackConnectionRemoved');
 export const slackEventStateQuery = defineQuery<SlackEventState>('slackEventState');
 
 /** The workflow of one Slack event (workflows/slack.ts). */

@@ -16,7 +16,11 @@ export interface MemberLimits {
   staleAfterMs: number;
 }
 
-export type ReservationOutcome = { ok: true; runId: string } | { ok: false; limit: 'daily' | 'concurrent'; used: number; max: number };
+export type ReservationOutcome =
+  | { ok: true; runId: string }
+  | { ok: false; limit: 'daily' | 'concurrent'; used: number; max: number }
+  /** The connection was removed while its event was on its way: nothing to reserve against. */
+  | { ok: false; removed: 'connection_deleted' };
 
 const DAY_MS = 86_400_000;
 
@@ -34,6 +38,14 @@ export async function reserveMemberInvocation(
 ): Promise<ReservationOutcome> {
   return db.transaction().execute(async (trx): Promise<ReservationOutcome> => {
     await sql`SELECT pg_advisory_xact_lock(hashtextextended(${`slack-member:${input.memberId}`}, 0))`.execute(trx);
+    // The reservation refers to its connection: one removed meanwhile would refuse the row for ever.
+    const connection = await trx
+      .selectFrom('slack_connections')
+      .select('id')
+      .where('id', '=', input.connectionId)
+      .forShare()
+      .executeTakeFirst();
+    if (!connection) return { ok: false, removed: 'connection_deleted' };
     // An activity retry after a lost reply finds its own reservation.
     const mine = await trx
       .selectFrom('slack_member_invocations')

@@ -1,14 +1,16 @@
 /**
- * Completing a connect link: the token's Slack user becomes a member, and invocations of that
- * user waiting for the link resume. One implementation for the account-links route (the
- * dashboard's connect page calls it) and `den slack links complete` (deployments without one).
+ * Completing a connect link: the Slack user of a link token or a link code becomes a member, and
+ * invocations of that user waiting for the link resume. One implementation for the account-links
+ * routes (the dashboard's connect page posts the token; `den slack link <code>`, run by the
+ * member, posts the code) and `den slack links complete` (an operator, with the token).
  */
 import type { IngressGateway } from '../app/ingress';
 import type { SecretKeys } from '../app/secrets';
 import type { Db } from '../app/store/db';
 import { findSlackConnection } from './connections';
 import { slackAccountLinkedSignal } from './contract';
-import { verifyLinkToken } from './link-token';
+import { readLinkCode } from './link-codes';
+import { verifyLinkToken, type LinkTokenVerdict } from './link-token';
 import { redeemLink } from './links';
 
 export interface LinkCompletionDeps {
@@ -35,22 +37,31 @@ export type LinkRefusal = keyof typeof LINK_REFUSAL_STATUS;
 export type LinkCompletion =
   { ok: true; connectionId: string; slackUserId: string; memberId: string; resumed: number } | { ok: false; error: LinkRefusal };
 
+/** What proves the Slack user: the signed token of a connect link, or a code the member typed. */
+export type LinkProof = { token: string } | { code: string };
+
+/** The claims behind a token (checked by its signature) or a code (looked up). */
+async function claimsOf(deps: LinkCompletionDeps, proof: LinkProof): Promise<LinkTokenVerdict> {
+  if ('token' in proof) return verifyLinkToken(deps.secretKey, proof.token, deps.now());
+  return readLinkCode(deps, proof.code, deps.now());
+}
+
 /**
  * `connectionId`: the connection the caller names (the route's path), or undefined to take the
- * token's own (the CLI). Either way the token must be genuine, unexpired, unused, and for that
- * connection's workspace.
+ * proof's own (a code's route, the CLI). Either way the proof must be genuine, unexpired, unused,
+ * and for that connection's workspace, and the connection must still be installed.
  */
 export async function completeLink(
   deps: LinkCompletionDeps,
-  input: { token: string; connectionId?: string; organizationId: string; memberId: string },
+  input: LinkProof & { connectionId?: string; organizationId: string; memberId: string },
 ): Promise<LinkCompletion> {
   const { db, secretKey, ingress, now } = deps;
-  const verdict = verifyLinkToken(secretKey, input.token, now());
+  const verdict = await claimsOf(deps, 'token' in input ? { token: input.token } : { code: input.code });
   const claims = 'claims' in verdict ? verdict.claims : undefined;
   const connectionId = input.connectionId ?? claims?.connectionId;
   if (connectionId === undefined) return { ok: false, error: 'invalid_link' };
   const connection = await findSlackConnection(db, secretKey, connectionId);
-  if (!connection) return { ok: false, error: 'no_connection' };
+  if (!connection || connection.uninstalled) return { ok: false, error: 'no_connection' };
   if (connection.organizationId !== input.organizationId) return { ok: false, error: 'other_organization' };
   if (!claims) return { ok: false, error: 'invalid_link' };
   // A genuine token for another connection or workspace is not a link for this one.

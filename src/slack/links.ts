@@ -36,16 +36,28 @@ export async function findAccountLink(
     .executeTakeFirst();
 }
 
+/** Why an invocation cannot wait for a link: its connection was uninstalled, or removed. */
+export type ConnectionGone = { removed: 'app_uninstalled' | 'connection_deleted' };
+
 /**
- * The invocation side: returns the link, or records the invocation as waiting for one.
- * Idempotent (an activity retry finds its own row).
+ * The invocation side: returns the link, or records the invocation as waiting for one, or says
+ * the connection is gone (src/slack/connection-lifecycle.ts: its row's share lock orders this
+ * against an uninstall or a removal). Idempotent (an activity retry finds its own row).
  */
 export async function linkOrWait(
   db: Db,
   input: { connectionId: string; slackUserId: string; eventId: string; workflowId: string; expiresAt: Date },
-): Promise<AccountLink | undefined> {
+): Promise<AccountLink | ConnectionGone | undefined> {
   return db.transaction().execute(async (trx) => {
     await lockSlackUser(trx, input.connectionId, input.slackUserId);
+    const connection = await trx
+      .selectFrom('slack_connections')
+      .select('uninstalled_at')
+      .where('id', '=', input.connectionId)
+      .forShare()
+      .executeTakeFirst();
+    if (!connection) return { removed: 'connection_deleted' } as const;
+    if (connection.uninstalled_at !== null) return { removed: 'app_uninstalled' } as const;
     const link = await findAccountLink(trx, input.connectionId, input.slackUserId);
     if (link) return link;
     await trx

@@ -1,6 +1,6 @@
 /** The Slack feature's settings. A Slack invocation starts a run, so it carries the run defaults too. */
 import { z } from 'zod';
-import { defineSettings, duration, int } from '../app/settings';
+import { defineSettings, duration, int, optionalString } from '../app/settings';
 import { runDefaults } from '../runs';
 
 export const slackSettings = defineSettings(
@@ -20,7 +20,12 @@ export const slackSettings = defineSettings(
     SLACK_TIER3_PER_WINDOW: int(50, 1),
     SLACK_TIER4_PER_WINDOW: int(100, 1),
     SLACK_FINAL_DELIVERY_DEADLINE: duration('1h'),
+    SLACK_CONTINUE_AS_NEW_EVENTS: int(4_000, 50),
     SLACK_RESPONSE_URL_PREFIX: z.string().url().default('https://hooks.slack.com/'),
+    SLACK_OAUTH_AUTHORIZE_URL: z.string().url().default('https://slack.com/oauth/v2/authorize'),
+    SLACK_APP_NAME: z.string().trim().min(1).max(35).default('den'),
+    // The dashboard whose page completes connect links; unset, members link with `den slack link <code>` only.
+    DASHBOARD_URL: optionalString.pipe(z.string().url().optional()),
   },
   (e) => ({
     apiBaseUrl: e.SLACK_API_BASE_URL.replace(/\/+$/, ''),
@@ -37,7 +42,13 @@ export const slackSettings = defineSettings(
       tiers: { 2: e.SLACK_TIER2_PER_WINDOW, 3: e.SLACK_TIER3_PER_WINDOW, 4: e.SLACK_TIER4_PER_WINDOW },
     },
     finalDeliveryDeadlineMs: e.SLACK_FINAL_DELIVERY_DEADLINE,
+    continueAsNewEvents: e.SLACK_CONTINUE_AS_NEW_EVENTS,
     responseUrlPrefix: e.SLACK_RESPONSE_URL_PREFIX,
+    /** Slack's page that asks an admin to install an app (OAuth v2); tests point it at the fake. */
+    authorizeUrl: e.SLACK_OAUTH_AUTHORIZE_URL,
+    /** The name a generated app manifest gives a new app and its bot user, unless its draft names one. */
+    appName: e.SLACK_APP_NAME,
+    dashboardUrl: e.DASHBOARD_URL?.replace(/\/+$/, ''),
     /** What the runs this feature starts are started with. */
     runDefaults: runDefaults.build(e),
   }),

@@ -1,6 +1,6 @@
 /**
  * The slack feature's tables as Kysely sees them; the DDL is in src/app/store/migrations/0003_slack.ts,
- * 0006_slack_quotas.ts, 0007_replays.ts and 0012_slack_delivery.ts.
+ * 0006_slack_quotas.ts, 0007_replays.ts, 0012_slack_delivery.ts and 0014_slack_onboarding.ts.
  */
 import type { Timestamp, NullableTimestamp, Int8 } from '../app/store/columns';
 
@@ -10,10 +10,11 @@ export interface SlackTables {
     /** typeid, prefix `emc` (CONNECTION_ID_PATTERN in connections.ts). */
     id: string;
     organization_id: string;
-    team_id: string;
-    api_app_id: string;
-    /** AES-256-GCM sealed (src/app/secrets.ts); never stored in the clear. */
-    signing_secret: string;
+    /** Null while a draft: Slack's OAuth install (or the operator) names the workspace and the app. */
+    team_id: string | null;
+    api_app_id: string | null;
+    /** AES-256-GCM sealed (src/app/secrets.ts); never stored in the clear. Null until a draft's credentials are set. */
+    signing_secret: string | null;
     /** The secret before the last rotation, sealed, accepted until `previous_secret_expires_at`. */
     previous_signing_secret: string | null;
     previous_secret_expires_at: NullableTimestamp;
@@ -28,8 +29,35 @@ export interface SlackTables {
     /** The error Slack refused chat.startStream with, once it did: the thread keeps to edits since. */
     streaming_refused: string | null;
     streaming_refused_at: NullableTimestamp;
+    /** The app's name in its generated manifest (drafts made through the API). */
+    name: string | null;
+    /** The app's OAuth client id (not a secret: it is in every install link). */
+    client_id: string | null;
+    /** The app's OAuth client secret, sealed like the signing secret. */
+    client_secret: string | null;
+    /** The workspace's name as Slack's OAuth install gave it. */
+    team_name: string | null;
+    /** The last OAuth install through this service, and the admin who started it. */
+    installed_at: NullableTimestamp;
+    installed_by: string | null;
+    /** Slack said the app was uninstalled (`app_uninstalled`): the token is gone, and so are the member links. */
+    uninstalled_at: NullableTimestamp;
     created_at: Timestamp;
     updated_at: Timestamp;
+  };
+  /**
+   * Short codes a member types to link their Slack account (`den slack link <code>`): each stands
+   * for a link token's claims, its nonce shared with the token of the same reply, so either works once.
+   */
+  slack_link_codes: {
+    /** HMAC of the normalized code under the service secret (src/slack/link-codes.ts): the code itself is never stored. */
+    code_hash: string;
+    connection_id: string;
+    team_id: string;
+    slack_user_id: string;
+    nonce: string;
+    expires_at: Timestamp;
+    created_at: Timestamp;
   };
   /** A Slack user of a connection, proven (by a one-time link token) to be this member. */
   slack_account_links: {

@@ -14,21 +14,41 @@ export function escapeMrkdwn(text: string): string {
   return text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
 }
 
-export function connectLinkUrl(baseUrl: string, token: string): string {
-  return `${baseUrl.replace(/\/+$/, '')}/connect/slack?token=${encodeURIComponent(token)}`;
+/** The dashboard's page that completes a connect link (DASHBOARD_URL): it posts the token as the signed-in member. */
+export function connectLinkUrl(dashboardUrl: string, token: string): string {
+  return `${dashboardUrl.replace(/\/+$/, '')}/connect/slack?token=${encodeURIComponent(token)}`;
 }
 
-export function connectAccountText(url: string, ttlMs: number): string {
-  const minutes = Math.max(1, Math.round(ttlMs / 60_000));
+/** The ways a member can link: the dashboard's page when there is one, and always the code for `den slack link`. */
+export interface ConnectOffer {
+  /** The dashboard's connect page with the token; absent without DASHBOARD_URL, so no link leads nowhere. */
+  url?: string;
+  /** A link code (src/slack/link-codes.ts): only Crockford base32 and a dash, nothing Slack would read as markup. */
+  code: string;
+  ttlMs: number;
+}
+
+const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
+
+export function connectAccountText(offer: ConnectOffer): string {
+  const minutes = Math.max(1, Math.round(offer.ttlMs / 60_000));
+  const command = `\`npx den slack link ${escapeMrkdwn(offer.code)}\``;
+  const withKey = 'with your own den API key in `DEN_API_KEY`';
+  if (offer.url === undefined) {
+    return (
+      `To use den from Slack, connect your Slack account to your den member: run ${command} ${withKey}. ` +
+      `The code works once and expires in ${plural(minutes, 'minute')}.`
+    );
+  }
   return (
-    `To use den from Slack, connect your Slack account to your den member: <${url}|Connect your account>. ` +
-    `The link works once and expires in ${minutes} minute${minutes === 1 ? '' : 's'}.`
+    `To use den from Slack, connect your Slack account to your den member: <${offer.url}|Connect your account>, ` +
+    `or run ${command} ${withKey}. The link and the code work once (either one) and expire in ${plural(minutes, 'minute')}.`
   );
 }
 
-export function heldInvocationText(url: string, ttlMs: number, waitMs: number): string {
+export function heldInvocationText(offer: ConnectOffer, waitMs: number): string {
   const minutes = Math.max(1, Math.round(waitMs / 60_000));
-  return `${connectAccountText(url, ttlMs)} Your request is held for ${minutes} minute${minutes === 1 ? '' : 's'} and runs as soon as you connect.`;
+  return `${connectAccountText(offer)} Your request is held for ${plural(minutes, 'minute')} and runs as soon as you connect.`;
 }
 
 export const DISABLED_CONNECTION_TEXT =

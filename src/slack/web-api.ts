@@ -110,8 +110,11 @@ const quiet: Logger = {
   setName: () => undefined,
 };
 
-/** A client for one bot token: no retries (Temporal's), rate-limited calls rejected (the workflow waits). */
-function clientFor(options: { baseUrl: string; token: string; timeoutMs?: number }): WebClient {
+/**
+ * A client for one bot token, or none (the OAuth exchange authenticates with the app's client
+ * credentials): no retries (Temporal's), rate-limited calls rejected (the workflow waits).
+ */
+function clientFor(options: { baseUrl: string; token?: string; timeoutMs?: number }): WebClient {
   return new WebClient(options.token, {
     slackApiUrl: `${options.baseUrl.replace(/\/+$/, '')}/`,
     retryConfig: { retries: 0 },
@@ -152,6 +155,67 @@ export async function callSlackApi(
     return { ok: true, body: result as unknown as Record<string, unknown> };
   } catch (error) {
     return failureOf(error);
+  }
+}
+
+/** What `oauth.v2.access` answered for a bot install, or why it refused or failed. */
+export type OAuthAccessResult =
+  | {
+      ok: true;
+      install: { teamId: string | null; teamName: string | null; appId: string | null; botToken: string | null; botUserId: string | null };
+    }
+  | (Extract<SlackApiResult, { ok: false }> & { refused: boolean });
+
+/**
+ * Exchanges an install's code (https://docs.slack.dev/reference/methods/oauth.v2.access) with the
+ * app's client id and secret and the redirect URI the authorize page was given. A Slack error
+ * (`invalid_code`, `bad_client_secret`, `bad_redirect_uri`…) is a refusal; an HTTP failure or a
+ * network error is an outage. The token is only returned, never logged.
+ */
+export async function oauthV2Access(
+  baseUrl: string,
+  input: { clientId: string; clientSecret: string; code: string; redirectUri: string },
+): Promise<OAuthAccessResult> {
+  try {
+    const answer = await clientFor({ baseUrl }).oauth.v2.access({
+      client_id: input.clientId,
+      client_secret: input.clientSecret,
+      code: input.code,
+      redirect_uri: input.redirectUri,
+    });
+    return {
+      ok: true,
+      install: {
+        teamId: answer.team?.id ?? null,
+        teamName: answer.team?.name ?? null,
+        appId: answer.app_id ?? null,
+        botToken: answer.token_type === 'bot' ? (answer.access_token ?? null) : null,
+        botUserId: answer.bot_user_id ?? null,
+      },
+    };
+  } catch (error) {
+    const failure = failureOf(error);
+    return { ...failure, refused: error instanceof WebAPIPlatformError && !failure.retryable };
+  }
+}
+
+/** Errors of `auth.revoke` that say the token is already dead: nothing is left to revoke. */
+const TOKEN_GONE = new Set(['invalid_auth', 'token_revoked', 'account_inactive', 'not_authed', 'token_expired']);
+
+/**
+ * Revokes a token (https://docs.slack.dev/reference/methods/auth.revoke): `revoked`, or `gone`
+ * when Slack says it no longer works anyway; any other failure is for the caller to report.
+ */
+export async function authRevoke(
+  baseUrl: string,
+  token: string,
+): Promise<{ ok: true; outcome: 'revoked' | 'gone' } | Extract<SlackApiResult, { ok: false }>> {
+  try {
+    await clientFor({ baseUrl, token }).auth.revoke();
+    return { ok: true, outcome: 'revoked' };
+  } catch (error) {
+    const failure = failureOf(error);
+    return TOKEN_GONE.has(failure.error) ? { ok: true, outcome: 'gone' } : failure;
   }
 }
 

@@ -494,19 +494,19 @@ describe('targets and ownership', () => {
   it("a delivery's tenant (its fairness key) is the installation's owner, even before any target", async () => {
     const org = await newOrg();
     const installationId = await bindThroughFlow(org.owner, githubUser());
-    const payload = githubExample('push', (p) => p.ref === 'refs/heads/master' && p.installation);
+    // A push with no target is not accepted; the installation's own lifecycle deliveries are.
+    const payload = githubExample('installation_repositories', (p) => p.action === 'added');
     payload.installation.id = installationId;
-    payload.repository.id = freshId();
     const deliveryId = randomUUID();
-    expect((await deliver(stack, { event: 'push', deliveryId, payload, secret: SECRET })).status).toBe(202);
+    expect((await deliver(stack, { event: 'installation_repositories', deliveryId, payload, secret: SECRET })).status).toBe(202);
     const description = await stack.services.temporal.client.workflow.getHandle(githubDeliveryWorkflowId(deliveryId)).describe();
     expect(description.raw.workflowExecutionInfo?.priority?.fairnessKey).toBe(org.organizationId);
 
     const unbound = freshId();
-    const other = githubExample('push', (p) => p.ref === 'refs/heads/master' && p.installation);
+    const other = githubExample('installation', (p) => p.action === 'suspend');
     other.installation.id = unbound;
     const otherId = randomUUID();
-    expect((await deliver(stack, { event: 'push', deliveryId: otherId, payload: other, secret: SECRET })).status).toBe(202);
+    expect((await deliver(stack, { event: 'installation', deliveryId: otherId, payload: other, secret: SECRET })).status).toBe(202);
     const otherDescription = await stack.services.temporal.client.workflow.getHandle(githubDeliveryWorkflowId(otherId)).describe();
     expect(otherDescription.raw.workflowExecutionInfo?.priority?.fairnessKey).toBe(`github-installation:${unbound}`);
   });

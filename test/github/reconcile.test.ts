@@ -1,23 +1,30 @@
 /**
- * The reconcile end to end: `den github reconcile` as a real process, the real worker, Postgres,
- * and a fake GitHub whose delivery log records what the service answered and whose redeliveries
- * really send the delivery again. Also its Schedule, created at worker start.
+ * The reconcile end to end: `den github reconcile` as a real process, the real worker, Postgres
+ * (a database of its own, so the reconcile sees only this file's targets), and a fake GitHub
+ * whose delivery log records what the service answered, pages with real cursors, and whose
+ * redeliveries really send the delivery again. Also its Schedule, created at worker start.
  */
 import { randomUUID } from 'node:crypto';
 import { execFile } from 'node:child_process';
 import path from 'node:path';
-import { githubReconcileScheduleId, type GithubReconcileSummary } from '../../src/github/contract';
+import { githubReconcileScheduleId, githubReconcileWorkflow, type GithubReconcileSummary } from '../../src/github/contract';
+import { signGithubPayload } from '../../src/github/signature';
 import { ensureFeatureSchedules } from '../../src/main/worker';
 import { startFakeGithub, type FakeGithub } from '../harness/fake-github';
+import { deliver } from '../harness/github';
 import { fakeGithubEnv, redeliverInto, syncedRepo, type SyncedRepo } from '../harness/github-sync';
 import { createTestOrg } from '../harness/identity';
+import { ownDatabase } from '../harness/own-database';
 import { closedPort } from '../harness/ports';
 import { startTestStack, type TestStack } from '../harness/stack';
 import { waitFor } from '../harness/wait';
 
 const SECRET = `secret-${randomUUID()}`;
 const BIN = path.resolve(__dirname, '..', '..', 'bin', 'den.js');
+const MAX_PAGES = 2;
+const MAX_REDELIVERIES = 2;
 let fake: FakeGithub;
+let database: Awaited<ReturnType<typeof ownDatabase>>;
 let stack: TestStack;
 /** The same service while Temporal is stopped: it answers 503 to every delivery. */
 let down: TestStack;
@@ -25,27 +32,34 @@ let org: Awaited<ReturnType<typeof createTestOrg>>;
 
 beforeAll(async () => {
   fake = await startFakeGithub();
-  stack = await startTestStack({ worker: true, env: fakeGithubEnv(fake, SECRET) });
-  down = await startTestStack({
-    env: { ...fakeGithubEnv(fake, SECRET), TEMPORAL_ADDRESS: `127.0.0.1:${await closedPort()}`, TEMPORAL_START_TIMEOUT: '1s' },
-  });
+  database = await ownDatabase();
+  const env = {
+    ...fakeGithubEnv(fake, SECRET),
+    DATABASE_URL: database.url,
+    GITHUB_RECONCILE_MAX_PAGES: String(MAX_PAGES),
+    GITHUB_RECONCILE_MAX_REDELIVERIES: String(MAX_REDELIVERIES),
+  };
+  stack = await startTestStack({ worker: true, env });
+  down = await startTestStack({ env: { ...env, TEMPORAL_ADDRESS: `127.0.0.1:${await closedPort()}`, TEMPORAL_START_TIMEOUT: '1s' } });
   org = await createTestOrg(stack.services.database.db);
   redeliverInto(fake, () => stack);
 });
 afterAll(async () => {
-  await down.stop();
-  await stack.stop();
-  await fake.close();
+  await down?.stop();
+  await stack?.stop();
+  await database?.drop();
+  await fake?.close();
 });
 
 const db = () => stack.services.database.db;
-const newRepo = () => syncedRepo(db(), fake, org.organizationId, () => stack, SECRET);
+const newRepo = (options: Parameters<typeof syncedRepo>[5] = {}) =>
+  syncedRepo(db(), fake, org.organizationId, () => stack, SECRET, options);
 const FILES = { '.claude-plugin/marketplace.json': '{"name":"market","plugins":[]}', 'README.md': 'not a manifest' };
 
-/** `den …` as an operator runs it, against the test stack's Postgres, Temporal and task queue. */
+/** `den …` as an operator runs it, against this file's database, Temporal and task queue. */
 function den(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   const env = {
-    DATABASE_URL: stack.config.database.url,
+    DATABASE_URL: database.url,
     DATA_DIR: stack.config.dataDir,
     TEMPORAL_ADDRESS: stack.config.temporal.address,
     TEMPORAL_TASK_QUEUE: stack.config.temporal.taskQueue,
@@ -59,10 +73,22 @@ function den(...args: string[]): Promise<{ code: number; stdout: string; stderr:
   });
 }
 
-async function reconcile(): Promise<{ code: number; summary: GithubReconcileSummary; stderr: string }> {
-  const run = await den('github', 'reconcile');
-  return { ...run, summary: JSON.parse(run.stdout || 'null') as GithubReconcileSummary };
+async function reconcile(
+  ...flags: string[]
+): Promise<{ code: number; summary: GithubReconcileSummary & Record<string, unknown>; stderr: string }> {
+  const run = await den('github', 'reconcile', ...flags);
+  return { ...run, summary: JSON.parse(run.stdout || 'null') as GithubReconcileSummary & Record<string, unknown> };
 }
+
+/** One reconcile through the gateway, as the Schedule starts it (quicker than a `den` process). */
+const reconcileNow = () =>
+  stack.ingress.execute({
+    workflow: githubReconcileWorkflow,
+    id: `${githubReconcileScheduleId(stack.config.temporal.taskQueue)}/test-${randomUUID()}`,
+    args: [],
+    tenancy: { tenant: 'operator', admission: 'bypass' },
+    timeoutMs: 60_000,
+  });
 
 const targetRow = (targetId: string) =>
   db().selectFrom('github_connector_targets').selectAll().where('id', '=', targetId).executeTakeFirstOrThrow();
@@ -70,8 +96,37 @@ const eventsOf = (r: SyncedRepo) =>
   db().selectFrom('github_sync_events').selectAll().where('target_id', '=', r.targetId).orderBy('created_at').execute();
 const syncedTo = (r: SyncedRepo, sha: string) =>
   waitFor(async () => (await targetRow(r.targetId)).synced_sha === sha, 20_000, { what: `${r.fullName} synced to ${sha}` });
-/** Errors about this file's repositories (other suites' targets live on other fakes). */
-const errorsAbout = (summary: GithubReconcileSummary, r: SyncedRepo) => summary.errors.filter((e) => e.includes(r.fullName));
+const asksFor = (guid: string) => fake.redeliveryRequests.filter((id) => fake.deliveries.find((d) => d.id === id)?.guid === guid);
+
+/** A push the stopped service refused (503 unavailable), logged by GitHub at `deliveredAt`. */
+async function refusedPush(r: SyncedRepo, deliveredAt?: number) {
+  const sha = fake.commit(r.fullName, r.installationId, 'master', { ...FILES, 'README.md': randomUUID() });
+  const deliveryId = randomUUID();
+  const { payloadOf } = pushPayloads(r);
+  const raw = JSON.stringify(payloadOf(sha));
+  const signature = signGithubPayload(SECRET, raw);
+  const response = await deliver(down, { event: 'push', deliveryId, raw, signature, secret: SECRET });
+  expect(response.status).toBe(503);
+  fake.logDelivery({ event: 'push', guid: deliveryId, raw, signature }, { status: response.status, body: response.text }, { deliveredAt });
+  return { sha, deliveryId };
+}
+
+function pushPayloads(r: SyncedRepo) {
+  return {
+    payloadOf: (sha: string) => ({
+      ref: 'refs/heads/master',
+      after: sha,
+      before: '0'.repeat(39) + '1',
+      installation: { id: r.installationId },
+      repository: { id: r.repositoryId, full_name: r.fullName, name: r.fullName.split('/')[1], default_branch: 'master' },
+    }),
+  };
+}
+
+/** Deliveries the service took (202), as GitHub logs them: filler for the log's pages. */
+function logDelivered(count: number): void {
+  for (let i = 0; i < count; i++) fake.logDelivery({ event: 'push', guid: randomUUID(), raw: '{}', signature: 'sha256=00' }, 202);
+}
 
 it('a push refused while Temporal was stopped is asked for again exactly once, and synced once', async () => {
   const r = await newRepo();
@@ -81,28 +136,33 @@ it('a push refused while Temporal was stopped is asked for again exactly once, a
   expect(lost.response.status).toBe(503);
 
   const run = await reconcile();
-  expect(run.summary.deliveriesSeen).toBe(1);
-  expect(run.summary.redeliveriesAsked).toBe(1);
-  expect(errorsAbout(run.summary, r)).toEqual([]);
+  expect(run.code).toBe(0);
+  expect(run.summary).toMatchObject({ deliveriesSeen: 1, redeliveriesAsked: 1, redeliveriesCapped: 0, listingComplete: true, errors: [] });
   expect(fake.redeliveryRequests).toEqual([lost.logId]);
   await syncedTo(r, lost.sha);
-  // The redelivered push ends completed, once (the branch half may have synced the head already).
   const ended = await waitFor(
     async () => {
       const events = (await eventsOf(r)).filter((e) => e.delivery_id === lost.deliveryId);
-      return events.every((e) => e.status !== 'queued' && e.status !== 'running') && events;
+      return events.length > 0 && events.every((e) => e.status !== 'queued' && e.status !== 'running') && events;
     },
     20_000,
     { what: 'the redelivered push’s sync' },
   );
   expect(ended.map((e) => e.status)).toEqual(['completed']);
-  // GitHub's log shows the redelivery with the same GUID, accepted.
   expect(fake.deliveries.find((d) => d.redelivery)).toMatchObject({ guid: lost.deliveryId, status_code: 202 });
 
-  // Delivered now: the next reconcile asks nothing more.
-  const again = await reconcile();
+  // Delivered now: the next reconcile asks nothing more, and records the GUID as delivered.
+  const again = await reconcile('--verbose');
   expect(again.summary.redeliveriesAsked).toBe(0);
   expect(fake.redeliveryRequests).toHaveLength(1);
+  expect(again.summary.redeliveries).toEqual([
+    expect.objectContaining({
+      guid: lost.deliveryId,
+      outcome: 'delivered',
+      tries: 1,
+      asks: [expect.objectContaining({ attemptId: lost.logId, counted: true, answer: 'accepted' })],
+    }),
+  ]);
 });
 
 it('a branch head moved with no delivery at all is resynced by the reconcile, once', async () => {
@@ -112,18 +172,122 @@ it('a branch head moved with no delivery at all is resynced by the reconcile, on
   const moved = fake.commit(r.fullName, r.installationId, 'master', { ...FILES, '.mcp.json': '{"mcpServers":{}}' });
 
   const run = await reconcile();
-  expect(run.summary.targetsResynced).toBeGreaterThanOrEqual(1);
-  expect(errorsAbout(run.summary, r)).toEqual([]);
+  expect(run.summary.targetsResynced).toBe(1);
+  expect(run.summary.errors).toEqual([]);
   await syncedTo(r, moved);
   const reconciled = (await eventsOf(r)).filter((e) => e.event === 'reconcile');
   expect(reconciled.map((e) => e.status)).toEqual(['completed']);
   expect(reconciled[0]!.delivery_id).toMatch(/^reconcile-gse_/);
-  const files = await db().selectFrom('github_target_files').select('path').where('target_id', '=', r.targetId).orderBy('path').execute();
-  expect(files.map((f) => f.path)).toEqual(['.claude-plugin/marketplace.json', '.mcp.json']);
 
-  // In step again: nothing to resync.
   await reconcile();
   expect((await eventsOf(r)).filter((e) => e.event === 'reconcile')).toHaveLength(1);
+
+  // Moved back to the first commit without a push (a force-push whose delivery was lost): resynced again.
+  fake.setHead(r.fullName, 'master', first.sha);
+  expect((await reconcile()).summary.targetsResynced).toBe(1);
+  await syncedTo(r, first.sha);
+  expect((await eventsOf(r)).filter((e) => e.event === 'reconcile').map((e) => e.status)).toEqual(['completed', 'completed']);
+});
+
+it('a delivery that always fails stops at its cap; our own 503 overloaded does not count; --verbose and the exit code show it', async () => {
+  // The log is short so far: each run reads all of it, so each run sees these attempts.
+  const failing = randomUUID();
+  const shed = randomUUID();
+  fake.logDelivery({ event: 'push', guid: failing, raw: '{}', signature: 'sha256=00' }, { status: 500, body: 'oops' });
+  fake.alwaysFail(failing, { status: 502, body: null });
+  const overloaded = { status: 503, body: '{"error":"overloaded"}' };
+  fake.logDelivery({ event: 'push', guid: shed, raw: '{}', signature: 'sha256=00' }, overloaded);
+  fake.alwaysFail(shed, overloaded);
+
+  const capped: number[] = [];
+  for (let i = 0; i < 4; i++) {
+    const summary = await reconcileNow();
+    capped.push(summary.redeliveriesCapped ?? 0);
+    // Each redelivery is logged by GitHub before the next run reads the log.
+    await waitFor(() => asksFor(failing).length >= Math.min(i + 1, MAX_REDELIVERIES) && asksFor(shed).length >= i + 1, 10_000);
+  }
+  expect(asksFor(failing)).toHaveLength(MAX_REDELIVERIES);
+  expect(capped).toEqual([0, 0, 1, 0]);
+  expect(asksFor(shed)).toHaveLength(4);
+
+  const run = await reconcile('--verbose');
+  expect(run.code).toBe(0);
+  const records = run.summary.redeliveries as { guid: string; outcome: string; tries: number; uncountedTries: number; asks: unknown[] }[];
+  expect(records.find((g) => g.guid === failing)).toMatchObject({ outcome: 'capped', tries: MAX_REDELIVERIES, uncountedTries: 0 });
+  expect(records.find((g) => g.guid === failing)!.asks).toHaveLength(MAX_REDELIVERIES);
+  expect(records.find((g) => g.guid === shed)).toMatchObject({ outcome: 'asked', tries: 0, uncountedTries: 5 });
+});
+
+it('2 failed deliveries on page 3 of a 3-page listing, one at the window’s edge, are each redelivered exactly once', async () => {
+  const r = await newRepo();
+  await syncedTo(r, (await r.push(FILES)).sha);
+  // The window before: everything logged so far is read.
+  const before = await reconcileNow();
+  expect(before.listingComplete).toBe(true);
+  const lastRunAt = Date.now();
+  // Sent just before that reconcile listed, logged by GitHub once its attempt ended (GitHub waits 10 s).
+  const edge = await refusedPush(r, lastRunAt - 5_000);
+  const later = await refusedPush(r);
+  // Then 250 deliveries the service took: the two failed ones are on page 3 of 100 a page.
+  logDelivered(250);
+
+  const first = await reconcileNow();
+  expect(first).toMatchObject({ listingComplete: false, redeliveriesAsked: 0, deliveriesSeen: MAX_PAGES * 100 });
+  const second = await reconcileNow();
+  expect(second.redeliveriesAsked).toBeGreaterThanOrEqual(2);
+  expect(asksFor(edge.deliveryId)).toHaveLength(1);
+  expect(asksFor(later.deliveryId)).toHaveLength(1);
+  await syncedTo(r, later.sha);
+
+  for (let i = 0; i < 3; i++) await reconcileNow();
+  expect(asksFor(edge.deliveryId)).toHaveLength(1);
+  expect(asksFor(later.deliveryId)).toHaveLength(1);
+  const records = await db()
+    .selectFrom('github_redeliveries')
+    .selectAll()
+    .where('guid', 'in', [edge.deliveryId, later.deliveryId])
+    .execute();
+  expect(records.map((row) => [row.outcome, row.tries]).sort()).toEqual([
+    ['delivered', 1],
+    ['delivered', 1],
+  ]);
+});
+
+it('a deleted branch, an empty repository and lost access are known states: reported per target, exit 0, cleared when a sync reads the branch', async () => {
+  const gone = await newRepo({ ref: 'feature' });
+  fake.commit(gone.fullName, gone.installationId, 'master', FILES);
+  await syncedTo(gone, (await gone.push(FILES)).sha);
+  fake.deleteBranch(gone.fullName, 'feature');
+  const empty = await newRepo({ ref: null });
+  fake.createEmptyRepository(empty.fullName, empty.installationId);
+  const lost = await newRepo();
+  // The repository exists on GitHub, but under another installation.
+  fake.commit(lost.fullName, lost.installationId + 1, 'master', FILES);
+
+  const run = await reconcile();
+  expect(run.code).toBe(0);
+  expect(run.stderr).toBe('');
+  expect(run.summary.errors).toEqual([]);
+  expect(run.summary.targetStates).toEqual(
+    expect.arrayContaining([
+      { targetId: gone.targetId, repository: gone.fullName, state: 'ref_missing' },
+      { targetId: empty.targetId, repository: empty.fullName, state: 'empty_repository' },
+      { targetId: lost.targetId, repository: lost.fullName, state: 'not_accessible' },
+    ]),
+  );
+  const shown = await stack.request('GET', `/v1/connectors/github/targets/${gone.targetId}`, { headers: org.owner.headers });
+  expect(shown.json).toMatchObject({ status: 'active', statusReason: 'ref_missing' });
+
+  // The branch comes back with a push: the sync reads it, and the state clears.
+  const back = await gone.push({ ...FILES, '.mcp.json': '{"mcpServers":{}}' }, { branch: 'feature', parent: null });
+  await syncedTo(gone, back.sha);
+  expect(await targetRow(gone.targetId)).toMatchObject({ status: 'active', status_reason: null });
+  // The empty repository gets its first commit: the next reconcile syncs it and clears its state.
+  const firstCommit = fake.commit(empty.fullName, empty.installationId, 'main', FILES);
+  const next = await reconcile();
+  expect(next.summary.targetStates?.map((s) => s.targetId)).not.toContain(empty.targetId);
+  await syncedTo(empty, firstCommit);
+  expect(await targetRow(empty.targetId)).toMatchObject({ status_reason: null, default_branch: 'main' });
 });
 
 it('`den github targets sync` forces a full resync through the target workflow, like the route', async () => {
@@ -141,7 +305,6 @@ it('`den github targets sync` forces a full resync through the target workflow, 
     20_000,
     { what: 'the forced sync' },
   );
-  // Full: the one manifest is fetched again although its SHA did not change.
   expect(blobs() - before).toBe(1);
   const stranger = await den('github', 'targets', 'sync', '--org', 'org_unknown', r.targetId);
   expect(stranger.code).toBe(1);
@@ -169,7 +332,16 @@ it('the Schedule the worker role registers at start is created, updated idempote
       what: 'the schedule’s first action',
     });
     const summary = (await stack.services.temporal.client.workflow.getHandle(started.workflowId).result()) as GithubReconcileSummary;
-    expect(Object.keys(summary).sort()).toEqual(['deliveriesSeen', 'errors', 'redeliveriesAsked', 'targetsChecked', 'targetsResynced']);
+    expect(Object.keys(summary).sort()).toEqual([
+      'deliveriesSeen',
+      'errors',
+      'listingComplete',
+      'redeliveriesAsked',
+      'redeliveriesCapped',
+      'targetStates',
+      'targetsChecked',
+      'targetsResynced',
+    ]);
   } finally {
     await handle.delete();
   }

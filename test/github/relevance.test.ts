@@ -47,6 +47,7 @@ describe('classifyDelivery on real GitHub payloads', () => {
         repository: { id: 186853002, fullName: 'Codertocat/Hello-World' },
         ref: 'refs/heads/master',
         headSha: HEAD,
+        defaultBranch: 'master',
       },
     });
   });

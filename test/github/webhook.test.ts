@@ -157,25 +157,74 @@ describe('push', () => {
     expect(rows).toEqual([{ delivery_id: first }]);
   });
 
-  it('with no matching target records one skipped event with outcome no_target', async () => {
+  it('with no active target for the repository → 200 not accepted `no matching target`, and nothing is started or recorded', async () => {
     const r = repo();
     const deliveryId = randomUUID();
     const res = await deliver(stack, { event: 'push', deliveryId, payload: pushPayload(r), secret: SECRET });
-    expect(res.status).toBe(202);
-    expect(res.json).toEqual(accepted('push', deliveryId));
-    const rows = await waitFor(async () => {
-      const found = await syncRows(deliveryId);
-      return found.length > 0 && found;
-    });
-    expect(rows).toEqual([
-      expect.objectContaining({
-        target_id: null,
-        organization_id: null,
-        status: 'skipped',
-        outcome: 'no_target',
-        repository_full_name: r.fullName,
-      }),
-    ]);
+    expect(res.status).toBe(200);
+    expect(res.json).toEqual(notAccepted('no matching target'));
+    await expectNoWorkflow(deliveryId);
+    expect(await syncRows(deliveryId)).toEqual([]);
+    // A target only on another ref, or a disabled one, takes nothing either.
+    await addTarget(r, { ref: 'refs/heads/other' });
+    const disabled = await addTarget(r);
+    await db().updateTable('github_connector_targets').set({ status: 'disabled' }).where('id', '=', disabled).execute();
+    const again = await deliver(stack, { event: 'push', payload: pushPayload(r), secret: SECRET });
+    expect([again.status, again.json]).toEqual([200, notAccepted('no matching target')]);
+  });
+
+  it('a target created or enabled on one replica is seen at once by another (Postgres LISTEN/NOTIFY), not after its cache expires', async () => {
+    // A second API replica on the same database and Temporal.
+    const replica = await startTestStack({ env: { GITHUB_WEBHOOK_SECRET: SECRET, TEMPORAL_TASK_QUEUE: stack.config.temporal.taskQueue } });
+    try {
+      const r = repo();
+      // Until the replica listens on the channel, it cannot vouch for "no target" and accepts (durably).
+      const first = await waitFor(
+        async () => {
+          const res = await deliver(replica, {
+            event: 'push',
+            payload: { ...pushPayload(r), after: randomUUID().replace(/-/g, '').padEnd(40, '0') },
+            secret: SECRET,
+          });
+          return res.status === 200 && res;
+        },
+        5_000,
+        { what: 'the replica to listen', intervalMs: 50 },
+      );
+      expect(first.json).toEqual(notAccepted('no matching target'));
+      // Created through the other replica's route: the replica answered from its cache a moment ago.
+      await bindInstallation(db(), { installationId: r.installationId, organizationId: org.organizationId, via: 'operator' });
+      const created = await stack.request('POST', '/v1/connectors/github/targets', {
+        headers: org.owner.headers,
+        body: { installationId: r.installationId, repository: r.fullName },
+      });
+      expect(created.status).toBe(201);
+      const deliveryId = randomUUID();
+      const next = await waitFor(
+        async () => {
+          const res = await deliver(replica, {
+            event: 'push',
+            deliveryId,
+            payload: { ...pushPayload(r), after: 'd'.repeat(40) },
+            secret: SECRET,
+          });
+          return res.status === 202 && res;
+        },
+        5_000,
+        { what: 'the replica to see the new target', intervalMs: 100 },
+      );
+      expect(next.json).toEqual(accepted('push', deliveryId));
+      // Disabled on one replica: the other answers `no matching target` again.
+      await db().updateTable('github_connector_targets').set({ status: 'disabled' }).where('id', '=', created.json.targetId).execute();
+      await waitFor(
+        async () =>
+          (await deliver(replica, { event: 'push', payload: { ...pushPayload(r), after: 'e'.repeat(40) }, secret: SECRET })).status === 200,
+        5_000,
+        { what: 'the replica to see the target disabled', intervalMs: 100 },
+      );
+    } finally {
+      await replica.stop();
+    }
   });
 
   it('ignores a branch deletion and a push without installation, with stable reasons and no workflow', async () => {

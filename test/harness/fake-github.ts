@@ -4,30 +4,50 @@
  * both hosts on one origin, as GitHub Enterprise Server does: the REST API (also under `/api/v3`)
  * and the web pages the flow uses (the App's install page, the OAuth code exchange).
  *
- * It speaks the real wire format and checks credentials the way GitHub does: the App JWT (RS256)
- * is verified with the App's public key on the App routes, the installation token on every
- * repository call, the user token on `GET /user/installations`, and the client id, client secret,
- * code (single use, ten minutes, of this client) and redirect URI on the code exchange, which
- * answers GitHub's own OAuth errors. It records every call and every token it issued, can answer
- * scripted failures, and counts overlapping requests for one repository (two syncs of one target
- * at once would overlap, since every answer is delayed).
+ * It speaks the real wire format and is as strict as GitHub:
+ * - credentials: the App JWT (RS256) is verified with the App's public key on the App routes, the
+ *   installation token on every repository call (refused once past its `expires_at`, or revoked),
+ *   the user token on `GET /user/installations`, and the client id, client secret, code (single
+ *   use, ten minutes, of this client) and redirect URI on the code exchange, which answers
+ *   GitHub's own OAuth errors;
+ * - git (test/harness/fake-github-git.ts): recursive trees truncated past 100,000 entries or 7 MB
+ *   (or a lower count a test sets), blobs of any bytes, a 404 for a missing branch and a 409 for an
+ *   empty repository, compare with real ancestry, heads moved without a push, force-pushes, and
+ *   ref reads that lag behind a push;
+ * - rate limits: every installation call carries `x-ratelimit-*` headers from the installation's
+ *   hourly budget, answers GitHub's primary-limit 403 once it is spent, and secondary limits (403
+ *   or 429) with or without `retry-after` when a test asks;
+ * - the App's delivery log: paged newest first with opaque cursors in the Link header, each
+ *   delivery's answer kept for its detail, redeliveries logged as new attempts, deliveries that
+ *   always fail, and redeliveries refused past GitHub's three days.
+ *
+ * It records every call and every token it issued, can answer scripted failures, and counts
+ * overlapping requests for one repository (two syncs of one target at once would overlap, since
+ * every answer is delayed). Its clock can be injected, to move past a rate limit's reset.
  */
-import { createHash, generateKeyPairSync, randomBytes, randomInt, verify, type KeyObject } from 'node:crypto';
+import { generateKeyPairSync, randomBytes, randomInt, verify, type KeyObject } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { GitStore, TREE_LIMITS } from './fake-github-git';
+
+export { gitBlobSha } from './fake-github-git';
 
 export interface FakeGithubCall {
   method: string;
   path: string;
   /** `owner/name` for repository routes. */
   repository?: string;
+  /** The installation whose token the call carried. */
+  installationId?: number;
   kind:
     | 'token'
     | 'repo'
     | 'ref'
     | 'tree'
     | 'blob'
+    | 'compare'
     | 'deliveries'
+    | 'delivery'
     | 'redeliver'
     | 'install_page'
     | 'oauth_token'
@@ -36,18 +56,16 @@ export interface FakeGithubCall {
   status: number;
   /** Which credential the Authorization header carried (an App JWT, an installation or user token), never the secret itself. */
   auth: 'jwt' | 'token' | 'user' | 'none' | 'invalid';
+  /** The fake's clock when the call came. */
   at: number;
 }
 
 interface ScriptedFailure {
-  match: (call: Pick<FakeGithubCall, 'kind' | 'repository' | 'path'>) => boolean;
+  match: (call: Pick<FakeGithubCall, 'kind' | 'repository' | 'path' | 'installationId'>) => boolean;
   status: number;
   headers?: Record<string, string>;
+  message?: string;
   times: number;
-}
-
-interface Commit {
-  files: Map<string, string>;
 }
 
 interface Repo {
@@ -56,10 +74,14 @@ interface Repo {
   fullName: string;
   installationId: number;
   branches: Map<string, string>;
-  truncated: boolean;
+  defaultBranch: string;
+  /** Recursive listings stop at this many entries (GitHub: 100,000, or 7 MB). */
+  treeEntries: number;
+  /** Ref reads that still answer older heads, per branch, one each. */
+  lags: Map<string, string[]>;
 }
 
-/** A webhook delivery as GitHub's App delivery log lists it. */
+/** A webhook delivery as GitHub's App delivery log lists it, with the answer it got. */
 export interface FakeDelivery {
   id: number;
   guid: string;
@@ -69,6 +91,9 @@ export interface FakeDelivery {
   status_code: number;
   event: string;
   action: string | null;
+  duration: number;
+  /** What the service answered (kept for GET /app/hook/deliveries/{id}). */
+  response: { body: string | null };
 }
 
 /** A webhook request as it was sent, kept so a redelivery sends the same GUID, body and signature. */
@@ -77,6 +102,12 @@ export interface LoggedRequest {
   guid: string;
   raw: string;
   signature: string;
+}
+
+/** What the service answered a delivery: its status and body. */
+export interface DeliveryAnswer {
+  status: number;
+  body?: string | null;
 }
 
 export interface FakeGithub {
@@ -101,42 +132,80 @@ export interface FakeGithub {
   issueCode(login: string): string;
   /** GitHub's id of a repository the fake holds. */
   repositoryId(repository: string): number;
+  /** The repository's default branch (the branch of its first commit, or as set). */
+  defaultBranch(repository: string): string;
   /** The most concurrent requests any one repository saw. */
   maxConcurrentPerRepository(): number;
-  /** Commits `files` as the new head of `branch` (the whole tree); returns the commit SHA. */
-  commit(repository: string, installationId: number, branch: string, files: Record<string, string>): string;
+  /**
+   * Commits `files` (the whole tree; a Buffer is a file's bytes) as the new head of `branch`;
+   * returns the commit SHA. Its parent is the branch's head, or `parent` (null: a history of its
+   * own, as a force-push to unrelated work).
+   */
+  commit(
+    repository: string,
+    installationId: number,
+    branch: string,
+    files: Record<string, string | Buffer>,
+    parent?: string | null,
+  ): string;
+  /** A repository without a commit: GitHub answers 409 "Git Repository is empty." on its git routes. */
+  createEmptyRepository(repository: string, installationId: number, defaultBranch?: string): void;
+  /** Moves a branch without a push (a force-push, or a push whose delivery is lost). */
   setHead(repository: string, branch: string, sha: string): void;
-  /** The tree API answers `truncated: true` for this repository's recursive reads. */
-  truncate(repository: string): void;
-  /** The next `times` calls that `match` accepts get `status`. */
-  fail(match: ScriptedFailure['match'], status: number, times?: number, headers?: Record<string, string>): void;
+  deleteBranch(repository: string, branch: string): void;
+  /** Renames a branch, as GitHub's rename does (the default branch follows). */
+  renameBranch(repository: string, from: string, to: string): void;
+  /** The next reads of the branch's ref answer these heads, one each, before the real one (replicas behind the push). */
+  lagRefReads(repository: string, branch: string, shas: string[]): void;
+  /** The tree API answers `truncated: true` for this repository's recursive reads past `entries` (default: only the top level). */
+  truncate(repository: string, entries?: number): void;
+  /** The next `times` calls that `match` accepts get `status`, with `headers` and `message`. */
+  fail(match: ScriptedFailure['match'], status: number, times?: number, headers?: Record<string, string>, message?: string): void;
+  /** Forgets every scripted failure not used up. */
+  clearFailures(): void;
+  /** Spends the installation's hourly budget: its calls get GitHub's primary-limit 403 until `resetInMs` from now. */
+  exhaustRateLimit(installationId: number, resetInMs: number): void;
+  /** The next `times` calls of the installation get a secondary limit: 403 (or 429), with `retry-after` only when given. */
+  secondaryRateLimit(installationId: number, options?: { times?: number; status?: 403 | 429; retryAfterSeconds?: number }): void;
+  /** Revokes every token issued to the installation: GitHub answers them 401 Bad credentials. */
+  revokeTokens(installationId: number): void;
   deliveries: FakeDelivery[];
   /** Ids passed to POST /app/hook/deliveries/{id}/attempts, in order. */
   redeliveryRequests: number[];
-  /** Logs a delivery the test sent, with the status the service answered; returns its delivery id. */
-  logDelivery(request: LoggedRequest, statusCode: number): number;
-  /** Where redeliveries go: sends the logged request again and resolves to the service's status. */
-  redeliverTo?: (request: LoggedRequest) => Promise<number>;
+  /** Logs a delivery the test sent, with what the service answered (or a status); returns its delivery id. */
+  logDelivery(request: LoggedRequest, answer: number | DeliveryAnswer, options?: { deliveredAt?: number }): number;
+  /** Redeliveries of this GUID never reach the service: GitHub logs each as failed with `answer`. */
+  alwaysFail(guid: string, answer: DeliveryAnswer): void;
+  /** Where redeliveries go: sends the logged request again and resolves to the service's answer. */
+  redeliverTo?: (request: LoggedRequest) => Promise<number | DeliveryAnswer>;
+  /** The fake's clock (epoch ms). */
+  now(): number;
   close(): Promise<void>;
 }
 
-/** Git's blob id: sha1 of `blob <size>\0<content>`. */
-export function gitBlobSha(content: string): string {
-  const body = Buffer.from(content, 'utf8');
-  return createHash('sha1').update(`blob ${body.length}\0`).update(body).digest('hex');
-}
+/** GitHub's hourly budget of an installation's requests. */
+const HOURLY_BUDGET = 5000;
+/** GitHub redelivers a delivery for three days. */
+const REDELIVERY_WINDOW_MS = 3 * 24 * 3600_000;
 
-const hex40 = () => randomBytes(20).toString('hex');
-
-function verifyJwt(token: string, publicKey: KeyObject, appId: string, nowS: number): boolean {
+/** The App JWT's verdict, as GitHub gives it: a bad signature, or a time claim off GitHub's clock. */
+function verifyJwt(token: string, publicKey: KeyObject, appId: string, nowS: number): 'ok' | 'invalid' | 'expired' | 'issued_in_future' {
   const [header, payload, signature] = token.split('.');
-  if (!header || !payload || !signature) return false;
+  if (!header || !payload || !signature) return 'invalid';
   const ok = verify('RSA-SHA256', Buffer.from(`${header}.${payload}`), publicKey, Buffer.from(signature, 'base64url'));
-  if (!ok) return false;
+  if (!ok) return 'invalid';
   const claims = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8')) as { iss?: unknown; exp?: number; iat?: number };
   const alg = (JSON.parse(Buffer.from(header, 'base64url').toString('utf8')) as { alg?: string }).alg;
-  return alg === 'RS256' && String(claims.iss) === appId && (claims.exp ?? 0) > nowS && (claims.iat ?? Infinity) <= nowS + 60;
+  if (alg !== 'RS256' || String(claims.iss) !== appId) return 'invalid';
+  if ((claims.exp ?? 0) <= nowS) return 'expired';
+  return (claims.iat ?? Infinity) <= nowS + 60 ? 'ok' : 'issued_in_future';
 }
+
+/** GitHub's words for a JWT whose time claims are off its clock (an App reads them to correct its skew). */
+const JWT_TIME_ERRORS = {
+  expired: "'Expiration time' claim ('exp') must be a numeric value representing the future time at which the assertion expires",
+  issued_in_future: "'Issued at' claim ('iat') must be an Integer representing the time that the assertion was issued",
+};
 
 interface Installation {
   id: number;
@@ -144,119 +213,86 @@ interface Installation {
   users: Set<string>;
 }
 
+interface Budget {
+  used: number;
+  resetAt: number;
+  secondary: { times: number; status: 403 | 429; retryAfterSeconds?: number }[];
+}
+
 interface State {
   appId: string;
   publicKey: KeyObject;
-  tokens: Map<string, number>;
+  now: () => number;
+  tokens: Map<string, { installationId: number; expiresAt: number; revoked: boolean }>;
+  tokenLifetimeMs: number;
   /** User access tokens, to their user's login. */
   userTokens: Map<string, string>;
   codes: Map<string, { login: string; expiresAt: number; used: boolean }>;
   users: Map<string, number>;
   installations: Map<number, Installation>;
+  budgets: Map<number, Budget>;
   repos: Map<string, Repo>;
-  commits: Map<string, Commit>;
-  trees: Map<string, { commit: string; dir: string }>;
+  git: GitStore;
   failures: ScriptedFailure[];
   inFlight: Map<string, number>;
   maxInFlight: number;
   /** The request behind each logged delivery id. */
   logged: Map<number, LoggedRequest>;
+  alwaysFailing: Map<string, DeliveryAnswer>;
   fake: FakeGithub;
 }
 
 /** A JSON body, or `text` (an HTML page, a form-encoded OAuth answer). */
 type Answer = { status: number; body?: unknown; text?: string; headers?: Record<string, string> };
 
-function reply(res: http.ServerResponse, answer: Answer): void {
+function reply(res: http.ServerResponse, answer: Answer, date: number): void {
+  // GitHub's clock, which a test may have moved.
+  res.sendDate = false;
+  const headers = { date: new Date(date).toUTCString(), ...answer.headers };
   if (answer.text !== undefined) {
-    res.writeHead(answer.status, { 'content-type': 'text/html; charset=utf-8', ...answer.headers });
+    res.writeHead(answer.status, { 'content-type': 'text/html; charset=utf-8', ...headers });
     res.end(answer.text);
     return;
   }
-  res.writeHead(answer.status, { 'content-type': 'application/json', ...answer.headers });
+  res.writeHead(answer.status, { 'content-type': 'application/json', ...headers });
   res.end(answer.body === undefined ? '' : JSON.stringify(answer.body));
 }
 
 const notFound: Answer = { status: 404, body: { message: 'Not Found', documentation_url: 'https://docs.github.com/rest' } };
+const badCredentials: Answer = { status: 401, body: { message: 'Bad credentials', documentation_url: 'https://docs.github.com/rest' } };
 
-/** Who is calling: the App (a JWT that verifies), an installation or a user (a token it issued), or nobody. */
+/** Who is calling: the App (a JWT that verifies), an installation or a user (a live token it issued), or nobody. */
 function authOf(
   state: State,
   authorization: string | undefined,
-): { kind: FakeGithubCall['auth']; installationId?: number; login?: string } {
+): { kind: FakeGithubCall['auth']; installationId?: number; login?: string; jwtError?: string } {
   if (!authorization) return { kind: 'none' };
   const [scheme, credential] = authorization.split(' ');
   if (scheme?.toLowerCase() === 'bearer' && credential && credential.split('.').length === 3) {
-    return verifyJwt(credential, state.publicKey, state.appId, Math.floor(Date.now() / 1000)) ? { kind: 'jwt' } : { kind: 'invalid' };
+    // The App JWT is made by @octokit/auth-app on the real clock, whatever clock a test injected.
+    const verdict = verifyJwt(credential, state.publicKey, state.appId, Math.floor(Date.now() / 1000));
+    if (verdict === 'ok') return { kind: 'jwt' };
+    return { kind: 'invalid', ...(verdict === 'invalid' ? {} : { jwtError: JWT_TIME_ERRORS[verdict] }) };
   }
   if (credential === undefined) return { kind: 'invalid' };
   const login = state.userTokens.get(credential);
   if (login !== undefined) return { kind: 'user', login };
-  const installationId = state.tokens.get(credential);
-  return installationId === undefined ? { kind: 'invalid' } : { kind: 'token', installationId };
+  const token = state.tokens.get(credential);
+  if (!token) return { kind: 'invalid' };
+  if (token.revoked || token.expiresAt <= state.now()) return { kind: 'invalid', installationId: token.installationId };
+  return { kind: 'token', installationId: token.installationId };
 }
 
-function filesUnder(commit: Commit, dir: string): [string, string][] {
-  const prefix = dir === '' ? '' : `${dir}/`;
-  return [...commit.files].filter(([path]) => path.startsWith(prefix));
-}
-
-function treeSha(state: State, commitSha: string, dir: string): string {
-  const sha = createHash('sha1').update(`${commitSha}:${dir}`).digest('hex');
-  state.trees.set(sha, { commit: commitSha, dir });
-  return sha;
-}
-
-/** The entries of one directory (or of everything below it when recursive), as GitHub lists them. */
-function treeEntries(state: State, commitSha: string, dir: string, recursive: boolean) {
-  const commit = state.commits.get(commitSha)!;
-  const prefix = dir === '' ? '' : `${dir}/`;
-  const dirs = new Set<string>();
-  const blobs: { path: string; mode: string; type: string; sha: string; size: number }[] = [];
-  for (const [path, content] of filesUnder(commit, dir)) {
-    const rest = path.slice(prefix.length);
-    const parts = rest.split('/');
-    for (let i = 1; i < parts.length; i++) dirs.add(parts.slice(0, i).join('/'));
-    if (recursive || parts.length === 1)
-      blobs.push({ path: rest, mode: '100644', type: 'blob', sha: gitBlobSha(content), size: Buffer.byteLength(content) });
-  }
-  const trees = [...dirs]
-    .filter((d) => recursive || !d.includes('/'))
-    .map((d) => ({ path: d, mode: '040000', type: 'tree', sha: treeSha(state, commitSha, prefix + d) }));
-  return [...trees, ...blobs];
-}
-
-function answerTree(state: State, sha: string, recursive: boolean, repo: Repo): Answer {
-  const known = state.trees.get(sha);
-  const commitSha = known?.commit ?? (state.commits.has(sha) ? sha : undefined);
-  if (commitSha === undefined) return notFound;
-  const dir = known?.dir ?? '';
-  const all = treeEntries(state, commitSha, dir, recursive);
-  if (recursive && repo.truncated) {
-    // GitHub cuts a recursive listing short; the top level is always there.
-    return { status: 200, body: { sha, truncated: true, tree: all.filter((e) => !e.path.includes('/')).slice(0, 1) } };
-  }
-  return { status: 200, body: { sha, truncated: false, tree: all } };
-}
-
-function answerBlob(state: State, sha: string): Answer {
-  for (const commit of state.commits.values()) {
-    for (const content of commit.files.values()) {
-      if (gitBlobSha(content) === sha) {
-        const size = Buffer.byteLength(content);
-        return { status: 200, body: { sha, size, encoding: 'base64', content: Buffer.from(content).toString('base64') } };
-      }
-    }
-  }
-  return notFound;
-}
+// ---------------------------------------------------------------------------------------
+// Repositories: refs, trees, blobs, compare.
 
 const REPO_ROUTE =
-  /^\/repos\/([^/]+\/[^/]+?)(?:\/(git\/ref\/heads\/(.+)|commits\/(.+)|git\/trees\/([0-9a-f]{40})|git\/blobs\/([0-9a-f]{40})))?$/;
+  /^\/repos\/([^/]+\/[^/]+?)(?:\/(git\/ref\/heads\/(.+)|commits\/(.+)|git\/trees\/([0-9a-f]{40})|git\/blobs\/([0-9a-f]{40})|compare\/([0-9a-f]{40})\.\.\.([0-9a-f]{40})))?$/;
 
 function classify(method: string, path: string): { kind: FakeGithubCall['kind']; repository?: string; match?: RegExpExecArray } {
   if (method === 'POST' && /^\/app\/installations\/\d+\/access_tokens$/.test(path)) return { kind: 'token' };
   if (method === 'GET' && path === '/app/hook/deliveries') return { kind: 'deliveries' };
+  if (method === 'GET' && /^\/app\/hook\/deliveries\/\d+$/.test(path)) return { kind: 'delivery' };
   if (method === 'POST' && /^\/app\/hook\/deliveries\/\d+\/attempts$/.test(path)) return { kind: 'redeliver' };
   if (method === 'GET' && /^\/apps\/[^/]+\/installations\/new$/.test(path)) return { kind: 'install_page' };
   if (method === 'POST' && path === '/login/oauth/access_token') return { kind: 'oauth_token' };
@@ -264,74 +300,215 @@ function classify(method: string, path: string): { kind: FakeGithubCall['kind'];
   const match = method === 'GET' ? REPO_ROUTE.exec(path) : null;
   if (!match) return { kind: 'other' };
   const kind =
-    match[2] === undefined ? 'repo' : match[3] !== undefined || match[4] !== undefined ? 'ref' : match[5] !== undefined ? 'tree' : 'blob';
+    match[2] === undefined
+      ? 'repo'
+      : match[3] !== undefined || match[4] !== undefined
+        ? 'ref'
+        : match[5] !== undefined
+          ? 'tree'
+          : match[6] !== undefined
+            ? 'blob'
+            : 'compare';
   return { kind, repository: match[1]!.toLowerCase(), match };
+}
+
+const emptyRepository: Answer = {
+  status: 409,
+  body: { message: 'Git Repository is empty.', documentation_url: 'https://docs.github.com/rest' },
+};
+
+function answerRef(state: State, repo: Repo, m: RegExpExecArray): Answer {
+  if (repo.branches.size === 0) return emptyRepository;
+  const branch = decodeURIComponent(m[3] ?? m[4]!).replace(/^refs\/heads\//, '');
+  let sha = repo.branches.get(branch);
+  if (sha === undefined) return notFound;
+  const lagging = repo.lags.get(branch)?.shift();
+  if (lagging !== undefined) sha = lagging;
+  return m[3] !== undefined
+    ? { status: 200, body: { ref: `refs/heads/${branch}`, object: { sha, type: 'commit' } } }
+    : { status: 200, body: { sha, commit: { tree: { sha: state.git.rootSha(sha) } } } };
+}
+
+function answerTree(state: State, repo: Repo, sha: string, recursive: boolean, base: string): Answer {
+  if (repo.branches.size === 0) return emptyRepository;
+  const node = state.git.tree(sha);
+  if (!node) return notFound;
+  const listing = state.git.listing(node, recursive, base, recursive ? { ...TREE_LIMITS, entries: repo.treeEntries } : TREE_LIMITS);
+  return { status: 200, body: { sha: node.sha, url: `${base}/git/trees/${node.sha}`, truncated: listing.truncated, tree: listing.tree } };
 }
 
 function answerRepo(state: State, route: ReturnType<typeof classify>, installationId: number | undefined, url: URL): Answer {
   const repo = state.repos.get(route.repository!);
   if (!repo || repo.installationId !== installationId) return notFound;
   const m = route.match!;
+  const base = `${url.origin}/repos/${repo.fullName}`;
   if (route.kind === 'repo') {
     const [owner, name] = repo.fullName.split('/') as [string, string];
-    const body = { id: repo.id, name, full_name: repo.fullName, private: true, owner: { login: owner }, default_branch: 'master' };
+    const body = {
+      id: repo.id,
+      name,
+      full_name: repo.fullName,
+      private: true,
+      owner: { login: owner },
+      default_branch: repo.defaultBranch,
+    };
     return { status: 200, body };
   }
-  if (route.kind === 'ref') {
-    const branch = decodeURIComponent(m[3] ?? m[4]!).replace(/^refs\/heads\//, '');
-    const sha = repo.branches.get(branch);
-    if (sha === undefined) return notFound;
-    return m[3] !== undefined
-      ? { status: 200, body: { ref: `refs/heads/${branch}`, object: { sha, type: 'commit' } } }
-      : { status: 200, body: { sha, commit: { tree: { sha: treeSha(state, sha, '') } } } };
+  if (route.kind === 'ref') return answerRef(state, repo, m);
+  if (route.kind === 'tree') return answerTree(state, repo, m[5]!, url.searchParams.get('recursive') === '1', base);
+  if (route.kind === 'compare') {
+    if (repo.branches.size === 0) return emptyRepository;
+    const status = state.git.compare(m[7]!, m[8]!);
+    return status === undefined
+      ? notFound
+      : { status: 200, body: { status, ahead_by: status === 'ahead' ? 1 : 0, commits: [], files: [] } };
   }
-  if (route.kind === 'tree') return answerTree(state, m[5]!, url.searchParams.get('recursive') === '1', repo);
-  return answerBlob(state, m[6]!);
+  const bytes = state.git.blob(m[6]!);
+  if (!bytes) return notFound;
+  return { status: 200, body: { sha: m[6], size: bytes.length, encoding: 'base64', content: bytes.toString('base64') } };
+}
+
+/** The installation's hourly budget, as GitHub's `x-ratelimit-*` headers show it; a new window once the reset passed. */
+function budgetOf(state: State, installationId: number): Budget {
+  let budget = state.budgets.get(installationId);
+  if (!budget || budget.resetAt <= state.now()) {
+    budget = { used: 0, resetAt: state.now() + 3600_000, secondary: budget?.secondary ?? [] };
+    state.budgets.set(installationId, budget);
+  }
+  return budget;
+}
+
+function rateHeaders(budget: Budget): Record<string, string> {
+  return {
+    'x-ratelimit-limit': String(HOURLY_BUDGET),
+    'x-ratelimit-remaining': String(Math.max(0, HOURLY_BUDGET - budget.used)),
+    'x-ratelimit-reset': String(Math.ceil(budget.resetAt / 1000)),
+    'x-ratelimit-used': String(budget.used),
+    'x-ratelimit-resource': 'core',
+  };
+}
+
+/** A rate limit answered instead of the call, if the installation is limited: a scripted secondary one, or its spent budget. */
+function rateLimited(state: State, installationId: number): Answer | undefined {
+  const budget = budgetOf(state, installationId);
+  const secondary = budget.secondary.find((s) => s.times > 0);
+  if (secondary) {
+    secondary.times -= 1;
+    const message = 'You have exceeded a secondary rate limit. Please wait a few minutes before you try again.';
+    const retryAfter: Record<string, string> =
+      secondary.retryAfterSeconds === undefined ? {} : { 'retry-after': String(secondary.retryAfterSeconds) };
+    return {
+      status: secondary.status,
+      body: { message, documentation_url: 'https://docs.github.com/rest' },
+      headers: { ...rateHeaders(budget), ...retryAfter },
+    };
+  }
+  if (budget.used >= HOURLY_BUDGET) {
+    const message = `API rate limit exceeded for installation ID ${installationId}.`;
+    return { status: 403, body: { message, documentation_url: 'https://docs.github.com/rest' }, headers: rateHeaders(budget) };
+  }
+  budget.used += 1;
+  return undefined;
+}
+
+// ---------------------------------------------------------------------------------------
+// The App: installation tokens and the webhook delivery log.
+
+function issueToken(state: State, path: string): Answer {
+  const token = `ghs_${randomBytes(18).toString('base64url')}`;
+  const installationId = Number(path.split('/')[3]);
+  const expiresAt = state.now() + state.tokenLifetimeMs;
+  state.tokens.set(token, { installationId, expiresAt, revoked: false });
+  state.fake.issuedTokens.push(token);
+  return {
+    status: 201,
+    body: { token, expires_at: new Date(expiresAt).toISOString(), permissions: { contents: 'read' }, repository_selection: 'all' },
+  };
+}
+
+/** The log as GitHub lists it, newest first; a cursor names where the next page starts (opaque to the client). */
+function answerDeliveries(state: State, url: URL): Answer {
+  const perPage = Math.min(100, Math.max(1, Number(url.searchParams.get('per_page') ?? 30) || 30));
+  const cursor = url.searchParams.get('cursor');
+  const before = cursor === null ? Infinity : Number(/^v1_(\d+)$/.exec(cursor)?.[1] ?? NaN);
+  if (Number.isNaN(before)) return { status: 422, body: { message: 'Invalid cursor', documentation_url: 'https://docs.github.com/rest' } };
+  const sorted = state.fake.deliveries.filter((d) => d.id < before).sort((a, b) => b.id - a.id);
+  const page = sorted.slice(0, perPage);
+  const headers: Record<string, string> = {};
+  if (sorted.length > perPage)
+    headers.link = `<${url.origin}/app/hook/deliveries?per_page=${perPage}&cursor=v1_${page.at(-1)!.id}>; rel="next"`;
+  return { status: 200, body: page.map(({ response: _response, ...item }) => item), headers };
+}
+
+function answerDelivery(state: State, path: string): Answer {
+  const delivery = state.fake.deliveries.find((d) => d.id === Number(path.split('/')[4]));
+  if (!delivery) return notFound;
+  const request = state.logged.get(delivery.id);
+  const { response, ...item } = delivery;
+  return {
+    status: 200,
+    body: {
+      ...item,
+      request: {
+        headers: { 'X-GitHub-Event': delivery.event, 'X-GitHub-Delivery': delivery.guid },
+        payload: request ? JSON.parse(request.raw || '{}') : null,
+      },
+      response: { headers: { 'Content-Type': 'application/json' }, payload: response.body },
+    },
+  };
+}
+
+function answerRedeliver(state: State, path: string): Answer {
+  const id = Number(path.split('/')[4]);
+  const request = state.logged.get(id);
+  const delivery = state.fake.deliveries.find((d) => d.id === id);
+  if (!request || !delivery) return notFound;
+  if (Date.parse(delivery.delivered_at) < state.now() - REDELIVERY_WINDOW_MS) {
+    return {
+      status: 422,
+      body: { message: 'This delivery is too old to be redelivered.', documentation_url: 'https://docs.github.com/rest' },
+    };
+  }
+  state.fake.redeliveryRequests.push(id);
+  // GitHub accepts at once and sends the delivery again afterwards, as a new attempt in its log.
+  const failing = state.alwaysFailing.get(request.guid);
+  if (failing) logAttempt(state, request, failing, true);
+  else void state.fake.redeliverTo?.(request).then((answer) => logAttempt(state, request, answer, true));
+  return { status: 202, body: {} };
 }
 
 function answerApp(state: State, route: ReturnType<typeof classify>, path: string, url: URL): Answer {
-  if (route.kind === 'token') {
-    const token = `ghs_${randomBytes(18).toString('base64url')}`;
-    state.tokens.set(token, Number(path.split('/')[3]));
-    state.fake.issuedTokens.push(token);
-    return { status: 201, body: { token, expires_at: new Date(Date.now() + 3600_000).toISOString(), permissions: { contents: 'read' } } };
-  }
-  if (route.kind === 'redeliver') {
-    const id = Number(path.split('/')[4]);
-    const request = state.logged.get(id);
-    if (!request) return notFound;
-    state.fake.redeliveryRequests.push(id);
-    // GitHub accepts at once and sends the delivery again afterwards, as a new attempt in its log.
-    void state.fake.redeliverTo?.(request).then((status) => logAttempt(state, request, status, true));
-    return { status: 202, body: {} };
-  }
-  const perPage = Number(url.searchParams.get('per_page') ?? 30);
-  const start = Number(url.searchParams.get('cursor') ?? 0);
-  const sorted = [...state.fake.deliveries].sort((a, b) => b.id - a.id);
-  const page = sorted.slice(start, start + perPage);
-  const next =
-    start + perPage < sorted.length
-      ? `<${url.origin}/app/hook/deliveries?per_page=${perPage}&cursor=${start + perPage}>; rel="next"`
-      : undefined;
-  return { status: 200, body: page, headers: next ? { link: next } : {} };
+  if (route.kind === 'token') return issueToken(state, path);
+  if (route.kind === 'redeliver') return answerRedeliver(state, path);
+  if (route.kind === 'delivery') return answerDelivery(state, path);
+  return answerDeliveries(state, url);
 }
 
-function logAttempt(state: State, request: LoggedRequest, statusCode: number, redelivery: boolean): number {
+function logAttempt(
+  state: State,
+  request: LoggedRequest,
+  answer: number | DeliveryAnswer,
+  redelivery: boolean,
+  deliveredAt?: number,
+): number {
+  const { status, body } = typeof answer === 'number' ? { status: answer, body: null } : answer;
   const id = Math.max(0, ...state.fake.deliveries.map((d) => d.id)) + 1;
   state.logged.set(id, request);
+  const delivered = status >= 200 && status < 300;
   state.fake.deliveries.push({
     id,
     guid: request.guid,
-    delivered_at: new Date().toISOString(),
+    delivered_at: new Date(deliveredAt ?? state.now()).toISOString(),
     redelivery,
-    status: statusCode >= 200 && statusCode < 300 ? 'OK' : 'failed',
-    status_code: statusCode,
+    status: delivered ? 'OK' : status === 0 ? 'timed out' : `Invalid HTTP Response: ${status}`,
+    status_code: status,
     event: request.event,
     action: null,
+    duration: 0.05,
+    response: { body: body ?? null },
   });
   return id;
 }
-
 // ---------------------------------------------------------------------------------------
 // The install flow: GitHub's install page, the OAuth code exchange, the installer's installations.
 
@@ -404,7 +581,7 @@ function answerOAuthToken(state: State, req: http.IncomingMessage, body: Buffer,
     return refuse('incorrect_client_credentials');
   if (params.redirect_uri !== undefined && params.redirect_uri !== state.fake.callbackUrl) return refuse('redirect_uri_mismatch');
   const code = params.code === undefined ? undefined : state.codes.get(params.code);
-  if (!code || code.used || code.expiresAt < Date.now()) return refuse('bad_verification_code');
+  if (!code || code.used || code.expiresAt < state.now()) return refuse('bad_verification_code');
   code.used = true;
   const token = `ghu_${randomBytes(27).toString('base64url')}`;
   const refreshToken = `ghr_${randomBytes(57).toString('base64url')}`;
@@ -443,12 +620,13 @@ function answerUserInstallations(state: State, login: string, url: URL): Answer 
 
 // ---------------------------------------------------------------------------------------
 
-const APP_ROUTES = new Set<FakeGithubCall['kind']>(['token', 'deliveries', 'redeliver']);
-const REPO_ROUTES = new Set<FakeGithubCall['kind']>(['repo', 'ref', 'tree', 'blob']);
+const APP_ROUTES = new Set<FakeGithubCall['kind']>(['token', 'deliveries', 'delivery', 'redeliver']);
+const REPO_ROUTES = new Set<FakeGithubCall['kind']>(['repo', 'ref', 'tree', 'blob', 'compare']);
 
 /** GitHub's refusal of the call's credentials, if it refuses them: each route takes one kind of credential. */
 function refusedCredentials(kind: FakeGithubCall['kind'], auth: ReturnType<typeof authOf>): Answer | undefined {
-  const badCredentials = { status: 401, body: { message: 'Bad credentials' } };
+  if (APP_ROUTES.has(kind) && auth.jwtError)
+    return { status: 401, body: { message: auth.jwtError, documentation_url: 'https://docs.github.com/rest' } };
   if (APP_ROUTES.has(kind)) return auth.kind === 'jwt' ? undefined : badCredentials;
   if (REPO_ROUTES.has(kind)) return auth.kind === 'token' ? undefined : badCredentials;
   if (kind !== 'user_installations' || auth.kind === 'user') return undefined;
@@ -471,13 +649,16 @@ function answerCall(
   const scripted = state.failures.find((f) => f.times > 0 && f.match(call));
   if (scripted) {
     scripted.times -= 1;
-    return { status: scripted.status, body: { message: `scripted ${scripted.status}` }, headers: scripted.headers };
+    return { status: scripted.status, body: { message: scripted.message ?? `scripted ${scripted.status}` }, headers: scripted.headers };
   }
   if (APP_ROUTES.has(route.kind)) return answerApp(state, route, path, url);
   if (route.kind === 'install_page') return answerInstallPage(state, req, path, url);
   if (route.kind === 'oauth_token') return answerOAuthToken(state, req, body, url);
   if (route.kind === 'user_installations') return answerUserInstallations(state, auth.login!, url);
-  return answerRepo(state, route, auth.installationId, url);
+  const limited = rateLimited(state, auth.installationId!);
+  if (limited) return limited;
+  const answer = answerRepo(state, route, auth.installationId, url);
+  return { ...answer, headers: { ...rateHeaders(budgetOf(state, auth.installationId!)), ...answer.headers } };
 }
 
 async function handle(state: State, req: http.IncomingMessage, body: Buffer, res: http.ServerResponse, latencyMs: number): Promise<void> {
@@ -487,7 +668,16 @@ async function handle(state: State, req: http.IncomingMessage, body: Buffer, res
   const method = req.method ?? 'GET';
   const route = classify(method, path);
   const auth = authOf(state, req.headers.authorization);
-  const call: FakeGithubCall = { method, path, repository: route.repository, kind: route.kind, status: 0, auth: auth.kind, at: Date.now() };
+  const call: FakeGithubCall = {
+    method,
+    path,
+    repository: route.repository,
+    installationId: auth.installationId,
+    kind: route.kind,
+    status: 0,
+    auth: auth.kind,
+    at: state.now(),
+  };
   state.fake.calls.push(call);
   const key = route.repository;
   if (key) {
@@ -498,29 +688,125 @@ async function handle(state: State, req: http.IncomingMessage, body: Buffer, res
     await new Promise((resolve) => setTimeout(resolve, latencyMs));
     const answer = answerCall(state, { req, body, path, url }, route, auth, call);
     call.status = answer.status;
-    reply(res, answer);
+    reply(res, answer, state.now());
   } finally {
     if (key) state.inFlight.set(key, state.inFlight.get(key)! - 1);
   }
 }
 
-export async function startFakeGithub(options: { latencyMs?: number } = {}): Promise<FakeGithub> {
+function repoOf(state: State, repository: string): Repo {
+  const repo = state.repos.get(repository.toLowerCase());
+  if (!repo) throw new Error(`the fake holds no repository ${repository}`);
+  return repo;
+}
+
+function newRepo(state: State, repository: string, installationId: number, defaultBranch: string): Repo {
+  const key = repository.toLowerCase();
+  const repo = state.repos.get(key) ?? {
+    id: randomInt(1_000_000, 2 ** 40),
+    fullName: repository,
+    installationId,
+    branches: new Map(),
+    defaultBranch,
+    treeEntries: TREE_LIMITS.entries,
+    lags: new Map(),
+  };
+  state.repos.set(key, repo);
+  return repo;
+}
+
+/** The test's handles on repositories: commits, branches and how their reads behave. */
+function gitControls(
+  state: State,
+): Pick<
+  FakeGithub,
+  | 'commit'
+  | 'createEmptyRepository'
+  | 'setHead'
+  | 'deleteBranch'
+  | 'renameBranch'
+  | 'lagRefReads'
+  | 'truncate'
+  | 'repositoryId'
+  | 'defaultBranch'
+> {
+  return {
+    repositoryId: (repository) => repoOf(state, repository).id,
+    defaultBranch: (repository) => repoOf(state, repository).defaultBranch,
+    commit(repository, installationId, branch, files, parent) {
+      const repo = newRepo(state, repository, installationId, branch);
+      const sha = state.git.commit(files, parent === undefined ? (repo.branches.get(branch) ?? null) : parent);
+      repo.branches.set(branch, sha);
+      return sha;
+    },
+    createEmptyRepository(repository, installationId, defaultBranch = 'main') {
+      newRepo(state, repository, installationId, defaultBranch);
+    },
+    setHead(repository, branch, sha) {
+      if (!state.git.hasCommit(sha)) throw new Error(`no commit ${sha}`);
+      repoOf(state, repository).branches.set(branch, sha);
+    },
+    deleteBranch(repository, branch) {
+      repoOf(state, repository).branches.delete(branch);
+    },
+    renameBranch(repository, from, to) {
+      const repo = repoOf(state, repository);
+      repo.branches.set(to, repo.branches.get(from)!);
+      repo.branches.delete(from);
+      if (repo.defaultBranch === from) repo.defaultBranch = to;
+    },
+    lagRefReads(repository, branch, shas) {
+      repoOf(state, repository).lags.set(branch, [...shas]);
+    },
+    truncate(repository, entries = 1) {
+      repoOf(state, repository).treeEntries = entries;
+    },
+  };
+}
+
+/** The test's handles on rate limits and tokens. */
+function limitControls(state: State): Pick<FakeGithub, 'exhaustRateLimit' | 'secondaryRateLimit' | 'revokeTokens'> {
+  return {
+    exhaustRateLimit(installationId, resetInMs) {
+      const budget = budgetOf(state, installationId);
+      budget.used = HOURLY_BUDGET;
+      budget.resetAt = state.now() + resetInMs;
+    },
+    secondaryRateLimit(installationId, options = {}) {
+      budgetOf(state, installationId).secondary.push({
+        times: options.times ?? 1,
+        status: options.status ?? 403,
+        retryAfterSeconds: options.retryAfterSeconds,
+      });
+    },
+    revokeTokens(installationId) {
+      for (const token of state.tokens.values()) if (token.installationId === installationId) token.revoked = true;
+    },
+  };
+}
+
+export async function startFakeGithub(
+  options: { latencyMs?: number; now?: () => number; tokenLifetimeMs?: number } = {},
+): Promise<FakeGithub> {
   const { publicKey, privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
   const state = {
     appId: String(100_000 + Math.floor(Math.random() * 800_000)),
     publicKey,
+    now: options.now ?? Date.now,
     tokens: new Map(),
+    tokenLifetimeMs: options.tokenLifetimeMs ?? 3600_000,
     userTokens: new Map(),
     codes: new Map(),
     users: new Map(),
     installations: new Map(),
+    budgets: new Map(),
     repos: new Map(),
-    commits: new Map(),
-    trees: new Map(),
+    git: new GitStore(),
     failures: [],
     inFlight: new Map(),
     maxInFlight: 0,
     logged: new Map(),
+    alwaysFailing: new Map(),
   } as unknown as State;
   const firstInstallationId = randomInt(1_000_000_000, 2 ** 46);
   const server = http.createServer((req, res) => {
@@ -538,6 +824,7 @@ export async function startFakeGithub(options: { latencyMs?: number } = {}): Pro
     clientSecret: randomBytes(20).toString('hex'),
     calls: [],
     issuedTokens: [],
+    now: () => state.now(),
     addUser(login) {
       if (!state.users.has(login)) state.users.set(login, randomInt(1_000_000, 2 ** 40));
     },
@@ -549,38 +836,20 @@ export async function startFakeGithub(options: { latencyMs?: number } = {}): Pro
     },
     issueCode(login) {
       const code = randomBytes(10).toString('hex');
-      state.codes.set(code, { login, expiresAt: Date.now() + CODE_MS, used: false });
+      state.codes.set(code, { login, expiresAt: state.now() + CODE_MS, used: false });
       return code;
     },
-    repositoryId: (repository) => state.repos.get(repository.toLowerCase())!.id,
     deliveries: [],
     redeliveryRequests: [],
-    logDelivery: (request, statusCode) => logAttempt(state, request, statusCode, false),
+    logDelivery: (request, answer, logOptions = {}) => logAttempt(state, request, answer, false, logOptions.deliveredAt),
+    alwaysFail: (guid, answer) => void state.alwaysFailing.set(guid, answer),
     maxConcurrentPerRepository: () => state.maxInFlight,
-    commit(repository, installationId, branch, files) {
-      const key = repository.toLowerCase();
-      const repo = state.repos.get(key) ?? {
-        id: randomInt(1_000_000, 2 ** 40),
-        fullName: repository,
-        installationId,
-        branches: new Map(),
-        truncated: false,
-      };
-      state.repos.set(key, repo);
-      const sha = hex40();
-      state.commits.set(sha, { files: new Map(Object.entries(files)) });
-      repo.branches.set(branch, sha);
-      return sha;
+    ...gitControls(state),
+    ...limitControls(state),
+    fail(match, status, times = 1, headers, message) {
+      state.failures.push({ match, status, times, headers, message });
     },
-    setHead(repository, branch, sha) {
-      state.repos.get(repository.toLowerCase())!.branches.set(branch, sha);
-    },
-    truncate(repository) {
-      state.repos.get(repository.toLowerCase())!.truncated = true;
-    },
-    fail(match, status, times = 1, headers) {
-      state.failures.push({ match, status, times, headers });
-    },
+    clearFailures: () => void state.failures.splice(0),
     close: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections();

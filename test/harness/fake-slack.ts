@@ -21,6 +21,9 @@
  *   streaming (`message_not_in_streaming_state`), Tier 2 for start and stop, Tier 4 for append;
  *   `streaming: false` answers `unknown_method` as an API without them would.
  * - response_url: `POST /actions/…` takes an interaction's answer (recorded as method `response_url`).
+ * - Apps and installs (test/harness/fake-slack-oauth.ts): an app created from a manifest, whose
+ *   events Request URL is checked as Slack checks it; the OAuth authorize page, `oauth.v2.access`
+ *   and `auth.revoke`; a revoked token is refused by every method; `app_uninstalled` sent signed.
  *
  * @slack/web-api posts forms; their object fields (blocks, metadata, chunks) are JSON strings,
  * decoded here as Slack does.
@@ -28,6 +31,24 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { waitFor } from './wait';
+import {
+  addWorkspace,
+  authorize,
+  authRevoke,
+  bearer,
+  checkEventsUrl,
+  createApp,
+  issueCode,
+  newOAuthState,
+  oauthV2Access,
+  revokedToken,
+  uninstall,
+  type FakeSlackApp,
+  type FakeToken,
+  type OAuthState,
+} from './fake-slack-oauth';
+
+export type { FakeSlackApp } from './fake-slack-oauth';
 
 export interface SlackApiCall {
   method: string;
@@ -147,6 +168,20 @@ export interface FakeSlack {
   configure(options: FakeSlackOptions): void;
   /** Waits for a call of `method` that `match` accepts. */
   waitForCall(method: string, match?: (call: SlackApiCall) => boolean, timeoutMs?: number): Promise<SlackApiCall>;
+  /** Slack's OAuth authorize page (SLACK_OAUTH_AUTHORIZE_URL); the workspace is the `fake_slack_team` cookie. */
+  authorizeUrl: string;
+  /** *Create New App → From a manifest*: the app, after Slack's first check of its events Request URL. */
+  createApp(manifest: Record<string, unknown>): Promise<FakeSlackApp>;
+  /** The *Retry* button under *Event Subscriptions*: Slack checks the events Request URL again. */
+  retryEventsUrl(app: FakeSlackApp): Promise<{ status: number; verified: boolean }>;
+  /** A workspace a user can be signed in to (a new id, or the one given); its id. */
+  addWorkspace(name?: string, teamId?: string): string;
+  /** A code as the authorize page issues it, without the page. */
+  issueCode(input: { clientId: string; redirectUri: string; teamId: string; scopes: string[] }): string;
+  /** The bot tokens issued by `oauth.v2.access`, by token. */
+  tokens: Map<string, FakeToken>;
+  /** The app is uninstalled from the workspace: its tokens stop working and Slack sends `app_uninstalled`. */
+  uninstall(app: FakeSlackApp, teamId: string): Promise<{ status: number; eventId: string }>;
   close(): Promise<void>;
 }
 
@@ -157,6 +192,7 @@ interface FakeState {
   windows: Map<string, number[]>;
   cantUpdate: Set<string>;
   lastTs: number;
+  oauth: OAuthState;
 }
 
 type Answer = { status: number; body: Record<string, unknown>; headers?: Record<string, string> };
@@ -166,9 +202,20 @@ const fail = (error: string): Answer => ({ status: 200, body: { ok: false, error
 
 export async function startFakeSlack(options: FakeSlackOptions = {}): Promise<FakeSlack> {
   const calls: SlackApiCall[] = [];
-  const state: FakeState = { options: withDefaults(options), messages: [], windows: new Map(), cantUpdate: new Set(), lastTs: 0 };
+  const state: FakeState = {
+    options: withDefaults(options),
+    messages: [],
+    windows: new Map(),
+    cantUpdate: new Set(),
+    lastTs: 0,
+    oauth: newOAuthState(),
+  };
   const scripted = new Map<string, ScriptedReply[]>();
   const server = http.createServer((req, res) => {
+    if (req.method === 'GET' && (req.url ?? '').split('?')[0] === '/oauth/v2/authorize') {
+      calls.push({ method: 'oauth.authorize', authorization: undefined, body: {}, rendered: [], at: Date.now(), status: 302 });
+      return authorize(state.oauth, req, res);
+    }
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
     req.on('end', () => {
@@ -186,7 +233,7 @@ export async function startFakeSlack(options: FakeSlackOptions = {}): Promise<Fa
       calls.push(call);
       const reply = scripted.get(method)?.shift();
       if (reply) return answerScripted(state, call, reply, req, res);
-      const answer = rateLimited(state, call) ?? answerMethod(state, call);
+      const answer = revokedToken(state.oauth, bearer(call.authorization, body)) ?? rateLimited(state, call) ?? answerMethod(state, call);
       call.status = answer.status;
       if (answer.body.ok === false) call.error = String(answer.body.error);
       res.writeHead(answer.status, { 'content-type': 'application/json', ...answer.headers });
@@ -217,6 +264,17 @@ export async function startFakeSlack(options: FakeSlackOptions = {}): Promise<Fa
     async waitForCall(method, match = () => true, timeoutMs = 20_000) {
       return waitFor(() => calls.find((c) => c.method === method && match(c)), timeoutMs, { what: `Slack ${method}`, intervalMs: 100 });
     },
+    authorizeUrl: `${origin}/oauth/v2/authorize`,
+    async createApp(manifest) {
+      const app = createApp(state.oauth, manifest);
+      await checkEventsUrl(app);
+      return app;
+    },
+    retryEventsUrl: (app) => checkEventsUrl(app),
+    addWorkspace: (name, teamId) => addWorkspace(state.oauth, name, teamId),
+    issueCode: (input) => issueCode(state.oauth, input),
+    tokens: state.oauth.tokens,
+    uninstall: (app, teamId) => uninstall(state.oauth, app, teamId),
     close: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections();
@@ -307,6 +365,10 @@ function answerMethod(state: FakeState, call: SlackApiCall): Answer {
       return state.options.streaming ? stream(state, call.method, body) : fail('unknown_method');
     case 'response_url':
       return ok();
+    case 'oauth.v2.access':
+      return oauthV2Access(state.oauth, call.authorization, body);
+    case 'auth.revoke':
+      return authRevoke(state.oauth, bearer(call.authorization, body));
     default:
       return fail('unknown_method');
   }

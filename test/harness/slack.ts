@@ -12,7 +12,7 @@ import { createTestOrg } from './identity';
 import { startTestStack, type HttpTarget, type TestResponse, type TestStack } from './stack';
 import { startFakeSlack, type FakeSlack, type FakeSlackOptions } from './fake-slack';
 
-export { startFakeSlack, type FakeSlack } from './fake-slack';
+export { startFakeSlack, type FakeSlack, type FakeSlackApp } from './fake-slack';
 
 export interface TestSlackConnection {
   connectionId: string;
@@ -181,9 +181,16 @@ export function linkTokenFrom(text: string): string {
   return token;
 }
 
-/** The service's settings that point it at a fake Slack: its Web API and its interactions' response URLs. */
-function fakeSlackEnv(slack: FakeSlack): Record<string, string> {
-  return { SLACK_API_BASE_URL: slack.url, SLACK_RESPONSE_URL_PREFIX: slack.responseUrl('') };
+/** The service's settings that point it at a fake Slack: its Web API, its OAuth authorize page and its interactions' response URLs. */
+export function fakeSlackEnv(slack: FakeSlack): Record<string, string> {
+  return { SLACK_API_BASE_URL: slack.url, SLACK_OAUTH_AUTHORIZE_URL: slack.authorizeUrl, SLACK_RESPONSE_URL_PREFIX: slack.responseUrl('') };
+}
+
+/** The code of a connect reply's `npx den slack link <code>` command. */
+export function linkCodeFrom(text: string): string {
+  const match = /`npx den slack link ([0-9A-Z]{5}-[0-9A-Z]{5})`/.exec(text);
+  if (!match) throw new Error(`no link code in: ${text}`);
+  return match[1]!;
 }
 
 /**

@@ -76,9 +76,12 @@ export async function startTestStack(
   options: {
     env?: Record<string, string>;
     worker?: boolean;
+    /** The clock of the API's routes and of the worker's GitHub activities. */
     now?: () => number;
     mcpNetwork?: McpNetworkOverrides;
     removedRoutes?: RemovedRoute[];
+    /** A port of the test's choosing (0: any free one), for a test whose APP_BASE_URL must be the app's own address. */
+    port?: number;
   } = {},
 ): Promise<TestStack> {
   const taskQueue = `test-${randomUUID()}`;
@@ -86,6 +89,7 @@ export async function startTestStack(
   // share, the engine delay admission aims at and the live-run capacity are production limits
   // (the last counted over the suite's shared Postgres), so only the tests of those limits set
   // ones that bind.
+  // Slack's connect replies carry a dashboard's link unless a test sets DASHBOARD_URL to '' (none).
   const config = loadConfigWith({
     TEMPORAL_TASK_QUEUE: taskQueue,
     PORT: '0',
@@ -97,6 +101,7 @@ export async function startTestStack(
     // Tests with leases of a few seconds beat a few times a window: they keep the quarter-lease
     // window they were written for; the tests of the default set it themselves.
     RUN_HEARTBEAT_COALESCE_FRACTION: '0.25',
+    DASHBOARD_URL: 'https://dashboard.den.test',
     ...options.env,
   });
   const logs: Record<string, unknown>[] = [];
@@ -123,11 +128,13 @@ export async function startTestStack(
   if (options.worker) {
     worker = await startFeatureWorker(services, {
       address: config.temporal.address!,
+      now: options.now,
       // No test worker ever asks the system's DNS: MCP probes only reach names a test maps.
       mcpNetwork: options.mcpNetwork ?? { resolve: testResolver() },
     });
   }
-  const http = await listen(createApi(services, { now: options.now, removedRoutes: options.removedRoutes }), '127.0.0.1', 0, config.http);
+  const api = createApi(services, { now: options.now, removedRoutes: options.removedRoutes });
+  const http = await listen(api, '127.0.0.1', options.port ?? 0, config.http);
 
   return {
     config,

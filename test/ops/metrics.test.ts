@@ -1,11 +1,15 @@
 /**
  * /metrics carries what operators need, driven by real requests: the request histogram, ingress
  * outcomes, signature failures, heartbeats forwarded vs coalesced, Temporal client errors; and
- * the worker's SDK endpoint carries run status transitions, including automatic lease loss, and
- * the GitHub reconcile's counts (its Schedule registered by the worker process at start).
+ * the worker's SDK endpoint carries run status transitions, including automatic lease loss, the
+ * GitHub reconcile's counts (its Schedule registered by the worker process at start) and the
+ * redeliveries it asked for, and GitHub's rate limits with the waits they set.
  */
 import { randomUUID } from 'node:crypto';
 import { githubReconcileScheduleId, type GithubReconcileSummary } from '../../src/github/contract';
+import { getTarget, recordResync } from '../../src/github/target-records';
+import { signalTarget } from '../../src/github/target-signal';
+import { freshId, ownedTarget } from '../harness/github';
 import { loadConfig } from '../../src/main/config';
 import { startFakeGithub, type FakeGithub } from '../harness/fake-github';
 import { createTestOrg } from '../harness/identity';
@@ -166,8 +170,45 @@ describe('worker metrics (SDK Prometheus endpoint)', () => {
       const line = text.split('\n').find((l) => l.startsWith('den_github_reconcile_total{') && l.includes('item="redeliveries_asked"'))!;
       expect(Number(line.split(' ').pop())).toBeGreaterThanOrEqual(1);
       expect(github.redeliveryRequests.length).toBeGreaterThanOrEqual(1);
+      expect(metricValue(text, 'den_github_redeliveries_total', { outcome: 'asked' })).toBeGreaterThanOrEqual(1);
     } finally {
       await schedule.delete();
     }
+  }, 60_000);
+
+  it('exports the GitHub rate limits a sync met and the seconds of wait they set', async () => {
+    const org = await createTestOrg(stack.services.database.db);
+    const n = freshId();
+    const installationId = freshId();
+    const repository = `octo-${n}/limited-${n}`;
+    github.commit(repository, installationId, 'master', { '.mcp.json': '{}' });
+    const targetId = await ownedTarget(stack.services.database.db, {
+      organizationId: org.organizationId,
+      installationId,
+      repositoryFullName: repository,
+      repositoryId: n,
+      ref: 'master',
+    });
+    github.secondaryRateLimit(installationId, { retryAfterSeconds: 2 });
+    const target = (await getTarget(stack.services.database.db, targetId))!;
+    const eventId = await recordResync(stack.services.database.db, target, 'manual');
+    await signalTarget(stack.ingress, { idleMs: 60_000, admission: 'bypass' }, target, { eventId, full: true });
+    await waitFor(
+      async () =>
+        (await stack.services.database.db.selectFrom('github_sync_events').select('status').where('id', '=', eventId).executeTakeFirst())
+          ?.status === 'completed',
+      30_000,
+      { what: 'the sync after its wait' },
+    );
+    const text = await waitFor(
+      async () => {
+        const body = await (await fetch(metricsUrl)).text();
+        return /^den_github_rate_limits_total\{[^}]*limit="secondary"/m.test(body) ? body : undefined;
+      },
+      30_000,
+      { what: 'the rate limit in the worker metrics', intervalMs: 250 },
+    );
+    expect(metricValue(text, 'den_github_rate_limits_total', { limit: 'secondary' })).toBeGreaterThanOrEqual(1);
+    expect(metricValue(text, 'den_github_rate_limit_wait_seconds_total', { limit: 'secondary' })).toBeGreaterThanOrEqual(2);
   }, 60_000);
 });

@@ -77,10 +77,13 @@ describe('fairness keys on every workflow type', () => {
     expect((await deliver(stack, { event: 'push', deliveryId, payload: matched, secret: GITHUB_SECRET })).status).toBe(202);
     expect(fairnessOf(await describeWorkflow(githubDeliveryWorkflowId(deliveryId))).key).toBe(org.organizationId);
 
+    // An installation nobody owns: its lifecycle deliveries are its own tenant (a push there has no target, so it is not accepted).
     const installationId = freshId();
-    const unmatched = { ...githubExample('push'), installation: { id: installationId } };
+    const unowned = { ...githubExample('installation', (p) => p.action === 'suspend'), installation: { id: installationId } };
     const otherId = randomUUID();
-    expect((await deliver(stack, { event: 'push', deliveryId: otherId, payload: unmatched, secret: GITHUB_SECRET })).status).toBe(202);
+    expect((await deliver(stack, { event: 'installation', deliveryId: otherId, payload: unowned, secret: GITHUB_SECRET })).status).toBe(
+      202,
+    );
     expect(fairnessOf(await describeWorkflow(githubDeliveryWorkflowId(otherId))).key).toBe(`github-installation:${installationId}`);
   });
 

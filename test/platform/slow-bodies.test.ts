@@ -8,7 +8,8 @@
 import http from 'node:http';
 import { randomUUID } from 'node:crypto';
 import { signGithubPayload } from '../../src/github/signature';
-import { githubExample } from '../harness/github';
+import { pushWithTarget } from '../harness/github';
+import { createTestOrg } from '../harness/identity';
 import { startUpload, type Upload } from '../harness/uploads';
 import { startTestStack, type TestStack } from '../harness/stack';
 import { waitFor } from '../harness/wait';
@@ -57,9 +58,10 @@ const unsigned = (length: number, forwardedFor?: string) => ({
   ...(forwardedFor ? { 'x-forwarded-for': forwardedFor } : {}),
 });
 
-/** A real push, padded to about 2 MB, signed with the webhook secret. */
-function signedPush(): { raw: string; headers: Record<string, string> } {
-  const payload = githubExample('push', (p) => p.ref === 'refs/heads/master' && p.installation);
+/** A real push to a repository a target syncs, padded to about 2 MB, signed with the webhook secret. */
+async function signedPush(stack: TestStack): Promise<{ raw: string; headers: Record<string, string> }> {
+  const db = stack.services.database.db;
+  const payload = await pushWithTarget(db, (await createTestOrg(db)).organizationId);
   payload.head_commit.message = 'x'.repeat(2_000_000);
   const raw = JSON.stringify(payload);
   const headers = {
@@ -112,13 +114,13 @@ describe('slow uploads and a signed delivery, with the default budget', () => {
   afterAll(() => stack.stop());
 
   it('five 20 MB uploads at 1 KB/s from five addresses do not stop a signed 2 MB delivery from being acked', async () => {
+    const push = await signedPush(stack);
     const uploads = [11, 12, 13, 14, 15].map((n) => slowUpload(stack, `127.0.0.${n}`, unsigned(MB20)));
     uploads.forEach((upload) => upload.trickle());
     await waitFor(async () => (await heldBytes(stack)) === 5 * MB20, 5_000);
     // The five hold the large share (3/4 of 128 MiB) but for 0.6 MiB; once they have fallen
     // behind the minimum rate, the signed delivery takes the room of the slowest.
     await sleep(500);
-    const push = signedPush();
     const answer = await stack.request('POST', '/v1/webhooks/connectors/github', { headers: push.headers, raw: push.raw });
     expect(answer.status).toBe(202);
     expect(answer.json).toMatchObject({ ok: true, accepted: true, event: 'push', queued: true });
@@ -130,6 +132,7 @@ describe('slow uploads and a signed delivery, with the default budget', () => {
   });
 
   it('one address holds at most its share: its extra uploads are refused, and its signed 2 MB delivery is acked', async () => {
+    const push = await signedPush(stack);
     const uploads = [1, 2, 3, 4, 5].map(() => slowUpload(stack, '127.0.0.21', unsigned(MB20)));
     // The first keeps ahead of the minimum rate, so no later body of its address may take its room.
     uploads[0]!.burst();
@@ -137,7 +140,6 @@ describe('slow uploads and a signed delivery, with the default budget', () => {
     const refused = await Promise.all(uploads.slice(1).map((u) => u.response));
     expect(refused.map((r) => r.status)).toEqual([503, 503, 503, 503]);
     expect(await heldBytes(stack)).toBe(MB20);
-    const push = signedPush();
     const answer = await new Promise<number>((resolve, reject) => {
       const url = new URL(stack.url);
       const req = http.request(

@@ -12,7 +12,11 @@ import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { temporal } from '@temporalio/proto';
 import type { WorkflowHandle } from '@temporalio/client';
+import { ApplicationFailure } from '@temporalio/common';
+import { NativeConnection, Worker } from '@temporalio/worker';
+import { createGithubActivities } from '../../activities/github';
 import { githubDeliveryWorkflowId, githubReconcileScheduleId, githubTargetWorkflowId } from '../../src/github/contract';
+import { getTarget, recordResync } from '../../src/github/target-records';
 import { runHeartbeatSignal, runWorkflowId } from '../../src/runs/contract';
 import { slackEventStateQuery, slackEventWorkflowId } from '../../src/slack/contract';
 import { deliver, freshId, githubExample, ownedTarget } from '../harness/github';
@@ -62,6 +66,8 @@ beforeAll(async () => {
       SLACK_API_BASE_URL: slack.url,
       RUN_CONTINUE_AS_NEW_EVENTS: '12',
       SLACK_PROGRESS_INTERVAL: '1000',
+      // Above the progress recording's history, below the continue-as-new recording's.
+      SLACK_CONTINUE_AS_NEW_EVENTS: '150',
       GITHUB_TARGET_IDLE: '2s',
     },
   });
@@ -274,6 +280,54 @@ it('records a Slack event whose message follows the run: progress edits, a 429, 
   await save('slack-event-child-run-progress', stack.services.temporal.client.workflow.getHandle(runWorkflowId(org.organizationId, runId)));
 });
 
+it('records a Slack event that continues as new while it follows its run (slack-continue-as-new, run-tells-end)', async () => {
+  const org = await createTestOrg(stack.services.database.db);
+  const member = await org.addMember('member');
+  const connection = await createTestSlackConnection(stack.services.database.db, stack.services.secretKey, org.organizationId);
+  const slackUserId = newSlackUserId();
+  await linkSlackUser(connection, member.headers, slackUserId);
+  const mention = appMention(slackUserId, 'a long one');
+  const envelope = eventEnvelope(connection, mention);
+  expect((await postSlackEvent(stack, connection, envelope)).status).toBe(200);
+  const handle = stack.services.temporal.client.workflow.getHandle(slackEventWorkflowId(connection.connectionId, envelope.event_id));
+  const first = (await handle.describe()).runId;
+  const { runs, runId } = await claimRoutedRun(handle, member.headers);
+  await slack.waitForCall('chat.postMessage', (c) => c.body.thread_ts === mention.ts);
+  let sequence = 0;
+  // A progress edit each interval until the invocation has continued as new, then a few more.
+  for (let after = 0; after < 3;) {
+    sequence += 1;
+    expect((await runs.postEvent(runId, event(1, sequence, 'assistant', { text: `line ${sequence}` }))).status).toBe(200);
+    await new Promise((resolve) => setTimeout(resolve, 1100));
+    if ((await handle.describe()).runId !== first) after += 1;
+    expect(sequence).toBeLessThan(60);
+  }
+  expect((await runs.postEvent(runId, event(1, sequence + 1, 'terminal'))).status).toBe(200);
+  expect(await handle.result()).toMatchObject({ status: 'replied', runStatus: 'succeeded' });
+  await save('slack-event-continue-as-new-first', handle, first);
+  await save('slack-event-continue-as-new-last', handle);
+  await save(
+    'slack-event-child-run-tells-end',
+    stack.services.temporal.client.workflow.getHandle(runWorkflowId(org.organizationId, runId)),
+  );
+});
+
+it('records an app_uninstalled that ends an invocation waiting for a link (slack-connection-removal)', async () => {
+  const org = await createTestOrg(stack.services.database.db);
+  const connection = await createTestSlackConnection(stack.services.database.db, stack.services.secretKey, org.organizationId);
+  const waiting = eventEnvelope(connection, appMention(newSlackUserId(), 'hold me'));
+  expect((await postSlackEvent(stack, connection, waiting)).status).toBe(200);
+  const held = stack.services.temporal.client.workflow.getHandle(slackEventWorkflowId(connection.connectionId, waiting.event_id));
+  await waitFor(async () => (await held.query(slackEventStateQuery)).status === 'awaiting_link');
+  const uninstalled = eventEnvelope(connection, { type: 'app_uninstalled', event_ts: `${Math.floor(Date.now() / 1000)}.000100` });
+  expect((await postSlackEvent(stack, connection, uninstalled)).status).toBe(200);
+  const lifecycle = stack.services.temporal.client.workflow.getHandle(slackEventWorkflowId(connection.connectionId, uninstalled.event_id));
+  expect(await lifecycle.result()).toMatchObject({ status: 'connection_disabled', detail: 'app_uninstalled' });
+  expect(await held.result()).toMatchObject({ status: 'connection_removed', detail: 'app_uninstalled' });
+  await save('slack-event-app-uninstalled', lifecycle);
+  await save('slack-event-connection-removed', held);
+});
+
 it('records a GitHub push delivery', async () => {
   const org = await createTestOrg(stack.services.database.db);
   const payload = githubExample('push');
@@ -310,6 +364,81 @@ it('records a GitHub target syncing two pushes, one retried after a 500, then cl
   expect(await handle.result()).toMatchObject({ targetId: repo.targetId, syncs: 2 });
   expect(first.response.status).toBe(202);
   await save('github-target-sync', handle);
+});
+
+it('records a GitHub target that waits out a rate limit on a timer and takes back a push its lagging read reopened', async () => {
+  const org = await createTestOrg(stack.services.database.db);
+  const repo = await syncedRepo(stack.services.database.db, github, org.organizationId, () => stack, SECRET);
+  const files = { '.claude-plugin/plugin.json': '{"name":"recorded"}' };
+  const rows = () =>
+    stack.services.database.db.selectFrom('github_sync_events').selectAll().where('target_id', '=', repo.targetId).execute();
+  const first = await repo.push(files);
+  await waitFor(async () => (await rows()).length === 1 && (await rows()).every((r) => r.status === 'completed') && true, 20_000);
+  // The next sync meets a secondary limit (retry-after 1 s): a push arrives while it waits and joins it.
+  github.secondaryRateLimit(repo.installationId, { retryAfterSeconds: 1 });
+  const second = await repo.push({ ...files, 'skills/a/SKILL.md': '# A' });
+  await waitFor(
+    async () => (await rows()).some((r) => r.delivery_id === second.deliveryId && r.error_code === 'rate_limited') && true,
+    20_000,
+  );
+  const third = await repo.push({ ...files, 'skills/a/SKILL.md': '# A, again' });
+  // Its first read of the branch lags behind both pushes: the older is reopened, then superseded.
+  github.lagRefReads(repo.fullName, 'master', [first.sha]);
+  await waitFor(
+    async () => (await rows()).length === 3 && (await rows()).every((r) => ['completed', 'superseded'].includes(r.status)) && true,
+    20_000,
+  );
+  const handle = stack.services.temporal.client.workflow.getHandle(githubTargetWorkflowId(repo.targetId));
+  expect(await handle.result()).toMatchObject({ targetId: repo.targetId, last: { outcome: 'synced', headSha: third.sha } });
+  await save('github-target-rate-limited', handle);
+});
+
+it('records a GitHub target whose sync activity gave up: the batch ends failed, recorded, and the workflow goes on to close', async () => {
+  const org = await createTestOrg(stack.services.database.db);
+  const n = freshId();
+  const targetId = await ownedTarget(stack.services.database.db, {
+    organizationId: org.organizationId,
+    installationId: freshId(),
+    repositoryFullName: `record/broken-${n}`,
+    repositoryId: n,
+  });
+  const target = (await getTarget(stack.services.database.db, targetId))!;
+  // A worker of its own whose sync activity always gives up, as one whose retries ran out on a broken Postgres would.
+  const taskQueue = `record-${randomUUID()}`;
+  const connection = await NativeConnection.connect({ address: stack.config.temporal.address! });
+  const real = createGithubActivities({
+    db: stack.services.database.db,
+    settings: stack.config.github,
+    ingress: stack.ingress,
+    platform: { publicBaseUrl: 'http://127.0.0.1', taskQueue, authCaches: stack.config.authCaches },
+    log: stack.services.log,
+  });
+  const worker = await Worker.create({
+    connection,
+    namespace: stack.config.temporal.namespace,
+    taskQueue,
+    workflowBundle: { codePath: stack.config.temporal.workflowBundlePath! },
+    activities: {
+      ...real,
+      githubSyncTarget: async () => {
+        throw ApplicationFailure.nonRetryable('the sync broke for good', 'RecordedFault');
+      },
+    },
+  });
+  const handle = await worker.runUntil(async () => {
+    const eventId = await recordResync(stack.services.database.db, target, 'manual');
+    const started = await stack.services.temporal.client.workflow.signalWithStart('githubTarget', {
+      workflowId: githubTargetWorkflowId(targetId),
+      taskQueue,
+      args: [{ targetId, repository: target.repository, idleMs: 1000 }],
+      signal: 'githubSyncRequested',
+      signalArgs: [{ eventId, full: true }],
+    });
+    expect(await started.result()).toMatchObject({ syncs: 1, last: { outcome: 'failed', code: 'sync_error' } });
+    return started;
+  });
+  await connection.close();
+  await save('github-target-activity-failed', handle);
 });
 
 it('records a reconcile asking for a failed delivery again and resyncing a target whose head moved', async () => {

@@ -169,3 +169,30 @@ it('a run live across the deploy takes events as signals (the old way) and then 
   expect(await runResult(stack, organizationId, runId)).toMatchObject({ status: 'succeeded', eventCount: 3 });
   expect(await sequencesOf(runId)).toEqual([1, 2, 3]);
 });
+
+it('a run is closed in its row only once its history holds the close: the closing write is an activity the history scheduled', async () => {
+  // A local activity writes inside the workflow task; the server may refuse that task
+  // (UnhandledCommand), dropping the closing Update while the row would already say closed.
+  const runId = newRunId();
+  expect((await runs.postEvent(runId, event(1, 1))).status).toBe(200);
+  expect((await runs.postEvent(runId, event(1, 2, 'terminal'))).status).toBe(200);
+  expect(await runResult(stack, organizationId, runId)).toMatchObject({ status: 'succeeded' });
+  const history = await stack.services.temporal.client.workflow.getHandle(runWorkflowId(organizationId, runId)).fetchHistory();
+  const events = history.events ?? [];
+  const terminalAt = events.findIndex((e) =>
+    e.workflowExecutionUpdateAcceptedEventAttributes?.acceptedRequest?.input?.args?.payloads?.some((p) =>
+      Buffer.from(p.data ?? [])
+        .toString()
+        .includes('"sequence":2'),
+    ),
+  );
+  expect(terminalAt).toBeGreaterThan(0);
+  const closingWrites = events.flatMap((e, index) => {
+    const scheduled = e.activityTaskScheduledEventAttributes;
+    if (scheduled?.activityType?.name !== 'persistRunState') return [];
+    const input = JSON.parse(Buffer.from(scheduled.input!.payloads![0]!.data!).toString()) as { summary: { status: string } };
+    return input.summary.status === 'succeeded' ? [index] : [];
+  });
+  expect(closingWrites.length).toBeGreaterThanOrEqual(1);
+  expect(closingWrites[0]).toBeGreaterThan(terminalAt);
+});

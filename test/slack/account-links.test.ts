@@ -2,7 +2,14 @@
 import { randomBytes } from 'node:crypto';
 import { createLinkToken } from '../../src/slack/link-token';
 import { createTestOrg, type TestMember } from '../harness/identity';
-import { createTestSlackConnection, linkTokenFrom, newSlackUserId, postSlashCommand, type TestSlackConnection } from '../harness/slack';
+import {
+  createTestSlackConnection,
+  linkCodeFrom,
+  linkTokenFrom,
+  newSlackUserId,
+  postSlashCommand,
+  type TestSlackConnection,
+} from '../harness/slack';
 import { startTestStack, type TestStack } from '../harness/stack';
 
 let stack: TestStack;
@@ -32,7 +39,7 @@ describe('completing a connect link', () => {
     const slackUserId = newSlackUserId();
     const res = await redeem(member, await tokenFor(slackUserId));
     expect(res.status).toBe(201);
-    expect(res.json).toEqual({ slackUserId, memberId: member.memberId });
+    expect(res.json).toEqual({ connectionId: connection.connectionId, slackUserId, memberId: member.memberId });
     const row = await stack.services.database.db
       .selectFrom('slack_account_links')
       .selectAll()
@@ -130,10 +137,10 @@ describe('completing a connect link', () => {
     // The same member linking again is fine (idempotent), and this token was not spent above.
     const same = await redeem(first, token);
     expect(same.status).toBe(201);
-    expect(same.json).toEqual({ slackUserId, memberId: first.memberId });
+    expect(same.json).toEqual({ connectionId: connection.connectionId, slackUserId, memberId: first.memberId });
   });
 
-  it('401 without credentials, 404 for an unknown connection, 400 for a body without token', async () => {
+  it('401 without credentials, 404 for an unknown connection, 400 for a body with neither a token nor a code, or both', async () => {
     const anonymous = await stack.request('POST', `/v1/integrations/slack/${connection.connectionId}/account-links`, {
       body: { token: 'x' },
     });
@@ -148,6 +155,45 @@ describe('completing a connect link', () => {
     });
     expect(noToken.status).toBe(400);
     expect(noToken.json.error).toBe('invalid_request');
-    expect(noToken.json.details[0].path).toEqual(['token']);
+    expect(noToken.json.details.length).toBeGreaterThan(0);
+    const both = await stack.request('POST', `/v1/integrations/slack/${connection.connectionId}/account-links`, {
+      headers: org.owner.headers,
+      body: { token: 'x', code: 'ABCDE-FGHJK' },
+    });
+    expect(both.status).toBe(400);
+  });
+});
+
+describe('a link code', () => {
+  const byCode = (member: Pick<TestMember, 'headers'>, code: string, to?: string) =>
+    stack.request('POST', to ? `/v1/integrations/slack/${to}/account-links` : '/v1/integrations/slack/account-links', {
+      headers: member.headers,
+      body: { code },
+    });
+
+  it("stands for the same claims as the reply's token: one of the two links, and the other is spent with it", async () => {
+    const member = await org.addMember('member');
+    const slackUserId = newSlackUserId();
+    const reply = await postSlashCommand(stack, connection, { user_id: slackUserId });
+    const [code, token] = [linkCodeFrom(reply.json.text), linkTokenFrom(reply.json.text)];
+    const linked = await byCode(member, code.replace('-', ' ').toLowerCase(), connection.connectionId);
+    expect(linked.json).toEqual({ connectionId: connection.connectionId, slackUserId, memberId: member.memberId });
+    expect((await redeem(member, token)).json).toEqual({ error: 'link_used' });
+    expect((await byCode(member, code)).json).toEqual({ error: 'link_used' });
+    // Only an HMAC of the code is stored.
+    const rows = await stack.services.database.db.selectFrom('slack_link_codes').select('code_hash').execute();
+    expect(rows.map((r) => r.code_hash)).not.toContain(code.replace('-', ''));
+  });
+
+  it("names its connection: another connection's path, an unknown or an expired code are refused", async () => {
+    const other = await createTestSlackConnection(stack.services.database.db, stack.services.secretKey, org.organizationId);
+    const code = linkCodeFrom((await postSlashCommand(stack, connection, { user_id: newSlackUserId() })).json.text);
+    expect((await byCode(org.owner, code, other.connectionId)).json).toEqual({ error: 'invalid_link' });
+    expect((await byCode(org.owner, 'ZZZZZ-ZZZZZ')).json).toEqual({ error: 'invalid_link' });
+    await stack.services.database.db
+      .updateTable('slack_link_codes')
+      .set({ expires_at: new Date(Date.now() - 1000) })
+      .execute();
+    expect(await byCode(org.owner, code)).toMatchObject({ status: 410, json: { error: 'link_expired' } });
   });
 });

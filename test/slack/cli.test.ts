@@ -7,11 +7,21 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { createTestOrg } from '../harness/identity';
 import { createLinkToken } from '../../src/slack/link-token';
-import { createTestSlackConnection, linkTokenFrom, newSlackUserId, postSlashCommand, slackSignatureHeaders } from '../harness/slack';
+import {
+  createTestSlackConnection,
+  linkTokenFrom,
+  newSlackUserId,
+  postSlashCommand,
+  slackSignatureHeaders,
+  startFakeSlack,
+} from '../harness/slack';
 import { startTestStack, type TestStack } from '../harness/stack';
 
 const run = promisify(execFile);
 const BIN = path.resolve(__dirname, '../../bin/den.js');
+
+/** Where the CLI's Slack Web API calls go (a fake's URL, for `delete`). */
+let slackApiBaseUrl: string | undefined;
 
 async function den(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
@@ -22,6 +32,7 @@ async function den(...args: string[]): Promise<{ code: number; stdout: string; s
       DATA_DIR: stack.config.dataDir,
       TEMPORAL_ADDRESS: stack.config.temporal.address,
       NODE_ENV: 'test',
+      ...(slackApiBaseUrl ? { SLACK_API_BASE_URL: slackApiBaseUrl } : {}),
     };
     const { stdout, stderr } = await run(process.execPath, [BIN, ...args], { env, timeout: 30_000 });
     return { code: 0, stdout, stderr };
@@ -218,6 +229,33 @@ describe('den slack connections', () => {
     const badEnabled = await den('slack', 'connections', 'update', connectionId, '--enabled', 'maybe');
     expect(badEnabled.code).not.toBe(0);
     expect(badEnabled.stderr).toContain('must be true or false');
+  });
+});
+
+describe('den slack connections delete', () => {
+  it('revokes the bot token at Slack and removes the connection, as the API does; its next request is refused as unknown', async () => {
+    const slack = await startFakeSlack();
+    slackApiBaseUrl = slack.url;
+    try {
+      const org = await createTestOrg(stack.services.database.db);
+      const connection = await createTestSlackConnection(stack.services.database.db, stack.services.secretKey, org.organizationId);
+      expect((await challenge(connection.connectionId, connection.signingSecret)).status).toBe(200);
+      const other = await createTestOrg(stack.services.database.db);
+      const wrongOrg = await den('slack', 'connections', 'delete', connection.connectionId, '--org', other.organizationId);
+      expect(wrongOrg.code).toBe(1);
+      expect(wrongOrg.stderr).toContain('not found');
+
+      const deleted = await den('slack', 'connections', 'delete', connection.connectionId, '--org', org.organizationId);
+      expect(deleted.code).toBe(0);
+      // The fake did not issue this token, so it answers invalid_auth: a token that no longer works counts as revoked.
+      expect(JSON.parse(deleted.stdout)).toEqual({ connectionId: connection.connectionId, token: 'gone', links: 0, waiting: 0 });
+      const revoke = slack.calls.find((c) => c.method === 'auth.revoke');
+      expect(revoke?.authorization).toBe(`Bearer xoxb-test-${connection.teamId.slice(1)}`);
+      expect((await challenge(connection.connectionId, connection.signingSecret)).status).toBe(401);
+    } finally {
+      slackApiBaseUrl = undefined;
+      await slack.close();
+    }
   });
 });
 

@@ -11,13 +11,13 @@ import {
 } from '../harness/slack';
 import { startTestStack, type TestStack } from '../harness/stack';
 
-const APP_BASE_URL = 'https://den.example.test';
+const DASHBOARD_URL = 'https://dashboard.example.test';
 let stack: TestStack;
 let organizationId: string;
 
 beforeAll(async () => {
   // No worker, and the commands route never needs one: it answers without Temporal.
-  stack = await startTestStack({ env: { APP_BASE_URL } });
+  stack = await startTestStack({ env: { DASHBOARD_URL } });
   organizationId = (await createTestOrg(stack.services.database.db)).organizationId;
 });
 afterAll(() => stack.stop());
@@ -40,7 +40,7 @@ describe.each(['slack', 'chatplatform'] as const)('POST /v1/integrations/%s/{con
     expect(Object.keys(res.json).sort()).toEqual(['response_type', 'text']);
     expect(res.json.response_type).toBe('ephemeral');
     expect(res.json.text).toMatch(
-      new RegExp(`<${APP_BASE_URL.replace(/\./g, '\\.')}/connect/slack\\?token=[A-Za-z0-9_.%-]+\\|Connect your account>`),
+      new RegExp(`<${DASHBOARD_URL.replace(/\./g, '\\.')}/connect/slack\\?token=[A-Za-z0-9_.%-]+\\|Connect your account>`),
     );
     const verdict = verifyLinkToken(stack.services.secretKey, linkTokenFrom(res.json.text), Date.now());
     expect(verdict.ok).toBe(true);

@@ -41,7 +41,7 @@ async function mentionAsLinkedMember(member: TestMember, text: string) {
     body: { token: linkTokenFrom(command.json.text) },
   });
   expect(linked.status).toBe(201);
-  expect(linked.json).toEqual({ slackUserId, memberId: member.memberId });
+  expect(linked.json).toEqual({ connectionId: connection.connectionId, slackUserId, memberId: member.memberId });
 
   const mention = appMention(slackUserId, text);
   const envelope = eventEnvelope(connection, mention);
@@ -162,6 +162,7 @@ describe('exactly one reply per run', () => {
   }
   const repliesIn = (mention: { channel: string; ts: string }) =>
     slack.messages.filter((m) => m.channel === mention.channel && m.thread_ts === mention.ts);
+  const lookups = (mention: { ts: string }) => slack.calls.filter((c) => c.method === 'conversations.replies' && c.body.ts === mention.ts);
 
   it.each([
     ['answers internal_error after accepting the message', { status: 200, body: { ok: false, error: 'internal_error' }, accept: true }],
@@ -176,10 +177,23 @@ describe('exactly one reply per run', () => {
       const text = `exactly once ${Math.random()}`;
       const { mention, handle } = await answeredRun(text);
       expect(await handle.result()).toMatchObject({ status: 'replied', runStatus: 'succeeded' });
-      // The retry looked in the thread first (conversations.replies, with metadata) and found it.
-      expect(slack.calls.some((c) => c.method === 'conversations.replies' && c.body.ts === mention.ts)).toBe(true);
+      // The retry looked in the thread first (conversations.replies, with metadata), once, and found it.
+      expect(lookups(mention)).toHaveLength(1);
       expect(repliesIn(mention)).toEqual([expect.objectContaining({ text: `answer to ${text}` })]);
     },
     60_000,
   );
+
+  it('Slack cannot tell (the look-up answered 429): the retry posts once more with the same key, after one look-up, and the answer lands', async () => {
+    slack.script('chat.postMessage', { status: 200, body: { ok: false, error: 'internal_error' }, accept: true });
+    slack.script('conversations.replies', { status: 429, headers: { 'retry-after': '60' } });
+    const text = `unknown ${Math.random()}`;
+    const { mention, handle } = await answeredRun(text);
+    expect(await handle.result()).toMatchObject({ status: 'replied', runStatus: 'succeeded' });
+    expect(lookups(mention)).toHaveLength(1);
+    const keys = repliesIn(mention).map((m) => (m.metadata as { event_payload?: { reply_key?: string } }).event_payload?.reply_key);
+    // The first post Slack kept and the one posted again: both carry the invocation's key.
+    expect(keys).toEqual([handle.workflowId, handle.workflowId]);
+    expect(repliesIn(mention).map((m) => m.text)).toContain(`answer to ${text}`);
+  }, 60_000);
 });

@@ -37,7 +37,7 @@ beforeAll(async () => {
       SLACK_LINK_WAIT: `${LINK_WAIT_MS}`,
       SLACK_MEMBER_CONCURRENT_RUNS: '1',
       SLACK_MEMBER_DAILY_INVOCATIONS: '3',
-      APP_BASE_URL: 'https://den.example.test',
+      DASHBOARD_URL: 'https://den.example.test',
     },
   });
   org = await createTestOrg(stack.services.database.db);

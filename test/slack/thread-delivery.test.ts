@@ -1,7 +1,8 @@
 /**
  * The Slack thread as Slack really behaves, over the real stack with `den runtime --exec` as a
  * child process, against the strict fake Slack (test/harness/fake-slack.ts):
- * - a final edit Slack refuses (`edit_window_closed`) lands as a new reply;
+ * - a final edit Slack refuses (`edit_window_closed`, `cant_update_message`) lands as a new reply;
+ * - a final answer still rate-limited at SLACK_FINAL_DELIVERY_DEADLINE ends `reply_failed`, saying why;
  * - five runs at once in one workspace all get their answers under its chat.update limit, and no
  *   429 reaches a final answer (the workspace budget);
  * - a Cancel whose Update takes 2.5 s to be recorded is answered through `response_url` within 3 s;
@@ -21,7 +22,7 @@ import { sql } from 'kysely';
 import { slackEventWorkflowId } from '../../src/slack/contract';
 import { CANCEL_ACTION_ID, SUPERSEDED_TEXT } from '../../src/slack/progress';
 import type { TestMember } from '../harness/identity';
-import { spawnDen } from '../harness/process';
+import { startScriptRuntime, type Spawned } from '../harness/process';
 import {
   appMention,
   blockActions,
@@ -42,7 +43,7 @@ let loop: Awaited<ReturnType<typeof startSlackLoop>>;
 let stack: TestStack;
 let slack: FakeSlack;
 let dir: string;
-const runtimes: ReturnType<typeof spawnDen>[] = [];
+const runtimes: Spawned[] = [];
 
 beforeAll(async () => {
   loop = await startSlackLoop({ SLACK_PROGRESS_INTERVAL: '300ms', SLACK_MEMBER_CONCURRENT_RUNS: '5', SLACK_REPLY_MODE: 'edit' });
@@ -56,19 +57,9 @@ afterAll(async () => {
   fs.rmSync(dir, { recursive: true, force: true });
 });
 
-/** `den runtime --exec` for a member, a real child process, reporting its output every 100 ms. */
-async function startRuntime(member: TestMember, script: string) {
-  const file = path.join(dir, `${member.memberId}.sh`);
-  fs.writeFileSync(file, script);
-  const proc = spawnDen(['runtime', '--exec', `sh ${file}`, '--wait', '2', '--heartbeat-interval', '1', '--grace', '5'], {
-    DEN_API_KEY: member.apiKey,
-    DEN_API_URL: stack.url,
-    DEN_RUNTIME_STREAM_INTERVAL: '100ms',
-  });
-  runtimes.push(proc);
-  await waitFor(() => proc.output().includes('claiming runs from'), 90_000, { what: 'den runtime to start' });
-  return proc;
-}
+/** `den runtime --exec` for a member of `on`'s organization (the shared loop's by default), reporting its output every 100 ms. */
+const startRuntime = (member: TestMember, script: string, on: { url: string } = stack) =>
+  startScriptRuntime({ url: on.url, apiKey: member.apiKey }, { dir, name: member.memberId, text: script }, runtimes);
 
 async function mentionFrom(slackUserId: string, text: string, event = appMention(slackUserId, text), connection = loop.connection) {
   const envelope = eventEnvelope(connection, event);
@@ -97,6 +88,43 @@ it('a final edit answered edit_window_closed lands as a new reply, and the first
     expect(slack.calls.some((c) => c.method === 'chat.delete' && c.body.channel === mention.channel)).toBe(true);
   } finally {
     slack.configure({ editWindowMs: undefined });
+  }
+}, 120_000);
+
+it('a message Slack will not let us edit (cant_update_message) still gets the answer, as a reply', async () => {
+  const member = await loop.org.addMember('member');
+  const slackUserId = await linkSlackUser(stack, loop.connection, member);
+  await startRuntime(member, 'sleep 2; echo "answered anyway"');
+  const { mention, handle } = await mentionFrom(slackUserId, 'no edits');
+  const first = await waitFor(() => threadOf(mention)[0], 30_000, { what: 'the first message' });
+  slack.refuseEdits(mention.channel, first.ts);
+  expect(await handle.result()).toMatchObject({ status: 'replied', runStatus: 'succeeded' });
+  expect(slack.calls.some((c) => c.method === 'chat.update' && c.error === 'cant_update_message')).toBe(true);
+  const replies = threadOf(mention).filter((m) => m.ts !== first.ts);
+  expect(replies.map((m) => m.text)).toContain('answered anyway');
+}, 120_000);
+
+it('a final answer Slack keeps rate-limiting past SLACK_FINAL_DELIVERY_DEADLINE ends reply_failed, saying why', async () => {
+  const deadlineLoop = await startSlackLoop({ SLACK_FINAL_DELIVERY_DEADLINE: '5s', SLACK_REPLY_MODE: 'edit' });
+  try {
+    const member = await deadlineLoop.org.addMember('member');
+    const slackUserId = await linkSlackUser(deadlineLoop.stack, deadlineLoop.connection, member);
+    await startRuntime(member, 'sleep 2; echo "too late"', deadlineLoop.stack);
+    const mention = appMention(slackUserId, 'never lands');
+    const envelope = eventEnvelope(deadlineLoop.connection, mention);
+    await postSlackEvent(deadlineLoop.stack, deadlineLoop.connection, envelope);
+    await deadlineLoop.slack.waitForCall('chat.postMessage', (c) => c.body.thread_ts === mention.ts);
+    // From here every edit and post is answered 429 with a wait longer than the deadline.
+    const limited = { status: 429, headers: { 'retry-after': '30' }, body: { ok: false, error: 'ratelimited' } };
+    deadlineLoop.slack.script('chat.update', ...Array.from({ length: 20 }, () => limited));
+    deadlineLoop.slack.script('chat.postMessage', ...Array.from({ length: 20 }, () => limited));
+    const handle = deadlineLoop.stack.services.temporal.client.workflow.getHandle(
+      slackEventWorkflowId(deadlineLoop.connection.connectionId, envelope.event_id),
+    );
+    expect(await handle.result()).toMatchObject({ status: 'reply_failed', detail: 'rate_limited_until_deadline', runStatus: 'succeeded' });
+    expect(deadlineLoop.slack.messages.map((m) => m.text).join('\n')).not.toContain('too late');
+  } finally {
+    await deadlineLoop.stop();
   }
 }, 120_000);
 
@@ -206,15 +234,7 @@ it('a streamed run shows its text through chat.appendStream, not chat.update, an
   try {
     const member = await streamLoop.org.addMember('member');
     const slackUserId = await linkSlackUser(streamLoop.stack, streamLoop.connection, member);
-    const file = path.join(dir, 'stream.sh');
-    fs.writeFileSync(file, 'for w in one two three four; do echo "$w <!channel>"; sleep 0.5; done');
-    const proc = spawnDen(['runtime', '--exec', `sh ${file}`, '--wait', '2', '--heartbeat-interval', '1', '--grace', '5'], {
-      DEN_API_KEY: member.apiKey,
-      DEN_API_URL: streamLoop.stack.url,
-      DEN_RUNTIME_STREAM_INTERVAL: '100ms',
-    });
-    runtimes.push(proc);
-    await waitFor(() => proc.output().includes('claiming runs from'), 90_000, { what: 'den runtime to start' });
+    await startRuntime(member, 'for w in one two three four; do echo "$w <!channel>"; sleep 0.5; done', streamLoop.stack);
     const mention = appMention(slackUserId, 'stream please');
     const envelope = eventEnvelope(streamLoop.connection, mention);
     await postSlackEvent(streamLoop.stack, streamLoop.connection, envelope);

@@ -67,11 +67,18 @@ describe('quota windows', () => {
 });
 
 describe('Slack texts', () => {
-  it('builds the connect link as Slack mrkdwn', () => {
-    const url = connectLinkUrl('https://den.example/', 'abc.def');
-    expect(url).toBe('https://den.example/connect/slack?token=abc.def');
-    expect(connectAccountText(url, 600_000)).toContain('<https://den.example/connect/slack?token=abc.def|Connect your account>');
-    expect(connectAccountText(url, 600_000)).toContain('10 minutes');
+  it('offers the dashboard link as Slack mrkdwn and the command with the code; without a dashboard, the command alone', () => {
+    const url = connectLinkUrl('https://dashboard.example/', 'abc.def');
+    expect(url).toBe('https://dashboard.example/connect/slack?token=abc.def');
+    const both = connectAccountText({ url, code: 'ABCDE-FGHJK', ttlMs: 600_000 });
+    expect(both).toContain('<https://dashboard.example/connect/slack?token=abc.def|Connect your account>');
+    expect(both).toContain('`npx den slack link ABCDE-FGHJK`');
+    expect(both).toContain('10 minutes');
+    const commandOnly = connectAccountText({ code: 'ABCDE-FGHJK', ttlMs: 60_000 });
+    expect(commandOnly).toContain('`npx den slack link ABCDE-FGHJK`');
+    expect(commandOnly).toContain('DEN_API_KEY');
+    expect(commandOnly).toContain('1 minute.');
+    expect(commandOnly).not.toMatch(/<[^>]*>/);
   });
 
   it('replies with the assistant text, or says why there is none', () => {

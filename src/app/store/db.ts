@@ -1,6 +1,7 @@
 import { Kysely, PostgresDialect, type PostgresPool, type PostgresPoolClient } from 'kysely';
 import { Pool, type PoolClient } from 'pg';
 import { errors } from '../errors';
+import { createChannels, type Channels } from './channels';
 import type { Database } from './schema';
 
 export type Db = Kysely<Database>;
@@ -8,6 +9,8 @@ export type Db = Kysely<Database>;
 export interface DbHandle {
   db: Db;
   pool: Pool;
+  /** Postgres notifications (LISTEN) on a connection of their own, opened at the first subscription. */
+  channels: Channels;
   close(): Promise<void>;
 }
 
@@ -28,10 +31,15 @@ export function openDatabase(url: string, options: { max?: number } = {}): DbHan
   // would crash the process. The next query opens a fresh connection.
   pool.on('error', () => undefined);
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: outageAwarePool(pool) }) });
+  const channels = createChannels(url);
   return {
     db,
     pool,
-    close: () => db.destroy(),
+    channels,
+    close: async () => {
+      await channels.close();
+      await db.destroy();
+    },
   };
 }
 

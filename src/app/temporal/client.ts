@@ -1,6 +1,8 @@
 import {
   Client,
   Connection,
+  defaultGrpcRetryOptions,
+  makeGrpcRetryInterceptor,
   WorkflowExecutionAlreadyStartedError,
   WorkflowNotFoundError,
   WorkflowUpdateFailedError,
@@ -25,12 +27,14 @@ export interface TemporalClientHandle {
  * reconnects by itself once Temporal is back, so no API restart is needed after an outage.
  */
 export function createTemporalClient(options: { address: string; namespace: string; taskQueue: string }): TemporalClientHandle {
+  const retries = retryTracker();
   const connection = Connection.lazy({
     address: options.address,
     connectTimeout: 2000,
     // gRPC's default reconnect backoff grows to minutes; after an outage we want the API acking
     // again within a couple of seconds of Temporal's return.
     channelArgs: { 'grpc.initial_reconnect_backoff_ms': 200, 'grpc.max_reconnect_backoff_ms': 2000 },
+    interceptors: [retries.interceptor],
   });
   const client = new Client({ connection, namespace: options.namespace });
   const inFlight = new Set<Promise<unknown>>();
@@ -42,10 +46,40 @@ export function createTemporalClient(options: { address: string; namespace: stri
     inFlight,
     // A call abandoned by temporalCall's timer may still have a gRPC retry scheduled; closing the
     // channel under it makes that retry throw from a timer. Each call is deadline-bounded, so
-    // waiting for them is bounded too.
+    // waiting for them is bounded too; so is the wait for retries already on their timers.
     close: async () => {
+      retries.stop();
       await Promise.allSettled([...inFlight]);
+      await retries.settled();
       await connection.close();
+    },
+  };
+}
+
+/**
+ * The SDK's own gRPC retries (the same backoff), told to schedule no more once the connection is
+ * closing, and knowing when the last scheduled one fires: the SDK's retry timer calls into the
+ * channel, which throws from that timer (out of anyone's reach) once the channel is closed.
+ */
+function retryTracker() {
+  const sdk = defaultGrpcRetryOptions();
+  let stopped = false;
+  let lastFiresAt = 0;
+  const interceptor = makeGrpcRetryInterceptor({
+    retryableDecider: (attempt, status) => !stopped && sdk.retryableDecider(attempt, status),
+    delayFunction: (attempt, status) => {
+      const delay = sdk.delayFunction(attempt, status);
+      lastFiresAt = Math.max(lastFiresAt, Date.now() + delay);
+      return delay;
+    },
+  });
+  return {
+    interceptor,
+    stop: () => (stopped = true),
+    /** Resolves once every retry already scheduled has started its call (a few seconds at most: the SDK's backoff caps at 5 s). */
+    settled: async () => {
+      const wait = lastFiresAt - Date.now();
+      if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait + 20));
     },
   };
 }

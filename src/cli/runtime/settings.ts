@@ -1,8 +1,8 @@
 /**
  * What `den runtime` reads from the environment: where the API is, the key it calls it with, and
- * how long a cancelled command has between SIGTERM and SIGKILL.
- * The runtime is a client of the API, not part of the service, so it parses only this slice and
- * never the service's settings: a service variable it does not use cannot stop it.
+ * how long a cancelled command has between SIGTERM and SIGKILL. `den slack link` reads the first
+ * two. Both are clients of the API, not part of the service, so they parse only this slice and
+ * never the service's settings: a service variable they do not use cannot stop them.
  */
 import { z } from 'zod';
 import { defineSettings, duration, optionalString, parseSettings, type Environment } from '../../app/settings';

@@ -14,7 +14,7 @@ import { REPOSITORY_FULL_NAME } from '../target-records';
 import type { GithubRouteDeps } from './shared';
 import { adminOrNotFound, TAGS, TargetBody, targetAuthResponses } from './target-shared';
 
-type Deps = Pick<GithubRouteDeps, 'db' | 'settings' | 'api'>;
+type Deps = Pick<GithubRouteDeps, 'db' | 'settings' | 'api' | 'now'>;
 
 const ErrorBody = z.object({ error: z.string(), message: z.string() });
 
@@ -57,7 +57,7 @@ async function postTarget(deps: Deps, principal: Principal, body: z.output<typeo
     ref: body.ref,
   });
   if (!connected.ok) throw refusal(connected);
-  const view = await viewTarget(deps.db, principal.organizationId, connected.targetId, deps.settings.app !== undefined);
+  const view = await viewTarget(deps.db, principal.organizationId, connected.targetId, deps.settings.app !== undefined, deps.now());
   return { status: connected.created ? 201 : 200, body: view };
 }
 

@@ -6,11 +6,11 @@ import type { GithubRouteDeps } from './shared';
 import { adminOrNotFound, TAGS, TargetBody, TargetIdParams, targetNotFound, targetAuthResponses } from './target-shared';
 import { viewTarget } from '../target-views';
 
-type Deps = Pick<GithubRouteDeps, 'db' | 'settings' | 'ingress'>;
+type Deps = Pick<GithubRouteDeps, 'db' | 'settings' | 'ingress' | 'now'>;
 const badId = { 400: { description: 'Invalid target id.', schema: InvalidRequestError } };
 
 async function getOne(deps: Deps, principal: Principal, targetId: string): Promise<Reply> {
-  const view = await viewTarget(deps.db, principal.organizationId, targetId, deps.settings.app !== undefined);
+  const view = await viewTarget(deps.db, principal.organizationId, targetId, deps.settings.app !== undefined, deps.now());
   if (!view) throw targetNotFound();
   return { status: 200, body: view };
 }

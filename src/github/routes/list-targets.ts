@@ -7,15 +7,15 @@ import { listTargets } from '../target-records';
 import type { GithubRouteDeps } from './shared';
 import { adminOrNotFound, TAGS, TargetBody, targetAuthResponses } from './target-shared';
 
-async function getTargets(deps: Pick<GithubRouteDeps, 'db' | 'settings'>, principal: Principal): Promise<Reply> {
+async function getTargets(deps: Pick<GithubRouteDeps, 'db' | 'settings' | 'now'>, principal: Principal): Promise<Reply> {
   const targets = await listTargets(deps.db, principal.organizationId);
   const views = await Promise.all(
-    targets.map((t) => viewTarget(deps.db, principal.organizationId, t.targetId, deps.settings.app !== undefined)),
+    targets.map((t) => viewTarget(deps.db, principal.organizationId, t.targetId, deps.settings.app !== undefined, deps.now())),
   );
   return { status: 200, body: { targets: views.filter((v) => v !== undefined) } };
 }
 
-export function createListTargetsRoute(deps: Pick<GithubRouteDeps, 'db' | 'settings'>): Route {
+export function createListTargetsRoute(deps: Pick<GithubRouteDeps, 'db' | 'settings' | 'now'>): Route {
   return defineRoute({
     method: 'get',
     path: '/v1/connectors/github/targets',

@@ -168,7 +168,7 @@ async function setup(deps: Deps, query: z.output<typeof SetupQuery>, ctx: AppCon
     return await completeSetup({ ...deps, installer }, query, ctx);
   } catch (error) {
     if (!(error instanceof AppError && error.dependency !== undefined)) throw error;
-    const page = refused(503, 'unavailable', 'The service is briefly unavailable. Try the install link again in a minute.');
+    const page = refused(503, 'unavailable', `The service is briefly unavailable, and this install link may be used up. ${START_AGAIN}`);
     return { ...page, headers: { ...page.headers, 'retry-after': '5' } };
   }
 }

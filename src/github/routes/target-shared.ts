@@ -21,7 +21,11 @@ export const TargetBody = z
     targetId: z.string(),
     installationId: z.number().int(),
     repository: z.string(),
-    ref: z.string().nullable().openapi({ description: '`refs/heads/…`; null follows the ref of each push.' }),
+    ref: z.string().nullable().openapi({ description: "`refs/heads/…`; null follows the repository's default branch (`defaultBranch`)." }),
+    defaultBranch: z
+      .string()
+      .nullable()
+      .openapi({ description: "The repository's default branch as last learnt from a push or the repository API (null until then)." }),
     status: z.enum(['active', 'disabled', 'disconnected']),
     statusReason: z
       .string()
@@ -30,12 +34,18 @@ export const TargetBody = z
         description:
           'Why the target is not active: `installation_unbound` (no organization owns its installation yet), ' +
           '`installation_not_owned` (another organization does), `not_accessible` (its first sync found the installation ' +
-          'cannot read the repository), `installation_deleted`, `installation_suspended`, `repository_removed`, …',
+          'cannot read the repository), `installation_deleted`, `installation_suspended`, `repository_removed`, …; ' +
+          'or, while it stays active, a known state of its branch that clears by itself at the next sync that reads it: ' +
+          '`ref_missing` (the branch is gone), `empty_repository` (no commit yet), `not_accessible` (the installation lost access).',
       }),
     repositoryVerified: z.boolean().openapi({
       description: 'The installation was seen to read the repository (at creation with App credentials, or by a sync).',
     }),
-    sync: z.enum(['idle', 'queued', 'running', 'failed', 'not_configured']),
+    sync: z.enum(['idle', 'queued', 'running', 'rate_limited', 'failed', 'not_configured']),
+    until: z
+      .string()
+      .nullable()
+      .openapi({ description: 'While `sync` is `rate_limited`: when GitHub lets the installation call again (every target on it waits).' }),
     syncedSha: z.string().nullable(),
     syncedAt: z.string().nullable(),
     pendingSha: z.string().nullable(),

@@ -6,11 +6,13 @@
  * → room in the process's budget for unauthenticated bodies (503, in route.ts) → the body read
  * within 25 MB, at the budget's minimum rate (413, 408) → signature over the raw bytes (401) →
  * delivery headers (200 not accepted) → JSON
- * (400) → relevance (200 not accepted) → the body's digest (a replay under a new delivery id: 202,
- * nothing started) → the organization's admission (503 `overloaded` with Retry-After) → durable
- * start of `github-delivery/{deliveryId}` → 202. GitHub never retries by itself (the reconcile asks
- * it again for failed deliveries) and waits 10 s, so the hot path does one database write, the
- * digest: matching targets is the workflow's job.
+ * (400) → relevance (200 not accepted) → a push no active target takes (200 not accepted, `no
+ * matching target`, from the per-process resolver, src/github/tenant.ts, only when it can vouch
+ * for its answer) → the body's digest (a replay under a new delivery id: 202, nothing started) →
+ * the organization's admission (503 `overloaded` with Retry-After) → durable start of
+ * `github-delivery/{deliveryId}` → 202. GitHub never retries by itself (the reconcile asks it
+ * again for failed deliveries) and waits 10 s, so the hot path does one database write, the
+ * digest, and reads through caches; recording the work per target is the workflow's job.
  */
 import { AppError, errors } from '../../app/errors';
 import type { AppContext } from '../../app/http/context';
@@ -23,7 +25,7 @@ import type { Db } from '../../app/store/db';
 import { githubDeliveryWorkflow, githubDeliveryWorkflowId } from '../contract';
 import { deliverySearchAttributes } from '../delivery';
 import { bodyDigest, claimDigest } from '../digests';
-import { classifyDelivery, parseWebhookBody, readDeliveryHeaders } from '../relevance';
+import { classifyDelivery, IGNORED, parseWebhookBody, readDeliveryHeaders } from '../relevance';
 import { SIGNATURE_HEADER, signatureHeaderFailure, verifyWithFallback } from '../signature';
 import type { GithubRouteDeps } from './shared';
 
@@ -46,7 +48,7 @@ const Rejected = z
   .object({ ok: z.literal(false), error: z.string().openapi({ example: 'invalid signature' }) })
   .openapi('GithubWebhookRejected');
 
-type WebhookDeps = Pick<GithubRouteDeps, 'settings' | 'db' | 'ingress' | 'metrics' | 'now' | 'tenantOf'>;
+type WebhookDeps = Pick<GithubRouteDeps, 'settings' | 'db' | 'ingress' | 'metrics' | 'now' | 'resolver'>;
 
 /**
  * The checks that need no body, run before it is read: 503 without a secret, 401 for a signature
@@ -101,6 +103,13 @@ async function postWebhook(deps: WebhookDeps, ctx: AppContext, rawBody: Buffer):
   if (!parsed.ok) throw errors.invalidRequest([{ message: parsed.message, path: parsed.path }]);
   const delivery = classifyDelivery({ event: headers.event, deliveryId: headers.deliveryId, receivedAt: now() }, parsed.payload);
   if (!delivery.accepted) return ignored(delivery.reason);
+  // The spec records relevant deliveries as queued work: a push no target takes is not one.
+  if (
+    delivery.input.event === 'push' &&
+    (await deps.resolver.pushTargets({ ...delivery.input, defaultBranch: delivery.input.defaultBranch ?? null })) === 'none'
+  ) {
+    return ignored(IGNORED.noMatchingTarget);
+  }
   const accepted = accept(delivery.event, delivery.deliveryId);
 
   // The digest is a Postgres row written before the start, not the workflow id, so the delivery
@@ -115,7 +124,7 @@ async function postWebhook(deps: WebhookDeps, ctx: AppContext, rawBody: Buffer):
   // A delivery GitHub logged as failed is asked for again by the reconcile (src/github/reconcile.ts),
   // so an organization past its share is answered like any outage rather than made to wait.
   const tenancy: Tenancy = {
-    tenant: await deps.tenantOf(delivery.input.installationId),
+    tenant: await deps.resolver.tenantOf(delivery.input.installationId),
     admission: 'shed',
     shedAs: { webhook: { error: 'overloaded' } },
   };
@@ -176,7 +185,10 @@ export function createWebhookRoute(deps: WebhookDeps): Route {
       description: 'The GitHub payload, as sent (JSON, or a form with a `payload` field).',
     },
     responses: {
-      200: { description: 'Verified but not accepted (ping, irrelevant event, incomplete push…).', schema: NotAccepted },
+      200: {
+        description: 'Verified but not accepted (ping, irrelevant event, incomplete push, a push no active target takes…).',
+        schema: NotAccepted,
+      },
       202: { description: 'Accepted: the delivery workflow is durably started (or already was).', schema: Accepted },
       400: { description: 'Signature matched but the body is not a JSON object.', schema: InvalidRequestError },
       401: { description: 'Missing or wrong signature.', schema: Rejected },

@@ -1,18 +1,32 @@
 /**
- * POST /v1/integrations/slack/{connectionId}/account-links: completes a connect link, so the
- * token's Slack user becomes the calling member.
+ * POST /v1/integrations/slack/{connectionId}/account-links and POST /v1/integrations/slack/account-links:
+ * completes a connect link, so the Slack user it was made for becomes the calling member. The
+ * dashboard's page posts the link's `token`; `den slack link <code>`, run by the member with their
+ * own API key, posts the `code` of the same reply to the second route, which needs no connection id.
  */
 import { AppError, errors } from '../../app/errors';
 import type { Principal } from '../../app/http/auth';
 import type { AppContext } from '../../app/http/context';
 import { defineRoute, type Reply, type Route } from '../../app/http/route';
 import { z } from '../../app/http/zod';
-import { completeLink, LINK_REFUSAL_STATUS, type LinkRefusal } from '../link-completion';
+import { completeLink, LINK_REFUSAL_STATUS, type LinkProof, type LinkRefusal } from '../link-completion';
 import { ConnectionParams, type SlackRouteDeps } from './shared';
 
-const LinkBody = z.object({ token: z.string().max(4096) }).openapi('SlackAccountLinkRequest');
-const LinkCreated = z.object({ slackUserId: z.string(), memberId: z.string() }).openapi('SlackAccountLink');
+const Token = z.object({ token: z.string().max(4096) }).strict();
+const Code = z
+  .object({
+    code: z.string().max(40).openapi({
+      description: 'The code of the connect reply (`ABCDE-FGHJK`; case, dashes and spaces do not matter).',
+      example: 'K7M2Q-9XWZ4',
+    }),
+  })
+  .strict();
+const LinkBody = z.union([Token, Code]).openapi('SlackAccountLinkRequest');
+const CodeBody = Code.openapi('SlackAccountLinkCodeRequest');
+const LinkCreated = z.object({ connectionId: z.string(), slackUserId: z.string(), memberId: z.string() }).openapi('SlackAccountLink');
 const LinkError = z.object({ error: z.string() });
+/** Room for a token just over its 4,096 characters even in 4-byte UTF-8, so that one is refused by its schema (400), not its size. */
+const BODY_LIMIT = 65_536;
 
 type AccountLinkDeps = Pick<SlackRouteDeps, 'db' | 'secretKey' | 'ingress' | 'now'>;
 
@@ -26,46 +40,65 @@ async function postAccountLink(
   deps: AccountLinkDeps,
   ctx: AppContext,
   principal: Principal,
-  connectionId: string,
-  token: string,
+  proof: LinkProof,
+  connectionId?: string,
 ): Promise<Reply> {
   const { db, secretKey, ingress, now } = deps;
   const outcome = await completeLink(
     { db, secretKey, ingress, now },
-    { token, connectionId, organizationId: principal.organizationId, memberId: principal.memberId },
+    { ...proof, connectionId, organizationId: principal.organizationId, memberId: principal.memberId },
   );
   if (!outcome.ok) throw linkRefusal(outcome.error);
   ctx.state.log.info({ connectionId: outcome.connectionId, memberId: outcome.memberId, resumed: outcome.resumed }, 'slack account linked');
-  return { status: 201, body: { slackUserId: outcome.slackUserId, memberId: outcome.memberId } };
+  return { status: 201, body: { connectionId: outcome.connectionId, slackUserId: outcome.slackUserId, memberId: outcome.memberId } };
 }
+
+const responses = {
+  201: { description: 'Linked.', schema: LinkCreated },
+  400: {
+    description: '`{error:"invalid_link"}` for a forged, malformed or unknown token or code; InvalidRequestError for a bad body.',
+    schema: LinkError,
+  },
+  401: { description: 'Not authenticated.', schema: LinkError },
+  404: { description: "No such connection in the caller's organization (another organization's answers the same).", schema: LinkError },
+  409: {
+    description:
+      '`link_used` (the token or code, or the other of the same reply, was already redeemed) or `already_linked` (the Slack user is linked to another member).',
+    schema: LinkError,
+  },
+  410: { description: '`link_expired`.', schema: LinkError },
+  503: { description: 'Postgres or Temporal unavailable; nothing was recorded, retry.' },
+};
 
 export function createAccountLinksRoute(deps: AccountLinkDeps): Route {
   return defineRoute({
     method: 'post',
     path: '/v1/integrations/slack/{connectionId}/account-links',
-    summary: "Completes a connect link: the token's Slack user becomes the calling member.",
+    summary: "Completes a connect link: the token's (or code's) Slack user becomes the calling member.",
     description:
-      "Called by the page behind the slash command's link, as the signed-in member. Invocations of that Slack user " +
+      "Called by the dashboard's page behind the slash command's link, as the signed-in member. Invocations of that Slack user " +
       'that are waiting for the link continue at once.',
     tags: ['Slack'],
     auth: 'authenticated',
     params: ConnectionParams,
-    body: { kind: 'json', schema: LinkBody, limitBytes: 16_384 },
-    responses: {
-      201: { description: 'Linked.', schema: LinkCreated },
-      400: {
-        description: '`{error:"invalid_link"}` for a forged or malformed token; InvalidRequestError for a bad body.',
-        schema: LinkError,
-      },
-      401: { description: 'Not authenticated.', schema: LinkError },
-      404: { description: "No such connection in the caller's organization (another organization's answers the same).", schema: LinkError },
-      409: {
-        description: '`link_used` (token already redeemed) or `already_linked` (the Slack user is linked to another member).',
-        schema: LinkError,
-      },
-      410: { description: '`link_expired`.', schema: LinkError },
-      503: { description: 'Postgres or Temporal unavailable; nothing was recorded, retry.' },
-    },
-    handler: ({ params, body, principal }, ctx) => postAccountLink(deps, ctx, principal, params.connectionId, body.token),
+    body: { kind: 'json', schema: LinkBody, limitBytes: BODY_LIMIT },
+    responses,
+    handler: ({ params, body, principal }, ctx) => postAccountLink(deps, ctx, principal, body, params.connectionId),
+  });
+}
+
+export function createLinkCodeRoute(deps: AccountLinkDeps): Route {
+  return defineRoute({
+    method: 'post',
+    path: '/v1/integrations/slack/account-links',
+    summary: "Completes a connect link by its code: the code's Slack user becomes the calling member.",
+    description:
+      'What `npx den slack link <code>` calls with the member’s own API key (`DEN_API_KEY`): the code names its connection. ' +
+      'Invocations of that Slack user that are waiting for the link continue at once.',
+    tags: ['Slack'],
+    auth: 'authenticated',
+    body: { kind: 'json', schema: CodeBody, limitBytes: BODY_LIMIT },
+    responses,
+    handler: ({ body, principal }, ctx) => postAccountLink(deps, ctx, principal, { code: body.code }),
   });
 }

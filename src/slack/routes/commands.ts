@@ -10,7 +10,7 @@ import { defineRoute, type Reply, type Route } from '../../app/http/route';
 import { InvalidRequestError, OkFalse, PlainText } from '../../app/http/schemas';
 import { z } from '../../app/http/zod';
 import { isSslCheck, parseSlashCommand } from '../envelope';
-import { createLinkToken } from '../link-token';
+import { issueConnectGrant } from '../link-codes';
 import { cancelFromSlack, slackRunStatus } from '../run-control';
 import { cancelOutcomeText, connectAccountText, connectLinkUrl, DISABLED_CONNECTION_TEXT, HELP_TEXT, runStatusText } from '../texts';
 import { ConnectionParams, type SlackRouteDeps } from './shared';
@@ -59,7 +59,7 @@ async function subcommandReply(
 }
 
 async function postCommand(deps: CommandDeps, ctx: AppContext, connectionId: string, rawBody: Buffer): Promise<Reply> {
-  const { settings, platform, secretKey, now } = deps;
+  const { settings, secretKey, now } = deps;
   // A captured command replayed within the signature window would mint a new link token: refused.
   const connection = await deps.verifier.verifiedOnce(ctx, connectionId, rawBody);
   // Slack checks the request URL's certificate with a signed `ssl_check=1` that has no team or
@@ -82,17 +82,15 @@ async function postCommand(deps: CommandDeps, ctx: AppContext, connectionId: str
   }
   const subcommand = subcommandOf(command.text);
   if (subcommand) return subcommandReply(deps, connection.id, command, subcommand);
-  const { token } = createLinkToken(secretKey, {
-    connectionId: connection.id,
-    teamId: connection.teamId,
-    slackUserId: command.userId,
-    now: now(),
-    ttlMs: settings.linkTokenTtlMs,
-  });
-  const url = connectLinkUrl(platform.publicBaseUrl, token);
+  // The team was checked against the connection's above.
+  const { token, code } = await issueConnectGrant(
+    { db: deps.db, secretKey },
+    { connectionId: connection.id, teamId: command.teamId, slackUserId: command.userId, now: now(), ttlMs: settings.linkTokenTtlMs },
+  );
+  const url = settings.dashboardUrl === undefined ? undefined : connectLinkUrl(settings.dashboardUrl, token);
   return {
     status: 200,
-    body: { response_type: 'ephemeral', text: connectAccountText(url, settings.linkTokenTtlMs) },
+    body: { response_type: 'ephemeral', text: connectAccountText({ url, code, ttlMs: settings.linkTokenTtlMs }) },
     outcome: { outcome: 'acknowledged', reason: 'connect_link' },
   };
 }
@@ -105,10 +103,11 @@ export function createCommandsRoute(deps: CommandDeps): Route {
     summary: 'Slack slash command request URL: answers with an ephemeral connect-your-account link, or the caller’s runs.',
     description:
       '`/den status` lists the caller’s active runs (status, age, channel), `/den cancel` asks their newest active run to stop, ' +
-      '`/den help` lists the commands; any other text gets the connect link. ' +
-      'Form-encoded and signed like events. The reply carries `<{APP_BASE_URL}/connect/slack?token=…|Connect your account>`; ' +
-      'the token binds the connection, the workspace and the Slack user, expires in SLACK_LINK_TOKEN_TTL (10 min) and works once. ' +
-      'The connect link is answered without Temporal.',
+      '`/den help` lists the commands; any other text gets the ways to connect. ' +
+      'Form-encoded and signed like events. The reply carries the command `npx den slack link <code>` (a 10-character code the ' +
+      'member runs with their own API key) and, when DASHBOARD_URL is set, `<{DASHBOARD_URL}/connect/slack?token=…|Connect your account>`; ' +
+      'the token and the code bind the connection, the workspace and the Slack user, expire in SLACK_LINK_TOKEN_TTL (10 min) and ' +
+      'work once, either of them. The reply is answered without Temporal.',
     tags: ['Slack'],
     auth: 'signature',
     ingress: true,
@@ -122,7 +121,7 @@ export function createCommandsRoute(deps: CommandDeps): Route {
     beforeBody: ({ params }, ctx) => deps.verifier.checkHeaders(ctx, params.connectionId),
     responses: {
       200: {
-        description: 'Ephemeral reply with the connect link (spec 2.9); an empty body for `ssl_check=1`.',
+        description: 'Ephemeral reply with the ways to connect (spec 2.9); an empty body for `ssl_check=1`.',
         schema: z.union([SlashCommandResponse, z.literal('')]),
       },
       400: { description: 'Invalid connection id or form.', schema: InvalidRequestError },

@@ -28,7 +28,7 @@ const Challenge = z.object({ challenge: z.string() }).openapi('SlackUrlVerificat
 type EventsDeps = Pick<SlackRouteDeps, 'settings' | 'db' | 'secretKey' | 'ingress' | 'metrics' | 'now' | 'verifier' | 'quota'>;
 
 /** A verified callback that carries an event, or the answer to a request that carries none. */
-type ReadEvent = { reply: Reply } | { connection: SlackConnection; event: Record<string, unknown>; eventId: string };
+type ReadEvent = { reply: Reply } | { connection: SlackConnection; teamId: string; event: Record<string, unknown>; eventId: string };
 
 /** The checks up to "no event": installation, signature, envelope, url_verification, team/app. */
 async function readEvent(deps: EventsDeps, ctx: AppContext, connectionId: string, rawBody: Buffer): Promise<ReadEvent> {
@@ -42,17 +42,19 @@ async function readEvent(deps: EventsDeps, ctx: AppContext, connectionId: string
       reply: { ...ok(), body: { challenge: envelope.challenge }, outcome: { outcome: 'acknowledged', reason: 'url_verification' } },
     };
   }
-  if (envelope.teamId !== connection.teamId || envelope.apiAppId !== connection.apiAppId) {
+  // A draft not installed yet has no workspace: only its url_verification is answered.
+  const teamId = connection.teamId;
+  if (teamId === null || envelope.teamId !== teamId || envelope.apiAppId !== connection.apiAppId) {
     throw errors.webhook('installation_mismatch', 403);
   }
   if (!envelope.event || !envelope.eventId) return { reply: { ...ok(), outcome: { outcome: 'acknowledged', reason: 'no_event' } } };
-  return { connection, event: envelope.event, eventId: envelope.eventId };
+  return { connection, teamId, event: envelope.event, eventId: envelope.eventId };
 }
 
 /** The slack-event workflow's input: the event's route and the settings it runs under. */
 function slackEventInput(
   settings: SlackSettings,
-  connection: SlackConnection,
+  connection: SlackConnection & { teamId: string },
   eventId: string,
   receivedAt: number,
   classified: Exclude<EventClassification, { route: 'ignore' }>,
@@ -71,6 +73,7 @@ function slackEventInput(
       run: { ...settings.runDefaults },
       replyMode: settings.replyMode,
       finalDeliveryDeadlineMs: settings.finalDeliveryDeadlineMs,
+      continueAsNewEvents: settings.continueAsNewEvents,
     },
     ...(classified.route === 'lifecycle' ? { lifecycle: { type: classified.type } } : { invocation: classified.invocation }),
   };
@@ -124,7 +127,8 @@ async function postEvent(deps: EventsDeps, ctx: AppContext, connectionId: string
   const log = ctx.state.log;
   const read = await readEvent(deps, ctx, connectionId, rawBody);
   if ('reply' in read) return read.reply;
-  const { connection, event, eventId } = read;
+  const { event, eventId } = read;
+  const connection = { ...read.connection, teamId: read.teamId };
 
   const notRouted = (reason: IneligibleReason): Reply => {
     log.debug({ connectionId: connection.id, eventId, eventType: event.type, reason }, 'slack event not routed');

@@ -1,0 +1,74 @@
+/** What the routes that set up a connection share (admins only): the connection's shape, its manifest's, and its not-found answer. */
+import { errors } from '../../app/errors';
+import { authResponses } from '../../app/http/schemas';
+import { z } from '../../app/http/zod';
+import type { SlackConnectionView } from '../connections';
+import { slackAppManifest, type SlackAppManifest } from '../manifest';
+import type { SlackRouteDeps } from './shared';
+
+export const TAGS = ['Slack'];
+
+/** A Slack channel id (C…, G…): the allowlist holds ids, never names. */
+const ChannelId = z.string().regex(/^[A-Z0-9]{2,32}$/, 'Must be a Slack channel id (upper-case letters and digits).');
+
+export const Channels = z
+  .array(ChannelId)
+  .max(1000)
+  .openapi({ description: 'Channels where mentions are routed; empty: every channel. Direct messages are always allowed.' });
+
+const nullableString = z.string().nullable();
+
+export const SlackConnectionBody = z
+  .object({
+    connectionId: z.string(),
+    organizationId: z.string(),
+    name: nullableString.openapi({ description: "The app's name in its manifest." }),
+    state: z.enum(['draft', 'active', 'disabled', 'uninstalled']).openapi({
+      description:
+        '`draft` until its credentials are set and it is installed through Slack’s OAuth; `uninstalled` once Slack said so; ' +
+        '`disabled` when it does not route; `active` otherwise.',
+    }),
+    teamId: nullableString,
+    teamName: nullableString,
+    appId: nullableString,
+    clientId: nullableString.openapi({ description: 'Not a secret: Slack puts it in every install link.' }),
+    hasCredentials: z.boolean().openapi({ description: 'The client id, client secret and signing secret are set (never returned).' }),
+    botUserId: nullableString,
+    hasBotToken: z.boolean(),
+    channels: z.array(z.string()).nullable(),
+    enabled: z.boolean(),
+    disabledReason: nullableString,
+    previousSecretExpiresAt: nullableString,
+    installedAt: nullableString,
+    uninstalledAt: nullableString,
+    createdAt: z.string(),
+    updatedAt: z.string(),
+  })
+  .openapi('SlackConnection');
+
+export const ManifestBody = z.record(z.string(), z.unknown()).openapi('SlackAppManifest', {
+  description:
+    "Slack's app manifest (JSON) for this connection: paste it into *Create New App → From a manifest*. Its Request URLs and " +
+    'OAuth redirect URL point at this deployment (APP_BASE_URL).',
+});
+
+const NotFound = z.object({ error: z.literal('not_found'), message: z.string() });
+
+export const connectionNotFound = () => errors.notFound('No such Slack connection.');
+
+export const connectionResponses = {
+  404: { description: "No such connection in the caller's organization (another organization's answers the same).", schema: NotFound },
+  ...authResponses,
+};
+
+/** The manifest of a connection: its own name, else SLACK_APP_NAME; every URL on APP_BASE_URL. */
+export function manifestOf(
+  deps: Pick<SlackRouteDeps, 'settings' | 'platform'>,
+  connection: Pick<SlackConnectionView, 'connectionId' | 'name'>,
+): SlackAppManifest {
+  return slackAppManifest({
+    name: connection.name ?? deps.settings.appName,
+    publicBaseUrl: deps.platform.publicBaseUrl,
+    connectionId: connection.connectionId,
+  });
+}

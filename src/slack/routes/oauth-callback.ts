@@ -1,0 +1,216 @@
+/**
+ * GET /v1/integrations/slack/oauth/callback: where Slack's OAuth install sends the admin back,
+ * with the install's `code` and the state of the install link (src/slack/routes/install-url.ts),
+ * or with `error` when they did not allow the app.
+ *
+ * The state is consumed (signature, purpose, expiry, single use); its admin must still be an
+ * admin, and its connection (the state's subject) one of its organization's. The code is then
+ * exchanged with `oauth.v2.access` using that connection's client id and secret, so a code Slack
+ * issued for another app is refused by Slack itself; the workspace and app Slack names must be
+ * the ones the connection is bound to, if any, and no other connection's. Only then are the bot
+ * token, the bot user, the workspace and the app stored; a reinstall replaces the token. A token
+ * obtained for an install that is then refused is revoked at once.
+ *
+ * Every answer is a short HTML page (src/app/install-flow.ts): the query schema accepts anything a
+ * query string can hold, so no input is refused before the handler.
+ */
+import { AppError } from '../../app/errors';
+import { isAdmin } from '../../app/http/auth';
+import type { AppContext } from '../../app/http/context';
+import { defineRoute, type Reply, type Route } from '../../app/http/route';
+import { z } from '../../app/http/zod';
+import { consumeFlowState, FLOW_STATE_REFUSALS, flowPage, type FlowStateClaims } from '../../app/install-flow';
+import { liveMember } from '../../identity';
+import { findClientCredentials, recordSlackInstall, type InstallRefusal } from '../connection-lifecycle';
+import { SLACK_INSTALL_FLOW } from '../install';
+import { OAUTH_CALLBACK_PATH, oauthRedirectUrl } from '../manifest';
+import { authRevoke, oauthV2Access } from '../web-api';
+import type { SlackRouteDeps } from './shared';
+
+type Deps = Pick<SlackRouteDeps, 'db' | 'secretKey' | 'now' | 'settings' | 'platform'>;
+
+/** A query value as Koa parses it: one string, or several when the name repeats. */
+const QueryValue = z.union([z.string(), z.array(z.string())]).optional();
+
+const CallbackQuery = z.object({
+  code: QueryValue.openapi({ description: "The install's code, exchanged once with `oauth.v2.access`." }),
+  state: QueryValue.openapi({ description: 'The state of the install link.' }),
+  error: QueryValue.openapi({ description: 'Why Slack did not install the app (`access_denied` when the admin cancelled).' }),
+});
+
+const HtmlPage = z.string().openapi({ description: 'A short HTML page saying what happened.' });
+const html = (description: string) => ({ description, schema: HtmlPage, contentType: 'text/html' });
+
+const START_AGAIN = 'Ask an admin of your organization for a new install link and start again.';
+const CODE = /^[\x21-\x7e]{1,512}$/;
+const SLACK_ERROR = /^[a-z0-9_]{1,64}$/;
+
+const single = (value: string | string[] | undefined): string | undefined => (typeof value === 'string' ? value : undefined);
+
+/** A page saying the app was not connected, with the coded reason. */
+function refused(status: number, reason: string, message: string, facts: [string, string][] = []): Reply {
+  return flowPage({ status, title: 'Slack was not connected', message, facts: [['Reason', reason], ...facts] });
+}
+
+const INSTALL_REFUSALS: Record<InstallRefusal, { status: number; message: string }> = {
+  not_found: { status: 404, message: 'The connection of this install link no longer exists.' },
+  team_mismatch: {
+    status: 409,
+    message: 'This connection belongs to another Slack workspace: install its app there, or create a new connection.',
+  },
+  app_mismatch: { status: 409, message: 'Slack installed another app than the one this connection is bound to.' },
+  bound_elsewhere: { status: 409, message: 'This app is already connected in this workspace through another connection.' },
+};
+
+type Callback = { ok: true; code: string; state: string } | { ok: false; page: Reply };
+
+/** The callback's parameters, each present once and well-formed, or the page that says why not. */
+function readCallback(query: z.output<typeof CallbackQuery>): Callback {
+  const [code, state, error] = [query.code, query.state, query.error].map(single);
+  if (error !== undefined) {
+    const why = SLACK_ERROR.test(error) ? error : 'unknown';
+    return { ok: false, page: refused(400, 'slack_error', `Slack did not install the app (${why}). ${START_AGAIN}`) };
+  }
+  if (state === undefined)
+    return { ok: false, page: refused(400, 'invalid_callback', `This address completes an install link of this service. ${START_AGAIN}`) };
+  if (code === undefined || !CODE.test(code))
+    return { ok: false, page: refused(400, 'invalid_callback', 'Slack sent no valid authorization code.') };
+  return { ok: true, code, state };
+}
+
+/** Whether the admin who asked for the link is still an admin of its organization. */
+async function stillAdmin(deps: Deps, claims: FlowStateClaims): Promise<boolean> {
+  const member = await liveMember(deps.db, claims.memberId).catch(() => undefined);
+  return member !== undefined && member.organization_id === claims.organizationId && isAdmin(member.role);
+}
+
+/** The state's connection and its client credentials, or the page that says why the install cannot go on. */
+async function credentialsFor(
+  deps: Deps,
+  claims: FlowStateClaims,
+): Promise<{ page: Reply } | { connectionId: string; clientId: string; clientSecret: string }> {
+  const connectionId = claims.subject ?? '';
+  const credentials = await findClientCredentials(deps.db, deps.secretKey, connectionId);
+  if (!credentials) return { page: refused(404, 'connection_not_found', INSTALL_REFUSALS.not_found.message) };
+  if (credentials.organizationId !== claims.organizationId) {
+    return { page: refused(403, 'other_organization', `The install link names a connection of another organization. ${START_AGAIN}`) };
+  }
+  if (credentials.clientId === null || credentials.clientSecret === null) {
+    return {
+      page: refused(409, 'credentials_missing', 'The connection has no client id and secret: set its credentials, then install it again.'),
+    };
+  }
+  return { connectionId, clientId: credentials.clientId, clientSecret: credentials.clientSecret };
+}
+
+async function completeInstall(deps: Deps, query: z.output<typeof CallbackQuery>, ctx: AppContext): Promise<Reply> {
+  const callback = readCallback(query);
+  if (!callback.ok) return callback.page;
+  const verdict = await consumeFlowState(deps, callback.state, SLACK_INSTALL_FLOW.purpose);
+  if (!verdict.ok) {
+    ctx.state.log.info({ reason: verdict.reason }, 'slack install refused: state');
+    return refused(400, `state_${verdict.reason}`, `${FLOW_STATE_REFUSALS[verdict.reason]} ${START_AGAIN}`);
+  }
+  const claims = verdict.claims;
+  if (!(await stillAdmin(deps, claims)))
+    return refused(403, 'not_admin', 'The admin who asked for this install link can no longer install apps.');
+  const app = await credentialsFor(deps, claims);
+  if ('page' in app) return app.page;
+  const exchanged = await oauthV2Access(deps.settings.apiBaseUrl, {
+    clientId: app.clientId,
+    clientSecret: app.clientSecret,
+    code: callback.code,
+    redirectUri: oauthRedirectUrl(deps.platform.publicBaseUrl),
+  });
+  if (!exchanged.ok) {
+    ctx.state.log.warn({ connectionId: app.connectionId, error: exchanged.error }, 'slack install: oauth.v2.access refused or failed');
+    return exchanged.refused
+      ? refused(400, 'authorization_refused', `Slack refused the authorization (${exchanged.error}). ${START_AGAIN}`)
+      : refused(
+          502,
+          'slack_unavailable',
+          `Slack could not be reached to complete the install, and this install link is now used. ${START_AGAIN}`,
+        );
+  }
+  return bind(deps, ctx, claims, app.connectionId, exchanged.install);
+}
+
+/** Stores the install, or refuses it and revokes the token Slack just issued for it. */
+async function bind(
+  deps: Deps,
+  ctx: AppContext,
+  claims: FlowStateClaims,
+  connectionId: string,
+  install: Extract<Awaited<ReturnType<typeof oauthV2Access>>, { ok: true }>['install'],
+): Promise<Reply> {
+  const { teamId, appId, botToken } = install;
+  if (teamId === null || appId === null || botToken === null) {
+    if (botToken !== null) await authRevoke(deps.settings.apiBaseUrl, botToken);
+    return refused(400, 'no_workspace_install', 'Slack did not install the app in a workspace with a bot user.');
+  }
+  const recorded = await recordSlackInstall(
+    deps.db,
+    deps.secretKey,
+    {
+      connectionId,
+      organizationId: claims.organizationId,
+      memberId: claims.memberId,
+      teamId,
+      teamName: install.teamName,
+      appId,
+      botToken,
+      botUserId: install.botUserId,
+    },
+    new Date(deps.now()),
+  );
+  ctx.state.log.info({ connectionId, teamId, appId, outcome: recorded.ok ? 'installed' : recorded.reason }, 'slack install');
+  const workspace: [string, string] = ['Workspace', install.teamName ?? teamId];
+  if (!recorded.ok) {
+    await authRevoke(deps.settings.apiBaseUrl, botToken);
+    const refusal = INSTALL_REFUSALS[recorded.reason];
+    return refused(refusal.status, recorded.reason, refusal.message, [workspace]);
+  }
+  const again = recorded.reinstall ? ' Its bot token was replaced.' : '';
+  return flowPage({
+    status: 200,
+    title: 'Slack is connected',
+    message: `Connected to workspace ${install.teamName ?? teamId}; you can close this tab.${again}`,
+    facts: [workspace, ['Connection', connectionId]],
+  });
+}
+
+async function callback(deps: Deps, query: z.output<typeof CallbackQuery>, ctx: AppContext): Promise<Reply> {
+  try {
+    return await completeInstall(deps, query, ctx);
+  } catch (error) {
+    if (!(error instanceof AppError && error.dependency !== undefined)) throw error;
+    const page = refused(503, 'unavailable', `The service is briefly unavailable, and this install link may be used up. ${START_AGAIN}`);
+    return { ...page, headers: { ...page.headers, 'retry-after': '5' } };
+  }
+}
+
+export function createOAuthCallbackRoute(deps: Deps): Route {
+  return defineRoute({
+    method: 'get',
+    path: OAUTH_CALLBACK_PATH,
+    summary: "Slack's OAuth redirect URL: stores the install of a connection's app (an HTML page)",
+    description:
+      'The manifest names it as the app’s redirect URL. The state must come from `POST /v1/integrations/slack/connections/{connectionId}/install`; ' +
+      'the code is exchanged with `oauth.v2.access` using that connection’s client credentials. Every answer is an HTML page.',
+    tags: ['Slack'],
+    auth: 'public',
+    query: CallbackQuery,
+    responses: {
+      200: html('Connected (or the token of a reinstall replaced).'),
+      400: html(
+        'A parameter is missing or malformed, Slack sent an error, the state is refused (malformed, altered, for another flow, expired or used), or Slack refused the code.',
+      ),
+      403: html('The admin of the link is no longer one, or the link names another organization’s connection.'),
+      404: html('The connection of the link no longer exists.'),
+      409: html('The connection has no credentials, or is bound to another workspace or app, or another connection holds this app.'),
+      502: html('Slack could not be reached.'),
+      503: html('Postgres is unavailable; try again.'),
+    },
+    handler: ({ query }, ctx) => callback(deps, query, ctx),
+  });
+}

@@ -1,0 +1,54 @@
+/**
+ * PATCH /v1/integrations/slack/connections/{connectionId} (admins): routing on or off, and the
+ * channel allowlist; the same store function as `den slack connections update`.
+ */
+import { AppError } from '../../app/errors';
+import type { Principal } from '../../app/http/auth';
+import { defineRoute, type Reply, type Route } from '../../app/http/route';
+import { z } from '../../app/http/zod';
+import { getSlackConnectionView, updateSlackConnection } from '../connections';
+import { Channels, connectionNotFound, connectionResponses, SlackConnectionBody, TAGS } from './connection-shared';
+import { ConnectionParams, type SlackRouteDeps } from './shared';
+
+type Deps = Pick<SlackRouteDeps, 'db' | 'secretKey' | 'now'>;
+
+const UpdateRequest = z
+  .object({
+    enabled: z.boolean().optional().openapi({ description: 'false: events are acknowledged and not routed.' }),
+    channels: Channels.optional(),
+  })
+  .strict()
+  .openapi('SlackConnectionUpdate', { description: 'What to change; an empty object changes nothing and answers the connection.' });
+
+const Conflict = z.object({ error: z.literal('uninstalled'), message: z.string() });
+
+async function update(deps: Deps, principal: Principal, connectionId: string, body: z.output<typeof UpdateRequest>): Promise<Reply> {
+  const before = await getSlackConnectionView(deps.db, principal.organizationId, connectionId);
+  if (!before) throw connectionNotFound();
+  if (body.enabled === true && before.state === 'uninstalled') {
+    throw new AppError('uninstalled', 409, {
+      error: 'uninstalled',
+      message: 'Slack uninstalled this app: install it again (POST …/install) to enable it.',
+    });
+  }
+  const after = await updateSlackConnection(deps.db, deps.secretKey, connectionId, body, new Date(deps.now()));
+  return { status: 200, body: after };
+}
+
+export function createUpdateConnectionRoute(deps: Deps): Route {
+  return defineRoute({
+    method: 'patch',
+    path: '/v1/integrations/slack/connections/{connectionId}',
+    summary: "Turn a Slack connection's routing on or off, or set its channel allowlist (admins only)",
+    tags: TAGS,
+    auth: 'admin',
+    params: ConnectionParams,
+    body: { kind: 'json', schema: UpdateRequest, limitBytes: 65_536 },
+    responses: {
+      200: { description: 'The connection as it is now.', schema: SlackConnectionBody },
+      409: { description: '`uninstalled`: an app Slack uninstalled is enabled by installing it again.', schema: Conflict },
+      ...connectionResponses,
+    },
+    handler: ({ principal, params, body }) => update(deps, principal, params.connectionId, body),
+  });
+}
