@@ -25,7 +25,7 @@ const COUNT_EVERY_MS = 1_000;
 /** A run admitted here whose row never showed it (its start failed) stops counting after this. */
 const PENDING_MAX_MS = 30_000;
 /** What a refused claim or report is told to wait: runs end over minutes, not milliseconds. */
-export const CAPACITY_RETRY_AFTER_SECONDS = 10;
+const CAPACITY_RETRY_AFTER_SECONDS = 10;
 
 export type CapacityVia = 'claim' | 'report';
 
