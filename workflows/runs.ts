@@ -6,9 +6,10 @@
  *
  * Two loops run side by side, so a slow Postgres never delays a lease deadline:
  * - the liveness loop sleeps until the next deadline with `condition(fn, remainingMs)`, waking
- *   early only when the status or attempt changes. Heartbeats move the lease without waking it:
- *   the deadline only ever moves later, so the loop re-reads it when its timer fires (an
- *   updatable timer, with no polling);
+ *   early when the status or attempt changes, or when the deadline moved later by a quarter of
+ *   the lease or more (src/runs/state.ts, deadlineMovedOn): the timer is then set again in the
+ *   workflow task that moved it, so it fires when the lease really ends. Smaller moves do not
+ *   wake it: the deadline only ever moves later, so the loop re-reads it when its timer fires;
  * - the sync loop appends applied events to Postgres in order (then forgets their bodies) and
  *   keeps the `automation_runs` row and the search attributes current at every transition.
  */
@@ -75,6 +76,7 @@ import {
   decideEvent,
   initialState,
   isClosed,
+  deadlineMovedOn,
   nextDeadline,
   outboxBatch,
   requestCancel,
@@ -119,6 +121,9 @@ const persistClose = byName<RunActivities>(REGULAR_PERSIST);
 
 /** Workflow patch id: a closing sync is a regular activity (runs before it wrote it locally). */
 const RUN_CLOSE_IN_HISTORY_PATCH = 'run-close-in-history';
+
+/** Workflow patch id: the lease timer follows a lease a heartbeat moved (runs before it woke at the old end, then slept again). */
+const LEASE_TIMER_FOLLOWS_PATCH = 'lease-timer-follows';
 
 type PersistInput = Parameters<RunActivities['persistRunState']>[0];
 
@@ -428,11 +433,13 @@ async function liveUntilDone(run: Run): Promise<void> {
     if (isClosed(run.state)) break;
     const deadline = nextDeadline(run.state, settings);
     const seen = run.state.transitions;
-    const changed = () => run.state.transitions !== seen || continueAsNewDue(run);
     if (deadline === null) {
-      await condition(changed);
+      await condition(() => run.state.transitions !== seen || continueAsNewDue(run));
       continue;
     }
+    const follows = patched(LEASE_TIMER_FOLLOWS_PATCH);
+    const changed = () =>
+      run.state.transitions !== seen || continueAsNewDue(run) || (follows && deadlineMovedOn(run.state, deadline, settings));
     const woke = await condition(changed, Math.max(1, deadline - Date.now()));
     // Timer fired: that deadline has passed (unless a heartbeat moved it, which tick sees).
     if (!woke) run.state = tick(run.state, Math.max(Date.now(), deadline), settings);

@@ -22,6 +22,7 @@ import {
   commitOutbox,
   compactState,
   initialState,
+  deadlineMovedOn,
   nextDeadline,
   outboxBatch,
   summarize,
@@ -70,6 +71,16 @@ describe('run state: start and claim', () => {
     const q = queued();
     expect(q).toMatchObject({ status: 'queued', attempt: 0, startedAt: null, leaseExpiresAt: null, memberId: 'm' });
     expect(nextDeadline(q, settings)).toBe(T0 + 600_000);
+  });
+
+  it('the lease timer is set again once a heartbeat moved the deadline by a quarter of the lease, not for less', () => {
+    const r = running();
+    const armed = nextDeadline(r, settings)!;
+    // A quarter of the 60 s lease is 15 s: a heartbeat 10 s in moves it too little, one 15 s in enough.
+    expect(deadlineMovedOn(applyHeartbeat(r, { attempt: 0, receivedAt: 0 }, T0 + 10_000, settings), armed, settings)).toBe(false);
+    expect(deadlineMovedOn(applyHeartbeat(r, { attempt: 0, receivedAt: 0 }, T0 + 15_000, settings), armed, settings)).toBe(true);
+    // A closed run has no deadline to follow.
+    expect(deadlineMovedOn(tick(r, T0 + settings.maxDurationMs, settings), armed, settings)).toBe(false);
   });
 
   it('only a claim starts an attempt of a queued run; reports before it, or for another attempt, are ignored', () => {
