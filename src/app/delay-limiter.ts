@@ -5,14 +5,16 @@
  * - **The limit** is a rate of new work (requests a second, every organization together). It is
  *   off while the engine keeps up. When the measured delay (src/app/engine-delay.ts) rises past
  *   its target, the limit starts at a fraction of what was admitted over the last interval, and
- *   each later interval still past the target cuts it again, multiplicatively, unless the delay
- *   is already falling (the work admitted before the cut is still draining). Under the target it
+ *   while the delay stays past the target it is cut again, multiplicatively, at most every
+ *   CUT_EVERY_INTERVALS intervals and not while the delay is already falling (the work admitted
+ *   before the cut is still draining). Under the target it
  *   grows again, additively, and once it is twice what is asked of it, it is off again.
  * - **The shares**: the limit is divided between the organizations that ask, by weighted max-min
  *   fairness on what each asked over the last interval: an organization that asks for less than
  *   its weighted part of the limit gets all it asks, and the rest is split among the others in
  *   proportion to their weights. So the organizations using the most beyond their share are cut
- *   first, and a quiet organization under its share is never shed.
+ *   first, and a quiet organization under its share is never shed: one that was not asking (new,
+ *   or idle) gets its weighted part of the limit from its first request.
  * - **Enforcement** is a token bucket per limited organization, checked in memory: a sender that
  *   ignores Retry-After only meets empty buckets.
  */
@@ -189,14 +191,15 @@ export class DelayLimiter {
   private state(tenant: string, weight: number, now: number): TenantState {
     let state = this.tenants.get(tenant);
     if (!state) {
+      const share = this.newcomerShare(weight);
       state = {
         weight,
         asked: 0,
         admitted: 0,
         askedRate: 0,
         admittedRate: 0,
-        share: FLOOR_PER_WEIGHT * weight,
-        tokens: 1,
+        share,
+        tokens: Math.max(1, share),
         refilledAt: now,
         lastSeen: now,
       };
@@ -205,6 +208,18 @@ export class DelayLimiter {
     state.weight = weight;
     state.lastSeen = now;
     return state;
+  }
+
+  /**
+   * What an organization not seen asking gets until the next interval shares the limit again: its
+   * weighted part of the limit beside the ones asking, as `share` would give it, so a quiet
+   * organization's first requests are never refused while a flooder is being cut.
+   */
+  private newcomerShare(weight: number): number {
+    if (this.limit === undefined) return FLOOR_PER_WEIGHT * weight;
+    let weights = weight;
+    for (const state of this.tenants.values()) if (state.askedRate > 0) weights += state.weight;
+    return Math.max(FLOOR_PER_WEIGHT * weight, (this.limit * weight) / weights);
   }
 
   /** At most one second of its share, and at least one request. */

@@ -119,11 +119,15 @@ export interface PublisherDeps {
 /** Rows older than this are deleted (a worker that stopped for good); readers ignore them much sooner. */
 const ROW_RETENTION_MS = 3_600_000;
 
-/** Publishes this worker's measurements every interval until stopped; a failed round is skipped, not retried. */
+/**
+ * Publishes this worker's measurements every interval until stopped; a failed round is skipped,
+ * not retried, and so is a round due while the last is still running (a slow Temporal answers
+ * each describe in up to an interval, so rounds would otherwise queue without end).
+ */
 export function startEngineDelayPublisher(deps: PublisherDeps): { stop(): Promise<void> } {
   const workerId = `${os.hostname()}/${process.pid}/${randomBytes(4).toString('hex')}`;
   let rounds = 0;
-  let current: Promise<void> = Promise.resolve();
+  let current: Promise<void> | undefined;
   const publish = async () => {
     for (const taskQueue of deps.taskQueues) {
       let backlog: Backlog;
@@ -155,7 +159,9 @@ export function startEngineDelayPublisher(deps: PublisherDeps): { stop(): Promis
     }
   };
   const timer = setInterval(() => {
-    current = current.then(publish).catch((error: unknown) => deps.log.warn({ err: error }, 'engine delay not published'));
+    current ??= publish()
+      .catch((error: unknown) => deps.log.warn({ err: error }, 'engine delay not published'))
+      .finally(() => (current = undefined));
   }, deps.intervalMs);
   timer.unref();
   return {

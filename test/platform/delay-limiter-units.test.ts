@@ -69,6 +69,20 @@ describe('the delay limiter', () => {
     expect(send(limiter, 'b', 10, t)).toBe(10);
   });
 
+  it('gives an organization that starts asking while the limit is on its weighted part at once, not the floor', () => {
+    const limiter = new DelayLimiter({ targetMs: TARGET, intervalMs: INTERVAL });
+    send(limiter, 'a', 100, 0);
+    limiter.update(500, INTERVAL);
+    const limit = limiter.currentLimit!;
+    expect(limit).toBeCloseTo(100 * DELAY_DECREASE);
+    // Its weighted part beside the flooder is half the limit: a burst of that many within its first second all pass.
+    const part = Math.floor(limit / 2);
+    expect(part).toBeGreaterThan(5);
+    let admitted = 0;
+    for (let i = 0; i < part; i++) if (limiter.take('newcomer', 1, INTERVAL + i).ok) admitted++;
+    expect(admitted).toBe(part);
+  });
+
   it('a refusal names how long until the organization has a request again, and check() takes nothing', () => {
     const limiter = new DelayLimiter({ targetMs: TARGET, intervalMs: INTERVAL });
     send(limiter, 'a', 10, 0);
