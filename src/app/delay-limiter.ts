@@ -31,6 +31,8 @@ const INCREASE_FRACTION = 0.05;
 const RELEASE_FACTOR = 2;
 /** At least this many requests a second for each organization of weight 1 that asks. */
 const FLOOR_PER_WEIGHT = 1;
+/** The longest wait a refusal names. */
+const MAX_RETRY_AFTER_SECONDS = 60;
 /** Organizations unheard of this long are forgotten. */
 const IDLE_MS = 60_000;
 
@@ -232,8 +234,15 @@ export class DelayLimiter {
     state.refilledAt = now;
   }
 
+  /**
+   * The wait a refusal names: until the organization's bucket has a request again, and at least
+   * as long as its share takes to serve what it asked in a second. Senders that honour it then
+   * spread out instead of all coming back when the next token is due, when all but one would be
+   * refused again.
+   */
   private refusal(state: TenantState): DelayVerdict {
-    const wait = (1 - state.tokens) / Math.max(state.share, 1e-3);
-    return { ok: false, retryAfterSeconds: Math.min(60, Math.max(1, Math.ceil(wait))) };
+    const share = Math.max(state.share, 1e-3);
+    const wait = Math.max((1 - state.tokens) / share, state.askedRate / share);
+    return { ok: false, retryAfterSeconds: Math.min(MAX_RETRY_AFTER_SECONDS, Math.max(1, Math.ceil(wait))) };
   }
 }

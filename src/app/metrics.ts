@@ -55,7 +55,7 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}) {
     }),
     heartbeats: new Counter({
       name: 'den_run_heartbeats_total',
-      help: 'Run heartbeats received, by whether they were forwarded to Temporal or coalesced.',
+      help: 'Run heartbeats received, by whether they were forwarded to Temporal, coalesced, or refused from memory (a refusal still in force).',
       labelNames: ['result'] as const,
       registers: [registry],
     }),

@@ -97,6 +97,20 @@ describe('the delay limiter', () => {
     for (let i = 0; i < 100; i++) expect(other.check('a', 1, INTERVAL + 500).ok).toBe(true);
   });
 
+  it('names a longer wait the further an organization asks beyond its share, so senders that honour it spread out', () => {
+    const limiter = new DelayLimiter({ targetMs: TARGET, intervalMs: INTERVAL });
+    send(limiter, 'a', 20, 0);
+    limiter.update(1000, INTERVAL);
+    // Its share is now 14 a second; it asks 280 a second (20 times that).
+    send(limiter, 'a', 280, INTERVAL);
+    limiter.update(1000, INTERVAL * 2);
+    expect(send(limiter, 'a', 100, INTERVAL * 2)).toBeLessThan(100);
+    const refused = limiter.take('a', 1, INTERVAL * 3 - 1);
+    expect(refused.ok).toBe(false);
+    expect((refused as { retryAfterSeconds: number }).retryAfterSeconds).toBeGreaterThanOrEqual(15);
+    expect((refused as { retryAfterSeconds: number }).retryAfterSeconds).toBeLessThanOrEqual(60);
+  });
+
   it('does not cut again while the delay is falling, grows back additively under the target, then switches off', () => {
     const limiter = new DelayLimiter({ targetMs: TARGET, intervalMs: INTERVAL });
     send(limiter, 'a', 100, 0);

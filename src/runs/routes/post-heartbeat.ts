@@ -47,7 +47,7 @@ async function postHeartbeat(deps: RunDeps, gates: HeartbeatGates, principal: Pr
     return { ...(await pending), outcome: coalesced };
   }
   if (!admission.forward && 'refusal' in admission) {
-    deps.metrics.runCapacity.inc({ via: 'report', result: 'refused' });
+    metrics.heartbeats.inc({ result: 'refused' });
     throw admission.refusal;
   }
   if (!admission.forward && !('pending' in admission)) {
@@ -81,8 +81,10 @@ async function forwardHeartbeat(
     const report = { kind: 'heartbeat', heartbeat: { attempt, receivedAt: at } } as const;
     outcome = await deliverReport(deps, principal, runId, report, gates.report, { leaseFloor });
   } catch (error) {
-    // A run beyond capacity is refused from memory until its Retry-After, without a lookup.
-    if (error instanceof AppError && error.code === 'capacity') {
+    // A run refused its start (beyond capacity, or its organization past its share) is refused
+    // from memory until its Retry-After, without a Postgres read: a sender that asks again sooner
+    // costs nothing more.
+    if (error instanceof AppError && (error.code === 'capacity' || error.code === 'shed')) {
       coalescer.markRefused(key, at, error, at + Number(error.headers['retry-after'] ?? 1) * 1000);
       throw error;
     }
