@@ -42,6 +42,7 @@ import { createTestOrg } from '../test/harness/identity';
 import { waitFor } from '../test/harness/wait';
 import { startClusterLoadStack } from './lib/cluster-stack';
 import type { GeneratedRequest } from './lib/load';
+import { measureCpu } from './lib/cpu';
 import { envOptions } from './lib/env-options';
 import { historyEventMs } from './lib/history-time';
 import { asLoadStack, startBenchStack, type LoadStack } from './lib/stack';
@@ -450,6 +451,8 @@ interface PhaseResult {
   a?: { ackedPerSecond: number; sustainedPerSecond: number; drainSeconds: number; lost: number; statuses: Record<string, number> };
   /** B's first workflow task per kind: queued and running p50/p99 ms. */
   firstTask?: Record<string, { queuedP50: number; queuedP99: number; runningP50: number; runningP99: number }>;
+  /** CPU during the load, % of one core, per part and for the load generator. */
+  cpuPercent: Record<string, number>;
 }
 
 const round = (v: number) => Math.round(v);
@@ -525,11 +528,20 @@ async function phase(
 ): Promise<PhaseResult> {
   process.stderr.write(`fairness (${mechanism}): ${which}, ${options.seconds} s\n`);
   const ms = options.seconds * 1000;
+  // Where the CPU goes during the load: each part of the stack, and this process (the load generator).
+  const cpu = await measureCpu(stack.processes);
+  const clientFrom = process.cpuUsage();
+  const cpuFrom = performance.now();
   const [samples, load] = await Promise.all([
     which === 'a-alone' ? undefined : steady(stack, b, options.intervalMs, ms),
     which === 'b-alone' ? undefined : flood(stack, a, options.connections, options.seconds, options.floodRetryAfter),
   ]);
   const loadEnd = Date.now();
+  const client = process.cpuUsage(clientFrom);
+  const cpuPercent = {
+    ...(await cpu()),
+    'load generator': Math.round(((client.user + client.system) / 1000 / (performance.now() - cpuFrom)) * 100),
+  };
   const [processed, drained] = await Promise.all([
     samples ? processedMs(stack, b, samples) : undefined,
     load ? sustained(stack, load, options.seconds, loadEnd) : undefined,
@@ -550,6 +562,7 @@ async function phase(
           }
         : undefined,
     firstTask: tasks ? summarizeTasks(tasks) : undefined,
+    cpuPercent,
   };
 }
 
@@ -628,6 +641,15 @@ function markdown(results: PhaseResult[], header: string): string {
     "| phase | B's kind | first workflow task queued (started → task started) p50 / p99 ms | running on the worker p50 / p99 ms |",
     '|---|---|---|---|',
     ...taskRows,
+    '',
+    '| phase | CPU during the load, % of one core |',
+    '|---|---|',
+    ...results.map(
+      (r) =>
+        `| ${named(r)} | ${Object.entries(r.cpuPercent)
+          .map(([part, percent]) => `${part} ${percent}`)
+          .join(', ')} |`,
+    ),
     '',
     "| phase | A acked/s | A sustained/s (acked, over load + drain) | drain s | A acked, not processed | A's answers by status (429 and 503: shed) |",
     '|---|---|---|---|---|---|',

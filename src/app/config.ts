@@ -100,6 +100,9 @@ export const platformSettings = defineSettings(
     ADMISSION_RATE_BATCH: int(5, 1, 1000),
     ADMISSION_WAIT_MAX: duration('8s'),
     ADMISSION_QUEUE_WAIT: duration('1s'),
+    // A refusal of load is answered after this long (at most its Retry-After), so a sender that
+    // ignores Retry-After cannot spin the API on refusals; 0 answers at once.
+    ADMISSION_REFUSAL_HOLD: duration('1s'),
     // Past this engine delay (the workers' measured backlog age and report lag), new work is
     // limited and shared between organizations; ENGINE_DELAY_INTERVAL is how often workers
     // publish the delay and API processes read it.
@@ -165,6 +168,7 @@ export const platformSettings = defineSettings(
       batch: e.ADMISSION_RATE_BATCH,
       waitMaxMs: e.ADMISSION_WAIT_MAX,
       queueWaitMs: e.ADMISSION_QUEUE_WAIT,
+      refusalHoldMs: e.ADMISSION_REFUSAL_HOLD,
       delayTargetMs: e.ADMISSION_DELAY_TARGET,
     },
     engineDelay: { intervalMs: e.ENGINE_DELAY_INTERVAL },

@@ -73,5 +73,6 @@ export function createApi(infra: Infrastructure, options: { now?: () => number; 
     removedRoutes: options.removedRoutes ?? REMOVED_ROUTES,
     unauthenticatedBodies: config.http.unauthenticatedBodies,
     trustedProxies: config.http.trustedProxies,
+    refusalHoldMs: config.admission.refusalHoldMs,
   });
 }

@@ -36,7 +36,8 @@ export const runsSettings = defineSettings(
     // Above 0.75 the next heartbeat after the window could come after the lease.
     RUN_HEARTBEAT_COALESCE_FRACTION: z.coerce.number().gt(0).max(0.75).default(0.7),
     // Runs that may hold a lease at once, every organization together (0: no limit); the
-    // default is what the capacity model gives two cores (docs/capacity.md).
+    // default is what the capacity model gives two cores at 0.8 utilisation, about 0.63 ms of CPU
+    // a second per live run (docs/capacity.md, "Live-run capacity").
     RUN_CAPACITY: int(2500, 0, 10_000_000),
   },
   (e) => ({
