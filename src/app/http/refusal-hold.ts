@@ -13,7 +13,7 @@ import type { AppError } from '../errors';
 const LOAD_REFUSALS: ReadonlySet<string> = new Set(['shed', 'capacity', 'overloaded']);
 
 /** Refusals held at once, per process, at most. */
-export const MAX_HELD_REFUSALS = 10_000;
+const MAX_HELD_REFUSALS = 10_000;
 
 export interface RefusalHold {
   /** Waits before a refusal of load is answered (at most its Retry-After); returns at once for any other error. */
