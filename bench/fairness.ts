@@ -1,15 +1,21 @@
 /**
  * `npm run bench -- fairness [--duration 20] [--connections 32] [--interval 250] [--cluster]
- *   [--mechanism on|off|both] [--env NAME=VALUE …] [--server-config key=value …]`
+ *   [--mechanism on|off|fixed|both|all] [--flood ignores|honours] [--env NAME=VALUE …] [--server-config key=value …]`
  *
  * Two tenants on one stack. Organization A floods GitHub pushes and run events over
- * `--connections` connections; organization B sends one GitHub push, one Slack mention, one run
- * event and one heartbeat every `--interval` ms, and sends a shed request again after its
- * Retry-After, as its real sender would. Each mechanism setting runs on a fresh stack, in three
- * phases: B alone, A alone, B under A's flood.
+ * `--connections` connections and, by default, ignores Retry-After, as a misbehaving sender
+ * would (`--flood honours` waits it out); organization B sends one GitHub push, one Slack
+ * mention, one run event and one heartbeat every `--interval` ms, and sends a shed request again
+ * after its Retry-After, as its real sender would. Each mechanism setting runs on a fresh stack,
+ * in three phases: B alone, A alone, B under A's flood.
  *
  * - **mechanism off** (TEMPORAL_FAIRNESS=false, ADMISSION=false: no fairness keys, so the queue is
- *   first in, first out, and no admission): the code before fair shares;
+ *   first in, first out, and no admission): the code before fair shares. A alone here is the
+ *   machine's ceiling for this work: everything is acked, and its rate is counted over the load
+ *   and the drain after it;
+ * - **mechanism fixed**: fair shares and a fixed admission rate per organization
+ *   (ADMISSION_ORG_RATE=50, ADMISSION_DELAY_TARGET=1h so the measured delay never binds): the code
+ *   before admission by measured delay;
  * - **mechanism on**: the defaults, or what `--env` sets (and `--server-config`, the embedded dev
  *   server's dynamic config).
  *
@@ -36,6 +42,7 @@ import { createTestOrg } from '../test/harness/identity';
 import { waitFor } from '../test/harness/wait';
 import { startClusterLoadStack } from './lib/cluster-stack';
 import type { GeneratedRequest } from './lib/load';
+import { measureCpu } from './lib/cpu';
 import { envOptions } from './lib/env-options';
 import { historyEventMs } from './lib/history-time';
 import { asLoadStack, startBenchStack, type LoadStack } from './lib/stack';
@@ -260,6 +267,9 @@ async function steady(stack: LoadStack, b: Tenant, intervalMs: number, durationM
   return samples;
 }
 
+/** Whether A's flood waits out the Retry-After it is given. */
+type FloodRetryAfter = 'ignores' | 'honours';
+
 /** What A's flood got: the ids of its acked requests and its answers by status. */
 interface Flood {
   acked: string[];
@@ -268,11 +278,11 @@ interface Flood {
 
 /**
  * A's flood: pushes and new runs' events, alternating, over `connections` connections, each
- * sending its next request as soon as the last is answered. A shed connection waits the
- * Retry-After it was given, as `den runtime` does and as GitHub's redelivery (asked by the
- * reconcile) does; a sender that ignores it is a different problem (admission by measured delay).
+ * sending its next request as soon as the last is answered. With `honours`, a shed connection
+ * waits the Retry-After it was given, as `den runtime` does and as GitHub's redelivery (asked by
+ * the reconcile) does; with `ignores` it sends the next request at once.
  */
-async function flood(stack: LoadStack, a: Tenant, connections: number, seconds: number): Promise<Flood> {
+async function flood(stack: LoadStack, a: Tenant, connections: number, seconds: number, retryAfter: FloodRetryAfter): Promise<Flood> {
   const result: Flood = { acked: [], statuses: {} };
   const end = Date.now() + seconds * 1000;
   let i = 0;
@@ -283,7 +293,7 @@ async function flood(stack: LoadStack, a: Tenant, connections: number, seconds: 
       const answer = await sendOnce(url, request);
       result.statuses[answer.status] = (result.statuses[answer.status] ?? 0) + 1;
       if (answer.status >= 200 && answer.status < 300) result.acked.push(request.id);
-      else if (answer.retryAfter !== undefined)
+      else if (retryAfter === 'honours' && answer.retryAfter !== undefined)
         await new Promise((resolve) => setTimeout(resolve, Math.min(answer.retryAfter! * 1000, end - Date.now())));
     }
   };
@@ -405,6 +415,23 @@ async function sustained(
 
 type Phase = 'b-alone' | 'a-alone' | 'flood';
 
+type Mechanism = 'off' | 'fixed' | 'on';
+
+/** What each mechanism setting sets on every API and worker process, before `--env`. */
+const SWITCHES: Record<Mechanism, Record<string, string>> = {
+  off: { TEMPORAL_FAIRNESS: 'false', ADMISSION: 'false' },
+  fixed: { ADMISSION_ORG_RATE: '50', ADMISSION_DELAY_TARGET: '1h' },
+  on: {},
+};
+
+const MECHANISMS: Record<string, Mechanism[]> = {
+  off: ['off'],
+  fixed: ['fixed'],
+  on: ['on'],
+  both: ['off', 'on'],
+  all: ['off', 'fixed', 'on'],
+};
+
 interface KindResult {
   ackP50: number;
   ackP99: number;
@@ -419,11 +446,13 @@ interface KindResult {
 
 interface PhaseResult {
   phase: Phase;
-  mechanism: 'on' | 'off';
+  mechanism: Mechanism;
   b?: Record<string, KindResult>;
   a?: { ackedPerSecond: number; sustainedPerSecond: number; drainSeconds: number; lost: number; statuses: Record<string, number> };
   /** B's first workflow task per kind: queued and running p50/p99 ms. */
   firstTask?: Record<string, { queuedP50: number; queuedP99: number; runningP50: number; runningP99: number }>;
+  /** CPU during the load, % of one core, per part and for the load generator. */
+  cpuPercent: Record<string, number>;
 }
 
 const round = (v: number) => Math.round(v);
@@ -481,6 +510,7 @@ interface MeasureOptions {
   seconds: number;
   connections: number;
   intervalMs: number;
+  floodRetryAfter: FloodRetryAfter;
   /** Applied to every API and worker process, after the mechanism's own switches. */
   env: Record<string, string>;
   /** More dynamic config for the embedded dev server (`key=value`). */
@@ -493,16 +523,25 @@ async function phase(
   a: Tenant,
   b: Tenant,
   which: Phase,
-  mechanism: 'on' | 'off',
+  mechanism: Mechanism,
   options: MeasureOptions,
 ): Promise<PhaseResult> {
   process.stderr.write(`fairness (${mechanism}): ${which}, ${options.seconds} s\n`);
   const ms = options.seconds * 1000;
+  // Where the CPU goes during the load: each part of the stack, and this process (the load generator).
+  const cpu = await measureCpu(stack.processes);
+  const clientFrom = process.cpuUsage();
+  const cpuFrom = performance.now();
   const [samples, load] = await Promise.all([
     which === 'a-alone' ? undefined : steady(stack, b, options.intervalMs, ms),
-    which === 'b-alone' ? undefined : flood(stack, a, options.connections, options.seconds),
+    which === 'b-alone' ? undefined : flood(stack, a, options.connections, options.seconds, options.floodRetryAfter),
   ]);
   const loadEnd = Date.now();
+  const client = process.cpuUsage(clientFrom);
+  const cpuPercent = {
+    ...(await cpu()),
+    'load generator': Math.round(((client.user + client.system) / 1000 / (performance.now() - cpuFrom)) * 100),
+  };
   const [processed, drained] = await Promise.all([
     samples ? processedMs(stack, b, samples) : undefined,
     load ? sustained(stack, load, options.seconds, loadEnd) : undefined,
@@ -523,12 +562,13 @@ async function phase(
           }
         : undefined,
     firstTask: tasks ? summarizeTasks(tasks) : undefined,
+    cpuPercent,
   };
 }
 
 /** One stack, one mechanism setting: B alone, A alone, then B under A's flood. */
-async function measure(mechanism: 'on' | 'off', options: MeasureOptions): Promise<PhaseResult[]> {
-  const switches: Record<string, string> = mechanism === 'on' ? {} : { TEMPORAL_FAIRNESS: 'false', ADMISSION: 'false' };
+async function measure(mechanism: Mechanism, options: MeasureOptions): Promise<PhaseResult[]> {
+  const switches = SWITCHES[mechanism];
   const stack = await startStack(options.cluster, { ...switches, ...options.env }, options.serverDynamicConfig);
   try {
     const a = await tenant(stack, 'a');
@@ -545,14 +585,17 @@ const PHASE_NAMES: Record<Phase, string> = { 'b-alone': 'B alone', 'a-alone': 'A
 const named = (r: PhaseResult) => `${PHASE_NAMES[r.phase]}, mechanism ${r.mechanism}`;
 const ratio = (x: number, y: number) => (y > 0 ? `${(x / y).toFixed(1)}×` : '—');
 
-/** The goals as ratios in one run: B's p99 under the flood over B's p99 alone, with the mechanism on. */
+/** The goals as ratios in one run, per mechanism setting: B's p99 under the flood over B's p99 alone. */
 function goalRows(results: PhaseResult[]): string[] {
-  const alone = results.find((r) => r.phase === 'b-alone' && r.mechanism === 'on')?.b;
-  const flooded = results.find((r) => r.phase === 'flood' && r.mechanism === 'on')?.b;
-  if (!alone || !flooded) return [];
-  return (['push', 'mention', 'event'] as const).map((k) => {
-    const processed = k === 'event' ? '— (a row before its ack)' : `${ratio(flooded[k]!.processedP99, alone[k]!.processedP99)} (goal ≤ 3×)`;
-    return `| ${k} | ${ratio(flooded[k]!.ackP99, alone[k]!.ackP99)} (goal ≤ 2×) | ${processed} |`;
+  return (['off', 'fixed', 'on'] as const).flatMap((mechanism) => {
+    const alone = results.find((r) => r.phase === 'b-alone' && r.mechanism === mechanism)?.b;
+    const flooded = results.find((r) => r.phase === 'flood' && r.mechanism === mechanism)?.b;
+    if (!alone || !flooded) return [];
+    return (['push', 'mention', 'event'] as const).map((k) => {
+      const processed =
+        k === 'event' ? '— (a row before its ack)' : `${ratio(flooded[k]!.processedP99, alone[k]!.processedP99)} (goal ≤ 3×)`;
+      return `| ${mechanism} | ${k} | ${ratio(flooded[k]!.ackP99, alone[k]!.ackP99)} (goal ≤ 2×) | ${processed} |`;
+    });
   });
 }
 
@@ -577,15 +620,13 @@ function markdown(results: PhaseResult[], header: string): string {
       (r) =>
         `| ${named(r)} | ${r.a!.ackedPerSecond} | ${r.a!.sustainedPerSecond} | ${r.a!.drainSeconds} | ${r.a!.lost} | ${JSON.stringify(r.a!.statuses)} |`,
     );
-  const soloOff = results.find((r) => r.phase === 'a-alone' && r.mechanism === 'off')?.a;
-  const soloOn = results.find((r) => r.phase === 'a-alone' && r.mechanism === 'on')?.a;
-  const kept =
-    soloOff && soloOn
-      ? [
-          `A alone keeps ${ratio(soloOn.sustainedPerSecond, soloOff.sustainedPerSecond)} of its sustained rate with the mechanism on (goal ≥ 0.8×).`,
-          '',
-        ]
-      : [];
+  const ceiling = results.find((r) => r.phase === 'a-alone' && r.mechanism === 'off')?.a;
+  const kept = results
+    .filter((r) => r.phase === 'a-alone' && r.mechanism !== 'off' && r.a && ceiling)
+    .map(
+      (r) =>
+        `A alone sustains ${r.a!.sustainedPerSecond}/s with the mechanism ${r.mechanism}: ${ratio(r.a!.sustainedPerSecond, ceiling!.sustainedPerSecond)} of the machine's ceiling (A alone, mechanism off: ${ceiling!.sustainedPerSecond}/s; goal ≥ 0.8×).`,
+    );
   const goals = goalRows(results);
   return [
     header,
@@ -595,17 +636,26 @@ function markdown(results: PhaseResult[], header: string): string {
     ...bRows,
     '',
     ...(goals.length
-      ? ["| B's kind, mechanism on | ack p99 flood / alone | processed p99 flood / alone |", '|---|---|---|', ...goals, '']
+      ? ["| mechanism | B's kind | ack p99 flood / alone | processed p99 flood / alone |", '|---|---|---|---|', ...goals, '']
       : []),
     "| phase | B's kind | first workflow task queued (started → task started) p50 / p99 ms | running on the worker p50 / p99 ms |",
     '|---|---|---|---|',
     ...taskRows,
     '',
+    '| phase | CPU during the load, % of one core |',
+    '|---|---|',
+    ...results.map(
+      (r) =>
+        `| ${named(r)} | ${Object.entries(r.cpuPercent)
+          .map(([part, percent]) => `${part} ${percent}`)
+          .join(', ')} |`,
+    ),
+    '',
     "| phase | A acked/s | A sustained/s (acked, over load + drain) | drain s | A acked, not processed | A's answers by status (429 and 503: shed) |",
     '|---|---|---|---|---|---|',
     ...aRows,
     '',
-    ...kept,
+    ...kept.flatMap((line) => [line, '']),
   ].join('\n');
 }
 
@@ -617,30 +667,33 @@ export async function fairnessBench(argv: string[]): Promise<number> {
       connections: { type: 'string', default: '32' },
       interval: { type: 'string', default: '250' },
       cluster: { type: 'boolean', default: false },
-      // on, off or both: `on` alone is quicker when tuning the settings with --env.
-      mechanism: { type: 'string', default: 'both' },
+      // on, off, fixed, both (off and on) or all: `on` alone is quicker when tuning the settings with --env.
+      mechanism: { type: 'string', default: 'all' },
+      // ignores or honours: whether A's flood waits out the Retry-After it is given.
+      flood: { type: 'string', default: 'ignores' },
       // NAME=VALUE for every API and worker process, e.g. --env ADMISSION_ORG_RATE=30.
       env: { type: 'string', multiple: true, default: [] },
       // key=value dynamic config for the embedded dev server, e.g. --server-config matching.numTaskqueueReadPartitions=1.
       'server-config': { type: 'string', multiple: true, default: [] },
     },
   });
-  if (!['on', 'off', 'both'].includes(values.mechanism)) throw new Error(`--mechanism ${values.mechanism}: expected on, off or both`);
+  const mechanisms = MECHANISMS[values.mechanism];
+  if (!mechanisms) throw new Error(`--mechanism ${values.mechanism}: expected one of ${Object.keys(MECHANISMS).join(', ')}`);
+  if (values.flood !== 'ignores' && values.flood !== 'honours') throw new Error(`--flood ${values.flood}: expected ignores or honours`);
   const options: MeasureOptions = {
     cluster: values.cluster,
     seconds: Number(values.duration),
     connections: Number(values.connections),
     intervalMs: Number(values.interval),
+    floodRetryAfter: values.flood,
     env: envOptions(values.env),
     serverDynamicConfig: values['server-config'],
   };
-  const results = [
-    ...(values.mechanism === 'on' ? [] : await measure('off', options)),
-    ...(values.mechanism === 'off' ? [] : await measure('on', options)),
-  ];
+  const results: PhaseResult[] = [];
+  for (const mechanism of mechanisms) results.push(...(await measure(mechanism, options)));
   const given = [...values.env, ...values['server-config'].map((c) => `server ${c}`)];
   const settings = given.length ? ` Settings: ${given.join(', ')}.` : '';
-  const header = `Two tenants, ${values.cluster ? 'npm run cluster' : 'the embedded stack'}: A floods over ${options.connections} connections for ${options.seconds} s; B sends each kind every ${options.intervalMs} ms.${settings}`;
+  const header = `Two tenants, ${values.cluster ? 'npm run cluster' : 'the embedded stack'}: A floods over ${options.connections} connections for ${options.seconds} s and ${options.floodRetryAfter} Retry-After; B sends each kind every ${options.intervalMs} ms.${settings}`;
   const md = markdown(results, header);
   console.log(`\n${md}`);
   const dir = path.join(__dirname, 'results');
@@ -649,7 +702,7 @@ export async function fairnessBench(argv: string[]): Promise<number> {
   const { cluster, seconds, connections, intervalMs } = options;
   await fs.writeFile(
     path.join(dir, `${stamp}.json`),
-    `${JSON.stringify({ kind: 'fairness', cluster, seconds, connections, intervalMs, env: values.env, serverConfig: values['server-config'], results }, null, 2)}\n`,
+    `${JSON.stringify({ kind: 'fairness', cluster, seconds, connections, intervalMs, flood: values.flood, env: values.env, serverConfig: values['server-config'], results }, null, 2)}\n`,
   );
   await fs.writeFile(path.join(dir, `${stamp}.md`), md);
   const lost = results.reduce((n, r) => n + (r.a?.lost ?? 0) + Object.values(r.b ?? {}).reduce((m, k) => m + k.unprocessed, 0), 0);

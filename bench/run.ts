@@ -1,6 +1,6 @@
 /**
  * `npm run bench [-- --duration 30 --connections 16 --only slack-events,github-push] [--cluster] [--env NAME=VALUE …]`
- * `npm run bench -- heartbeats --runs N --interval S --ramp R --duration T [--lease L --fraction F] [--cluster]`
+ * `npm run bench -- heartbeats --runs N --interval S --ramp R --duration T [--lease L --fraction F --capacity C] [--cluster]`
  * `npm run bench -- histories`: history events, workflow tasks and activities per recorded item
  * `npm run bench -- unauthenticated`: the API's memory under unsigned 25 MB uploads (bench/unauthenticated-memory.ts)
  * `npm run bench -- fairness [--duration 20 --connections 32 --interval 250] [--cluster] [--mechanism on|off|both] [--env NAME=VALUE …] [--server-config key=value …]`:
@@ -498,9 +498,52 @@ async function writeResults(json: object, markdown: string): Promise<void> {
   await fs.writeFile(path.join(dir, `${stamp}.md`), markdown);
 }
 
+/** The nearest-rank percentile of `values` (NaN for none). */
+function percentileOf(values: number[], p: number): number {
+  if (values.length === 0) return NaN;
+  const sorted = [...values].sort((a, b) => a - b);
+  return Math.round(sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!);
+}
+
+/** What one simulated runtime saw: whether its run was admitted, and its answers. */
+interface RuntimeSeen {
+  admitted: boolean;
+  /** 429 `capacity` answers before admission (or for good). */
+  refused: number;
+  /** Refusals that named no Retry-After: each is a defect. */
+  refusedBadly: number;
+}
+
+/** One heartbeat as a runtime sends it: the answer's status ('no answer' when none came within the interval), reason, Retry-After and time. */
+async function sendHeartbeat(
+  url: string,
+  apiKey: string,
+  id: string,
+  timeoutMs: number,
+): Promise<{ status: string; reason?: string; retryAfterS: number; tookMs: number }> {
+  const sentAt = Date.now();
+  const res = await fetch(`${url}/v1/automation-runs/${id}/heartbeat`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'x-api-key': apiKey },
+    body: JSON.stringify({ attempt: 1 }),
+    signal: AbortSignal.timeout(timeoutMs),
+  }).catch(() => undefined);
+  const body = (await res?.json().catch(() => undefined)) as { reason?: string } | undefined;
+  return {
+    status: res ? String(res.status) : 'no answer',
+    ...(body?.reason ? { reason: body.reason } : {}),
+    retryAfterS: Number(res?.headers.get('retry-after') ?? 0),
+    tookMs: Date.now() - sentAt,
+  };
+}
+
 /**
- * N live runs heartbeating every S seconds: started evenly over the ramp, then held for T
- * seconds. Reports non-2xx after the ramp, the coalescing ratio, false lease losses and memory.
+ * N runtimes heartbeating every S seconds, started evenly over the ramp, then held for T
+ * seconds, against the live-run capacity (RUN_CAPACITY). A runtime whose first heartbeat is
+ * refused (429 `capacity`) asks again after the Retry-After it was given, as `den runtime` does.
+ * Reports the admitted runs, the refused ones, the admitted runs' non-200 answers and heartbeat
+ * ack p99, the coalescing ratio, false lease losses (admitted runs not running at the end) and
+ * memory.
  */
 async function heartbeats(argv: string[]): Promise<number> {
   const { values } = parseArgs({
@@ -511,7 +554,10 @@ async function heartbeats(argv: string[]): Promise<number> {
       ramp: { type: 'string', default: '10' },
       duration: { type: 'string', default: '60' },
       lease: { type: 'string', default: '60' },
-      fraction: { type: 'string', default: '0.25' },
+      // Unset: the service's default (RUN_HEARTBEAT_COALESCE_FRACTION).
+      fraction: { type: 'string' },
+      // Unset: the service's default (RUN_CAPACITY).
+      capacity: { type: 'string' },
       cluster: { type: 'boolean', default: false },
     },
   });
@@ -519,7 +565,11 @@ async function heartbeats(argv: string[]): Promise<number> {
   const intervalMs = Number(values.interval) * 1000;
   const rampMs = Number(values.ramp) * 1000;
   const durationMs = Number(values.duration) * 1000;
-  const env = { RUN_LEASE_TIMEOUT: `${values.lease}s`, RUN_HEARTBEAT_COALESCE_FRACTION: values.fraction };
+  const env: Record<string, string> = {
+    RUN_LEASE_TIMEOUT: `${values.lease}s`,
+    ...(values.fraction === undefined ? {} : { RUN_HEARTBEAT_COALESCE_FRACTION: values.fraction }),
+    ...(values.capacity === undefined ? {} : { RUN_CAPACITY: values.capacity }),
+  };
   const stack = await startLoadStack(values.cluster, env);
   // Each request to the next replica, as a round-robin load balancer would: the worst case for
   // coalescing, which each replica does on its own.
@@ -528,10 +578,14 @@ async function heartbeats(argv: string[]): Promise<number> {
   try {
     const org = await createTestOrg(stack.database.db, 'bench-heartbeats');
     const ids = Array.from({ length: runs }, () => `hb-${randomUUID()}`);
+    const seen = new Map<string, RuntimeSeen>(ids.map((id) => [id, { admitted: false, refused: 0, refusedBadly: 0 }]));
     let sent = 0;
     let failed = 0;
     let failedAfterRamp = 0;
     const statuses: Record<string, number> = {};
+    /** The admitted runs' heartbeat answers, by status, and the time each 200 took. */
+    const admittedStatuses: Record<string, number> = {};
+    const ackMs: number[] = [];
     const startedAt = Date.now();
     const rampEnd = startedAt + rampMs;
     const deadline = rampEnd + durationMs;
@@ -539,37 +593,66 @@ async function heartbeats(argv: string[]): Promise<number> {
     // is being kept. (Judged after the heartbeats stop, a run whose last forwarded heartbeat was a
     // window earlier can run out of lease during a slow final check, which is no false loss.)
     let stopped = false;
+    const refusedFor: Record<string, number> = {};
     const loops = Promise.all(
       ids.map(async (id, index) => {
-        // Spread the runs over the ramp, as independent runtimes would start.
-        await new Promise((r) => setTimeout(r, (index / runs) * rampMs));
-        while (!stopped) {
-          const sentAt = Date.now();
-          const res = await fetch(`${api()}/v1/automation-runs/${id}/heartbeat`, {
-            method: 'POST',
-            headers: { 'content-type': 'application/json', 'x-api-key': org.owner.apiKey },
-            body: JSON.stringify({ attempt: 1 }),
-            signal: AbortSignal.timeout(intervalMs),
-          }).catch(() => undefined);
-          if (sentAt < deadline) {
-            sent += 1;
-            const status = res ? String(res.status) : 'no answer';
-            statuses[status] = (statuses[status] ?? 0) + 1;
-            if (!res || res.status !== 200) {
+        const runtime = seen.get(id)!;
+        /** Counts one answer of this runtime; true when it refused a run not admitted yet. */
+        const count = (answer: Awaited<ReturnType<typeof sendHeartbeat>>, sentAt: number): boolean => {
+          const refusal = answer.status === '429' && !runtime.admitted;
+          if (sentAt >= deadline) return refusal;
+          sent += 1;
+          statuses[answer.status] = (statuses[answer.status] ?? 0) + 1;
+          if (refusal) {
+            runtime.refused += 1;
+            refusedFor[answer.reason ?? 'none'] = (refusedFor[answer.reason ?? 'none'] ?? 0) + 1;
+            if (!(answer.retryAfterS >= 1)) runtime.refusedBadly += 1;
+          } else if (runtime.admitted || answer.status === '200') {
+            admittedStatuses[answer.status] = (admittedStatuses[answer.status] ?? 0) + 1;
+            if (answer.status === '200') ackMs.push(answer.tookMs);
+            else {
               failed += 1;
               if (sentAt >= rampEnd) failedAfterRamp += 1;
             }
           }
-          await res?.arrayBuffer().catch(() => undefined);
-          await new Promise((r) => setTimeout(r, Math.max(0, intervalMs - (Date.now() - sentAt))));
+          return refusal;
+        };
+        // Spread the runs over the ramp, as independent runtimes would start.
+        await new Promise((r) => setTimeout(r, (index / runs) * rampMs));
+        while (!stopped) {
+          const sentAt = Date.now();
+          let answer = await sendHeartbeat(api(), org.owner.apiKey, id, intervalMs);
+          // A failed heartbeat of an admitted run is sent again once, half an interval later, as `den runtime` does.
+          const retried = runtime.admitted && answer.status !== '200' && answer.status !== '429';
+          if (retried) {
+            count(answer, sentAt);
+            await new Promise((r) => setTimeout(r, Math.max(0, intervalMs / 2 - answer.tookMs)));
+            if (stopped) break;
+            answer = await sendHeartbeat(api(), org.owner.apiKey, id, intervalMs / 2);
+          }
+          const refusal = count(answer, retried ? Date.now() - answer.tookMs : sentAt);
+          if (answer.status === '200') runtime.admitted = true;
+          // A refused runtime waits what it was told, as `den runtime` does; the others beat on their interval.
+          const waitMs = refusal && answer.retryAfterS > 0 ? answer.retryAfterS * 1000 : sentAt + intervalMs - Date.now();
+          await new Promise((r) => setTimeout(r, Math.max(0, waitMs)));
         }
       }),
     );
     // Postgres seen from outside every 5 s: its client connections, and whether one can be had
     // at all. It also keeps a connection of the pool open for the check at the end.
     const postgresSeen: string[] = [];
+    // The API's event-loop delay (p99 over prom-client's sampling) every 5 s: whether it, and not the engine, keeps answers waiting.
+    const loopSeen: string[] = [];
     const watch = setInterval(() => {
       const at = `${((Date.now() - startedAt) / 1000).toFixed(0)} s`;
+      void Promise.all(
+        stack.apiUrls.map((url) =>
+          fetch(`${url}/metrics`, { signal: AbortSignal.timeout(4000) })
+            .then((res) => res.text())
+            .then((text) => Number(/^nodejs_eventloop_lag_p99_seconds (\S+)/m.exec(text)?.[1] ?? NaN) * 1000)
+            .catch(() => NaN),
+        ),
+      ).then((lags) => loopSeen.push(`${at}: ${lags.map((ms) => (Number.isNaN(ms) ? 'no answer' : `${Math.round(ms)} ms`)).join(', ')}`));
       sql<{ n: string }>`SELECT count(*) AS n FROM pg_stat_activity WHERE backend_type = 'client backend'`
         .execute(stack.database.db)
         .then((result) => postgresSeen.push(`${at}: ${result.rows[0]?.n}`))
@@ -578,8 +661,14 @@ async function heartbeats(argv: string[]): Promise<number> {
     // CPU while the runs are held (after the ramp): where the steady state's time goes.
     await new Promise((r) => setTimeout(r, Math.max(0, rampEnd - Date.now())));
     const cpu = await measureCpu(stack.processes);
+    // The simulated runtimes share the machine: their own CPU (this process only) is part of where the time goes.
+    const clientFrom = { usage: process.cpuUsage(), at: Date.now() };
     await new Promise((r) => setTimeout(r, Math.max(0, deadline - Date.now())));
-    const cpuPercent = await cpu();
+    const clientUsage = process.cpuUsage(clientFrom.usage);
+    const cpuPercent = {
+      ...(await cpu()),
+      'bench client': Math.round(((clientUsage.user + clientUsage.system) / 1000 / Math.max(1, Date.now() - clientFrom.at)) * 100),
+    };
     const metrics = await Promise.all(
       stack.apiUrls.map((url) =>
         fetch(`${url}/metrics`)
@@ -590,46 +679,60 @@ async function heartbeats(argv: string[]): Promise<number> {
           }),
       ),
     );
-    const count = (result: string) =>
-      metrics.reduce(
-        (sum, text) => sum + Number(new RegExp(`den_run_heartbeats_total\\{result="${result}"\\} (\\d+)`).exec(text)?.[1] ?? 0),
-        0,
-      );
-    const forwarded = count('forwarded');
-    const coalesced = count('coalesced');
+    const count = (pattern: string) => metrics.reduce((sum, text) => sum + Number(new RegExp(`${pattern} (\\d+)`).exec(text)?.[1] ?? 0), 0);
+    const forwarded = count('den_run_heartbeats_total\\{result="forwarded"\\}');
+    const coalesced = count('den_run_heartbeats_total\\{result="coalesced"\\}');
+    const refusedMetric = count('den_run_capacity_total\\{via="report",result="refused"\\}');
     const apiRss = Math.max(...(await Promise.all(stack.apiUrls.map(rssMiB))));
     const workerRss = await largestRssMiB(stack.workerPids);
-    // Every run must still be running, by its row in Postgres (the record the run workflow keeps;
-    // a lost lease writes awaiting_retry there). One query rather than a Temporal query per run:
-    // under this load those time out, which says nothing about the lease.
+    const admittedIds = ids.filter((id) => seen.get(id)!.admitted);
+    // Every admitted run must still be running, by its row in Postgres (the record the run
+    // workflow keeps; a lost lease writes awaiting_retry there). One query rather than a Temporal
+    // query per run: under this load those time out, which says nothing about the lease.
+    // A run admitted in the last seconds may not have written its row yet: wait for every admitted run's.
+    let lastRows: { run_id: string; status: string; error: string | null }[] | undefined;
     const rows = await waitFor(
-      () =>
-        sql<{ run_id: string; status: string; error: string | null }>`
+      async () => {
+        const result = await sql<{ run_id: string; status: string; error: string | null }>`
           SELECT run_id, status, summary->>'error' AS error FROM automation_runs
-          WHERE organization_id = ${org.organizationId} AND run_id = ANY(${ids})`.execute(stack.database.db),
+          WHERE organization_id = ${org.organizationId} AND run_id = ANY(${ids})`.execute(stack.database.db);
+        lastRows = result.rows;
+        const have = new Set(result.rows.map((row) => row.run_id));
+        return admittedIds.every((id) => have.has(id)) ? result : undefined;
+      },
       60_000,
       { what: "the runs' rows", intervalMs: 2000 },
     ).catch((error: unknown) => {
       // Still print what was measured: the leases count as unchecked.
       console.error(String(error));
-      return { rows: ids.map((run_id) => ({ run_id, status: 'not checked (Postgres unreachable)', error: null })) };
+      return { rows: lastRows ?? ids.map((run_id) => ({ run_id, status: 'not checked (Postgres unreachable)', error: null })) };
     });
     clearInterval(watch);
     console.log(`Postgres client connections, every 5 s: ${postgresSeen.join('; ')}`);
+    console.log(`API event-loop delay p99, every 5 s: ${loopSeen.join('; ')}`);
     const seenById = new Map(rows.rows.map((row) => [row.run_id, row.error ? `${row.status}/${row.error}` : row.status]));
     const notRunning: Record<string, number> = {};
-    for (const id of ids) {
-      const seen = seenById.get(id) ?? 'no row';
-      if (seen !== 'running') notRunning[seen] = (notRunning[seen] ?? 0) + 1;
+    for (const id of admittedIds) {
+      const status = seenById.get(id) ?? 'no row';
+      if (status !== 'running') notRunning[status] = (notRunning[status] ?? 0) + 1;
     }
+    // A refused run must have left nothing behind: no row, no workflow.
+    const refusedWithRow = ids.filter((id) => !seen.get(id)!.admitted && seenById.has(id)).length;
     const lost = Object.values(notRunning).reduce((a, b) => a + b, 0);
-    console.log(`statuses: ${JSON.stringify(statuses)}; CPU while held, % of one core: ${JSON.stringify(cpuPercent)}`);
+    const refusedRuns = runs - admittedIds.length;
+    const refusals = [...seen.values()].reduce((n, r) => n + r.refused, 0);
+    const refusedBadly = [...seen.values()].reduce((n, r) => n + r.refusedBadly, 0);
+    const ackP99 = percentileOf(ackMs, 99);
+    console.log(
+      `statuses: ${JSON.stringify(statuses)}; admitted runs' statuses: ${JSON.stringify(admittedStatuses)}; ` +
+        `CPU while held, % of one core: ${JSON.stringify(cpuPercent)}`,
+    );
     if (lost > 0) {
-      console.log(`not running at the end: ${JSON.stringify(notRunning)}`);
-      const first = ids.find((id) => seenById.get(id) !== undefined && seenById.get(id) !== 'running');
+      console.log(`admitted, not running at the end: ${JSON.stringify(notRunning)}`);
+      const first = admittedIds.find((id) => seenById.get(id) !== 'running');
       // Best effort: under this load Temporal may refuse the history too, and the table matters more.
       if (first)
-        await printLeaseTimeline(stack, org.organizationId, first, seenById.get(first)!).catch((error: unknown) =>
+        await printLeaseTimeline(stack, org.organizationId, first, seenById.get(first) ?? 'no row').catch((error: unknown) =>
           console.error(`no lease timeline: ${String(error)}`),
         );
     }
@@ -637,9 +740,9 @@ async function heartbeats(argv: string[]): Promise<number> {
     await loops;
     const ratio = forwarded / Math.max(1, forwarded + coalesced);
     const markdown = [
-      `| runs | interval s | ramp s | held s | lease s | window (× lease) | heartbeats sent | non-200 (after the ramp) | forwarded | coalesced | forwarded ÷ received | wrongly lost | API / worker RSS MiB |`,
-      '|---|---|---|---|---|---|---|---|---|---|---|---|---|',
-      `| ${runs} | ${values.interval} | ${values.ramp} | ${values.duration} | ${values.lease} | ${values.fraction} | ${sent} | ${failed} (${failedAfterRamp}) | ${forwarded} | ${coalesced} | ${ratio.toFixed(3)} | ${lost} | ${apiRss} / ${workerRss ?? '—'} |`,
+      `| runs offered | admitted | refused (429 answers; without Retry-After) | interval s | ramp s | held s | lease s | window (× lease) | heartbeats sent | admitted runs' non-200 (after the ramp) | heartbeat ack p50 / p99 ms | forwarded | coalesced | forwarded ÷ received | admitted, lease lost | API / worker RSS MiB |`,
+      '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|',
+      `| ${runs} | ${admittedIds.length} | ${refusedRuns} (${refusals}; ${refusedBadly}) | ${values.interval} | ${values.ramp} | ${values.duration} | ${values.lease} | ${values.fraction ?? 'default'} | ${sent} | ${failed} (${failedAfterRamp}) | ${percentileOf(ackMs, 50)} / ${ackP99} | ${forwarded} | ${coalesced} | ${ratio.toFixed(3)} | ${lost} | ${apiRss} / ${workerRss ?? '—'} |`,
     ].join('\n');
     console.log(`\n${markdown}\n`);
     await writeResults(
@@ -649,10 +752,20 @@ async function heartbeats(argv: string[]): Promise<number> {
         description: stack.description,
         ...values,
         runs,
+        admitted: admittedIds.length,
+        refusedRuns,
+        refusals,
+        refusalsCounted: refusedMetric,
+        refusedBadly,
+        refusedFor,
+        refusedWithRow,
         sent,
         failed,
         failedAfterRamp,
         statuses,
+        admittedStatuses,
+        ackP50: percentileOf(ackMs, 50),
+        ackP99,
         forwarded,
         coalesced,
         lost,
@@ -661,9 +774,11 @@ async function heartbeats(argv: string[]): Promise<number> {
         workerRssMiB: workerRss,
         cpuPercent,
       },
-      `${markdown}\n\nStatuses: ${JSON.stringify(statuses)}. CPU while held, % of one core: ${JSON.stringify(cpuPercent)}.\n`,
+      `${markdown}\n\nStatuses: ${JSON.stringify(statuses)}; the admitted runs': ${JSON.stringify(admittedStatuses)}. ` +
+        `Refusals by reason: ${JSON.stringify(refusedFor)}; counted by the API as capacity (den_run_capacity_total): ${refusedMetric}. Refused runs with a row: ${refusedWithRow}. ` +
+        `CPU while held, % of one core: ${JSON.stringify(cpuPercent)}.\n`,
     );
-    return lost === 0 && failedAfterRamp === 0 ? 0 : 1;
+    return lost === 0 && failedAfterRamp === 0 && refusedBadly === 0 && refusedWithRow === 0 ? 0 : 1;
   } finally {
     await stack.stop();
   }

@@ -6,9 +6,10 @@
  *
  * Two loops run side by side, so a slow Postgres never delays a lease deadline:
  * - the liveness loop sleeps until the next deadline with `condition(fn, remainingMs)`, waking
- *   early only when the status or attempt changes. Heartbeats move the lease without waking it:
- *   the deadline only ever moves later, so the loop re-reads it when its timer fires (an
- *   updatable timer, with no polling);
+ *   early when the status or attempt changes, or when the deadline moved later by a quarter of
+ *   the lease or more (src/runs/state.ts, deadlineMovedOn): the timer is then set again in the
+ *   workflow task that moved it, so it fires when the lease really ends. Smaller moves do not
+ *   wake it: the deadline only ever moves later, so the loop re-reads it when its timer fires;
  * - the sync loop appends applied events to Postgres in order (then forgets their bodies) and
  *   keeps the `automation_runs` row and the search attributes current at every transition.
  */
@@ -27,6 +28,7 @@ import {
   workflowInfo,
   metricMeter,
   patched,
+  proxySinks,
   sleep,
 } from '@temporalio/workflow';
 import type { MetricCounter } from '@temporalio/common';
@@ -74,6 +76,7 @@ import {
   decideEvent,
   initialState,
   isClosed,
+  deadlineMovedOn,
   nextDeadline,
   outboxBatch,
   requestCancel,
@@ -82,7 +85,7 @@ import {
   unpersistedOf,
   type RunState,
 } from '../src/runs/state';
-import { implementsWorkflow } from '../src/app/temporal/contract';
+import { implementsWorkflow, type EngineDelaySinks } from '../src/app/temporal/contract';
 import { automationRunWorkflow } from '../src/runs/contract';
 
 const REGULAR_PERSIST: ActivityOptions = {
@@ -119,7 +122,18 @@ const persistClose = byName<RunActivities>(REGULAR_PERSIST);
 /** Workflow patch id: a closing sync is a regular activity (runs before it wrote it locally). */
 const RUN_CLOSE_IN_HISTORY_PATCH = 'run-close-in-history';
 
+/** Workflow patch id: the lease timer follows a lease a heartbeat moved (runs before it woke at the old end, then slept again). */
+const LEASE_TIMER_FOLLOWS_PATCH = 'lease-timer-follows';
+
 type PersistInput = Parameters<RunActivities['persistRunState']>[0];
+
+// Each report's lag from its receipt at the front door to its application here, for the worker
+// to publish (admission by measured delay). A sink adds nothing to the history and is not called on replay.
+const { engineDelay } = proxySinks<EngineDelaySinks>();
+
+function reportLag(receivedAt: number | undefined): void {
+  if (typeof receivedAt === 'number') engineDelay.lag(Date.now() - receivedAt);
+}
 
 /** `rejected`: Postgres will never take this batch (a data or constraint error); it is skipped. */
 async function persistRunState(input: PersistInput, closing: boolean): Promise<'persisted' | 'rejected'> {
@@ -251,6 +265,7 @@ function setRunHandlers(run: Run): void {
   setHandler(
     reportRunEventUpdate,
     (event) => {
+      reportLag(event.receivedAt);
       const applied = run.state.outbox.length;
       run.state = decideEvent(run.state, event, Date.now(), settings).next;
       tellParent(run, run.state.outbox.slice(applied));
@@ -264,6 +279,7 @@ function setRunHandlers(run: Run): void {
     },
   );
   setHandler(runHeartbeatSignal, (heartbeat: RunHeartbeat, caller?: RunCaller) => {
+    reportLag(heartbeat.receivedAt);
     // A worker from before the check applied every heartbeat, so a stranger's is ignored only
     // where the history records the change (patched() is asked only when it would decide).
     const stranger = caller !== undefined && !callerMayReach(run.state, caller) && patched(RUN_CALLER_PATCH);
@@ -417,11 +433,13 @@ async function liveUntilDone(run: Run): Promise<void> {
     if (isClosed(run.state)) break;
     const deadline = nextDeadline(run.state, settings);
     const seen = run.state.transitions;
-    const changed = () => run.state.transitions !== seen || continueAsNewDue(run);
     if (deadline === null) {
-      await condition(changed);
+      await condition(() => run.state.transitions !== seen || continueAsNewDue(run));
       continue;
     }
+    const follows = patched(LEASE_TIMER_FOLLOWS_PATCH);
+    const changed = () =>
+      run.state.transitions !== seen || continueAsNewDue(run) || (follows && deadlineMovedOn(run.state, deadline, settings));
     const woke = await condition(changed, Math.max(1, deadline - Date.now()));
     // Timer fired: that deadline has passed (unless a heartbeat moved it, which tick sees).
     if (!woke) run.state = tick(run.state, Math.max(Date.now(), deadline), settings);

@@ -10,6 +10,12 @@
  *   them locally, so the count costs Postgres one write per batch, not per request; units a
  *   replica took and did not spend lapse with their window (the error is on the strict side).
  *
+ * - **Measured delay, per API process**: while the engine's measured delay (src/app/engine-delay.ts)
+ *   is past ADMISSION_DELAY_TARGET, new work is limited, and the limit is shared between the
+ *   organizations that ask by weighted max-min fairness (src/app/delay-limiter.ts): the ones using
+ *   the most beyond their share are cut first, a quiet one under its share never. The fixed rate
+ *   above is then only a ceiling.
+ *
  * What a request does when its organization is at a bound is its sender's business: `shed` waits
  * up to ADMISSION_QUEUE_WAIT for an in-flight slot, and otherwise (or when the rate is spent)
  * answers with a coded error carrying Retry-After (the routes give Slack 503, runtimes 429);
@@ -23,6 +29,8 @@
  * would turn a partial outage into a total one.
  */
 import { sql } from 'kysely';
+import { DelayLimiter, type DelayVerdict } from './delay-limiter';
+import type { EngineDelay } from './engine-delay';
 import { AppError, errors } from './errors';
 import type { Logger } from './log';
 import type { Metrics } from './metrics';
@@ -40,6 +48,8 @@ export interface AdmissionSettings {
   waitMaxMs: number;
   /** How long a request that would be shed waits for an in-flight slot first (a burst queues briefly). */
   queueWaitMs: number;
+  /** ADMISSION_DELAY_TARGET: the engine delay past which new work is limited. */
+  delayTargetMs: number;
 }
 
 export interface Ticket {
@@ -62,7 +72,7 @@ declare module './store/schema' {
   }
 }
 
-type Result = 'admitted' | 'bypassed' | 'shed_in_flight' | 'shed_rate' | 'waited' | 'overdue' | 'unmetered';
+type Result = 'admitted' | 'bypassed' | 'shed_in_flight' | 'shed_rate' | 'shed_delay' | 'waited' | 'overdue' | 'unmetered';
 
 const NOOP: Ticket = { release: () => undefined };
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -111,6 +121,8 @@ export interface AdmissionDeps {
   settings: AdmissionSettings;
   /** The tenant's weight (default 1): its rate is ADMISSION_ORG_RATE × weight, its metrics class follows from it. */
   weightOf: (tenant: string) => Promise<number>;
+  /** The engine's delay as the workers published it (src/app/engine-delay.ts); without it, no limit by delay. */
+  engineDelay?: { intervalMs: number; current(): EngineDelay; refresh(): Promise<EngineDelay | undefined> };
   now?: () => number;
 }
 
@@ -120,9 +132,35 @@ export class AdmissionControl implements AdmissionGate {
   private readonly budgets = new Map<string, Budget>();
   private readonly now: () => number;
   private takes = 0;
+  private readonly limiter: DelayLimiter | undefined;
+  /** The last engine delay reading the limiter moved on. */
+  private readingAt = 0;
 
   constructor(private readonly deps: AdmissionDeps) {
     this.now = deps.now ?? (() => Date.now());
+    const delay = deps.engineDelay;
+    this.limiter = delay ? new DelayLimiter({ targetMs: deps.settings.delayTargetMs, intervalMs: delay.intervalMs }) : undefined;
+  }
+
+  /** Asks for a fresh delay reading once an interval has passed; the limiter moves when it comes. Never waits. */
+  private followDelay(): void {
+    const delay = this.deps.engineDelay;
+    if (!delay || !this.limiter) return;
+    void delay.refresh().then((reading) => {
+      if (!reading || reading.readAt <= this.readingAt) return;
+      this.readingAt = reading.readAt;
+      this.limiter!.update(reading.delayMs, reading.readAt);
+      this.deps.metrics.engineDelay.set(reading.delayMs === undefined ? -1 : reading.delayMs / 1000);
+      this.deps.metrics.admissionLimit.set(this.limiter!.currentLimit ?? 0);
+    });
+  }
+
+  /** New work of `tenant` by measured delay: one request taken, or the refusal to answer. */
+  private byDelay(tenant: string, weight: number, take: boolean): DelayVerdict {
+    if (!this.limiter) return { ok: true };
+    this.followDelay();
+    const now = this.now();
+    return take ? this.limiter.take(tenant, weight, now) : this.limiter.check(tenant, weight, now);
   }
 
   /** Admits one engine call of `tenant`, or throws the coded shed error in `shed` mode. */
@@ -136,6 +174,11 @@ export class AdmissionControl implements AdmissionGate {
       return NOOP;
     }
     const deadline = this.now() + this.deps.settings.waitMaxMs;
+    const delay = await this.waitByDelay(tenant, weight, mode, deadline);
+    if (typeof delay === 'number') {
+      count('shed_delay');
+      throw errors.shed(delay);
+    }
     const rate = await this.takeRate(tenant, share, mode, deadline);
     if (rate === 'shed') {
       count('shed_rate');
@@ -147,16 +190,13 @@ export class AdmissionControl implements AdmissionGate {
       count('shed_in_flight');
       throw errors.shed(1);
     }
-    count(
-      rate === 'unmetered'
-        ? 'unmetered'
-        : rate === 'overdue' || slot === 'overdue'
-          ? 'overdue'
-          : rate === 'waited' || slot === 'waited'
-            ? 'waited'
-            : 'admitted',
-    );
-    const gauge = this.deps.metrics.admissionInFlight.labels({ class: share.tenantClass });
+    count(admittedResult([delay, rate, slot]));
+    return this.ticket(tenant, share.tenantClass);
+  }
+
+  /** The in-flight slot held until the engine answered. */
+  private ticket(tenant: string, tenantClass: TenantClass): Ticket {
+    const gauge = this.deps.metrics.admissionInFlight.labels({ class: tenantClass });
     gauge.inc();
     let released = false;
     return {
@@ -170,12 +210,38 @@ export class AdmissionControl implements AdmissionGate {
   }
 
   /**
+   * Shed mode is refused at once (the Retry-After, in seconds, is returned); wait mode waits for
+   * the organization's next request by delay, up to its deadline.
+   */
+  private async waitByDelay(
+    tenant: string,
+    weight: number,
+    mode: AdmissionMode,
+    deadline: number,
+  ): Promise<'ok' | 'waited' | 'overdue' | number> {
+    for (let waited = false; ; waited = true) {
+      const verdict = this.byDelay(tenant, weight, true);
+      if (verdict.ok) return waited ? 'waited' : 'ok';
+      if (mode === 'shed') return verdict.retryAfterSeconds;
+      const wake = Math.min(deadline, this.now() + verdict.retryAfterSeconds * 1000);
+      if (wake >= deadline) return 'overdue';
+      await sleep(wake - this.now());
+    }
+  }
+
+  /**
    * Throws the shed error, without any I/O, when this process already knows that `tenant`'s share
    * of the current window is spent. A route calls it before its own Postgres work, so a flood
    * that would be shed costs a lookup in memory, not a write per request.
    */
   shedIfSpent(tenant: string): void {
     if (!this.deps.settings.enabled) return;
+    const weight = this.limiter?.weightOf(tenant) ?? 1;
+    const delay = this.byDelay(tenant, weight, false);
+    if (!delay.ok) {
+      this.deps.metrics.admission.inc({ class: tenantClass(weight), mode: 'shed', result: 'shed_delay' });
+      throw errors.shed(delay.retryAfterSeconds);
+    }
     const now = this.now();
     const budget = this.budgets.get(tenant);
     if (budget?.window !== admissionWindow(now, this.deps.settings.windowMs) || !budget.spent) return;
@@ -312,6 +378,14 @@ export class AdmissionControl implements AdmissionGate {
       this.deps.log.warn({ err: error }, 'admission window sweep failed; a later take retries it');
     }
   }
+}
+
+/** What an admitted request's metric says: unmetered, or let through late, or after a wait, or at once. */
+function admittedResult(steps: readonly string[]): Result {
+  if (steps.includes('unmetered')) return 'unmetered';
+  if (steps.includes('overdue')) return 'overdue';
+  if (steps.includes('waited')) return 'waited';
+  return 'admitted';
 }
 
 /** Whether an error is admission's refusal (the routes reshape it for their senders). */

@@ -94,11 +94,20 @@ export const platformSettings = defineSettings(
     // and accepted requests per window across every replica (counted in Postgres).
     ADMISSION: bool(true),
     ADMISSION_ORG_IN_FLIGHT: int(8, 1, 100_000),
-    ADMISSION_ORG_RATE: int(50, 1, 1_000_000),
+    // Only a ceiling: what binds under load is the measured delay (ADMISSION_DELAY_TARGET).
+    ADMISSION_ORG_RATE: int(500, 1, 1_000_000),
     ADMISSION_RATE_WINDOW: duration('1s'),
     ADMISSION_RATE_BATCH: int(5, 1, 1000),
     ADMISSION_WAIT_MAX: duration('8s'),
     ADMISSION_QUEUE_WAIT: duration('1s'),
+    // A refusal of load is answered after this long (at most its Retry-After), so a sender that
+    // ignores Retry-After cannot spin the API on refusals; 0 answers at once.
+    ADMISSION_REFUSAL_HOLD: duration('1s'),
+    // Past this engine delay (the workers' measured backlog age and report lag), new work is
+    // limited and shared between organizations; ENGINE_DELAY_INTERVAL is how often workers
+    // publish the delay and API processes read it.
+    ADMISSION_DELAY_TARGET: duration('200ms'),
+    ENGINE_DELAY_INTERVAL: duration('1s'),
 
     // Benchmarks only: verify and ack without the durable enqueue, to measure its cost.
     BENCH_DISABLE_ENQUEUE: bool(false),
@@ -159,7 +168,10 @@ export const platformSettings = defineSettings(
       batch: e.ADMISSION_RATE_BATCH,
       waitMaxMs: e.ADMISSION_WAIT_MAX,
       queueWaitMs: e.ADMISSION_QUEUE_WAIT,
+      refusalHoldMs: e.ADMISSION_REFUSAL_HOLD,
+      delayTargetMs: e.ADMISSION_DELAY_TARGET,
     },
+    engineDelay: { intervalMs: e.ENGINE_DELAY_INTERVAL },
     bench: { disableEnqueue: e.BENCH_DISABLE_ENQUEUE },
   }),
   (e) => [
@@ -169,6 +181,9 @@ export const platformSettings = defineSettings(
       : []),
     ...(e.HTTP_REQUEST_TIMEOUT < e.HTTP_HEADERS_TIMEOUT
       ? ['HTTP_REQUEST_TIMEOUT: must not be shorter than HTTP_HEADERS_TIMEOUT (a request includes its headers)']
+      : []),
+    ...(e.ENGINE_DELAY_INTERVAL < 100
+      ? ['ENGINE_DELAY_INTERVAL: must be at least 100ms (each worker describes its task queues that often)']
       : []),
     ...(e.UNAUTHENTICATED_BODY_PER_ADDRESS > e.UNAUTHENTICATED_BODY_BUDGET
       ? ['UNAUTHENTICATED_BODY_PER_ADDRESS: must not be larger than UNAUTHENTICATED_BODY_BUDGET']

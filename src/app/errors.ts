@@ -93,7 +93,23 @@ export const errors = {
     new AppError(
       'shed',
       429,
-      { error: 'rate_limited', message: `This organization is at its share of the service; retry in ${retryAfterSeconds} s.` },
+      {
+        error: 'rate_limited',
+        reason: 'share',
+        message: `This organization is at its share of the service; retry in ${retryAfterSeconds} s.`,
+      },
+      { headers: { 'retry-after': String(retryAfterSeconds) } },
+    ),
+  /** The service holds as many live runs as it may (RUN_CAPACITY, src/runs/capacity.ts): a new run or attempt waits for room. */
+  capacity: (retryAfterSeconds: number) =>
+    new AppError(
+      'capacity',
+      429,
+      {
+        error: 'rate_limited',
+        reason: 'capacity',
+        message: `The service holds as many live runs as it can; retry in ${retryAfterSeconds} s.`,
+      },
       { headers: { 'retry-after': String(retryAfterSeconds) } },
     ),
   /** Webhook-shaped failures carry `{ok:false}` bodies; the Slack and GitHub webhook routes use them. */

@@ -83,6 +83,10 @@ export interface StartRequest<A extends unknown[], R> {
   tenancy: Tenancy;
   /** Known at start, so no upsert command is needed in the workflow (the Web UI filters on them). */
   searchAttributes?: WorkflowStartOptions['typedSearchAttributes'];
+  /** Temporal's priority key (1 is the highest; unset, the server's default 3), beside the tenant's fairness key. */
+  priorityKey?: number;
+  /** A shorter bound than TEMPORAL_START_TIMEOUT for this call (a heartbeat that must land before a lease ends). */
+  maxTimeoutMs?: number;
 }
 
 export interface SignalWithStartRequest<A extends unknown[], R, S extends unknown[]> extends StartRequest<A, R> {
@@ -152,7 +156,12 @@ export function startPolicy(request: { reopen?: boolean }): WorkflowIdReusePolic
 }
 
 /** Runs one start under the tenant's admission, with the priority it carries; a refusal in the sender's shape. */
-async function admitted<T>(deps: GatewayDeps, tenancy: Tenancy, call: (priority: { priority?: Priority }) => Promise<T>): Promise<T> {
+async function admitted<T>(
+  deps: GatewayDeps,
+  tenancy: Tenancy,
+  call: (priority: { priority?: Priority }) => Promise<T>,
+  priorityKey?: number,
+): Promise<T> {
   let ticket;
   try {
     ticket = await deps.admission.admit(tenancy.tenant, tenancy.admission);
@@ -160,7 +169,8 @@ async function admitted<T>(deps: GatewayDeps, tenancy: Tenancy, call: (priority:
     throw reshapeShed(error, tenancy.shedAs);
   }
   try {
-    const priority = await deps.fairness.priority(tenancy.tenant);
+    const fair = await deps.fairness.priority(tenancy.tenant);
+    const priority = priorityKey === undefined ? fair : { ...fair, priorityKey };
     return await call(priority ? { priority } : {});
   } finally {
     ticket.release();
@@ -189,8 +199,12 @@ function startCall<A extends unknown[], R, T>(
   request: StartRequest<A, R>,
   call: (priority: { priority?: Priority }) => Promise<T>,
 ): Promise<T> {
-  return admitted(deps, request.tenancy, (priority) =>
-    temporalCall(deps.temporal, operation, deps.startTimeoutMs, () => call(priority), deps.metrics),
+  const timeoutMs = Math.min(deps.startTimeoutMs, request.maxTimeoutMs ?? Number.POSITIVE_INFINITY);
+  return admitted(
+    deps,
+    request.tenancy,
+    (priority) => temporalCall(deps.temporal, operation, timeoutMs, () => call(priority), deps.metrics),
+    request.priorityKey,
   );
 }
 
@@ -322,7 +336,8 @@ export function createIngressGateway(deps: GatewayDeps): IngressGateway {
   return {
     start: (request) => start(deps, request),
     signalWithStart: (request) => signalWithStart(deps, request),
-    updateWithStart: (request) => admitted(deps, request.tenancy, (priority) => updateUntilDecided(deps, request, priority)),
+    updateWithStart: (request) =>
+      admitted(deps, request.tenancy, (priority) => updateUntilDecided(deps, request, priority), request.priorityKey),
     execute: (request) =>
       admitted(deps, request.tenancy, (priority) =>
         temporalCall(

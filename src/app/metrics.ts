@@ -55,7 +55,7 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}) {
     }),
     heartbeats: new Counter({
       name: 'den_run_heartbeats_total',
-      help: 'Run heartbeats received, by whether they were forwarded to Temporal or coalesced.',
+      help: 'Run heartbeats received, by whether they were forwarded to Temporal, coalesced, or refused from memory (a refusal still in force).',
       labelNames: ['result'] as const,
       registers: [registry],
     }),
@@ -71,6 +71,7 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}) {
       labelNames: ['class'] as const,
       registers: [registry],
     }),
+    ...capacityMetrics(registry),
     temporalErrors: new Counter({
       name: 'den_temporal_client_errors_total',
       help: 'Temporal client calls that failed, by operation and kind.',
@@ -79,6 +80,33 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}) {
     }),
   };
   return metrics;
+}
+
+/** What admission by measured capacity shows: the engine's delay, the limit it sets, the live runs and their refusals. */
+function capacityMetrics(registry: Registry) {
+  return {
+    engineDelay: new Gauge({
+      name: 'den_engine_delay_seconds',
+      help: 'The engine delay this API process last read (the worst backlog age or report lag the workers published for its task queues), in seconds; -1 when no worker published lately.',
+      registers: [registry],
+    }),
+    admissionLimit: new Gauge({
+      name: 'den_admission_delay_limit',
+      help: 'New work per second this API process admits, every organization together, while the engine delay is past ADMISSION_DELAY_TARGET; 0 while no limit applies.',
+      registers: [registry],
+    }),
+    runCapacity: new Counter({
+      name: 'den_run_capacity_total',
+      help: 'Requests that would make a run live (a claim, or a report that starts a run or an attempt), by result: admitted or refused (429, reason capacity).',
+      labelNames: ['via', 'result'] as const,
+      registers: [registry],
+    }),
+    liveRuns: new Gauge({
+      name: 'den_runs_live',
+      help: 'Live runs (holding a lease) as this API process last counted them, with the ones it admitted since.',
+      registers: [registry],
+    }),
+  };
 }
 
 export type Metrics = ReturnType<typeof createMetrics>;

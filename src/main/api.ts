@@ -7,9 +7,10 @@ import { REMOVED_ROUTES, type RemovedRoute } from '../app/http/deprecated';
 import { createOpenApi } from '../app/http/openapi';
 import { createSystemRoutes } from '../app/http/system-routes';
 import { AdmissionControl } from '../app/admission';
+import { createDelayReader } from '../app/engine-delay';
 import { createIngressGateway, createNoEnqueueGateway } from '../app/ingress';
 import { createNotices } from '../app/notices';
-import { FEATURES } from './features';
+import { FEATURES, taskQueuesOf } from './features';
 import { processFairness } from './gateway';
 import { platformValues, settingsOf, type Infrastructure } from './infrastructure';
 
@@ -20,12 +21,19 @@ import { platformValues, settingsOf, type Infrastructure } from './infrastructur
 export function createApi(infra: Infrastructure, options: { now?: () => number; removedRoutes?: RemovedRoute[] } = {}): Koa<AppState> {
   const { config, log, metrics, database, temporal, secretKey, lifecycle } = infra;
   const fairness = processFairness({ db: database.db, log, config });
+  const engineDelay = createDelayReader({
+    db: database.db,
+    taskQueues: taskQueuesOf(config.temporal.taskQueue),
+    intervalMs: config.engineDelay.intervalMs,
+    log,
+  });
   const admission = new AdmissionControl({
     db: database.db,
     log,
     metrics,
     settings: config.admission,
     weightOf: fairness.weight,
+    engineDelay: { intervalMs: config.engineDelay.intervalMs, ...engineDelay },
     now: options.now,
   });
   const gateway = createIngressGateway({
@@ -65,5 +73,6 @@ export function createApi(infra: Infrastructure, options: { now?: () => number; 
     removedRoutes: options.removedRoutes ?? REMOVED_ROUTES,
     unauthenticatedBodies: config.http.unauthenticatedBodies,
     trustedProxies: config.http.trustedProxies,
+    refusalHoldMs: config.admission.refusalHoldMs,
   });
 }

@@ -21,3 +21,8 @@ export const FEATURES: readonly Feature[] = LIST;
 
 /** Every feature's custom search attributes, registered on the dev server and at start-up. */
 export const SEARCH_ATTRIBUTES = FEATURES.flatMap((feature) => feature.searchAttributes ?? []);
+
+/** Every task queue the workers poll: the main one, then each feature's own derived from it. */
+export function taskQueuesOf(mainQueue: string): string[] {
+  return [mainQueue, ...FEATURES.flatMap((feature) => feature.taskQueues?.(mainQueue) ?? [])];
+}

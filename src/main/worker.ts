@@ -2,8 +2,9 @@
 import type { ActivityFunction, Feature, WorkerDeps } from '../app/feature';
 import type { IngressGateway } from '../app/ingress';
 import { ensureSchedules } from '../app/temporal/schedules';
-import { startWorker } from '../app/temporal/worker';
-import { FEATURES } from './features';
+import { startWorker, type WorkerHandle } from '../app/temporal/worker';
+import { LagRecorder, lagSinks, startEngineDelayPublisher } from '../app/engine-delay';
+import { FEATURES, taskQueuesOf } from './features';
 import { WORKFLOW_MODULES, workerCode, type WorkerCodeOptions } from './worker-code';
 import { unadmittedGateway } from './gateway';
 import { platformValues, settingsOf, type Infrastructure } from './infrastructure';
@@ -38,16 +39,40 @@ function workerActivities(infra: Infrastructure, options: WorkerCodeOptions): Re
   return activities;
 }
 
-/** Starts a worker for every feature's workflows, activities and task queues. */
-export function startFeatureWorker(infra: Infrastructure, options: WorkerCodeOptions & { address: string; taskQueue?: string }) {
-  return startWorker({
+/**
+ * Starts a worker for every feature's workflows, activities and task queues, and publishes what it
+ * measures of the engine's delay on them (src/app/engine-delay.ts) until it stops.
+ */
+export async function startFeatureWorker(
+  infra: Infrastructure,
+  options: WorkerCodeOptions & { address: string; taskQueue?: string },
+): Promise<WorkerHandle> {
+  const recorder = new LagRecorder();
+  const handle = await startWorker({
     config: infra.config,
     address: options.address,
     log: infra.log,
     taskQueue: options.taskQueue,
     activities: workerActivities(infra, options),
     workflowModules: WORKFLOW_MODULES,
-    extraTaskQueues: (mainQueue) => FEATURES.flatMap((feature) => feature.taskQueues?.(mainQueue) ?? []),
+    extraTaskQueues: (mainQueue) => taskQueuesOf(mainQueue).slice(1),
+    sinks: lagSinks(recorder),
+  });
+  const publisher = startEngineDelayPublisher({
+    db: infra.database.db,
+    connection: infra.temporal.connection,
+    namespace: infra.config.temporal.namespace,
+    taskQueues: taskQueuesOf(options.taskQueue ?? infra.config.temporal.taskQueue),
+    recorder,
+    intervalMs: infra.config.engineDelay.intervalMs,
+    log: infra.log,
+  });
+  const shutdown = handle.shutdown.bind(handle);
+  return Object.assign(handle, {
+    shutdown: async () => {
+      await publisher.stop();
+      await shutdown();
+    },
   });
 }
 

@@ -9,6 +9,7 @@ import type { ApplicationFailure } from '@temporalio/client';
 import { errors } from '../app/errors';
 import { isAdmin, type Principal } from '../app/http/auth';
 import { CLAIM_REFUSALS, RUN_NOT_FOUND, claimRunUpdate, runWorkflowId, type RunClaim } from './contract';
+import type { RunCapacity } from './capacity';
 import type { RunDeps } from './deps';
 import { holdClaimCandidate, releaseClaimHold } from './store';
 import { runCaller } from './access';
@@ -26,8 +27,25 @@ const LONG_POLL_INTERVAL_MS = 250;
 
 export type ClaimOutcome = { ok: true; claim: RunClaim } | { ok: false; error: (typeof CLAIM_REFUSALS)[number]; status: string };
 
-/** One claim Update. Unknown runs, and runs the caller may not reach (the run decides), are a 404; a refusal is the workflow's answer. */
-export async function claimRun(deps: RunDeps, principal: Principal, runId: string): Promise<ClaimOutcome> {
+/**
+ * One claim Update, once the live-run capacity has room for the attempt it starts (429 `capacity`
+ * otherwise: a queued run stays queued). Unknown runs, and runs the caller may not reach (the run
+ * decides), are a 404; a refusal is the workflow's answer.
+ */
+export async function claimRun(deps: RunDeps, capacity: RunCapacity, principal: Principal, runId: string): Promise<ClaimOutcome> {
+  await capacity.admit(principal.organizationId, runId, 'claim');
+  let outcome: ClaimOutcome;
+  try {
+    outcome = await claimUpdate(deps, principal, runId);
+  } catch (error) {
+    capacity.release(principal.organizationId, runId);
+    throw error;
+  }
+  if (!outcome.ok) capacity.release(principal.organizationId, runId);
+  return outcome;
+}
+
+async function claimUpdate(deps: RunDeps, principal: Principal, runId: string): Promise<ClaimOutcome> {
   const answer = await deps.ingress.executeUpdate({
     id: runWorkflowId(principal.organizationId, runId),
     update: claimRunUpdate,
@@ -53,7 +71,7 @@ function refusalStatus(refusal: ApplicationFailure): string {
  * Claims the oldest claimable run visible to the caller, waiting up to `waitMs` for one to be
  * queued. Undefined when the wait ends with nothing.
  */
-export async function claimNext(deps: RunDeps, principal: Principal, waitMs: number): Promise<RunClaim | undefined> {
+export async function claimNext(deps: RunDeps, capacity: RunCapacity, principal: Principal, waitMs: number): Promise<RunClaim | undefined> {
   const deadline = deps.now() + waitMs;
   const memberId = isAdmin(principal.role) ? undefined : principal.memberId;
   for (;;) {
@@ -67,7 +85,7 @@ export async function claimNext(deps: RunDeps, principal: Principal, waitMs: num
       const release = () => releaseClaimHold(deps.db, principal.organizationId, runId).catch(() => undefined);
       let outcome: ClaimOutcome;
       try {
-        outcome = await claimRun(deps, principal, runId);
+        outcome = await claimRun(deps, capacity, principal, runId);
       } catch (error) {
         await release(); // Undecided (Temporal unavailable): another poller may try it.
         throw error;

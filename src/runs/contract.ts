@@ -293,3 +293,10 @@ export const claimRunUpdate = defineUpdate<RunClaim, [RunClaimRequest, RunCaller
 
 /** One automation run's actor (workflows/runs.ts). */
 export const automationRunWorkflow = workflowRef<[RunWorkflowInput], RunSummary>('automationRun');
+
+/**
+ * The Temporal priority key runs start with: 1, the highest (the server's default is 3, which
+ * every other workflow keeps). A live run's tasks then go before new deliveries and events when
+ * the task queue has a backlog; the key is the workflow's, so its signals' tasks carry it too.
+ */
+export const RUN_PRIORITY_KEY = 1;

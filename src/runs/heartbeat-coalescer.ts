@@ -1,9 +1,9 @@
 /**
  * Heartbeat coalescing: a process forwards a heartbeat of (run, attempt, member) to Temporal
  * at most once per window (a fraction of the run's own lease, RUN_HEARTBEAT_COALESCE_FRACTION,
- * a quarter by default), so Temporal load grows with the number of runs, not with the number of
- * heartbeats. Runners heartbeat about every 10 s against a 60 s lease, so one forwarded heartbeat
- * per 15 s (or per 30 s at a half) still moves the lease long before it expires.
+ * 0.7 by default), so Temporal load grows with the number of runs, not with the number of
+ * heartbeats. Runners heartbeat about every 10 s against a 60 s lease: a 42 s window forwards one
+ * heartbeat in five, 10 s before the lease would run out.
  *
  * The others are answered at once once a forward for the same member succeeded, which is when
  * the API checked that the member may reach the run; while that forward is in flight they are
@@ -13,6 +13,11 @@
  * A coalesced answer is what this process last learnt of the run: the lease its last forward set,
  * and whether a cancel was requested (read with that forward, or told by this process's cancel
  * route). Entries live one window, so another process's cancel is learnt within one window.
+ *
+ * Two more things it remembers for the forward path: the least lease its forwards are known to
+ * have set (`leaseFloor`, kept past the window, so the next forward knows how long it may take
+ * before that lease runs out), and a refusal for the time its Retry-After names (a run beyond
+ * capacity asks again without costing a Postgres read or a Temporal call).
  * Pure and clock-injected: it knows nothing of HTTP or Temporal.
  */
 export interface HeartbeatAnswer {
@@ -24,9 +29,17 @@ export interface HeartbeatAnswer {
   leaseValid: boolean;
 }
 
-/** What the coalescer decides for one heartbeat: forward it, wait for the forward in flight, or answer from what it knows. */
+/**
+ * What the coalescer decides for one heartbeat: forward it (with the least lease this process knows
+ * it holds), wait for the forward in flight, or answer from what it knows (an answer, a closed run,
+ * or a refusal still in force).
+ */
 export type HeartbeatVerdict =
-  { forward: true } | { forward: false; pending: true } | { forward: false; closedStatus: string } | ({ forward: false } & HeartbeatAnswer);
+  | { forward: true; leaseFloor?: number }
+  | { forward: false; pending: true }
+  | { forward: false; closedStatus: string }
+  | { forward: false; refusal: unknown }
+  | ({ forward: false } & HeartbeatAnswer);
 
 interface Entry {
   at: number;
@@ -37,6 +50,10 @@ interface Entry {
   closedStatus?: string;
   /** What the last successful forward learnt (set with `confirmed`). */
   answer?: HeartbeatAnswer;
+  /** The least lease end this process's forwards are known to have set (a forward lands before it), carried across windows. */
+  leaseFloor?: number;
+  /** A refusal to repeat until `until` (its Retry-After), without forwarding. */
+  refused?: { error: unknown; until: number };
 }
 
 export class HeartbeatCoalescer {
@@ -49,7 +66,7 @@ export class HeartbeatCoalescer {
     /** Above this many remembered keys, stale ones are swept at once (memory stays bounded). */
     private readonly sweepAbove = 10_000,
     /** The window as a fraction of a run's lease. */
-    private readonly leaseFraction = 0.25,
+    private readonly leaseFraction = 0.7,
   ) {}
 
   /** The member is part of the key: one member's answer is never another's. */
@@ -61,13 +78,22 @@ export class HeartbeatCoalescer {
   admit(key: string, now: number): HeartbeatVerdict {
     this.maybeSweep(now);
     const entry = this.entries.get(key);
-    if (entry && now - entry.at < entry.windowMs) {
+    if (entry?.refused && now < entry.refused.until) return { forward: false, refusal: entry.refused.error };
+    if (entry && !entry.refused && now - entry.at < entry.windowMs) {
       if (!entry.confirmed) return { forward: false, pending: true };
       if (entry.closedStatus !== undefined) return { forward: false, closedStatus: entry.closedStatus };
       return { forward: false, ...entry.answer! };
     }
-    this.entries.set(key, { at: now, windowMs: entry?.windowMs ?? this.defaultWindowMs, confirmed: false });
-    return { forward: true };
+    const leaseFloor = entry?.leaseFloor;
+    this.entries.set(key, { at: now, windowMs: entry?.windowMs ?? this.defaultWindowMs, confirmed: false, leaseFloor });
+    return leaseFloor === undefined ? { forward: true } : { forward: true, leaseFloor };
+  }
+
+  /** The forward was refused for a while (429 with Retry-After): the member's next heartbeats get the same until then. */
+  markRefused(key: string, at: number, error: unknown, untilMs: number): void {
+    const entry = this.entries.get(key);
+    if (entry?.at !== at) return;
+    this.entries.set(key, { at, windowMs: Math.max(1, untilMs - at), confirmed: true, refused: { error, until: untilMs } });
   }
 
   /**
@@ -88,6 +114,7 @@ export class HeartbeatCoalescer {
     entry.windowMs = HeartbeatCoalescer.windowFor(leaseTimeoutMs, this.leaseFraction);
     entry.confirmed = true;
     entry.answer = { leaseExpiresAt: at + leaseTimeoutMs, cancelRequested, ...lease };
+    if (lease.leaseValid) entry.leaseFloor = Math.max(entry.leaseFloor ?? 0, at + leaseTimeoutMs);
     this.noteAttempt(key, lease.attempt);
   }
 
@@ -115,13 +142,16 @@ export class HeartbeatCoalescer {
     return Number((JSON.parse(key) as unknown[])[2]);
   }
 
-  static windowFor(leaseTimeoutMs: number, leaseFraction = 0.25): number {
+  static windowFor(leaseTimeoutMs: number, leaseFraction = 0.7): number {
     return Math.max(1, Math.floor(leaseTimeoutMs * leaseFraction));
   }
 
-  /** The forward failed: let the next heartbeat try again. */
+  /** The forward failed: let the next heartbeat try again (what is known of the lease stays). */
   release(key: string, at: number): void {
-    if (this.entries.get(key)?.at === at) this.entries.delete(key);
+    const entry = this.entries.get(key);
+    if (entry?.at !== at) return;
+    if (entry.leaseFloor === undefined) this.entries.delete(key);
+    else this.entries.set(key, { at: 0, windowMs: 0, confirmed: false, leaseFloor: entry.leaseFloor });
   }
 
   /** The run turned out to be closed: coalesced heartbeats get the same answer for the window. */
@@ -138,6 +168,9 @@ export class HeartbeatCoalescer {
     this.admitsSinceSweep += 1;
     if (this.entries.size <= this.sweepAbove && this.admitsSinceSweep < 1_000) return;
     this.admitsSinceSweep = 0;
-    for (const [key, entry] of this.entries) if (now - entry.at >= entry.windowMs) this.entries.delete(key);
+    // An entry outlives its window while the lease it knows of lasts: the next forward reads it.
+    for (const [key, entry] of this.entries) {
+      if (now - entry.at >= entry.windowMs && (entry.leaseFloor ?? 0) <= now) this.entries.delete(key);
+    }
   }
 }

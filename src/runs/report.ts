@@ -9,6 +9,12 @@
  *   remembers the run (namespace retention), and the `automation_runs` row, which the workflow
  *   writes before it completes, keeps refusing after that. Either way: 409 run_closed.
  * - Temporal unreachable or too slow → 503 (the ingress gateway), never an ack.
+ * - A report that would make a run live (start it, or start a newer attempt) needs room under
+ *   RUN_CAPACITY (src/runs/capacity.ts); one that keeps a live run alive never waits for it.
+ * - A heartbeat that extends a lease is forwarded only while it can still reach the run before
+ *   that lease runs out: slower than that, the answer is 503, never a 200 the lease does not keep.
+ * - Runs start with a higher priority than the other workflows (RUN_PRIORITY_KEY): their tasks
+ *   are dispatched first when the task queue has a backlog.
  */
 import { AppError, errors } from '../app/errors';
 import type { Principal } from '../app/http/auth';
@@ -16,6 +22,7 @@ import type { ApplicationFailure } from '@temporalio/client';
 import {
   automationRunWorkflow,
   EVENT_REFUSALS,
+  RUN_PRIORITY_KEY,
   RUN_NOT_FOUND,
   isClosedRunStatus,
   reportRunEventUpdate,
@@ -29,6 +36,7 @@ import {
 } from './contract';
 import { canSee, runCaller } from './access';
 import type { BacklogGate } from './backlog';
+import type { RunCapacity } from './capacity';
 import type { RunDeps } from './deps';
 import { outlivedMs, reconcileRun } from './reconcile';
 import { findRun, type RunRow } from './store';
@@ -51,12 +59,24 @@ export type ReportOutcome =
     }
   | { result: 'closed'; status: string };
 
+/** What a report passes on its way: the run's backlog (events) and the live-run capacity (new runs and attempts). */
+export interface ReportGates {
+  backlog: BacklogGate;
+  capacity: RunCapacity;
+}
+
+/** What the heartbeat's process knows of the lease: the least lease end its own forwards set (HeartbeatCoalescer). */
+export interface HeartbeatKnowledge {
+  leaseFloor?: number;
+}
+
 export async function deliverReport(
   deps: RunDeps,
   principal: Principal,
   runId: string,
   report: RunReport,
-  backlog: BacklogGate,
+  gates: ReportGates,
+  knowledge: HeartbeatKnowledge = {},
 ): Promise<ReportOutcome> {
   const { settings, ingress } = deps;
   // An event of an organization whose share is known spent is refused before any Postgres read.
@@ -75,8 +95,35 @@ export async function deliverReport(
   }
   if (row?.summary.claimRequired) refuseUnclaimedAttempt(row, reportAttempt(report));
   // Events carry data the run must keep until Postgres takes it; heartbeats carry none.
-  if (report.kind === 'event') await backlog.admit(principal.organizationId, runId, row);
+  if (report.kind === 'event') await gates.backlog.admit(principal.organizationId, runId, row);
+  const known = row?.summary ?? unseen;
+  const starts = startsAttempt(known, reportAttempt(report));
+  if (starts) {
+    // A heartbeat without a row already asked the run; an event asks only at the limit.
+    const exists = report.kind === 'event' && !row ? () => runIsLive(deps, principal, runId) : undefined;
+    await gates.capacity.admit(principal.organizationId, runId, 'report', exists);
+  }
+  try {
+    const outcome = await sendReport(deps, principal, runId, report, known, knowledge);
+    if (starts && outcome.result === 'closed') gates.capacity.release(principal.organizationId, runId);
+    return outcome;
+  } catch (error) {
+    // Not started after all (refused, or Temporal did not take it): its place is given back.
+    if (starts) gates.capacity.release(principal.organizationId, runId);
+    throw error;
+  }
+}
 
+/** The report to the run's workflow: a heartbeat as a signal, an event as an Update, each with its start. */
+async function sendReport(
+  deps: RunDeps,
+  principal: Principal,
+  runId: string,
+  report: RunReport,
+  known: RunSummary | undefined,
+  knowledge: HeartbeatKnowledge,
+): Promise<ReportOutcome> {
+  const { settings, ingress } = deps;
   const input: RunWorkflowInput = {
     organizationId: principal.organizationId,
     runId,
@@ -87,31 +134,30 @@ export async function deliverReport(
     memberId: principal.memberId,
   };
   const workflowId = runWorkflowId(principal.organizationId, runId);
-  const leaseTimeoutMs = row?.summary.leaseTimeoutMs ?? settings.defaults.leaseTimeoutMs;
+  const leaseTimeoutMs = known?.leaseTimeoutMs ?? settings.defaults.leaseTimeoutMs;
+  const start = { workflow: automationRunWorkflow, id: workflowId, args: [input] as [RunWorkflowInput], priorityKey: RUN_PRIORITY_KEY };
   if (report.kind === 'heartbeat') {
     // Heartbeats stay signals: they carry no data, so one that races the close loses nothing,
     // and a signal to a run whose row showed the caller may reach it needs no worker to answer.
     // A run that holds a lease must never lose a heartbeat to admission: it could cost the lease.
-    const tenancy = { tenant: principal.organizationId, admission: row?.status === 'running' ? 'bypass' : 'shed' } as const;
+    const budget = await heartbeatBudget(deps, principal, runId, known, report.heartbeat.attempt, knowledge.leaseFloor);
     const outcome = await ingress.signalWithStart({
-      workflow: automationRunWorkflow,
-      id: workflowId,
-      args: [input],
+      ...start,
       signal: runHeartbeatSignal,
       signalArgs: [report.heartbeat, runCaller(principal)],
-      tenancy,
+      tenancy: { tenant: principal.organizationId, admission: known?.status === 'running' ? 'bypass' : 'shed' },
+      ...(budget.maxTimeoutMs === undefined ? {} : { maxTimeoutMs: budget.maxTimeoutMs }),
     });
-    const known = row?.summary ?? unseen;
-    const cancelRequested = Boolean(known?.cancelRequested);
-    const lease = heartbeatLease(known, report.heartbeat.attempt);
+    // The run's own answer, when it was asked, is fresher than the row: a lease it lost is said so.
+    const seen = budget.live ?? known;
+    const cancelRequested = Boolean(seen?.cancelRequested);
+    const lease = heartbeatLease(seen, report.heartbeat.attempt);
     if (outcome !== 'closed') return { result: outcome, leaseTimeoutMs, cancelRequested, lease };
     return { result: 'closed', status: await closedStatus(deps, principal.organizationId, runId) };
   }
   // The run's validator refuses a caller who may not reach it, whether or not its row exists yet.
   const outcome = await ingress.updateWithStart({
-    workflow: automationRunWorkflow,
-    id: workflowId,
-    args: [input],
+    ...start,
     update: reportRunEventUpdate,
     updateArgs: [report.event, runCaller(principal)],
     tenancy: { tenant: principal.organizationId, admission: 'shed' },
@@ -125,6 +171,61 @@ export async function deliverReport(
     case 'refused':
       return refusedEvent(outcome.refusal, leaseTimeoutMs);
   }
+}
+
+/**
+ * Whether a report of `attempt` would make the run live: a run nobody started, or a newer
+ * attempt after a lost lease on a run without claims. A running run is live already; a queued
+ * or claim-required run starts attempts only through a claim.
+ */
+export function startsAttempt(known: Pick<RunSummary, 'status' | 'attempt' | 'claimRequired'> | undefined, attempt: number): boolean {
+  if (!known) return true;
+  return known.status === 'awaiting_retry' && attempt > known.attempt && !known.claimRequired;
+}
+
+/** Whether Temporal knows the run and it holds a lease (asked only at the capacity limit, for a run with no row yet). */
+async function runIsLive(deps: RunDeps, principal: Principal, runId: string): Promise<boolean> {
+  const summary = await deps.ingress.query({ id: runWorkflowId(principal.organizationId, runId), query: runSummaryQuery, args: [] });
+  return summary?.status === 'running';
+}
+
+/**
+ * The margin kept between a forward's deadline and the lease it extends, since the API's and the
+ * engine's clocks differ a little: a second, or a twentieth of a shorter lease.
+ */
+export function leaseMarginMs(leaseTimeoutMs: number): number {
+  return Math.min(1_000, Math.floor(leaseTimeoutMs / 20));
+}
+/** Less time than this left, a forward could not reach Temporal and be answered anyway. */
+const MIN_FORWARD_MS = 100;
+
+/**
+ * How long a heartbeat's forward may take (undefined: the gateway's own bound) so that it lands
+ * in the run's history before the lease it extends runs out: what this process knows of that
+ * lease (the row, the query of a run without one, its own forwards), else the run's own answer
+ * (`live`, then also what the reply says). Too little left for that: 503, so the runtime hears an
+ * error, never a 200 its lease does not keep.
+ */
+async function heartbeatBudget(
+  deps: RunDeps,
+  principal: Principal,
+  runId: string,
+  known: RunSummary | undefined,
+  attempt: number,
+  leaseFloor: number | undefined,
+): Promise<{ maxTimeoutMs?: number; live?: RunSummary }> {
+  // Only the running attempt's lease can be lost; any other heartbeat starts or changes nothing it could lose.
+  if (known?.status !== 'running' || attempt !== known.attempt) return {};
+  const margin = leaseMarginMs(known.leaseTimeoutMs ?? deps.settings.defaults.leaseTimeoutMs);
+  const budget = (end: number | null | undefined) => (end ?? 0) - margin - deps.now();
+  const soFar = budget(Math.max(known.leaseExpiresAt ?? 0, leaseFloor ?? 0));
+  if (soFar >= MIN_FORWARD_MS) return { maxTimeoutMs: soFar };
+  // What this process knows is older than the lease now is (other processes' heartbeats moved it): ask the run.
+  const live = await deps.ingress.query({ id: runWorkflowId(principal.organizationId, runId), query: runSummaryQuery, args: [] });
+  if (live?.status !== 'running' || live.attempt !== attempt) return live ? { live } : {};
+  const left = budget(live.leaseExpiresAt);
+  if (left < MIN_FORWARD_MS) throw errors.unavailable('temporal');
+  return { maxTimeoutMs: left, live };
 }
 
 /** What a heartbeat reply says of the lease: the run's attempt, and whether the heartbeat's attempt holds it. */

@@ -32,12 +32,18 @@ export const runsSettings = defineSettings(
     // answers 503 for it, so senders retry instead of piling acked work into its history.
     RUN_UNPERSISTED_MAX_EVENTS: int(1000, 1),
     // Each API process forwards one heartbeat per (run, attempt) per this fraction of the run's
-    // lease. Above 0.75 a single lost forward could cost the lease.
-    RUN_HEARTBEAT_COALESCE_FRACTION: z.coerce.number().gt(0).max(0.75).default(0.25),
+    // lease: at 0.7 of a 60 s lease and a beat every 10 s, one in five (docs/performance.md).
+    // Above 0.75 the next heartbeat after the window could come after the lease.
+    RUN_HEARTBEAT_COALESCE_FRACTION: z.coerce.number().gt(0).max(0.75).default(0.7),
+    // Runs that may hold a lease at once, every organization together (0: no limit); the
+    // default is what the capacity model gives two cores at 0.8 utilisation, about 0.63 ms of CPU
+    // a second per live run (docs/capacity.md, "Live-run capacity").
+    RUN_CAPACITY: int(2500, 0, 10_000_000),
   },
   (e) => ({
     defaults: runDefaults.build(e),
     admission: { unpersistedMaxEvents: e.RUN_UNPERSISTED_MAX_EVENTS, heartbeatCoalesceFraction: e.RUN_HEARTBEAT_COALESCE_FRACTION },
+    capacity: { liveRuns: e.RUN_CAPACITY },
   }),
 );
 

@@ -515,6 +515,18 @@ export function nextDeadline(state: RunState, settings: RunSettings): number | n
   }
 }
 
+/**
+ * Whether the liveness loop, whose timer is set for `armed`, should set it again for the run's
+ * deadline now: once a heartbeat or an event moved that deadline later by at least a quarter of
+ * the lease. The timer then fires when the lease really ends, not at an end a forwarded heartbeat
+ * already moved (one workflow task fewer per forward), while a stream of events, each moving the
+ * lease a little, re-arms it at most about four times a lease.
+ */
+export function deadlineMovedOn(state: RunState, armed: number, settings: RunSettings): boolean {
+  const next = nextDeadline(state, settings);
+  return next !== null && next - armed >= settings.leaseTimeoutMs / 4;
+}
+
 const maxDurationDeadline = (state: RunState, settings: RunSettings) => (state.startedAt ?? state.createdAt) + settings.maxDurationMs;
 
 /** Applies every deadline that has passed at `now`: claim, max duration, lease, retry window. */

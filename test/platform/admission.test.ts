@@ -154,7 +154,16 @@ describe('in flight per process', () => {
       db: stack.services.database.db,
       log: stack.services.log,
       metrics: stack.services.metrics,
-      settings: { enabled: true, inFlight: 1, ratePerSecond: 1000, windowMs: 1000, batch: 5, waitMaxMs: 2000, queueWaitMs: 0 },
+      settings: {
+        enabled: true,
+        inFlight: 1,
+        ratePerSecond: 1000,
+        windowMs: 1000,
+        batch: 5,
+        waitMaxMs: 2000,
+        queueWaitMs: 0,
+        delayTargetMs: 200,
+      },
       weightOf: async () => 1,
     });
     const tenant = `tenant-${randomUUID()}`;
@@ -181,7 +190,16 @@ describe('a spent window', () => {
       db,
       log: stack.services.log,
       metrics: stack.services.metrics,
-      settings: { enabled: true, inFlight: 100, ratePerSecond: 3, windowMs: 1000, batch: 1, waitMaxMs: 0, queueWaitMs: 0 },
+      settings: {
+        enabled: true,
+        inFlight: 100,
+        ratePerSecond: 3,
+        windowMs: 1000,
+        batch: 1,
+        waitMaxMs: 0,
+        queueWaitMs: 0,
+        delayTargetMs: 200,
+      },
       weightOf: async () => 1,
       now: () => now,
     });

@@ -22,6 +22,7 @@ import {
   commitOutbox,
   compactState,
   initialState,
+  deadlineMovedOn,
   nextDeadline,
   outboxBatch,
   summarize,
@@ -70,6 +71,16 @@ describe('run state: start and claim', () => {
     const q = queued();
     expect(q).toMatchObject({ status: 'queued', attempt: 0, startedAt: null, leaseExpiresAt: null, memberId: 'm' });
     expect(nextDeadline(q, settings)).toBe(T0 + 600_000);
+  });
+
+  it('the lease timer is set again once a heartbeat moved the deadline by a quarter of the lease, not for less', () => {
+    const r = running();
+    const armed = nextDeadline(r, settings)!;
+    // A quarter of the 60 s lease is 15 s: a heartbeat 10 s in moves it too little, one 15 s in enough.
+    expect(deadlineMovedOn(applyHeartbeat(r, { attempt: 0, receivedAt: 0 }, T0 + 10_000, settings), armed, settings)).toBe(false);
+    expect(deadlineMovedOn(applyHeartbeat(r, { attempt: 0, receivedAt: 0 }, T0 + 15_000, settings), armed, settings)).toBe(true);
+    // A closed run has no deadline to follow.
+    expect(deadlineMovedOn(tick(r, T0 + settings.maxDurationMs, settings), armed, settings)).toBe(false);
   });
 
   it('only a claim starts an attempt of a queued run; reports before it, or for another attempt, are ignored', () => {
@@ -584,18 +595,19 @@ const K = HeartbeatCoalescer.key('org-k', 'run-k', 1, 'm');
 
 describe('heartbeat coalescer', () => {
   it('forwards once per window per key', () => {
-    const c = new HeartbeatCoalescer(15_000);
+    const c = new HeartbeatCoalescer(15_000, undefined, 0.25);
     const key = HeartbeatCoalescer.key('org', 'run', 1, 'm');
     expect(c.admit(key, 0)).toEqual({ forward: true });
     c.forwarded(key, 0, 60_000);
     for (let t = 1; t < 15_000; t += 1000) expect(c.admit(key, t)).toEqual(coalesced(60_000));
-    expect(c.admit(key, 15_000)).toEqual({ forward: true });
+    // The next forward knows the lease the last one set.
+    expect(c.admit(key, 15_000)).toEqual({ forward: true, leaseFloor: 60_000 });
     expect(c.admit(HeartbeatCoalescer.key('org', 'run', 2, 'm'), 15_001)).toEqual({ forward: true });
     expect(c.admit(HeartbeatCoalescer.key('other', 'run', 1, 'm'), 15_001)).toEqual({ forward: true });
   });
 
   it("never answers one member's heartbeat with another's, nor before a forward succeeded", () => {
-    const c = new HeartbeatCoalescer(15_000);
+    const c = new HeartbeatCoalescer(15_000, undefined, 0.25);
     const mine = HeartbeatCoalescer.key('org', 'run', 1, 'me');
     expect(c.admit(mine, 0)).toEqual({ forward: true });
     // Still in flight: the next heartbeat waits for its answer.
@@ -607,7 +619,7 @@ describe('heartbeat coalescer', () => {
   });
 
   it("answers a cancel it learnt: from the forward that read it, or from this process's cancel of that run only", () => {
-    const c = new HeartbeatCoalescer(15_000);
+    const c = new HeartbeatCoalescer(15_000, undefined, 0.25);
     const [a1, a2, b] = [
       HeartbeatCoalescer.key('org', 'run', 1, 'm'),
       HeartbeatCoalescer.key('org', 'run', 2, 'admin'),
@@ -624,12 +636,12 @@ describe('heartbeat coalescer', () => {
     expect(c.admit(a1, 2)).toEqual(coalesced(60_000, true, 2, false));
     expect(c.admit(b, 2)).toEqual(coalesced(60_000));
     // The entry lives one window: the next heartbeat is forwarded and reads the run again.
-    expect(c.admit(a1, 15_000)).toEqual({ forward: true });
+    expect(c.admit(a1, 15_000)).toEqual({ forward: true, leaseFloor: 60_000 });
   });
 
   it("a cancel noticed in the process (Slack's button too) reaches every coalescer subscribed to it", () => {
     const notices = createNotices();
-    const [c, d] = [new HeartbeatCoalescer(15_000), new HeartbeatCoalescer(15_000)];
+    const [c, d] = [new HeartbeatCoalescer(15_000, undefined, 0.25), new HeartbeatCoalescer(15_000, undefined, 0.25)];
     for (const coalescer of [c, d])
       notices.subscribe(runCancelRequested, (run) => coalescer.noteCancelRequested(run.organizationId, run.runId));
     const [mine, other] = [HeartbeatCoalescer.key('org-n', 'run-n', 1, 'm'), HeartbeatCoalescer.key('org-n', 'run-o', 1, 'm')];
@@ -652,7 +664,7 @@ describe('heartbeat coalescer', () => {
   });
 
   it('a failed forward is released so the next heartbeat is forwarded', () => {
-    const c = new HeartbeatCoalescer(15_000);
+    const c = new HeartbeatCoalescer(15_000, undefined, 0.25);
     expect(c.admit(K, 100).forward).toBe(true);
     c.release(K, 100);
     expect(c.admit(K, 101).forward).toBe(true);
@@ -694,15 +706,15 @@ describe("heartbeat coalescer: the window is the run's own", () => {
   });
 
   it("learns a forwarded run's lease and coalesces its heartbeats for a quarter of it", () => {
-    const c = new HeartbeatCoalescer(15_000);
+    const c = new HeartbeatCoalescer(15_000, undefined, 0.25);
     const key = HeartbeatCoalescer.key('org', 'run', 1, 'm');
     expect(c.admit(key, 0)).toEqual({ forward: true });
     c.forwarded(key, 0, 4_000); // the run's lease is 4 s, not the process's 60 s
     expect(c.admit(key, 999)).toEqual(coalesced(4_000));
-    expect(c.admit(key, 1_000)).toEqual({ forward: true });
+    expect(c.admit(key, 1_000)).toEqual({ forward: true, leaseFloor: 4_000 });
     c.forwarded(key, 1_000, 120_000);
     expect(c.admit(key, 29_999)).toEqual(coalesced(121_000));
-    expect(c.admit(key, 31_000)).toEqual({ forward: true });
+    expect(c.admit(key, 31_000)).toEqual({ forward: true, leaseFloor: 121_000 });
   });
 });
 

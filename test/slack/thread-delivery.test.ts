@@ -234,7 +234,8 @@ it('a streamed run shows its text through chat.appendStream, not chat.update, an
   try {
     const member = await streamLoop.org.addMember('member');
     const slackUserId = await linkSlackUser(streamLoop.stack, streamLoop.connection, member);
-    await startRuntime(member, 'for w in one two three four; do echo "$w <!channel>"; sleep 0.5; done', streamLoop.stack);
+    // A second between words: on a busy machine the run's events still arrive in more than one progress interval.
+    await startRuntime(member, 'for w in one two three four; do echo "$w <!channel>"; sleep 1; done', streamLoop.stack);
     const mention = appMention(slackUserId, 'stream please');
     const envelope = eventEnvelope(streamLoop.connection, mention);
     await postSlackEvent(streamLoop.stack, streamLoop.connection, envelope);

@@ -12,6 +12,7 @@ import type { Authenticator } from './auth';
 import type { AppContext, AppState } from './context';
 import type { RemovedRoute } from './deprecated';
 import { errorMapper } from './middleware/errors';
+import { createRefusalHold } from './refusal-hold';
 import { requestLogging } from './middleware/logging';
 import { requestId } from './middleware/request-id';
 import { securityHeaders } from './middleware/security-headers';
@@ -29,6 +30,8 @@ export interface AppDeps {
   unauthenticatedBodies: UnauthenticatedBudgetSettings;
   /** TRUSTED_PROXIES: whose X-Forwarded-For names the client (src/app/http/client-address.ts). */
   trustedProxies: readonly string[];
+  /** ADMISSION_REFUSAL_HOLD: how long a refusal of load waits before it is answered (src/app/http/refusal-hold.ts); 0: not at all. */
+  refusalHoldMs?: number;
 }
 
 export function createApp(deps: AppDeps): Koa<AppState> {
@@ -58,7 +61,8 @@ export function createApp(deps: AppDeps): Koa<AppState> {
   });
   app.use((ctx, next) => requestId(ctx as AppContext, next));
   app.use((ctx, next) => requestLogging(ctx as AppContext, next, deps));
-  app.use((ctx, next) => errorMapper(ctx as AppContext, next));
+  const refusals = createRefusalHold(deps.refusalHoldMs ?? 0);
+  app.use((ctx, next) => errorMapper(ctx as AppContext, next, refusals));
   app.use((ctx, next) => methodNotAllowed(ctx as AppContext, next, router));
   app.use(router.routes());
   return app;

@@ -28,8 +28,13 @@ export const Unavailable = z
   .object({ error: z.literal('unavailable'), dependency: z.string(), message: z.string() })
   .openapi('Unavailable');
 
-/** Admission refused the request: its organization is at its share (src/app/admission.ts); retry after `Retry-After` seconds. */
-const RateLimited = z.object({ error: z.literal('rate_limited'), message: z.string() }).openapi('RateLimited');
+/**
+ * Admission refused the request, retry after `Retry-After` seconds: `share`, its organization is at
+ * its share (src/app/admission.ts); `capacity`, the service holds as many live runs as it may (src/runs/capacity.ts).
+ */
+const RateLimited = z
+  .object({ error: z.literal('rate_limited'), reason: z.enum(['share', 'capacity']), message: z.string() })
+  .openapi('RateLimited');
 
 export const PlainText = z.string();
 
@@ -42,7 +47,9 @@ export const authResponses = {
   403: { description: 'Authenticated, but not allowed.', schema: Forbidden },
   429: {
     description:
-      'The organization is at its share of the service (on routes that hand work to Temporal): retry after `Retry-After` seconds.',
+      'On routes that hand work to Temporal: the organization is at its share of the service (`reason: share`), or, for a ' +
+      'claim or a report that would start a run or an attempt, the service holds as many live runs as it may (`reason: capacity`). ' +
+      'Retry after `Retry-After` seconds.',
     schema: RateLimited,
   },
   503: {

@@ -42,3 +42,10 @@ export function implementsWorkflow<Args extends unknown[], Result>(
 
 /** The smoke-test workflow (workflows/ping.ts). */
 export const pingWorkflow = workflowRef<[string], { text: string; workflowId: string }>('ping');
+
+/**
+ * What a workflow tells its worker process outside its history (Temporal sinks: not called on
+ * replay): how long a report took from its receipt at the front door to its application in the
+ * run, in ms (src/app/engine-delay.ts publishes it).
+ */
+export type EngineDelaySinks = { engineDelay: { lag(ms: number): void } };

@@ -5,10 +5,19 @@
  */
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import { type LogLevel, type LogMetadata, NativeConnection, Runtime, Worker, bundleWorkflowCode } from '@temporalio/worker';
+import {
+  type InjectedSinks,
+  type LogLevel,
+  type LogMetadata,
+  NativeConnection,
+  Runtime,
+  Worker,
+  bundleWorkflowCode,
+} from '@temporalio/worker';
 import type { PlatformConfig } from '../config';
 import type { ActivityFunction } from '../feature';
 import type { Logger } from '../log';
+import type { EngineDelaySinks } from './contract';
 
 /**
  * Bundles the workflow modules once (tests do it in the global setup; production at build time).
@@ -92,6 +101,8 @@ export interface WorkerOptions {
   extraTaskQueues: (mainQueue: string) => string[];
   /** Overrides config.temporal.taskQueue (tests isolate workers per file). */
   taskQueue?: string;
+  /** What the workflows may tell the worker process outside their history (src/app/temporal/contract.ts). */
+  sinks?: InjectedSinks<EngineDelaySinks>;
 }
 
 type WorkflowBundle = { codePath: string } | { code: string };
@@ -113,6 +124,7 @@ async function createPollers(options: WorkerOptions, queues: string[], workflowB
           taskQueue: queue,
           workflowBundle,
           activities: options.activities,
+          ...(options.sinks ? { sinks: options.sinks } : {}),
           maxConcurrentWorkflowTaskExecutions: config.temporal.worker.workflowTaskSlots,
           workflowTaskPollerBehavior: { type: 'simple-maximum', maximum: config.temporal.worker.workflowTaskPollers },
           activityTaskPollerBehavior: { type: 'simple-maximum', maximum: config.temporal.worker.activityTaskPollers },

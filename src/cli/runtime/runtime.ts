@@ -125,11 +125,18 @@ async function heartbeatOnce(
   seen: Interruptions,
 ): Promise<void> {
   let result;
-  try {
-    result = await api.heartbeat(runId, attempt);
-  } catch (error) {
-    options.log(`run ${runId}: heartbeat failed (${(error as Error).message})`);
-    return;
+  // A failed heartbeat (503, or no answer) is sent again once, half an interval later: with the
+  // API forwarding one heartbeat in five to a run's workflow, waiting for the next interval could
+  // let the lease run out.
+  for (let tries = 1; ; tries++) {
+    try {
+      result = await api.heartbeat(runId, attempt);
+      break;
+    } catch (error) {
+      options.log(`run ${runId}: heartbeat failed (${(error as Error).message})`);
+      if (tries === 2 || command.done()) return;
+      await sleep(options.heartbeatMs / 2, options.stop);
+    }
   }
   if (command.done() || seen.cancelled || seen.leaseLost) return;
   if (result.refused !== undefined) {

@@ -4,6 +4,7 @@
  */
 import type { Route } from '../../app/http/route';
 import { BacklogGate } from '../backlog';
+import { RunCapacity } from '../capacity';
 import { runCancelRequested } from '../cancel';
 import type { RunDeps } from '../deps';
 import { createGetEventsRoute } from './get-events';
@@ -16,17 +17,17 @@ import { createPostEventRoute } from './post-event';
 import { createHeartbeatCoalescer, createPostHeartbeatRoute } from './post-heartbeat';
 
 export function createRunRoutes(deps: RunDeps): Route[] {
-  // One gate for both report routes, so they share its per-run verdicts.
-  const backlog = new BacklogGate(deps);
+  // One gate of each kind for every route, so they share their per-run verdicts and counts.
+  const gates = { backlog: new BacklogGate(deps), capacity: new RunCapacity(deps) };
   // A cancel taken in this process, here or from Slack, reaches the run's coalesced heartbeats at once.
   const coalescer = createHeartbeatCoalescer(deps.settings);
   deps.notices.subscribe(runCancelRequested, ({ organizationId, runId }) => coalescer.noteCancelRequested(organizationId, runId));
   return [
-    createPostEventRoute(deps, backlog),
-    createPostHeartbeatRoute(deps, backlog, coalescer),
+    createPostEventRoute(deps, gates),
+    createPostHeartbeatRoute(deps, gates, coalescer),
     createPostCancelRoute(deps),
-    createPostClaimNextRoute(deps),
-    createPostClaimRoute(deps),
+    createPostClaimNextRoute(deps, gates.capacity),
+    createPostClaimRoute(deps, gates.capacity),
     createGetRunRoute(deps),
     createGetEventsRoute(deps),
     createListRunsRoute(deps),

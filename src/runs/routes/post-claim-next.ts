@@ -2,27 +2,29 @@
 import type { Principal } from '../../app/http/auth';
 import { defineRoute, type Reply, type Route } from '../../app/http/route';
 import { claimNext } from '../claim';
+import type { RunCapacity } from '../capacity';
 import type { RunDeps } from '../deps';
 import { HEARTBEAT_BODY_LIMIT_BYTES, RunClaimNextBody } from '../schemas';
 import { TAGS, claimBody, claimResponses } from './shared';
 
-async function postClaimNext(deps: RunDeps, principal: Principal, waitSeconds: number | undefined): Promise<Reply> {
-  const claim = await claimNext(deps, principal, (waitSeconds ?? 0) * 1000);
+async function postClaimNext(deps: RunDeps, capacity: RunCapacity, principal: Principal, waitSeconds: number | undefined): Promise<Reply> {
+  const claim = await claimNext(deps, capacity, principal, (waitSeconds ?? 0) * 1000);
   return claim ? { status: 200, body: claimBody(claim) } : { status: 204 };
 }
 
-export function createPostClaimNextRoute(deps: RunDeps): Route {
+export function createPostClaimNextRoute(deps: RunDeps, capacity: RunCapacity): Route {
   return defineRoute({
     method: 'post',
     path: '/v1/automation-runs/claim',
     summary: 'Claim the oldest queued automation run visible to the caller, waiting for one if asked',
     description:
       'Long-poll with `waitSeconds` (0 to 30): answers as soon as a run is claimable, or 204 when the wait ends ' +
-      'with nothing. Two runtimes polling at once never get the same run.',
+      'with nothing. Two runtimes polling at once never get the same run. A run found beyond the live-run capacity ' +
+      '(`RUN_CAPACITY`) is not claimed: 429 `capacity` with `Retry-After`, and the run stays queued.',
     tags: TAGS,
     auth: 'authenticated',
     body: { kind: 'json', schema: RunClaimNextBody, limitBytes: HEARTBEAT_BODY_LIMIT_BYTES },
     responses: { ...claimResponses, 204: { description: 'Nothing to claim within the wait.' } },
-    handler: ({ body, principal }) => postClaimNext(deps, principal, body?.waitSeconds),
+    handler: ({ body, principal }) => postClaimNext(deps, capacity, principal, body?.waitSeconds),
   });
 }

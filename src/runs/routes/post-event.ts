@@ -2,16 +2,15 @@
 import type { Principal } from '../../app/http/auth';
 import { defineRoute, type Reply, type Route } from '../../app/http/route';
 import type { z } from '../../app/http/zod';
-import type { BacklogGate } from '../backlog';
 import type { RunDeps } from '../deps';
-import { deliverReport, isSameCompletion, type RunReport } from '../report';
+import { deliverReport, isSameCompletion, type ReportGates, type RunReport } from '../report';
 import { EVENT_BODY_LIMIT_BYTES, RunEventBody, RunIdParams } from '../schemas';
 import { TAGS, reportResponses, runClosed } from './shared';
 
 /** Delivers the event; a repeat of the completion that closed the run is acknowledged as a duplicate. */
 async function postEvent(
   deps: RunDeps,
-  backlog: BacklogGate,
+  gates: ReportGates,
   principal: Principal,
   runId: string,
   body: z.output<typeof RunEventBody>,
@@ -19,7 +18,7 @@ async function postEvent(
   const { now } = deps;
   const event = { ...body, receivedAt: now() };
   const runReport: RunReport = { kind: 'event', event };
-  const outcome = await deliverReport(deps, principal, runId, runReport, backlog);
+  const outcome = await deliverReport(deps, principal, runId, runReport, gates);
   if (outcome.result === 'closed') {
     if (!isSameCompletion(runReport, outcome.status)) throw runClosed(outcome.status);
     return { status: 200, body: { ok: true }, outcome: { outcome: 'duplicate', reason: 'same_completion' } };
@@ -27,7 +26,7 @@ async function postEvent(
   return { status: 200, body: { ok: true }, outcome: { outcome: outcome.result, reason: event.type } };
 }
 
-export function createPostEventRoute(deps: RunDeps, backlog: BacklogGate): Route {
+export function createPostEventRoute(deps: RunDeps, gates: ReportGates): Route {
   return defineRoute({
     method: 'post',
     path: '/v1/automation-runs/{id}/events',
@@ -36,13 +35,14 @@ export function createPostEventRoute(deps: RunDeps, backlog: BacklogGate): Route
       'Starts the run on its first report. Events of the current attempt are applied in `sequence` order ' +
       '(out-of-order ones wait for the gap; duplicates and older attempts are ignored). A `terminal` event ' +
       '(`payload.status` succeeded|failed|cancelled, default succeeded) ends the run once every earlier sequence ' +
-      'is applied. After that, reports get 409, except a repeat of the same completion, which is idempotent.',
+      'is applied. After that, reports get 409, except a repeat of the same completion, which is idempotent. ' +
+      'A first report that would start a run beyond the live-run capacity (`RUN_CAPACITY`) gets 429 `capacity` with `Retry-After`.',
     tags: TAGS,
     auth: 'authenticated',
     ingress: true,
     params: RunIdParams,
     body: { kind: 'json', schema: RunEventBody, limitBytes: EVENT_BODY_LIMIT_BYTES },
     responses: reportResponses,
-    handler: ({ params, body, principal }) => postEvent(deps, backlog, principal, params.id, body),
+    handler: ({ params, body, principal }) => postEvent(deps, gates, principal, params.id, body),
   });
 }

@@ -2,10 +2,10 @@
 import type { Principal } from '../../app/http/auth';
 import { defineRoute, type Reply, type Route } from '../../app/http/route';
 import type { RunsSettings } from '../settings';
-import type { BacklogGate } from '../backlog';
 import type { RunDeps } from '../deps';
 import { HeartbeatCoalescer, type HeartbeatAnswer } from '../heartbeat-coalescer';
-import { deliverReport } from '../report';
+import { AppError } from '../../app/errors';
+import { deliverReport, type ReportGates } from '../report';
 import { HEARTBEAT_BODY_LIMIT_BYTES, RunHeartbeatBody, RunHeartbeatReply, RunIdParams } from '../schemas';
 import { TAGS, reportResponses, runClosed } from './shared';
 
@@ -21,7 +21,7 @@ export function createHeartbeatCoalescer(settings: RunsSettings): HeartbeatCoale
 }
 
 interface HeartbeatGates {
-  backlog: BacklogGate;
+  report: ReportGates;
   coalescer: HeartbeatCoalescer;
   /** The forward in flight per coalescer key: heartbeats that arrive meanwhile share its answer. */
   inFlight: Map<string, Promise<Reply>>;
@@ -46,13 +46,18 @@ async function postHeartbeat(deps: RunDeps, gates: HeartbeatGates, principal: Pr
     metrics.heartbeats.inc({ result: 'coalesced' });
     return { ...(await pending), outcome: coalesced };
   }
+  if (!admission.forward && 'refusal' in admission) {
+    metrics.heartbeats.inc({ result: 'refused' });
+    throw admission.refusal;
+  }
   if (!admission.forward && !('pending' in admission)) {
     metrics.heartbeats.inc({ result: 'coalesced' });
     if ('closedStatus' in admission) throw runClosed(admission.closedStatus);
     const { leaseExpiresAt, cancelRequested, attempt: current, leaseValid } = admission;
     return { status: 200, body: heartbeatReply({ leaseExpiresAt, cancelRequested, attempt: current, leaseValid }), outcome: coalesced };
   }
-  const forward = forwardHeartbeat(deps, gates, principal, runId, { key, at, attempt });
+  const leaseFloor = admission.forward ? admission.leaseFloor : undefined;
+  const forward = forwardHeartbeat(deps, gates, principal, runId, { key, at, attempt, leaseFloor });
   inFlight.set(key, forward);
   try {
     return await forward;
@@ -67,14 +72,22 @@ async function forwardHeartbeat(
   gates: HeartbeatGates,
   principal: Principal,
   runId: string,
-  heartbeat: { key: string; at: number; attempt: number },
+  heartbeat: { key: string; at: number; attempt: number; leaseFloor?: number },
 ): Promise<Reply> {
-  const { key, at, attempt } = heartbeat;
-  const { backlog, coalescer } = gates;
+  const { key, at, attempt, leaseFloor } = heartbeat;
+  const { coalescer } = gates;
   let outcome;
   try {
-    outcome = await deliverReport(deps, principal, runId, { kind: 'heartbeat', heartbeat: { attempt, receivedAt: at } }, backlog);
+    const report = { kind: 'heartbeat', heartbeat: { attempt, receivedAt: at } } as const;
+    outcome = await deliverReport(deps, principal, runId, report, gates.report, { leaseFloor });
   } catch (error) {
+    // A run refused its start (beyond capacity, or its organization past its share) is refused
+    // from memory until its Retry-After, without a Postgres read: a sender that asks again sooner
+    // costs nothing more.
+    if (error instanceof AppError && (error.code === 'capacity' || error.code === 'shed')) {
+      coalescer.markRefused(key, at, error, at + Number(error.headers['retry-after'] ?? 1) * 1000);
+      throw error;
+    }
     // Nothing was recorded: the next heartbeat must be forwarded, not coalesced.
     coalescer.release(key, at);
     throw error;
@@ -92,15 +105,17 @@ async function forwardHeartbeat(
   return { status: 200, body, outcome: { outcome: outcome.result, reason: 'heartbeat' } };
 }
 
-export function createPostHeartbeatRoute(deps: RunDeps, backlog: BacklogGate, coalescer: HeartbeatCoalescer): Route {
-  const gates: HeartbeatGates = { backlog, coalescer, inFlight: new Map() };
+export function createPostHeartbeatRoute(deps: RunDeps, report: ReportGates, coalescer: HeartbeatCoalescer): Route {
+  const gates: HeartbeatGates = { report, coalescer, inFlight: new Map() };
   return defineRoute({
     method: 'post',
     path: '/v1/automation-runs/{id}/heartbeat',
     summary: 'Send a heartbeat for an automation run',
     description:
       "Extends the current attempt's lease; the first heartbeat of a newer attempt starts it. Each process " +
-      "forwards at most one heartbeat per (run, attempt, member) per `RUN_HEARTBEAT_COALESCE_FRACTION` (default a quarter) of the run's own lease and answers the others at once. " +
+      "forwards at most one heartbeat per (run, attempt, member) per `RUN_HEARTBEAT_COALESCE_FRACTION` (default 0.7) of the run's own lease and answers the others at once. " +
+      'A heartbeat that could not reach the run before the lease it extends runs out is answered 503, never 200. ' +
+      'A first heartbeat that would start a run beyond the live-run capacity (`RUN_CAPACITY`) gets 429 `capacity` with `Retry-After`. ' +
       "The reply adds to `{ok:true}` the lease the heartbeat set, whether a cancel was requested, the run's current `attempt` and " +
       "whether the heartbeat's attempt holds the lease (`leaseValid`): a coalesced reply answers from " +
       'what this process last learnt, and says `cancelRequested:false` for at most one coalescing window after a request.',

@@ -1,12 +1,13 @@
 import type { Next } from 'koa';
 import { AppError, errors } from '../../errors';
 import type { AppContext } from '../context';
+import type { RefusalHold } from '../refusal-hold';
 
 /**
  * The one place errors become responses. AppErrors carry their status and spec body; a
  * dependency outage becomes 503 so senders retry; anything else is a 500 with no stack trace.
  */
-export async function errorMapper(ctx: AppContext, next: Next): Promise<void> {
+export async function errorMapper(ctx: AppContext, next: Next, refusals?: RefusalHold): Promise<void> {
   try {
     await next();
     if (ctx.status === 404 && ctx.body === undefined) {
@@ -23,7 +24,9 @@ export async function errorMapper(ctx: AppContext, next: Next): Promise<void> {
       error = new AppError('internal', 500, { error: 'internal', message: 'Internal server error.' });
     }
     // A full unauthenticated budget is load, not a fault: den_unauthenticated_body_refusals_total counts it.
-    if (error.status === 503 && error.code !== 'busy') ctx.state.log?.warn({ err: error.cause ?? error }, 'dependency unavailable');
+    if (error.status === 503 && error.code !== 'busy' && error.code !== 'overloaded')
+      ctx.state.log?.warn({ err: error.cause ?? error }, 'dependency unavailable');
+    await refusals?.hold(error);
     ctx.status = error.status;
     for (const [name, value] of Object.entries(error.headers)) ctx.set(name, value);
     if (typeof error.body === 'string') {

@@ -13,6 +13,7 @@ import * as installationBindings from './0011_installation_bindings';
 import * as slackDelivery from './0012_slack_delivery';
 import * as githubLimits from './0013_github_limits';
 import * as slackOnboarding from './0014_slack_onboarding';
+import * as engineCapacity from './0015_engine_capacity';
 
 /** Ordered by name. Never edit a migration that has shipped: add a new one. */
 export const migrations: Record<string, Migration> = {
@@ -30,4 +31,5 @@ export const migrations: Record<string, Migration> = {
   '0012_slack_delivery': slackDelivery,
   '0013_github_limits': githubLimits,
   '0014_slack_onboarding': slackOnboarding,
+  '0015_engine_capacity': engineCapacity,
 };
