@@ -83,6 +83,11 @@ beforeAll(async () => {
     RUN_MAX_ATTEMPTS: '1',
     ADMISSION_ORG_RATE: '50',
     ADMISSION_RATE_WINDOW: `${ADMISSION_WINDOW_MS / 1000}s`,
+    // The rate test sends its mentions back to back within one window, and counts the rate alone:
+    // a held refusal would carry them into the next window, and the limit by delay is the delay
+    // tests' (test/platform/admission-delay.test.ts).
+    ADMISSION_REFUSAL_HOLD: '0s',
+    ADMISSION_DELAY_TARGET: '1h',
     LOG_LEVEL: 'info',
   });
   state = cluster.state;
