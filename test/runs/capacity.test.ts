@@ -6,11 +6,8 @@
  * - a Slack invocation beyond capacity is acked, its run stays queued, and claims of it get 429
  *   until a live run ends; then a claim takes it.
  */
-import { randomUUID } from 'node:crypto';
-import { openDatabase, type DbHandle } from '../../src/app/store/db';
-import { migrateToLatest } from '../../src/app/store/migrate';
-import { loadConfig } from '../../src/main/config';
 import { createTestOrg } from '../harness/identity';
+import { ownDatabase } from '../harness/own-database';
 import { event, newRunId, runsClient } from '../harness/runs';
 import {
   appMention,
@@ -24,26 +21,17 @@ import {
 import { startTestStack, type TestStack } from '../harness/stack';
 import { waitFor } from '../harness/wait';
 
-const config = loadConfig();
-const name = `capacity_${randomUUID().replace(/-/g, '')}`;
-const url = new URL(config.database.url!);
-url.pathname = `/${name}`;
-
-let admin: DbHandle;
+let database: Awaited<ReturnType<typeof ownDatabase>>;
 let slack: FakeSlack;
 let stack: TestStack;
 
 beforeAll(async () => {
-  admin = openDatabase(config.database.url!, { max: 1 });
-  await admin.pool.query(`CREATE DATABASE "${name}"`);
-  const database = openDatabase(url.toString(), { max: 1 });
-  await migrateToLatest(database.db);
-  await database.close();
+  database = await ownDatabase();
   slack = await startFakeSlack();
   stack = await startTestStack({
     worker: true,
     env: {
-      DATABASE_URL: url.toString(),
+      DATABASE_URL: database.url,
       RUN_CAPACITY: '2',
       SLACK_API_BASE_URL: slack.url,
       SLACK_RESPONSE_URL_PREFIX: slack.responseUrl(''),
@@ -53,8 +41,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await stack?.stop();
   await slack?.close();
-  await admin?.pool.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
-  await admin?.close();
+  await database?.drop();
 });
 
 const refusals = async () => {
