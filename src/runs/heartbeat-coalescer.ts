@@ -16,8 +16,9 @@
  *
  * Two more things it remembers for the forward path: the least lease its forwards are known to
  * have set (`leaseFloor`, kept past the window, so the next forward knows how long it may take
- * before that lease runs out), and a refusal for the time its Retry-After names (a run beyond
- * capacity asks again without costing a Postgres read or a Temporal call).
+ * before that lease runs out), and a refusal for the time its Retry-After names (a run refused
+ * its start, beyond capacity or past its organization's share, asks again without costing a
+ * Postgres read or a Temporal call).
  * Pure and clock-injected: it knows nothing of HTTP or Temporal.
  */
 export interface HeartbeatAnswer {
