@@ -43,6 +43,7 @@ import { waitFor } from '../test/harness/wait';
 import { startClusterLoadStack } from './lib/cluster-stack';
 import type { GeneratedRequest } from './lib/load';
 import { measureCpu } from './lib/cpu';
+import { percentile } from './lib/percentile';
 import { envOptions } from './lib/env-options';
 import { historyEventMs } from './lib/history-time';
 import { asLoadStack, startBenchStack, type LoadStack } from './lib/stack';
@@ -70,12 +71,6 @@ interface Sample {
   /** Answers that shed it (429 or 503 with Retry-After) before the last. */
   shed: number;
 }
-
-const percentile = (values: number[], p: number) => {
-  if (values.length === 0) return NaN;
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
-};
 
 function pushRequest(stack: LoadStack, tenant: Tenant): GeneratedRequest {
   const deliveryId = randomUUID();

@@ -33,6 +33,7 @@ import { waitFor } from '../test/harness/wait';
 import { asLoadStack, BENCH_TASK_QUEUE, startBenchStack, type LoadStack } from './lib/stack';
 import { startClusterLoadStack } from './lib/cluster-stack';
 import { measureCpu } from './lib/cpu';
+import { percentile } from './lib/percentile';
 import { printHistoryCosts } from './history-cost';
 import { unauthenticatedMemory } from './unauthenticated-memory';
 import { fairnessBench } from './fairness';
@@ -498,12 +499,8 @@ async function writeResults(json: object, markdown: string): Promise<void> {
   await fs.writeFile(path.join(dir, `${stamp}.md`), markdown);
 }
 
-/** The nearest-rank percentile of `values` (NaN for none). */
-function percentileOf(values: number[], p: number): number {
-  if (values.length === 0) return NaN;
-  const sorted = [...values].sort((a, b) => a - b);
-  return Math.round(sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!);
-}
+/** `p`-th percentile of `values`, rounded to the millisecond. */
+const percentileOf = (values: number[], p: number) => Math.round(percentile(values, p));
 
 /** What one simulated runtime saw: whether its run was admitted, and its answers. */
 interface RuntimeSeen {

@@ -11,6 +11,12 @@ export interface Spawned {
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
 
+/** Stops runtimes a test started (Ctrl-C, as an operator would) and waits until each has exited. */
+export async function stopRuntimes(runtimes: Spawned[]): Promise<void> {
+  for (const runtime of runtimes) runtime.child.kill('SIGINT');
+  await Promise.all(runtimes.map((runtime) => runtime.exited));
+}
+
 /** Runs one of the service's entry points as a real process (TypeScript through tsx). */
 export function spawnEntry(entry: string, env: Record<string, string | undefined>): Spawned {
   return spawnNode(['--require', 'tsx/cjs', path.join(root, entry)], env);

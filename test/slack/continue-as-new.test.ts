@@ -13,7 +13,7 @@ import { runWorkflowId } from '../../src/runs/contract';
 import { slackEventStateQuery, slackEventWorkflowId } from '../../src/slack/contract';
 import { CANCEL_ACTION_ID } from '../../src/slack/progress';
 import type { TestMember } from '../harness/identity';
-import { startScriptRuntime, type Spawned } from '../harness/process';
+import { startScriptRuntime, stopRuntimes, type Spawned } from '../harness/process';
 import { appMention, blockActions, eventEnvelope, linkSlackUser, postInteraction, postSlackEvent, startSlackLoop } from '../harness/slack';
 import { waitFor } from '../harness/wait';
 
@@ -31,8 +31,7 @@ beforeAll(async () => {
   dir = fs.mkdtempSync(path.join(os.tmpdir(), 'den-slack-can-'));
 }, 60_000);
 afterAll(async () => {
-  for (const runtime of runtimes) runtime.child.kill('SIGINT');
-  await Promise.all(runtimes.map((runtime) => runtime.exited));
+  await stopRuntimes(runtimes);
   await loop.stop();
   fs.rmSync(dir, { recursive: true, force: true });
 });

@@ -22,7 +22,7 @@ import { sql } from 'kysely';
 import { slackEventWorkflowId } from '../../src/slack/contract';
 import { CANCEL_ACTION_ID, SUPERSEDED_TEXT } from '../../src/slack/progress';
 import type { TestMember } from '../harness/identity';
-import { startScriptRuntime, type Spawned } from '../harness/process';
+import { startScriptRuntime, stopRuntimes, type Spawned } from '../harness/process';
 import {
   appMention,
   blockActions,
@@ -51,8 +51,7 @@ beforeAll(async () => {
   dir = fs.mkdtempSync(path.join(os.tmpdir(), 'den-thread-delivery-'));
 }, 60_000);
 afterAll(async () => {
-  for (const runtime of runtimes) runtime.child.kill('SIGINT');
-  await Promise.all(runtimes.map((runtime) => runtime.exited));
+  await stopRuntimes(runtimes);
   await loop.stop();
   fs.rmSync(dir, { recursive: true, force: true });
 });
