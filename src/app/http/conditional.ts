@@ -14,7 +14,7 @@ const ENTITY_TAG = /(?:W\/)?"([^"]*)"/g;
 
 /**
  * The client's copy is current: `If-None-Match` is `*`, or lists a tag equal to `etag` by the weak
- * comparison (the opaque parts equal, whether either is weak), RFC 9110 §13.1.2 and §8.8.3.2.
+ * comparison, which compares the opaque parts whether either tag is weak (RFC 9110 §13.1.2).
  * A header that lists no well-formed tag matches nothing.
  */
 export function notModified(ifNoneMatch: string | undefined, etag: string): boolean {
