@@ -8,7 +8,7 @@ import { disableSlackConnection } from '../src/slack/connections';
 import { uninstallSlackConnection } from '../src/slack/connection-lifecycle';
 import { slackConnectionRemovedSignal } from '../src/slack/contract';
 import { SlackBudget, type BudgetPriority, type BudgetVerdict } from '../src/slack/budget';
-import { earlierPosts, isConnectionError, postableConnection, sendWithin, type SlackCallDeps } from '../src/slack/delivery';
+import { earlierPosts, isConnectionError, postableConnection, sendWithin, type SlackCallDeps } from '../src/slack/outbound';
 import { issueConnectGrant } from '../src/slack/link-codes';
 import { clearPendingInvocation, linkOrWait, type AccountLink, type ConnectionGone } from '../src/slack/links';
 import { releaseMemberInvocation, reserveMemberInvocation, type MemberLimits, type ReservationOutcome } from '../src/slack/limits';

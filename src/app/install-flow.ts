@@ -10,10 +10,10 @@
  * checks the signature, the purpose and the expiry, then claims the row with one conditional
  * UPDATE, so of two callbacks carrying one state exactly one goes on.
  */
-import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { sql } from 'kysely';
 import type { Reply } from './http/route';
-import { openingKeys, type SecretKeys } from './secrets';
+import { openingKeys, purposeMac, type SecretKeys } from './secrets';
 import type { NullableTimestamp, Timestamp } from './store/columns';
 import type { Db } from './store/db';
 
@@ -65,19 +65,13 @@ export const FLOW_STATE_REFUSALS: Record<FlowStateRefusal, string> = {
   unknown: 'The link’s state is not known to this service.',
 };
 
-function stateKey(secretKey: Buffer): Buffer {
-  return createHmac('sha256', secretKey).update('den/install-flow-state/v1').digest();
-}
-
-function mac(secretKey: Buffer, claimsPart: string): Buffer {
-  return createHmac('sha256', stateKey(secretKey)).update(claimsPart, 'utf8').digest();
-}
+const stateMac = (secretKey: Buffer, claimsPart: string): Buffer => purposeMac(secretKey, 'den/install-flow-state/v1', claimsPart);
 
 /** The state string for these claims, signed with the current key. */
 export function signFlowState(keys: SecretKeys | Buffer, claims: FlowStateClaims): string {
   const { purpose: p, organizationId: o, memberId: m, subject: s, nonce: n, expiresAt: e } = claims;
   const claimsPart = Buffer.from(JSON.stringify({ v: 1, p, o, m, s, n, e }), 'utf8').toString('base64url');
-  return `${claimsPart}.${mac(openingKeys(keys)[0]!, claimsPart).toString('base64url')}`;
+  return `${claimsPart}.${stateMac(openingKeys(keys)[0]!, claimsPart).toString('base64url')}`;
 }
 
 function parseClaims(claimsPart: string): FlowStateClaims | undefined {
@@ -109,7 +103,7 @@ export function readFlowState(keys: SecretKeys | Buffer, state: unknown, expecte
   const [claimsPart, macPart] = state.split('.') as [string, string];
   const given = Buffer.from(macPart, 'base64url');
   const genuine = openingKeys(keys).some((key) => {
-    const expectedMac = mac(key, claimsPart);
+    const expectedMac = stateMac(key, claimsPart);
     return given.length === expectedMac.length && timingSafeEqual(given, expectedMac);
   });
   if (!genuine) return { ok: false, reason: 'bad_signature' };

@@ -7,7 +7,7 @@
  */
 import type { Command } from 'commander';
 import { CliError, print } from '../app/cli';
-import { retryAfterMs, sleep } from './runtime/api-client';
+import { retryAfterMs, sleepUnlessStopped } from './runtime/api-client';
 import { loadRuntimeSettings } from './runtime/settings';
 
 const TIMEOUT_MS = 30_000;
@@ -38,7 +38,7 @@ async function postCode(apiUrl: string, apiKey: string, code: string): Promise<{
     }
     if (response.status === 429 && tries < RATE_LIMIT_TRIES) {
       await response.body?.cancel();
-      await sleep(retryAfterMs(response.headers.get('retry-after')));
+      await sleepUnlessStopped(retryAfterMs(response.headers.get('retry-after')));
       continue;
     }
     const text = await response.text();

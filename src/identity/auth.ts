@@ -29,7 +29,7 @@ const TOUCH_INTERVAL_MS = 60_000;
  */
 const FIRST_LOOKUPS = { concurrency: 2, maxBatch: 500, maxWaiting: 20_000 };
 
-function single(value: string | string[] | undefined): string | undefined {
+function onlyValue(value: string | string[] | undefined): string | undefined {
   // Node joins most duplicate headers with ", "; an array only appears for a few. Either way,
   // more than one credential is malformed.
   if (Array.isArray(value)) return value.length === 1 ? value[0] : '';
@@ -92,15 +92,15 @@ export function createAuthenticator(deps: AuthDeps): Authenticator {
 
 /** The raw credentials a request presents (each header at most once), before any check of their form. */
 function presented(headers: IncomingHttpHeaders): { apiKey?: string; authorization?: string; hashes: string[] } {
-  const apiKey = single(headers['x-api-key']);
-  const authorization = single(headers.authorization);
+  const apiKey = onlyValue(headers['x-api-key']);
+  const authorization = onlyValue(headers.authorization);
   const bearer = authorization === undefined ? undefined : /^Bearer ([^\s]+)$/i.exec(authorization.trim())?.[1];
   const hashes = [apiKey?.trim(), bearer ?? authorization].flatMap((raw) => (raw === undefined ? [] : [hashSecret(raw)]));
   return { apiKey, authorization, hashes };
 }
 
 /** A 401 for a credential that was looked up, or is known from a moment ago not to exist. */
-function refusal({ metrics }: Pick<AuthDeps, 'metrics'>, outcome: 'rejected' | 'unknown_cached'): AppError {
+function authRefusal({ metrics }: Pick<AuthDeps, 'metrics'>, outcome: 'rejected' | 'unknown_cached'): AppError {
   metrics.authFailures.inc({ surface: 'credentials', outcome });
   return errors.unauthorized();
 }
@@ -161,7 +161,7 @@ async function authenticate(deps: AuthDeps, memory: Memory, headers: IncomingHtt
   const { db, log, now } = deps;
   const { lastTouched } = memory;
   const { apiKey, authorization, hashes } = presented(headers);
-  if (hashes.some((hash) => memory.unknown.has(hash))) throw refusal(deps, 'unknown_cached');
+  if (hashes.some((hash) => memory.unknown.has(hash))) throw authRefusal(deps, 'unknown_cached');
   const at = new Date(now());
 
   // All or nothing: every credential presented must be valid, whatever else the request
@@ -172,7 +172,7 @@ async function authenticate(deps: AuthDeps, memory: Memory, headers: IncomingHtt
     const raw = apiKey.trim();
     if (!isWellFormedApiKey(raw)) throw errors.unauthorized();
     const found = await findKeyOrRemembered(memory, raw, at);
-    if (!found) throw refusal(deps, 'rejected');
+    if (!found) throw authRefusal(deps, 'rejected');
     const keyId = found.keyId;
     const previous = keyId === undefined ? at.getTime() : (lastTouched.get(keyId) ?? 0);
     if (keyId !== undefined && at.getTime() - previous >= TOUCH_INTERVAL_MS) {
@@ -190,7 +190,7 @@ async function sessionPrincipal(deps: AuthDeps, memory: Memory, authorization: s
   const match = /^Bearer ([^\s]+)$/i.exec(authorization.trim());
   if (!match || !isWellFormedSessionToken(match[1]!)) throw errors.unauthorized();
   const found = await resolve(memory, memory.sessions, hashSecret(match[1]!), at);
-  if (!found) throw refusal(deps, 'rejected');
+  if (!found) throw authRefusal(deps, 'rejected');
   return {
     userId: found.userId,
     organizationId: found.organizationId,

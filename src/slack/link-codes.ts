@@ -18,10 +18,10 @@ import { createLinkToken, type LinkTokenClaims } from './link-token';
 /** Crockford's base32: no I, L, O or U, so nothing reads as another character. */
 const ALPHABET = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
 const CODE_LENGTH = 10;
-const CODE = /^[0-9A-HJKMNP-TV-Z]{10}$/;
+const LINK_CODE = /^[0-9A-HJKMNP-TV-Z]{10}$/;
 /** How long a code's row is kept after it expired (so a late try is told `link_expired`), before an issue prunes it. */
-const KEEP_AFTER_EXPIRY_MS = 60 * 60_000;
-const PRUNE_BATCH = 100;
+const LINK_CODE_KEPT_MS = 60 * 60_000;
+const LINK_CODE_PRUNE_BATCH = 100;
 
 /** A fresh code: each character 5 of 50 random bits. */
 export function newLinkCode(): string {
@@ -39,7 +39,7 @@ export const formatLinkCode = (code: string): string => `${code.slice(0, 5)}-${c
 export function normalizeLinkCode(typed: string): string | undefined {
   if (typeof typed !== 'string' || typed.length > 40) return undefined;
   const code = typed.toUpperCase().replace(/[\s-]/g, '').replace(/O/g, '0').replace(/[IL]/g, '1');
-  return CODE.test(code) ? code : undefined;
+  return LINK_CODE.test(code) ? code : undefined;
 }
 
 function codeHash(secretKey: Buffer, code: string): string {
@@ -60,8 +60,8 @@ export async function issueConnectGrant(
       eb
         .selectFrom('slack_link_codes')
         .select('code_hash')
-        .where('expires_at', '<', new Date(input.now - KEEP_AFTER_EXPIRY_MS))
-        .limit(PRUNE_BATCH),
+        .where('expires_at', '<', new Date(input.now - LINK_CODE_KEPT_MS))
+        .limit(LINK_CODE_PRUNE_BATCH),
     )
     .execute();
   await deps.db
