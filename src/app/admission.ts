@@ -29,6 +29,7 @@
  * would turn a partial outage into a total one.
  */
 import { sql } from 'kysely';
+import { boundedCache } from './bounded-caches';
 import { DelayLimiter, type DelayVerdict } from './delay-limiter';
 import type { EngineDelay } from './engine-delay';
 import { AppError, errors } from './errors';
@@ -129,7 +130,8 @@ export interface AdmissionDeps {
 /** Admission as the API runs it: per organization, in flight per process and at a rate across replicas. */
 export class AdmissionControl implements AdmissionGate {
   private readonly lines = new Map<string, Line>();
-  private readonly budgets = new Map<string, Budget>();
+  /** Each organization's local budget; the least recently used dropped past 10,000. */
+  private readonly budgets = boundedCache<Budget>({ max: 10_000 });
   private readonly now: () => number;
   private takes = 0;
   private readonly limiter: DelayLimiter | undefined;
@@ -340,7 +342,6 @@ export class AdmissionControl implements AdmissionGate {
     })();
     await budget.taking;
     void this.maybeSweep(window);
-    if (this.budgets.size > 10_000) this.budgets.delete(this.budgets.keys().next().value!);
     return result;
   }
 

@@ -12,7 +12,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import { AppError, errors } from '../app/errors';
 import type { PlatformValues } from '../app/feature';
 import { createBatchedLookup, type BatchedLookup } from '../app/batched-lookup';
-import { createRecentSet, createUnknownCache, type UnknownCache } from '../app/bounded-caches';
+import { boundedCache, createRecentSet, createUnknownCache, type BoundedCache, type UnknownCache } from '../app/bounded-caches';
 import type { Authenticator, Principal } from '../app/http/auth';
 import type { Logger } from '../app/log';
 import type { Metrics } from '../app/metrics';
@@ -36,7 +36,7 @@ function onlyValue(value: string | string[] | undefined): string | undefined {
   return value;
 }
 
-/** API keys this process verified, kept only to ride out a Postgres outage (see verifiedKeys). */
+/** API keys this process verified (kept only to ride out a Postgres outage, see verifiedKeys) and whose use it recorded. */
 const VERIFIED_KEYS_MAX = 10_000;
 
 /** One kind of credential: its direct lookup (one hash) and its batched lookup of first sightings. */
@@ -46,9 +46,10 @@ interface CredentialLookups {
 }
 
 interface Memory {
-  lastTouched: Map<string, number>;
+  /** By key id: when this process last recorded the key's use. */
+  lastTouched: BoundedCache<number>;
   /** By key hash (never the raw key): the principal and the key's own expiry. */
-  verifiedKeys: Map<string, { principal: Principal; expiresAt: number }>;
+  verifiedKeys: BoundedCache<{ principal: Principal; expiresAt: number }>;
   /** Hashes of credentials Postgres did not know a moment ago: refused again without a query. */
   unknown: UnknownCache;
   /** Hashes of credentials that verified here: looked up directly, never behind first sightings. */
@@ -80,8 +81,8 @@ function lookups(
 export function createAuthenticator(deps: AuthDeps): Authenticator {
   const caches = deps.platform.authCaches;
   const memory: Memory = {
-    lastTouched: new Map(),
-    verifiedKeys: new Map(),
+    lastTouched: boundedCache({ max: VERIFIED_KEYS_MAX }),
+    verifiedKeys: boundedCache({ max: VERIFIED_KEYS_MAX }),
     unknown: createUnknownCache(caches, deps.now),
     trusted: createRecentSet(caches.maxKeys),
     apiKeys: lookups(deps, findApiKeys),
@@ -150,10 +151,8 @@ async function findKeyOrRemembered(memory: Memory, raw: string, at: Date): Promi
     role: found.role,
     via: 'api_key',
   };
-  memory.verifiedKeys.delete(hash);
+  // The least recently verified is dropped first.
   memory.verifiedKeys.set(hash, { principal, expiresAt: found.expiresAt?.getTime() ?? 0 });
-  // Insertion order is recency order: drop the least recently verified.
-  if (memory.verifiedKeys.size > VERIFIED_KEYS_MAX) memory.verifiedKeys.delete(memory.verifiedKeys.keys().next().value!);
   return { principal, keyId: found.keyId };
 }
 

@@ -17,7 +17,7 @@
  * A refusal that rereads a cached connection's secrets also picks up a rotated secret at once.
  */
 import { createBatchedLookup, type BatchedLookup } from '../app/batched-lookup';
-import { createBoundedCache, type AuthCacheSettings, type BoundedCache } from '../app/bounded-caches';
+import { boundedCache, type AuthCacheSettings, type BoundedCache } from '../app/bounded-caches';
 import { errors } from '../app/errors';
 import type { AppContext } from '../app/http/context';
 import type { Metrics } from '../app/metrics';
@@ -75,7 +75,7 @@ export interface SlackVerifier {
 
 export function createSlackVerifier(deps: VerifyDeps): SlackVerifier {
   const state: VerifierState = {
-    cached: createBoundedCache<CachedSecrets>(deps.platform.authCaches.maxKeys),
+    cached: boundedCache<CachedSecrets>({ max: deps.platform.authCaches.maxKeys }),
     lookup: createBatchedLookup((ids) => findSealedSigningSecrets(deps.db, ids), LOOKUPS),
   };
   const verifiedConnection = (ctx: AppContext, id: string, rawBody: Buffer) => verified(deps, state, ctx, id, rawBody);
