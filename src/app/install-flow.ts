@@ -35,7 +35,8 @@ declare module './store/schema' {
 
 /** What a state is for (`github_install`, `slack_install`): a state of one purpose is refused by another's callback. */
 const PURPOSE = /^[a-z][a-z0-9_]{0,39}$/;
-const STATE_SHAPE = /^[A-Za-z0-9_-]{10,1500}\.[A-Za-z0-9_-]{43}$/;
+/** What a state looks like: base64url claims, a dot, and a base64url HMAC-SHA256 (the callbacks' schema pattern too). */
+export const FLOW_STATE_SHAPE = /^[A-Za-z0-9_-]{10,1500}\.[A-Za-z0-9_-]{43}$/;
 /** How long a state's row is kept after it expired, before a later issue prunes it. */
 const KEEP_AFTER_EXPIRY_MS = 60 * 60_000;
 const PRUNE_BATCH = 100;
@@ -99,7 +100,7 @@ function parseClaims(claimsPart: string): FlowStateClaims | undefined {
  * during a rotation), its purpose and its expiry. Whether it was used is consumeFlowState's part.
  */
 export function readFlowState(keys: SecretKeys | Buffer, state: unknown, expected: { purpose: string; now: number }): FlowStateVerdict {
-  if (typeof state !== 'string' || !STATE_SHAPE.test(state)) return { ok: false, reason: 'malformed' };
+  if (typeof state !== 'string' || !FLOW_STATE_SHAPE.test(state)) return { ok: false, reason: 'malformed' };
   const [claimsPart, macPart] = state.split('.') as [string, string];
   const given = Buffer.from(macPart, 'base64url');
   const genuine = openingKeys(keys).some((key) => {

@@ -16,7 +16,8 @@ const RATE_LIMIT_TRIES = 3;
 
 /** What each refusal means to the member who typed the code. */
 const REFUSALS: Record<string, string> = {
-  invalid_link: 'this code is not one den gave out: check it, or type /den in Slack for a new one',
+  link_not_found: 'this code is not one den gave out: check it, or type /den in Slack for a new one',
+  invalid_link: "this code is for another Slack workspace's connection",
   link_expired: 'this code has expired: type /den in Slack for a new one',
   link_used: 'this code (or its link) was already used: type /den in Slack for a new one',
   already_linked: 'this Slack account is already linked to another den member',

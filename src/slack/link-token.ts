@@ -21,10 +21,14 @@ export interface LinkTokenClaims {
   expiresAt: number;
 }
 
+/** `invalid`: not a token at all; `unknown`: shaped as one, but not signed by this service. */
 export type LinkTokenVerdict =
-  { ok: true; claims: LinkTokenClaims } | { ok: false; reason: 'invalid' } | { ok: false; reason: 'expired'; claims: LinkTokenClaims };
+  | { ok: true; claims: LinkTokenClaims }
+  | { ok: false; reason: 'invalid' | 'unknown' }
+  | { ok: false; reason: 'expired'; claims: LinkTokenClaims };
 
-const TOKEN_SHAPE = /^[A-Za-z0-9_-]{10,2000}\.[A-Za-z0-9_-]{43}$/;
+/** What a link token looks like: base64url claims, a dot, and a base64url HMAC-SHA256 (the routes' schema pattern too). */
+export const LINK_TOKEN_SHAPE = /^[A-Za-z0-9_-]{10,2000}\.[A-Za-z0-9_-]{43}$/;
 
 const tokenMac = (secretKey: Buffer, claimsPart: string): Buffer => purposeMac(secretKey, 'den/slack-link-token/v1', claimsPart);
 
@@ -46,9 +50,9 @@ export function createLinkToken(
   return { token: `${claimsPart}.${tokenMac(openingKeys(secretKeys)[0]!, claimsPart).toString('base64url')}`, claims };
 }
 
-/** Forged, malformed or signed with another key → invalid; authentic but late → expired. */
+/** Malformed → invalid; forged or signed with another key → unknown; authentic but late → expired. */
 export function verifyLinkToken(secretKeys: SecretKeys | Buffer, token: string, now: number): LinkTokenVerdict {
-  if (typeof token !== 'string' || !TOKEN_SHAPE.test(token)) return { ok: false, reason: 'invalid' };
+  if (typeof token !== 'string' || !LINK_TOKEN_SHAPE.test(token)) return { ok: false, reason: 'invalid' };
   const [claimsPart, macPart] = token.split('.') as [string, string];
   const given = Buffer.from(macPart, 'base64url');
   // Signed with the current key, or with the previous one during a rotation.
@@ -56,7 +60,7 @@ export function verifyLinkToken(secretKeys: SecretKeys | Buffer, token: string, 
     const expected = tokenMac(key, claimsPart);
     return given.length === expected.length && timingSafeEqual(given, expected);
   });
-  if (!genuine) return { ok: false, reason: 'invalid' };
+  if (!genuine) return { ok: false, reason: 'unknown' };
   let raw: Record<string, unknown>;
   try {
     raw = JSON.parse(Buffer.from(claimsPart, 'base64url').toString('utf8')) as Record<string, unknown>;

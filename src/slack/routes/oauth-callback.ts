@@ -19,7 +19,15 @@ import { isAdmin } from '../../app/http/auth';
 import type { AppContext } from '../../app/http/context';
 import { defineRoute, type Reply, type Route } from '../../app/http/route';
 import { z } from '../../app/http/zod';
-import { consumeFlowState, FLOW_STATE_REFUSALS, flowPage, type FlowStateClaims } from '../../app/install-flow';
+import {
+  consumeFlowState,
+  FLOW_STATE_REFUSALS,
+  FLOW_STATE_SHAPE,
+  flowPage,
+  readFlowState,
+  type FlowStateClaims,
+  type FlowStateRefusal,
+} from '../../app/install-flow';
 import { liveMember } from '../../identity';
 import { findClientCredentials, recordSlackInstall, type InstallRefusal } from '../connection-lifecycle';
 import { SLACK_INSTALL_FLOW } from '../install';
@@ -29,23 +37,26 @@ import type { SlackRouteDeps } from './shared';
 
 type Deps = Pick<SlackRouteDeps, 'db' | 'secretKey' | 'now' | 'settings' | 'platform'>;
 
-/** A query value as Koa parses it: one string, or several when the name repeats. */
-const OneOrMany = z.union([z.string(), z.array(z.string())]).optional();
-
-const CallbackQuery = z.object({
-  code: OneOrMany.openapi({ description: "The install's code, exchanged once with `oauth.v2.access`." }),
-  state: OneOrMany.openapi({ description: 'The state of the install link.' }),
-  error: OneOrMany.openapi({ description: 'Why Slack did not install the app (`access_denied` when the admin cancelled).' }),
-});
-
-const InstallResultPage = z.string().openapi({ description: 'A short HTML page saying what happened.' });
-const installPage = (description: string) => ({ description, schema: InstallResultPage, contentType: 'text/html' });
-
 const ASK_FOR_NEW_LINK = 'Ask an admin of your organization for a new install link and start again.';
 const OAUTH_CODE = /^[\x21-\x7e]{1,512}$/;
 const SLACK_ERROR = /^[a-z0-9_]{1,64}$/;
 
-const firstValue = (value: string | string[] | undefined): string | undefined => (typeof value === 'string' ? value : undefined);
+/**
+ * A query value that is one string of its pattern, else undefined: each parameter is documented
+ * with the pattern it must match, and a value that does not (or a name given twice, which Koa
+ * reads as an array) gets this route's own HTML page, not the pipeline's JSON 400.
+ */
+const oneValue = (pattern: RegExp, description: string) =>
+  z.string().regex(pattern).optional().catch(undefined).openapi({ type: 'string', pattern: pattern.source, description });
+
+const CallbackQuery = z.object({
+  state: oneValue(FLOW_STATE_SHAPE, 'The state of the install link, as `POST …/install` signed it.'),
+  code: oneValue(OAUTH_CODE, "The install's code, exchanged once with `oauth.v2.access`."),
+  error: oneValue(SLACK_ERROR, 'Why Slack did not install the app (`access_denied` when the admin cancelled).'),
+});
+
+const InstallResultPage = z.string().openapi({ description: 'A short HTML page saying what happened.' });
+const installPage = (description: string) => ({ description, schema: InstallResultPage, contentType: 'text/html' });
 
 /** A page saying the app was not connected, with the coded reason. */
 function refusedPage(status: number, reason: string, message: string, facts: [string, string][] = []): Reply {
@@ -64,20 +75,27 @@ const INSTALL_REFUSALS: Record<InstallRefusal, { status: number; message: string
 
 type ReadCallback = { ok: true; code: string; state: string } | { ok: false; page: Reply };
 
-/** The callback's parameters, each present once and well-formed, or the page that says why not. */
-function readOAuthCallback(query: z.output<typeof CallbackQuery>): ReadCallback {
-  const [code, state, error] = [query.code, query.state, query.error].map(firstValue);
+/** A state this service did not issue for this flow, or no longer honours: the install is refused (403). */
+function stateRefused(reason: FlowStateRefusal | 'missing'): Reply {
+  if (reason === 'missing')
+    return refusedPage(403, 'invalid_callback', `This address completes an install link of this service. ${ASK_FOR_NEW_LINK}`);
+  return refusedPage(403, `state_${reason}`, `${FLOW_STATE_REFUSALS[reason]} ${ASK_FOR_NEW_LINK}`);
+}
+
+/**
+ * The callback's parameters, each present once and well-formed, or the page that says why not.
+ * The state is read first (its signature, purpose and expiry; not yet whether it was used): a
+ * request without a state of this service's install flow is refused whatever else it carries.
+ */
+function readOAuthCallback(deps: Deps, query: z.output<typeof CallbackQuery>): ReadCallback {
+  const { code, state, error } = query;
+  if (state === undefined) return { ok: false, page: stateRefused('missing') };
+  const read = readFlowState(deps.secretKey, state, { purpose: SLACK_INSTALL_FLOW.purpose, now: deps.now() });
+  if (!read.ok) return { ok: false, page: stateRefused(read.reason) };
   if (error !== undefined) {
-    const why = SLACK_ERROR.test(error) ? error : 'unknown';
-    return { ok: false, page: refusedPage(400, 'slack_error', `Slack did not install the app (${why}). ${ASK_FOR_NEW_LINK}`) };
+    return { ok: false, page: refusedPage(400, 'slack_error', `Slack did not install the app (${error}). ${ASK_FOR_NEW_LINK}`) };
   }
-  if (state === undefined)
-    return {
-      ok: false,
-      page: refusedPage(400, 'invalid_callback', `This address completes an install link of this service. ${ASK_FOR_NEW_LINK}`),
-    };
-  if (code === undefined || !OAUTH_CODE.test(code))
-    return { ok: false, page: refusedPage(400, 'invalid_callback', 'Slack sent no valid authorization code.') };
+  if (code === undefined) return { ok: false, page: refusedPage(400, 'invalid_callback', 'Slack sent no valid authorization code.') };
   return { ok: true, code, state };
 }
 
@@ -113,12 +131,12 @@ async function credentialsFor(
 }
 
 async function completeInstall(deps: Deps, query: z.output<typeof CallbackQuery>, ctx: AppContext): Promise<Reply> {
-  const callback = readOAuthCallback(query);
+  const callback = readOAuthCallback(deps, query);
   if (!callback.ok) return callback.page;
   const verdict = await consumeFlowState(deps, callback.state, SLACK_INSTALL_FLOW.purpose);
   if (!verdict.ok) {
     ctx.state.log.info({ reason: verdict.reason }, 'slack install refused: state');
-    return refusedPage(400, `state_${verdict.reason}`, `${FLOW_STATE_REFUSALS[verdict.reason]} ${ASK_FOR_NEW_LINK}`);
+    return stateRefused(verdict.reason);
   }
   const claims = verdict.claims;
   if (!(await isStillAdmin(deps, claims)))
@@ -215,10 +233,10 @@ export function createOAuthCallbackRoute(deps: Deps): Route {
     query: CallbackQuery,
     responses: {
       200: installPage('Connected (or the token of a reinstall replaced).'),
-      400: installPage(
-        'A parameter is missing or malformed, Slack sent an error, the state is refused (malformed, altered, for another flow, expired or used), or Slack refused the code.',
+      400: installPage('Slack sent an error or no valid code with a genuine state, or Slack refused the code.'),
+      403: installPage(
+        'No state of this service’s install flow (missing, malformed, altered, for another flow, expired or used), the admin of the link is no longer one, or the link names another organization’s connection.',
       ),
-      403: installPage('The admin of the link is no longer one, or the link names another organization’s connection.'),
       404: installPage('The connection of the link no longer exists.'),
       409: installPage('The connection has no credentials, or is bound to another workspace or app, or another connection holds this app.'),
       502: installPage('Slack could not be reached.'),
