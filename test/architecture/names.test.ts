@@ -90,7 +90,7 @@ export function collisions(modules: ReadonlyMap<string, string>, deliberate: Rea
     const outside = files.filter((file) => !allowed.some((re) => re.test(file)));
     if (outside.length > 0) found.push(`${name}: ${files.sort().join(', ')}`);
   }
-  for (const [name, entry] of Object.entries(deliberate)) {
+  for (const name of Object.keys(deliberate)) {
     const files = definers.get(name) ?? [];
     if (files.length < 2) found.push(`${name}: listed as deliberate, but defined in ${files.length} module(s)`);
   }
