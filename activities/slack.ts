@@ -258,7 +258,7 @@ function postMessageActivity(deps: SlackActivityDeps, calls: SlackCallDeps) {
   };
 }
 
-/** Where an invocation's message lives: the thread, and the message's `ts` once posted. */
+/** Where an invocation's message goes: its connection, channel and thread (each call that edits it adds the message's `ts`). */
 interface SlackMessageRef {
   connectionId: string;
   channel: string;
