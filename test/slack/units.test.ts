@@ -27,21 +27,21 @@ describe('link tokens', () => {
     expect(createLinkToken(key, base).claims.nonce).not.toBe(createLinkToken(key, base).claims.nonce);
   });
 
-  it('rejects forged, tampered, foreign-key and malformed tokens as invalid', () => {
+  it('tells forged, tampered and foreign-key tokens (unknown) from malformed ones (invalid)', () => {
     const { token } = createLinkToken(key, base);
     const [claims, mac] = token.split('.') as [string, string];
     const otherUser = createLinkToken(key, { ...base, slackUserId: 'U2' }).token.split('.')[0]!;
-    expect(verifyLinkToken(key, `${otherUser}.${mac}`, base.now)).toEqual({ ok: false, reason: 'invalid' });
+    expect(verifyLinkToken(key, `${otherUser}.${mac}`, base.now)).toEqual({ ok: false, reason: 'unknown' });
     expect(verifyLinkToken(key, `${claims}.${mac.startsWith('A') ? 'B' : 'A'}${mac.slice(1)}`, base.now)).toEqual({
       ok: false,
-      reason: 'invalid',
+      reason: 'unknown',
     });
-    expect(verifyLinkToken(randomBytes(32), token, base.now)).toEqual({ ok: false, reason: 'invalid' });
+    expect(verifyLinkToken(randomBytes(32), token, base.now)).toEqual({ ok: false, reason: 'unknown' });
     for (const junk of ['', 'abc', `${claims}.`, `.${mac}`, `${token}.x`, 'a'.repeat(5000)]) {
       expect(verifyLinkToken(key, junk, base.now)).toEqual({ ok: false, reason: 'invalid' });
     }
-    // An expired forgery is invalid, not expired: expiry is only read from authentic claims.
-    expect(verifyLinkToken(randomBytes(32), token, base.now + 10 * 600_000)).toEqual({ ok: false, reason: 'invalid' });
+    // An expired forgery is unknown, not expired: expiry is only read from authentic claims.
+    expect(verifyLinkToken(randomBytes(32), token, base.now + 10 * 600_000)).toEqual({ ok: false, reason: 'unknown' });
   });
 });
 
