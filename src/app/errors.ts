@@ -12,13 +12,13 @@ export interface InvalidRequestDetail {
 }
 
 /** A JSON object, or a string that is sent as text/plain (a 413 for a body over the route's limit is plain text). */
-export type ErrorBody = Record<string, unknown> | string;
+export type ErrorReplyBody = Record<string, unknown> | string;
 
 export class AppError extends Error {
   constructor(
     readonly code: string,
     readonly status: number,
-    readonly body: ErrorBody,
+    readonly body: ErrorReplyBody,
     options?: { cause?: unknown; headers?: Record<string, string>; dependency?: Dependency },
   ) {
     super(typeof body === 'string' ? body : code, options?.cause === undefined ? undefined : { cause: options.cause });

@@ -12,7 +12,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import { AppError, errors } from '../app/errors';
 import type { PlatformValues } from '../app/feature';
 import { createBatchedLookup, type BatchedLookup } from '../app/batched-lookup';
-import { createRecentSet, createUnknownCache, type UnknownCache } from '../app/bounded-caches';
+import { boundedCache, createRecentSet, createUnknownCache, type BoundedCache, type UnknownCache } from '../app/bounded-caches';
 import type { Authenticator, Principal } from '../app/http/auth';
 import type { Logger } from '../app/log';
 import type { Metrics } from '../app/metrics';
@@ -29,14 +29,14 @@ const TOUCH_INTERVAL_MS = 60_000;
  */
 const FIRST_LOOKUPS = { concurrency: 2, maxBatch: 500, maxWaiting: 20_000 };
 
-function single(value: string | string[] | undefined): string | undefined {
+function onlyValue(value: string | string[] | undefined): string | undefined {
   // Node joins most duplicate headers with ", "; an array only appears for a few. Either way,
   // more than one credential is malformed.
   if (Array.isArray(value)) return value.length === 1 ? value[0] : '';
   return value;
 }
 
-/** API keys this process verified, kept only to ride out a Postgres outage (see verifiedKeys). */
+/** API keys this process verified (kept only to ride out a Postgres outage, see verifiedKeys) and whose use it recorded. */
 const VERIFIED_KEYS_MAX = 10_000;
 
 /** One kind of credential: its direct lookup (one hash) and its batched lookup of first sightings. */
@@ -46,9 +46,10 @@ interface CredentialLookups {
 }
 
 interface Memory {
-  lastTouched: Map<string, number>;
+  /** By key id: when this process last recorded the key's use. */
+  lastTouched: BoundedCache<number>;
   /** By key hash (never the raw key): the principal and the key's own expiry. */
-  verifiedKeys: Map<string, { principal: Principal; expiresAt: number }>;
+  verifiedKeys: BoundedCache<{ principal: Principal; expiresAt: number }>;
   /** Hashes of credentials Postgres did not know a moment ago: refused again without a query. */
   unknown: UnknownCache;
   /** Hashes of credentials that verified here: looked up directly, never behind first sightings. */
@@ -80,8 +81,8 @@ function lookups(
 export function createAuthenticator(deps: AuthDeps): Authenticator {
   const caches = deps.platform.authCaches;
   const memory: Memory = {
-    lastTouched: new Map(),
-    verifiedKeys: new Map(),
+    lastTouched: boundedCache({ max: VERIFIED_KEYS_MAX }),
+    verifiedKeys: boundedCache({ max: VERIFIED_KEYS_MAX }),
     unknown: createUnknownCache(caches, deps.now),
     trusted: createRecentSet(caches.maxKeys),
     apiKeys: lookups(deps, findApiKeys),
@@ -92,15 +93,15 @@ export function createAuthenticator(deps: AuthDeps): Authenticator {
 
 /** The raw credentials a request presents (each header at most once), before any check of their form. */
 function presented(headers: IncomingHttpHeaders): { apiKey?: string; authorization?: string; hashes: string[] } {
-  const apiKey = single(headers['x-api-key']);
-  const authorization = single(headers.authorization);
+  const apiKey = onlyValue(headers['x-api-key']);
+  const authorization = onlyValue(headers.authorization);
   const bearer = authorization === undefined ? undefined : /^Bearer ([^\s]+)$/i.exec(authorization.trim())?.[1];
   const hashes = [apiKey?.trim(), bearer ?? authorization].flatMap((raw) => (raw === undefined ? [] : [hashSecret(raw)]));
   return { apiKey, authorization, hashes };
 }
 
 /** A 401 for a credential that was looked up, or is known from a moment ago not to exist. */
-function refusal({ metrics }: Pick<AuthDeps, 'metrics'>, outcome: 'rejected' | 'unknown_cached'): AppError {
+function authRefusal({ metrics }: Pick<AuthDeps, 'metrics'>, outcome: 'rejected' | 'unknown_cached'): AppError {
   metrics.authFailures.inc({ surface: 'credentials', outcome });
   return errors.unauthorized();
 }
@@ -150,10 +151,8 @@ async function findKeyOrRemembered(memory: Memory, raw: string, at: Date): Promi
     role: found.role,
     via: 'api_key',
   };
-  memory.verifiedKeys.delete(hash);
+  // The least recently verified is dropped first.
   memory.verifiedKeys.set(hash, { principal, expiresAt: found.expiresAt?.getTime() ?? 0 });
-  // Insertion order is recency order: drop the least recently verified.
-  if (memory.verifiedKeys.size > VERIFIED_KEYS_MAX) memory.verifiedKeys.delete(memory.verifiedKeys.keys().next().value!);
   return { principal, keyId: found.keyId };
 }
 
@@ -161,7 +160,7 @@ async function authenticate(deps: AuthDeps, memory: Memory, headers: IncomingHtt
   const { db, log, now } = deps;
   const { lastTouched } = memory;
   const { apiKey, authorization, hashes } = presented(headers);
-  if (hashes.some((hash) => memory.unknown.has(hash))) throw refusal(deps, 'unknown_cached');
+  if (hashes.some((hash) => memory.unknown.has(hash))) throw authRefusal(deps, 'unknown_cached');
   const at = new Date(now());
 
   // All or nothing: every credential presented must be valid, whatever else the request
@@ -172,7 +171,7 @@ async function authenticate(deps: AuthDeps, memory: Memory, headers: IncomingHtt
     const raw = apiKey.trim();
     if (!isWellFormedApiKey(raw)) throw errors.unauthorized();
     const found = await findKeyOrRemembered(memory, raw, at);
-    if (!found) throw refusal(deps, 'rejected');
+    if (!found) throw authRefusal(deps, 'rejected');
     const keyId = found.keyId;
     const previous = keyId === undefined ? at.getTime() : (lastTouched.get(keyId) ?? 0);
     if (keyId !== undefined && at.getTime() - previous >= TOUCH_INTERVAL_MS) {
@@ -190,7 +189,7 @@ async function sessionPrincipal(deps: AuthDeps, memory: Memory, authorization: s
   const match = /^Bearer ([^\s]+)$/i.exec(authorization.trim());
   if (!match || !isWellFormedSessionToken(match[1]!)) throw errors.unauthorized();
   const found = await resolve(memory, memory.sessions, hashSecret(match[1]!), at);
-  if (!found) throw refusal(deps, 'rejected');
+  if (!found) throw authRefusal(deps, 'rejected');
   return {
     userId: found.userId,
     organizationId: found.organizationId,

@@ -87,7 +87,7 @@ export interface RunState {
    * Absent in states carried by executions that predate claims: those behave as before.
    */
   claimRequired?: boolean;
-  /** A member's or admin's request to stop the run (requestCancel); absent until one is made. */
+  /** A member's or admin's request to stop the run (applyCancelRequest); absent until one is made. */
   cancelRequested?: RunCancelRecord;
 }
 
@@ -308,7 +308,7 @@ function roomVerdict(state: RunState, event: RunEventReport, settings: RunSettin
 }
 
 /** A claim: the next attempt starts now, with a fresh lease (call only after claimVerdict said ok). */
-export function claimRun(state: RunState, now: number, settings: RunSettings): RunState {
+export function applyClaim(state: RunState, now: number, settings: RunSettings): RunState {
   return {
     ...state,
     status: 'running',
@@ -476,7 +476,7 @@ function closeRun(state: RunState, status: RunStatus, error: string | null, now:
  * An operator's cancel (Web UI, `temporal workflow cancel`, a cancelled parent): the run ends
  * `cancelled`. A run that already ended keeps its outcome.
  */
-export function cancelRun(state: RunState, now: number): RunState {
+export function applyCancel(state: RunState, now: number): RunState {
   return isClosed(state) ? state : closeRun(state, 'cancelled', CANCEL_REQUESTED, now);
 }
 
@@ -493,7 +493,7 @@ export function cancelVerdict(state: RunState): CancelVerdict {
  * the request, which its runtime learns from the heartbeat reply, and ends `cancelled` at its
  * terminal event or when its lease runs out. A repeated request keeps the first.
  */
-export function requestCancel(state: RunState, request: RunCancelRequest, caller: RunCaller, now: number): RunState {
+export function applyCancelRequest(state: RunState, request: RunCancelRequest, caller: RunCaller, now: number): RunState {
   if (isClosed(state) || state.cancelRequested) return state;
   const record: RunCancelRecord = { at: request.requestedAt, reason: request.reason ?? null, memberId: caller.memberId };
   const asked = { ...state, cancelRequested: record };
@@ -581,7 +581,7 @@ export function outboxBatch(state: RunState, maxCount = 200, maxBytes = 512 * 10
   return batch;
 }
 
-export function summarize(state: RunState): RunSummary {
+export function summaryOf(state: RunState): RunSummary {
   return {
     id: state.runId,
     organizationId: state.organizationId,

@@ -33,7 +33,7 @@ export function retryAfterMs(header: string | null, now = Date.now()): number {
   return Number.isFinite(ms) ? Math.min(RETRY_AFTER_MAX_MS, Math.max(0, ms)) : 1000;
 }
 
-export function sleep(ms: number, stop?: AbortSignal): Promise<void> {
+export function sleepUnlessStopped(ms: number, stop?: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
     const timer = setTimeout(resolve, ms);
     stop?.addEventListener('abort', () => (clearTimeout(timer), resolve()), { once: true });
@@ -60,7 +60,7 @@ export function apiClient(options: ApiClientOptions) {
       const wait = retryAfterMs(response.headers.get('retry-after'));
       options.log(`${path}: the API asked to slow down (429); retrying in ${wait} ms`);
       await response.body?.cancel();
-      await sleep(wait, stop);
+      await sleepUnlessStopped(wait, stop);
       response = await once(method, path, body, stop);
     }
     if (response.status === 401) throw new RuntimeError(`the API at ${base} refused the API key (401): check DEN_API_KEY`);
@@ -99,7 +99,7 @@ export function apiClient(options: ApiClientOptions) {
           options.log(`run ${runId}: event refused (${res.status} ${JSON.stringify(res.json)})`);
           return;
         }
-        await sleep(delay);
+        await sleepUnlessStopped(delay);
       }
     },
   };

@@ -14,7 +14,7 @@
  */
 import type { RunClaim } from '../../runs/contract';
 import { TERMINAL_ERROR_MAX_LENGTH } from '../../runs/schemas';
-import { BACKOFF_MS, RuntimeError, apiClient, sleep, type ApiClient } from './api-client';
+import { BACKOFF_MS, RuntimeError, apiClient, sleepUnlessStopped, type ApiClient } from './api-client';
 import { AttemptReporter, startCommand, type Exit, type RunningCommand } from './execution';
 
 export { RuntimeError } from './api-client';
@@ -63,7 +63,7 @@ export async function runRuntime(options: RuntimeOptions): Promise<void> {
       // The API answered 503 or the connection dropped mid-way: Temporal or Postgres is
       // recovering; back off and poll again.
       options.log(`claim failed (${describe(error)}); retrying in ${backoff} ms`);
-      await sleep(backoff, options.stop);
+      await sleepUnlessStopped(backoff, options.stop);
       backoff = Math.min(BACKOFF_MS.max, backoff * 2);
       continue;
     }
@@ -135,7 +135,7 @@ async function heartbeatOnce(
     } catch (error) {
       options.log(`run ${runId}: heartbeat failed (${(error as Error).message})`);
       if (tries === 2 || command.done()) return;
-      await sleep(options.heartbeatMs / 2, options.stop);
+      await sleepUnlessStopped(options.heartbeatMs / 2, options.stop);
     }
   }
   if (command.done() || seen.cancelled || seen.leaseLost) return;
