@@ -7,6 +7,7 @@ import { BacklogGate } from '../backlog';
 import { RunCapacity } from '../capacity';
 import { runCancelRequested } from '../cancel';
 import type { RunDeps } from '../deps';
+import { createPostCompleteRoute } from './post-complete';
 import { createGetEventsRoute } from './get-events';
 import { createGetRunRoute } from './get-run';
 import { createListRunsRoute } from './list-runs';
@@ -25,6 +26,7 @@ export function createRunRoutes(deps: RunDeps): Route[] {
   return [
     createPostEventRoute(deps, gates),
     createPostHeartbeatRoute(deps, gates, coalescer),
+    createPostCompleteRoute(deps, gates.backlog),
     createPostCancelRoute(deps),
     createPostClaimNextRoute(deps, gates.capacity),
     createPostClaimRoute(deps, gates.capacity),
