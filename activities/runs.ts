@@ -26,9 +26,16 @@ async function recordEnd(deps: Pick<WorkerDeps<RunsSettings>, 'db' | 'log' | 'se
   try {
     const { tripped } = await recordRunnerOutcome(deps.db, input.summary, Date.now(), deps.settings.runners.breaker);
     if (!tripped) return;
-    deps.log.warn({ organizationId: input.organizationId, memberId: input.summary.memberId, runId: input.runId }, "a member's runtime breaker opened");
+    deps.log.warn(
+      { organizationId: input.organizationId, memberId: input.summary.memberId, runId: input.runId },
+      "a member's runtime breaker opened",
+    );
     Context.current()
-      .metricMeter.createCounter('den_runner_breaker_trips_total', 'trips', "Times a member's runtime breaker opened (or opened again after a failed probe).")
+      .metricMeter.createCounter(
+        'den_runner_breaker_trips_total',
+        'trips',
+        "Times a member's runtime breaker opened (or opened again after a failed probe).",
+      )
       .add(1);
   } catch (error) {
     if (!isPermanent((error as { code?: unknown }).code)) throw error;

@@ -21,7 +21,7 @@ interface RunnerTokenFacts {
 }
 
 /** The one rule: revoked (runner, member, key) before expired, so the answer names what an operator did. */
-export function runnerTokenRefusal(facts: RunnerTokenFacts, now: Date): RunnerTokenRefusal | undefined {
+function runnerTokenRefusal(facts: RunnerTokenFacts, now: Date): RunnerTokenRefusal | undefined {
   const revoked = (message: string) => ({ reason: 'runner_token_revoked' as const, message });
   if (facts.runnerRevokedAt !== null) return revoked('The runner was deleted.');
   if (facts.memberRemovedAt !== null) return revoked('Its member was removed from the organization.');
@@ -115,7 +115,10 @@ export async function issueRunnerToken(
         })
         .execute();
     }
-    await trx.insertInto('runner_tokens').values({ token_hash: token.hash, runner_id: runnerId, created_at: input.now, expires_at: expiresAt }).execute();
+    await trx
+      .insertInto('runner_tokens')
+      .values({ token_hash: token.hash, runner_id: runnerId, created_at: input.now, expires_at: expiresAt })
+      .execute();
   });
   return { token: token.raw, runnerId, expiresAt: expiresAt.getTime() };
 }
@@ -124,7 +127,10 @@ export async function issueRunnerToken(
  * Revokes a runner of the organization (of this member only, when `memberId` is given): every
  * token of it stops at once. False when there is no such runner, or it was revoked already.
  */
-export async function revokeRunner(db: Db, input: { organizationId: string; runnerId: string; memberId?: string; now: Date }): Promise<boolean> {
+export async function revokeRunner(
+  db: Db,
+  input: { organizationId: string; runnerId: string; memberId?: string; now: Date },
+): Promise<boolean> {
   let query = db
     .updateTable('runners')
     .set({ revoked_at: input.now })

@@ -3,9 +3,7 @@ import type { Role } from '../app/http/auth';
 import { newApiKey, newId, newSessionToken } from './credentials';
 
 /** Why a stored runner token no longer works (src/identity/runner-tokens.ts `runnerTokenRefusal`). */
-export type RunnerTokenRefusal =
-  | { reason: 'runner_token_expired'; message: string }
-  | { reason: 'runner_token_revoked'; message: string };
+export type RunnerTokenRefusal = { reason: 'runner_token_expired'; message: string } | { reason: 'runner_token_revoked'; message: string };
 
 export interface ResolvedCredential {
   hash: string;

@@ -6,7 +6,16 @@
  */
 import type { Db } from '../app/store/db';
 import { isClosedRunStatus, type RunSummary } from './contract';
-import { breakerPhase, closedBreaker, recordRunEnd, runVerdict, startProbe, type BreakerPhase, type BreakerSettings, type BreakerState } from './breaker';
+import {
+  breakerPhase,
+  closedBreaker,
+  recordRunEnd,
+  runVerdict,
+  startProbe,
+  type BreakerPhase,
+  type BreakerSettings,
+  type BreakerState,
+} from './breaker';
 
 interface MemberKey {
   organizationId: string;
@@ -27,7 +36,11 @@ async function readState(db: Db, key: MemberKey, lock: boolean): Promise<Breaker
 async function writeState(db: Db, key: MemberKey, state: BreakerState, now: number): Promise<void> {
   await db
     .updateTable('runner_breakers')
-    .set({ state: JSON.stringify(state), paused_until: state.pausedUntil === null ? null : new Date(state.pausedUntil), updated_at: new Date(now) })
+    .set({
+      state: JSON.stringify(state),
+      paused_until: state.pausedUntil === null ? null : new Date(state.pausedUntil),
+      updated_at: new Date(now),
+    })
     .where('organization_id', '=', key.organizationId)
     .where('member_id', '=', key.memberId)
     .execute();
@@ -42,7 +55,12 @@ async function changeBreaker<T>(
 ): Promise<T> {
   await db
     .insertInto('runner_breakers')
-    .values({ organization_id: key.organizationId, member_id: key.memberId, state: JSON.stringify(closedBreaker()), updated_at: new Date(now) })
+    .values({
+      organization_id: key.organizationId,
+      member_id: key.memberId,
+      state: JSON.stringify(closedBreaker()),
+      updated_at: new Date(now),
+    })
     .onConflict((oc) => oc.columns(['organization_id', 'member_id']).doNothing())
     .execute();
   return db.transaction().execute(async (trx) => {
@@ -57,7 +75,12 @@ async function changeBreaker<T>(
  * Takes a closed run's end into its member's breaker. `tripped` when this opened it. A run that
  * says nothing of its runtime, or worked while the breaker is closed, costs one read and no write.
  */
-export async function recordRunnerOutcome(db: Db, summary: RunSummary, now: number, settings: BreakerSettings): Promise<{ tripped: boolean }> {
+export async function recordRunnerOutcome(
+  db: Db,
+  summary: RunSummary,
+  now: number,
+  settings: BreakerSettings,
+): Promise<{ tripped: boolean }> {
   if (summary.memberId === undefined || !isClosedRunStatus(summary.status)) return { tripped: false };
   const key = { organizationId: summary.organizationId, memberId: summary.memberId };
   const end = { runId: summary.id, at: summary.endedAt ?? now, verdict: runVerdict(summary), error: summary.error };
@@ -97,7 +120,12 @@ export async function memberBreaker(db: Db, key: MemberKey, now: number): Promis
  * `startProbe`): yes while closed, no while open, and while half-open only as the probe, which
  * this records. Its run's end then decides.
  */
-export async function startRunUnderBreaker(db: Db, key: MemberKey & { runId: string }, now: number, settings: BreakerSettings): Promise<boolean> {
+export async function startRunUnderBreaker(
+  db: Db,
+  key: MemberKey & { runId: string },
+  now: number,
+  settings: BreakerSettings,
+): Promise<boolean> {
   const state = await readState(db, key, false);
   if (state === undefined) return true;
   const phase = breakerPhase(state, now);

@@ -95,7 +95,10 @@ export function recordRunEnd(
     }
     case 'closed': {
       if (end.verdict !== 'runtime_failure' || state.failures.some((f) => f.runId === end.runId)) return unchanged;
-      const failures = [...state.failures.filter((f) => f.at > now - settings.windowMs), { runId: end.runId, at: end.at, error: end.error }];
+      const failures = [
+        ...state.failures.filter((f) => f.at > now - settings.windowMs),
+        { runId: end.runId, at: end.at, error: end.error },
+      ];
       if (failures.length >= settings.failures) return open();
       return { state: { ...state, failures, lastError: end.error }, tripped: false };
     }

@@ -19,7 +19,14 @@ export function completionEvent(state: RunState, completion: RunCompletion): Run
   if (completion.error !== undefined) payload.error = completion.error;
   if (completion.failure !== undefined) payload.failure = completion.failure;
   if (completion.result !== undefined) payload.result = completion.result;
-  return { attempt: completion.attempt, sequence, type: 'terminal', payload, createdAt: completion.receivedAt, receivedAt: completion.receivedAt };
+  return {
+    attempt: completion.attempt,
+    sequence,
+    type: 'terminal',
+    payload,
+    createdAt: completion.receivedAt,
+    receivedAt: completion.receivedAt,
+  };
 }
 
 /**

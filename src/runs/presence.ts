@@ -22,7 +22,7 @@ import type { Metrics } from '../app/metrics';
 import type { Db } from '../app/store/db';
 
 export const RUNTIME_LABEL_HEADER = 'x-den-runtime-label';
-export const RUNTIME_VERSION_HEADER = 'x-den-runtime-version';
+const RUNTIME_VERSION_HEADER = 'x-den-runtime-version';
 
 /** Runtimes whose last write each process remembers; past it, the least recently seen is written again sooner. */
 const TRACKED_RUNTIMES_MAX = 10_000;
@@ -91,11 +91,13 @@ export class PresenceTracker {
     for (const old of runs) if (runs.size > RUNS_KEPT) runs.delete(old);
     this.written.set(key, { at, runs });
     this.deps.metrics.presenceWrites.inc();
-    writePresence(this.deps.db, principal.organizationId, runtime, new Date(at), entry === undefined ? [] : [entry]).catch((error: unknown) => {
-      // Not written: the runtime's next request writes it.
-      this.written.delete(key);
-      this.deps.log.warn({ err: error, runnerId: runtime.runnerId }, 'could not record a runtime presence');
-    });
+    writePresence(this.deps.db, principal.organizationId, runtime, new Date(at), entry === undefined ? [] : [entry]).catch(
+      (error: unknown) => {
+        // Not written: the runtime's next request writes it.
+        this.written.delete(key);
+        this.deps.log.warn({ err: error, runnerId: runtime.runnerId }, 'could not record a runtime presence');
+      },
+    );
   }
 }
 
@@ -170,7 +172,10 @@ export async function forgetPresence(db: Db, input: { organizationId: string; ru
  * Whether one of the member's runtimes is online: for the features that tell a member their
  * request waits for a runtime that is not there.
  */
-export async function runtimeOnline(db: Db, input: { organizationId: string; memberId: string; now: number; windowMs: number }): Promise<boolean> {
+export async function runtimeOnline(
+  db: Db,
+  input: { organizationId: string; memberId: string; now: number; windowMs: number },
+): Promise<boolean> {
   const row = await db
     .selectFrom('runner_presence')
     .select('runner_id')

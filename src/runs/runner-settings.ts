@@ -6,8 +6,7 @@
 import { defineSettings, duration, int } from '../app/settings';
 
 /** A duration setting of at least `minMs`. */
-const atLeast = (fallback: string, minMs: number, min: string) =>
-  duration(fallback).refine((ms) => ms >= minMs, `must be at least ${min}`);
+const atLeast = (fallback: string, minMs: number, min: string) => duration(fallback).refine((ms) => ms >= minMs, `must be at least ${min}`);
 
 export const runnerSettings = defineSettings(
   {

@@ -49,7 +49,14 @@ export async function listRunnerViews(db: Db, principal: Principal, settings: Ru
     ...registered.map((runner) => ({ ...runner, credential: 'runner_token' as const, presence: presence.get(runner.runnerId) })),
     ...seen
       .filter((row) => row.credential === 'api_key')
-      .map((row) => ({ runnerId: row.runnerId, memberId: row.memberId, label: row.label, createdAt: row.lastSeenAt, credential: 'api_key' as const, presence: row })),
+      .map((row) => ({
+        runnerId: row.runnerId,
+        memberId: row.memberId,
+        label: row.label,
+        createdAt: row.lastSeenAt,
+        credential: 'api_key' as const,
+        presence: row,
+      })),
   ];
   const breakers = await breakersOf(db, organizationId, [...new Set(runners.map((runner) => runner.memberId))]);
   const running = await runningAttempts(db, organizationId, seen);
@@ -92,7 +99,13 @@ async function runningAttempts(db: Db, organizationId: string, rows: PresenceRow
  * A runner token for the caller: a new runner of their member (an API key or a session asks),
  * or a new token of the caller's own runner (its runner token asks: renewal, same runner id).
  */
-export async function mintRunnerToken(db: Db, principal: Principal, label: string | undefined, ttlMs: number, now: number): Promise<RunnerTokenGrant> {
+export async function mintRunnerToken(
+  db: Db,
+  principal: Principal,
+  label: string | undefined,
+  ttlMs: number,
+  now: number,
+): Promise<RunnerTokenGrant> {
   const base = { organizationId: principal.organizationId, memberId: principal.memberId, ttlMs, now: new Date(now) };
   if (principal.via === 'runner_token' && principal.runner) return issueRunnerToken(db, { ...base, runnerId: principal.runner.id });
   return issueRunnerToken(db, { ...base, apiKeyId: principal.apiKeyId, label });

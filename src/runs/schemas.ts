@@ -133,7 +133,7 @@ export const RunHeartbeatBody = z.object({ attempt: safeInt(1) }).openapi('Autom
 
 const failureDescription =
   'For `failed`: `runtime` when the runtime broke (the command crashed or exited without an answer, the runner failed on ' +
-  'its own), `task` when the work failed and the runtime answered. Runtime failures count toward the member\'s breaker; ' +
+  "its own), `task` when the work failed and the runtime answered. Runtime failures count toward the member's breaker; " +
   'without it, a failed run counts unless it answered (an `assistant` text or a `result`).';
 
 export const RunCompleteBody = z

@@ -15,10 +15,10 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { memberBreaker, startRunUnderBreaker } from '../../src/runs';
+import { memberBreaker, runtimeOnline, startRunUnderBreaker } from '../../src/runs';
 import { createTestOrg, type TestMember } from '../harness/identity';
 import { spawnDen, type Spawned } from '../harness/process';
-import { runResult, runsClient, startQueuedRun } from '../harness/runs';
+import { event, newRunId, runResult, runsClient, startQueuedRun } from '../harness/runs';
 import { startTestStack, type TestStack } from '../harness/stack';
 import { waitFor } from '../harness/wait';
 
@@ -48,10 +48,13 @@ afterAll(async () => {
 async function startRuntime(credential: Record<string, string>, script: string) {
   const file = path.join(dir, `script-${spawned.length}.sh`);
   fs.writeFileSync(file, script);
-  const proc = spawnDen(['runtime', '--exec', `sh ${file}`, '--wait', '2', '--heartbeat-interval', '1', '--grace', '5', '--label', 'test-runner'], {
-    DEN_API_URL: stack.url,
-    ...credential,
-  });
+  const proc = spawnDen(
+    ['runtime', '--exec', `sh ${file}`, '--wait', '2', '--heartbeat-interval', '1', '--grace', '5', '--label', 'test-runner'],
+    {
+      DEN_API_URL: stack.url,
+      ...credential,
+    },
+  );
   spawned.push(proc);
   await waitFor(() => proc.output().includes('claiming runs from'), 60_000, { what: 'den runtime to start' });
   return proc;
@@ -103,8 +106,22 @@ describe("an admin's runner token", () => {
     expect(runtime.output()).not.toMatch(/den_rt_/);
 
     const listed = (await runners(admin)).find((runner) => runner.runnerId === runnerId);
-    expect(listed).toMatchObject({ memberId: admin.memberId, credential: 'runner_token', label: 'test-runner', online: true, paused: false });
+    expect(listed).toMatchObject({
+      memberId: admin.memberId,
+      credential: 'runner_token',
+      label: 'test-runner',
+      online: true,
+      paused: false,
+    });
     expect(listed!.version).toMatch(/^den-runtime\//);
+    const online = () =>
+      runtimeOnline(stack.services.database.db, {
+        organizationId: org.organizationId,
+        memberId: admin.memberId,
+        now: Date.now(),
+        windowMs: PRESENCE_WINDOW_MS,
+      });
+    expect(await online()).toBe(true);
 
     // The token the test minted (the runtime renewed its own) opens nothing but the run routes.
     for (const [method, route] of [
@@ -112,17 +129,25 @@ describe("an admin's runner token", () => {
       ['GET', '/v1/integrations/slack/connections'],
       ['POST', '/v1/mcp-connections/resolve'],
     ] as const) {
-      const res = await stack.request(method, route, { headers: { authorization: `Bearer ${token}` }, body: method === 'POST' ? { query: 'x' } : undefined });
+      const res = await stack.request(method, route, {
+        headers: { authorization: `Bearer ${token}` },
+        body: method === 'POST' ? { query: 'x' } : undefined,
+      });
       expect({ route, status: res.status, reason: res.json?.reason }).toEqual({ route, status: 403, reason: 'runner_token' });
     }
 
     runtime.child.kill('SIGINT');
     expect((await runtime.exited).code).toBe(0);
     const stopped = Date.now();
-    await waitFor(async () => (await runners(admin)).find((runner) => runner.runnerId === runnerId)?.online === false, PRESENCE_WINDOW_MS + 2_000, {
-      what: 'the stopped runtime to be offline',
-    });
+    await waitFor(
+      async () => (await runners(admin)).find((runner) => runner.runnerId === runnerId)?.online === false,
+      PRESENCE_WINDOW_MS + 2_000,
+      {
+        what: 'the stopped runtime to be offline',
+      },
+    );
     expect(Date.now() - stopped).toBeLessThanOrEqual(PRESENCE_WINDOW_MS + 2_000);
+    expect(await online()).toBe(false);
 
     expect((await stack.request('DELETE', `/v1/automation-runners/${runnerId}`, { headers: admin.headers })).status).toBe(204);
     expect(await stack.request('GET', '/v1/automation-runs', { headers: { authorization: `Bearer ${token}` } })).toMatchObject({
@@ -143,13 +168,34 @@ describe("an admin's runner token", () => {
 
     const [listed] = await runners(admin);
     expect(listed).toMatchObject({ memberId: admin.memberId, credential: 'runner_token', online: true });
-    expect((await stack.request('DELETE', `/v1/automation-runners/${String(listed!.runnerId)}`, { headers: admin.headers })).status).toBe(204);
+    expect((await stack.request('DELETE', `/v1/automation-runners/${String(listed!.runnerId)}`, { headers: admin.headers })).status).toBe(
+      204,
+    );
     // Its next claim is refused: it says why and exits non-zero.
     const exit = await Promise.race([runtime.exited, new Promise((resolve) => setTimeout(resolve, 10_000, 'still running'))]);
     expect(exit).toMatchObject({ code: 1 });
     expect(runtime.output()).toContain('refused the runner token (401 runner_token_revoked: The runner was deleted.)');
   }, 90_000);
 });
+
+it("lists an API key's runtime under its member, named by the key and its label, with the run it holds", async () => {
+  const member = await org.addMember('member');
+  const headers = { ...member.headers, 'x-den-runtime-label': 'my-bot', 'x-den-runtime-version': 'my-bot/2.1' };
+  const runId = newRunId();
+  expect((await stack.request('POST', `/v1/automation-runs/${runId}/heartbeat`, { headers, body: { attempt: 1 } })).status).toBe(200);
+  await runsClient(stack, member.headers).waitForStatus(runId, ['running']);
+  const listed = await waitFor(async () => {
+    const [runtime] = await runners(member);
+    return runtime?.runs === 1 ? runtime : undefined;
+  }, 10_000);
+  expect(listed).toMatchObject({ memberId: member.memberId, credential: 'api_key', label: 'my-bot', version: 'my-bot/2.1', online: true });
+  expect(listed.runnerId).toMatch(/^key_[0-9a-z]+\.[0-9a-f]{12}$/);
+  // An owner sees it among the organization's; another member does not.
+  expect((await runners(org.owner)).map((runtime) => runtime.runnerId)).toContain(listed.runnerId);
+  expect(await runners(await org.addMember('member'))).toEqual([]);
+  expect((await runsClient(stack, member.headers).postEvent(runId, event(1, 1, 'terminal'))).status).toBe(200);
+  await waitFor(async () => (await runners(member))[0]?.runs === 0, 10_000, { what: 'the ended run to leave the count' });
+}, 30_000);
 
 describe("a member's breaker", () => {
   // `crash` exits non-zero without an answer; `honest` answers, then exits non-zero; anything else succeeds.

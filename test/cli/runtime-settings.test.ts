@@ -15,7 +15,12 @@ it('reads exactly DEN_API_URL, DEN_API_KEY, DEN_RUNNER_TOKEN, DEN_RUNTIME_KILL_G
     'DEN_RUNTIME_STREAM_INTERVAL',
   ]);
   expect(
-    loadRuntimeSettings({ DEN_API_URL: 'https://den.example/', DEN_API_KEY: 'den_abc', DEN_RUNNER_TOKEN: 'den_rt_x', DEN_RUNTIME_KILL_GRACE: '10s' }),
+    loadRuntimeSettings({
+      DEN_API_URL: 'https://den.example/',
+      DEN_API_KEY: 'den_abc',
+      DEN_RUNNER_TOKEN: 'den_rt_x',
+      DEN_RUNTIME_KILL_GRACE: '10s',
+    }),
   ).toEqual({
     apiUrl: 'https://den.example/',
     apiKey: 'den_abc',

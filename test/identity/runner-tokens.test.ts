@@ -44,7 +44,12 @@ it('mints a token with an API key: den_rt_, bound to a new runner, living RUNNER
   expect(grant.expiresAt).toBeLessThanOrEqual(Date.now() + 12 * 3_600_000);
 
   const runner = await db().selectFrom('runners').selectAll().where('id', '=', grant.runnerId).executeTakeFirstOrThrow();
-  expect(runner).toMatchObject({ organization_id: org.organizationId, member_id: member.memberId, label: 'laptop', api_key_id: await keyIdOf(member) });
+  expect(runner).toMatchObject({
+    organization_id: org.organizationId,
+    member_id: member.memberId,
+    label: 'laptop',
+    api_key_id: await keyIdOf(member),
+  });
   const tokens = await db().selectFrom('runner_tokens').selectAll().where('runner_id', '=', grant.runnerId).execute();
   expect(tokens).toHaveLength(1);
   expect(tokens[0]!.token_hash).toBe(createHash('sha256').update(grant.token).digest('hex'));
@@ -68,7 +73,8 @@ it('renews itself: same runner, a new token and expiry; the old one works until 
   expect(renewed.runnerId).toBe(first.runnerId);
   expect(renewed.token).not.toBe(first.token);
   expect(renewed.expiresAt).toBeGreaterThanOrEqual(first.expiresAt);
-  for (const token of [first.token, renewed.token]) expect((await stack.request('GET', '/v1/automation-runs', { headers: bearer(token) })).status).toBe(200);
+  for (const token of [first.token, renewed.token])
+    expect((await stack.request('GET', '/v1/automation-runs', { headers: bearer(token) })).status).toBe(200);
   const runner = await db().selectFrom('runners').select('label').where('id', '=', first.runnerId).executeTakeFirstOrThrow();
   expect(runner.label).toBe('ci');
 });
@@ -130,7 +136,9 @@ describe('stops at once, with the reason', () => {
     for (const token of [first.token, renewed.token]) {
       expect(await ask(token)).toMatchObject({ status: 401, json: { ...revoked, message: 'The runner was deleted.' } });
     }
-    expect(await stack.request('POST', '/v1/automation-runners/token', { headers: bearer(first.token), body: {} })).toMatchObject({ status: 401 });
+    expect(await stack.request('POST', '/v1/automation-runners/token', { headers: bearer(first.token), body: {} })).toMatchObject({
+      status: 401,
+    });
     // Deleting again is no error; another member's runner, or none, is a 404.
     expect((await stack.request('DELETE', `/v1/automation-runners/${first.runnerId}`, { headers: member.headers })).status).toBe(204);
     const stranger = await org.addMember('member');
@@ -169,7 +177,11 @@ describe('stops at once, with the reason', () => {
     const { token } = await mint(member.headers);
     expect((await ask(token)).status).toBe(200);
     const hash = createHash('sha256').update(token).digest('hex');
-    await db().updateTable('runner_tokens').set({ expires_at: new Date(Date.now() - 1_000) }).where('token_hash', '=', hash).execute();
+    await db()
+      .updateTable('runner_tokens')
+      .set({ expires_at: new Date(Date.now() - 1_000) })
+      .where('token_hash', '=', hash)
+      .execute();
     expect(await ask(token)).toMatchObject({ status: 401, json: { error: 'unauthorized', reason: 'runner_token_expired' } });
   });
 });

@@ -1,13 +1,5 @@
 /** The breaker's rule (src/runs/breaker.ts), pure: what counts, when it opens, the half-open probe. */
-import {
-  breakerPhase,
-  closedBreaker,
-  recordRunEnd,
-  runVerdict,
-  startProbe,
-  type BreakerState,
-  type RunEnd,
-} from '../../src/runs/breaker';
+import { breakerPhase, closedBreaker, recordRunEnd, runVerdict, startProbe, type BreakerState, type RunEnd } from '../../src/runs/breaker';
 
 const settings = { failures: 3, windowMs: 60_000 };
 const T0 = 1_700_000_000_000;

@@ -37,7 +37,10 @@ it('closes the run after its events, is 200 again for the same completion, and 4
   ]);
   expect(events[2].payload).toEqual({ status: 'succeeded', result: { files: 2 } });
 
-  expect(await complete(member, runId, { attempt: 1, status: 'succeeded' })).toMatchObject({ status: 200, json: { ok: true, status: 'succeeded' } });
+  expect(await complete(member, runId, { attempt: 1, status: 'succeeded' })).toMatchObject({
+    status: 200,
+    json: { ok: true, status: 'succeeded' },
+  });
   expect(await complete(member, runId, { attempt: 1, status: 'failed', error: 'late' })).toMatchObject({
     status: 409,
     json: { error: 'run_closed', status: 'succeeded' },
@@ -53,7 +56,10 @@ it('waits behind out-of-order events for their gap, then closes after all of the
   const waiting = await complete(member, runId, { attempt: 1, status: 'failed', error: 'tool crashed', failure: 'runtime' });
   expect(waiting).toMatchObject({ status: 200, json: { ok: true, status: 'running' } });
   // Repeated while it waits: the run already holds it.
-  expect(await complete(member, runId, { attempt: 1, status: 'failed' })).toMatchObject({ status: 200, json: { ok: true, status: 'running' } });
+  expect(await complete(member, runId, { attempt: 1, status: 'failed' })).toMatchObject({
+    status: 200,
+    json: { ok: true, status: 'running' },
+  });
   // Another final status while it waits is beyond the terminal event it holds.
   expect(await complete(member, runId, { attempt: 1, status: 'succeeded' })).toMatchObject({
     status: 409,
@@ -97,7 +103,10 @@ it("answers 404 for a run that does not exist (it never starts one) and for anot
   await runsClient(stack, other.headers).waitForStatus(theirs, ['running']);
   expect(await complete(member, theirs, { attempt: 1, status: 'succeeded' })).toMatchObject({ status: 404, json: { error: 'not_found' } });
   // An owner reaches it.
-  expect(await complete(org.owner, theirs, { attempt: 1, status: 'cancelled' })).toMatchObject({ status: 200, json: { status: 'cancelled' } });
+  expect(await complete(org.owner, theirs, { attempt: 1, status: 'cancelled' })).toMatchObject({
+    status: 200,
+    json: { status: 'cancelled' },
+  });
 }, 60_000);
 
 it('refuses an invalid body with 400, naming each problem', async () => {

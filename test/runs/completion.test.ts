@@ -50,7 +50,11 @@ function claimedWith(...events: RunEventReport[]): RunState {
 
 it('closes a run whose events are all applied, with the next sequence', () => {
   const state = claimedWith(ev(1), ev(2, 'assistant', { text: 'hi' }));
-  expect(completionEvent(state, completion('succeeded'))).toMatchObject({ sequence: 3, type: 'terminal', payload: { status: 'succeeded' } });
+  expect(completionEvent(state, completion('succeeded'))).toMatchObject({
+    sequence: 3,
+    type: 'terminal',
+    payload: { status: 'succeeded' },
+  });
   const decision = decideCompletion(state, completion('succeeded', { result: { answer: 42 } }), T0, settings);
   expect(decision.verdict).toEqual({ ok: true });
   expect(decision.next).toMatchObject({ status: 'succeeded', eventCount: 3 });
@@ -75,14 +79,21 @@ it('waits behind buffered events and their gap, and closes once the gap fills, i
 
 it('is a duplicate when repeated while it waits, after_terminal with another status, run_closed once closed', () => {
   const waiting = decideCompletion(claimedWith(ev(2)), completion('succeeded'), T0, settings).next;
-  expect(decideCompletion(waiting, completion('succeeded'), T0, settings)).toEqual({ verdict: { ok: false, error: 'duplicate' }, next: waiting });
+  expect(decideCompletion(waiting, completion('succeeded'), T0, settings)).toEqual({
+    verdict: { ok: false, error: 'duplicate' },
+    next: waiting,
+  });
   expect(decideCompletion(waiting, completion('cancelled'), T0, settings).verdict).toEqual({
     ok: false,
     error: 'after_terminal',
     terminalSequence: 3,
   });
   const closed = decideCompletion(claimedWith(ev(1)), completion('succeeded'), T0, settings).next;
-  expect(decideCompletion(closed, completion('succeeded'), T0, settings).verdict).toEqual({ ok: false, error: 'run_closed', status: 'succeeded' });
+  expect(decideCompletion(closed, completion('succeeded'), T0, settings).verdict).toEqual({
+    ok: false,
+    error: 'run_closed',
+    status: 'succeeded',
+  });
 });
 
 it('refuses another attempt of a claimed run as a terminal event of it would be', () => {

@@ -34,7 +34,7 @@ export function registerRuntimeCommands(program: Command): void {
     .requiredOption('--exec <command>', 'the shell command to run per run (for example "tr a-z A-Z")')
     .option('--api-url <url>', 'the API (default DEN_API_URL, else http://127.0.0.1:8080)')
     .option('--api-key <key>', "the member's API key, used once to mint the runtime's own runner token (default DEN_API_KEY)")
-    .option('--label <name>', 'the runtime\'s name in the runners list (default: this machine\'s host name)')
+    .option('--label <name>', "the runtime's name in the runners list (default: this machine's host name)")
     .option('--heartbeat-interval <seconds>', 'heartbeat period while a command runs', seconds(1, 60), 10)
     .option('--wait <seconds>', 'claim long-poll', seconds(0, 30), 20)
     .option('--grace <seconds>', 'after Ctrl-C, how long the current command may still run', seconds(0, 3600), 30)

@@ -17,10 +17,10 @@ export interface TokenGrant {
 }
 
 /** Sent with every call, so the runners list shows which release of the runtime this is. */
-export const VERSION_HEADER = 'x-den-runtime-version';
+const VERSION_HEADER = 'x-den-runtime-version';
 
 /** `den-runtime/<version>`, the version of the package it ships in. */
-export function runtimeVersion(): string {
+function runtimeVersion(): string {
   for (let dir = __dirname, depth = 0; depth < 6; dir = path.dirname(dir), depth++) {
     try {
       const manifest = JSON.parse(fs.readFileSync(path.join(dir, 'package.json'), 'utf8')) as { name?: string; version?: string };

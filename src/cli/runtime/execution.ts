@@ -106,7 +106,9 @@ export class AttemptReporter {
     if (text !== this.lastText && text !== '') this.assistant(text);
     this.chain = this.chain.then(async () => {
       if (this.failure === undefined) {
-        await this.api.complete(this.runId, { attempt: this.attempt, ...completion }).catch((error: unknown) => void (this.failure = error));
+        await this.api
+          .complete(this.runId, { attempt: this.attempt, ...completion })
+          .catch((error: unknown) => void (this.failure = error));
       }
     });
     await this.chain;

@@ -31,7 +31,7 @@ export function createPostCompleteRoute(deps: RunDeps, backlog: BacklogGate): Ro
     description:
       'An addition to the interface spec. The run takes it exactly as a `terminal` event whose `sequence` follows every event ' +
       'the run holds of the attempt, out-of-order ones waiting in its buffer included: it closes the run once they are all ' +
-      'applied (until then `status` is `running`). `result` is kept in that event\'s payload. The same completion repeated ' +
+      "applied (until then `status` is `running`). `result` is kept in that event's payload. The same completion repeated " +
       'answers 200; a different final status 409 `run_closed`; an older attempt, or one whose lease was lost, 409 `stale_attempt`. ' +
       'It never starts a run: an unknown run is a 404.',
     tags: TAGS,

@@ -23,7 +23,7 @@ export function createRunnerTokenRoute(deps: RunDeps): Route {
     summary: 'Mint a runner token for a runtime, or renew one',
     description:
       'An addition to the interface spec. With an API key or a session: a new runner of the caller, and its first token. With ' +
-      "a runner token: a new token of the same runner (renewal; the old one works until it expires). The token lives `RUNNER_TOKEN_TTL`, " +
+      'a runner token: a new token of the same runner (renewal; the old one works until it expires). The token lives `RUNNER_TOKEN_TTL`, ' +
       "is bound to the organization, the member and the runner, and opens only the automation-run routes, with the member's " +
       'reach (its own runs). It stops at once when the runner is deleted, its member removed, or the API key that minted it revoked.',
     tags: RUNNER_TAGS,
@@ -68,7 +68,7 @@ export function createDeleteRunnerRoute(deps: RunDeps): Route {
     summary: 'Delete a runtime: its runner tokens stop at once',
     description:
       "An addition to the interface spec. A member deletes their own; an owner or admin any of the organization's. A runner's " +
-      "tokens stop at once, on every API process. An API-key runtime is only forgotten (revoke its key to stop it).",
+      'tokens stop at once, on every API process. An API-key runtime is only forgotten (revoke its key to stop it).',
     tags: RUNNER_TAGS,
     auth: 'authenticated',
     params: RunnerIdParams,
