@@ -9,9 +9,11 @@
  * expiry, so runtimes keep their runs' leases through it as API keys do. Every change that stops
  * runner tokens is announced on the `runner_tokens` channel (a trigger, migration
  * 0016_runners), and each process then forgets every token it remembered: a token revoked before
- * an outage is not trusted during it. When the notification connection is lost nothing is
- * forgotten: the remembered tokens are used only while this process cannot reach Postgres for
- * the request itself, and whenever it can, the request is checked there.
+ * an outage is not trusted during it. So a token is remembered only when verified while this
+ * process listens on the channel. When the notification connection is lost, what was remembered
+ * stays (every announcement up to then was heard, and the outage that cut the connection is what
+ * the memory is for); when it is opened again, everything is forgotten, since an announcement
+ * may have been missed meanwhile.
  */
 import { AppError, errors } from '../app/errors';
 import { createBoundedCache } from '../app/bounded-caches';
@@ -42,10 +44,11 @@ export function createRunnerTokenAuth(
   resolve: RunnerTokenResolver,
 ): (raw: string, at: Date) => Promise<Principal> {
   let remembered = createBoundedCache<{ principal: Principal; expiresAt: number }>(REMEMBERED_MAX);
-  deps.channels?.subscribe(RUNNER_TOKENS_CHANNEL, {
-    notified: () => (remembered = createBoundedCache(REMEMBERED_MAX)),
-    // A missed notification matters only to a process that cannot reach Postgres: see above.
-    reset: () => undefined,
+  const forget = () => (remembered = createBoundedCache(REMEMBERED_MAX));
+  const subscription = deps.channels?.subscribe(RUNNER_TOKENS_CHANNEL, {
+    notified: forget,
+    // Told on both: lost (not listening now), keep; (re)opened (listening again), forget.
+    reset: () => subscription?.listening && forget(),
   });
   const refuse = (error: AppError) => {
     deps.metrics.authFailures.inc({ surface: 'credentials', outcome: 'rejected' });
@@ -80,7 +83,8 @@ export function createRunnerTokenAuth(
       via: 'runner_token',
       runner: { id: found.runner.id, label: found.runner.label },
     };
-    remembered.set(hash, { principal, expiresAt: found.expiresAt?.getTime() ?? 0 });
+    if (subscription?.listening) remembered.set(hash, { principal, expiresAt: found.expiresAt?.getTime() ?? 0 });
+    else remembered.delete(hash);
     return principal;
   };
 }

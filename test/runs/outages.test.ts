@@ -64,24 +64,8 @@ describe('a Postgres outage of the API longer than the lease', () => {
     await proxy.close();
   });
 
-  it('does not cost a live run its lease: heartbeats still reach the run', async () => {
-    const org = await createTestOrg(worker.services.database.db);
-    const runs = runsClient(api, org.owner.headers);
-    const runId = newRunId();
-    expect((await runs.heartbeat(runId, 1)).status).toBe(200); // starts the run, lease 3 s
-    await runs.waitForStatus(runId, ['running']);
-
-    proxy.cut();
-    const during = await heartbeatFor(7_000, 500, () => runs.heartbeat(runId, 1));
-    // Events carry data that must reach Postgres: those get the 503.
-    expect((await runs.postEvent(runId, { attempt: 1, sequence: 1, type: 'user', payload: {}, createdAt: 0 })).status).toBe(503);
-    proxy.restore();
-
-    expectHeartbeatsThrough(during);
-    const live = await worker.services.temporal.client.workflow.getHandle(runWorkflowId(org.organizationId, runId)).query(runSummaryQuery);
-    expect(live).toMatchObject({ status: 'running', attempt: 1 });
-  }, 30_000);
-
+  // First in this block: a cut leaves the API's notification connection reopening with a backoff
+  // (up to 30 s), and a token verified while it is not listening is not remembered for an outage.
   it('keeps a runner token working, but not one whose runner was deleted before it', async () => {
     const org = await createTestOrg(worker.services.database.db);
     const mint = async () =>
@@ -123,6 +107,24 @@ describe('a Postgres outage of the API longer than the lease', () => {
     expectHeartbeatsThrough(during);
     expect(await deletedRuns.heartbeat(deletedRun, 1)).toMatchObject({ status: 401, json: { reason: 'runner_token_revoked' } });
   }, 40_000);
+
+  it('does not cost a live run its lease: heartbeats still reach the run', async () => {
+    const org = await createTestOrg(worker.services.database.db);
+    const runs = runsClient(api, org.owner.headers);
+    const runId = newRunId();
+    expect((await runs.heartbeat(runId, 1)).status).toBe(200); // starts the run, lease 3 s
+    await runs.waitForStatus(runId, ['running']);
+
+    proxy.cut();
+    const during = await heartbeatFor(7_000, 500, () => runs.heartbeat(runId, 1));
+    // Events carry data that must reach Postgres: those get the 503.
+    expect((await runs.postEvent(runId, { attempt: 1, sequence: 1, type: 'user', payload: {}, createdAt: 0 })).status).toBe(503);
+    proxy.restore();
+
+    expectHeartbeatsThrough(during);
+    const live = await worker.services.temporal.client.workflow.getHandle(runWorkflowId(org.organizationId, runId)).query(runSummaryQuery);
+    expect(live).toMatchObject({ status: 'running', attempt: 1 });
+  }, 30_000);
 
   it("does not widen what a member reaches: another member's heartbeat is refused while the row cannot be read", async () => {
     const org = await createTestOrg(worker.services.database.db);
