@@ -124,6 +124,7 @@ export interface PresenceRow {
   credential: 'runner_token' | 'api_key';
   label: string | null;
   version: string | null;
+  firstSeenAt: Date;
   lastSeenAt: Date;
   runs: string[];
 }
@@ -145,6 +146,7 @@ export async function presenceRows(
       'p.credential as credential',
       'p.label as label',
       'p.version as version',
+      'p.first_seen_at as firstSeenAt',
       'p.last_seen_at as lastSeenAt',
       'p.runs as runs',
     ])

@@ -33,7 +33,7 @@ export interface RunnerView {
   breaker: BreakerPhase;
 }
 
-/** The caller's own runtimes (a member) or the organization's (an owner or admin), oldest first. */
+/** The caller's own runtimes (a member) or the organization's (an owner or admin), oldest first (minted, or first seen). */
 export async function listRunnerViews(db: Db, principal: Principal, settings: RunnerSettings, now: number): Promise<RunnerView[]> {
   const organizationId = principal.organizationId;
   const memberId = isAdmin(principal.role) ? undefined : principal.memberId;
@@ -53,11 +53,11 @@ export async function listRunnerViews(db: Db, principal: Principal, settings: Ru
         runnerId: row.runnerId,
         memberId: row.memberId,
         label: row.label,
-        createdAt: row.lastSeenAt,
+        createdAt: row.firstSeenAt,
         credential: 'api_key' as const,
         presence: row,
       })),
-  ];
+  ].sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime() || a.runnerId.localeCompare(b.runnerId));
   const breakers = await breakersOf(db, organizationId, [...new Set(runners.map((runner) => runner.memberId))]);
   const running = await runningAttempts(db, organizationId, seen);
   return runners.map((runner) => {
