@@ -66,6 +66,46 @@ const REQUEST_TIMEOUT_MS = 60_000;
 /** An installation token this close to its `expires_at` is renewed before it is used. */
 const TOKEN_RENEW_MARGIN_MS = 5 * 60_000;
 
+/** What GitHub's refusal of an installation token says the installation became. */
+export type InstallationRefusal = 'suspend' | 'deleted';
+
+/**
+ * GitHub refused the installation a token: it is suspended (403 "This installation has been
+ * suspended") or gone (404). It is GitHub's HTTP answer like any other (`HttpError`, with its
+ * status and headers), and tells the sync and the reconcile to record the installation's state
+ * rather than fail each of its targets' syncs one by one.
+ */
+export class InstallationRefusedError extends Error {
+  override readonly name = 'HttpError';
+  readonly status: number;
+  readonly response: { headers: Record<string, string | number | undefined> };
+
+  constructor(
+    readonly installationId: number,
+    readonly refusal: InstallationRefusal,
+    answer: { status: number; message: string; headers: Record<string, string | number | undefined> },
+  ) {
+    super(answer.message);
+    this.status = answer.status;
+    this.response = { headers: answer.headers };
+  }
+}
+
+/** A refusal that says what became of the installation is rethrown, before a caller reads a 403 or 404 as its own. */
+export function rethrowRefusal(error: unknown): void {
+  if (error instanceof InstallationRefusedError) throw error;
+}
+
+/** The token request's failure, as an installation refused when GitHub's answer says it is suspended or gone. */
+function tokenFailure(installationId: number, error: unknown): unknown {
+  if ((error as Error)?.name !== 'HttpError') return error;
+  const failure = asGithubFailure(error);
+  const answer = { status: failure.status ?? 0, message: failure.message, headers: failure.headers ?? {} };
+  if (failure.status === 404) return new InstallationRefusedError(installationId, 'deleted', answer);
+  if (failure.status === 403 && /suspended/i.test(failure.message)) return new InstallationRefusedError(installationId, 'suspend', answer);
+  return error;
+}
+
 /** Whether an error came from a call to GitHub (an HTTP answer, a network failure or a timeout), rather than from our own code. */
 export function isGithubCallError(error: unknown): boolean {
   const name = (error as Error | undefined)?.name;
@@ -129,18 +169,27 @@ function installationClients(credentials: AppCredentials, base: Request, now: ()
     }
     return client;
   };
-  return async function call(installationId: number, route: string, params: Params) {
+  /** The installation's token, renewed when it is within TOKEN_RENEW_MARGIN_MS of its `expires_at`. */
+  const authorize = async (installationId: number) => {
     const client = clientOf(installationId);
-    const token = (await client.auth({ type: 'installation' })) as { expiresAt?: string };
-    if (token.expiresAt !== undefined && Date.parse(token.expiresAt) - now() < TOKEN_RENEW_MARGIN_MS) {
-      await client.auth({ type: 'installation', refresh: true });
+    try {
+      const token = (await client.auth({ type: 'installation' })) as { expiresAt?: string };
+      if (token.expiresAt !== undefined && Date.parse(token.expiresAt) - now() < TOKEN_RENEW_MARGIN_MS) {
+        await client.auth({ type: 'installation', refresh: true });
+      }
+    } catch (error) {
+      throw tokenFailure(installationId, error);
     }
+    return client;
+  };
+  return async function call(installationId: number, route: string, params: Params) {
+    const client = await authorize(installationId);
     try {
       return await client.request(route, timed(params));
     } catch (error) {
       if ((error as { status?: number }).status !== 401) throw error;
       clients.delete(installationId);
-      return clientOf(installationId).request(route, timed(params));
+      return (await authorize(installationId)).request(route, timed(params));
     }
   };
 }

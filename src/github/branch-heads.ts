@@ -3,10 +3,11 @@
  * with a ref follows that branch; one without follows the repository's default branch (learnt
  * from a push, else from the repository API, and read again when it 404s: a renamed default
  * branch). GitHub's 404 for the branch, 409 for an empty repository and 404 for the repository
- * itself become known states (src/github/sync-store.ts KNOWN_STATES) rather than errors.
+ * itself become known states (src/github/sync-store.ts KNOWN_STATES) rather than errors; a token
+ * GitHub refused the installation is not the repository's state, and is rethrown as it is.
  */
 import type { Db } from '../app/store/db';
-import { asGithubFailure, type GithubApi } from './api';
+import { asGithubFailure, rethrowRefusal, type GithubApi } from './api';
 import { refusesAccess } from './api-errors';
 import { recordDefaultBranch, type KnownState } from './sync-store';
 import type { GithubTarget } from './target-records';
@@ -31,6 +32,7 @@ async function defaultBranch(api: GithubApi, db: Db, target: GithubTarget): Prom
   try {
     repository = await api.repository(target.installationId, target.repository);
   } catch (error) {
+    rethrowRefusal(error);
     if ((error as Error)?.name === 'HttpError' && refusesAccess(asGithubFailure(error))) {
       throw new KnownStateError('not_accessible', `the installation cannot read ${target.repository}`);
     }
@@ -62,6 +64,7 @@ export async function readBranchHead(
   try {
     return { branch, head: await api.branchHead(target.installationId, target.repository, branch) };
   } catch (error) {
+    rethrowRefusal(error);
     const status = statusOf(error);
     if (status === 409) throw new KnownStateError('empty_repository', `${target.repository} has no commit yet`);
     if (status !== 404) throw error;

@@ -289,19 +289,19 @@ export async function applyRepositoryChange(
   });
 }
 
-/** What an installation became, from its webhook or from GitHub refusing it a token. */
-export type InstallationState = 'deleted' | 'suspend' | 'unsuspend';
+/**
+ * What an installation became, from its webhook or from GitHub refusing it a token; an unsuspend
+ * names the delivery its resyncs are recorded under.
+ */
+export type InstallationStateChange =
+  { installationId: number; state: 'deleted' | 'suspend' } | { installationId: number; state: 'unsuspend'; deliveryId: string };
 
 /**
  * An installation's state applied to its targets, in the caller's transaction: deleted →
  * disconnected, and nobody owns it any more; suspend → disabled (`installation_suspended`);
- * unsuspend → active again (only what the suspension disabled), each with a full resync queued
- * under `deliveryId`.
+ * unsuspend → active again (only what the suspension disabled), each with a full resync queued.
  */
-export async function applyInstallationState(
-  trx: Trx,
-  change: { installationId: number; state: InstallationState; deliveryId: string },
-): Promise<DeliveryEffects> {
+export async function applyInstallationState(trx: Trx, change: InstallationStateChange): Promise<DeliveryEffects> {
   const effects = noEffects();
   const targets = await trx
     .selectFrom('github_connector_targets')
@@ -316,12 +316,9 @@ export async function applyInstallationState(
     const live = targets.filter((t) => t.status !== 'disconnected');
     await setStatus(trx, { targets: live, status: 'disconnected', reason: 'installation_deleted' }, effects);
   } else if (change.state === 'suspend') {
-    await setStatus(
-      trx,
-      { targets: targets.filter((t) => t.status === 'active'), status: 'disabled', reason: 'installation_suspended' },
-      effects,
-    );
-  } else {
+    const active = targets.filter((t) => t.status === 'active');
+    await setStatus(trx, { targets: active, status: 'disabled', reason: 'installation_suspended' }, effects);
+  } else if (change.state === 'unsuspend') {
     // Only what the suspension disabled: a target disabled for another reason stays so.
     const suspended = targets.filter((t) => t.status === 'disabled' && t.status_reason === 'installation_suspended');
     await setStatus(trx, { targets: suspended, status: 'active', reason: null }, effects);
@@ -331,16 +328,24 @@ export async function applyInstallationState(
   return effects;
 }
 
+/**
+ * GitHub refused the installation a token because it is suspended or gone: its targets take that
+ * state at once, as its webhook would have set it (a suspended installation gets no webhooks, and
+ * one lost in an outage may never be redelivered), rather than failing their syncs one by one.
+ */
+export async function recordInstallationRefused(db: Db, change: { installationId: number; refusal: 'suspend' | 'deleted' }): Promise<void> {
+  await db.transaction().execute((trx) => applyInstallationState(trx, { installationId: change.installationId, state: change.refusal }));
+}
+
 /** installation deleted, suspend or unsuspend, from its webhook. */
 export async function applyInstallationChange(
   db: Db,
   input: Extract<GithubDeliveryInput, { event: 'installation' }>,
 ): Promise<DeliveryEffects> {
-  return db
-    .transaction()
-    .execute((trx) =>
-      applyInstallationState(trx, { installationId: input.installationId, state: input.action, deliveryId: input.deliveryId }),
-    );
+  const { installationId, deliveryId } = input;
+  const change: InstallationStateChange =
+    input.action === 'unsuspend' ? { installationId, state: 'unsuspend', deliveryId } : { installationId, state: input.action };
+  return db.transaction().execute((trx) => applyInstallationState(trx, change));
 }
 
 /** The repositories an installation_repositories delivery names, recorded as available or removed (idempotent). */

@@ -7,14 +7,15 @@
  * Every failure is classified. GitHub's come back as results: a rate limit is a wait on the
  * workflow's timer (shared by the installation's targets, not an attempt), a network error or a
  * 5xx a retry after a delay, anything else final; a missing branch, an empty repository or lost
- * access a known state the target shows. A file's content problem (binary, a NUL byte) is that
+ * access a known state the target shows; a token refused because the installation is suspended or
+ * gone, that state for every target of the installation. A file's content problem (binary, a NUL byte) is that
  * file's `skipped`. Postgres failures throw, for the activity to retry; anything else ends the
  * sync `failed` (`sync_error`) at once.
  */
 import { DatabaseError } from 'pg';
 import { AppError } from '../app/errors';
 import type { Db } from '../app/store/db';
-import { asGithubFailure, isGithubCallError, type GithubApi } from './api';
+import { asGithubFailure, InstallationRefusedError, isGithubCallError, rethrowRefusal, type GithubApi } from './api';
 import { classifyGithubFailure, refusesAccess, type RateLimitKind } from './api-errors';
 import { followedBranch, KnownStateError, readBranchHead } from './branch-heads';
 import { GITHUB_SYNC_PROTOCOL, type GithubSyncAttempt, type GithubSyncRequest } from './contract';
@@ -34,6 +35,7 @@ import {
   type HeadDecisions,
 } from './sync-store';
 import { getTarget, type GithubTarget } from './target-records';
+import { recordInstallationRefused } from './delivery-effects';
 
 export interface SyncDeps {
   db: Db;
@@ -73,6 +75,7 @@ async function fetchPlanned(api: GithubApi, target: GithubTarget, plan: SyncPlan
     try {
       bytes = await api.blob(target.installationId, target.repository, blob.sha);
     } catch (error) {
+      rethrowRefusal(error);
       const status = (error as Error)?.name === 'HttpError' ? asGithubFailure(error).status : undefined;
       if (status !== 404 && status !== 422) throw error;
       fetched.push({ blob, content: null, status: 'skipped', error: `github_${status}` });
@@ -94,6 +97,7 @@ async function ancestry(deps: Deps, target: GithubTarget, base: string, head: st
   try {
     return await deps.api.compare(target.installationId, target.repository, base, head);
   } catch (error) {
+    rethrowRefusal(error);
     if ((error as Error)?.name === 'HttpError' && asGithubFailure(error).status === 404) return 'diverged';
     throw error;
   }
@@ -180,10 +184,14 @@ async function verifyRepository(api: GithubApi, db: Db, target: GithubTarget): P
     await recordVerified(db, target.targetId, repository.id);
     return true;
   } catch (error) {
+    rethrowRefusal(error);
     if ((error as Error)?.name === 'HttpError' && refusesAccess(asGithubFailure(error))) return false;
     throw error;
   }
 }
+
+/** A batch's code when GitHub refused its installation a token, as the targets' status reason says it. */
+const INSTALLATION_REFUSED = { suspend: 'installation_suspended', deleted: 'installation_deleted' } as const;
 
 const NOT_ACCESSIBLE = { code: 'repository_not_accessible', message: 'the installation cannot read the repository' };
 
@@ -228,6 +236,15 @@ async function githubFailure(deps: Deps, request: GithubSyncRequest, target: Git
 
 /** Every failure of an attempt ends in a recorded result, except Postgres's, which the activity retries. */
 async function classifyFailure(deps: Deps, request: GithubSyncRequest, target: GithubTarget, eventIds: string[], error: unknown) {
+  if (error instanceof InstallationRefusedError) {
+    // The installation's state, for all its targets at once; this batch ends with it.
+    await recordInstallationRefused(deps.db, { installationId: error.installationId, refusal: error.refusal });
+    const detail = {
+      code: INSTALLATION_REFUSED[error.refusal],
+      message: `GitHub refused the installation a token: ${error.status} ${error.message}`.slice(0, 300),
+    };
+    return { outcome: 'failed' as const, ...detail, attempts: await recordFailure(deps.db, target.targetId, eventIds, detail) };
+  }
   if (error instanceof KnownStateError) {
     const detail = { code: error.state, message: error.message.slice(0, 300) };
     return {

@@ -14,6 +14,9 @@
  *   (or a lower count a test sets), blobs of any bytes, a 404 for a missing branch and a 409 for an
  *   empty repository, compare with real ancestry, heads moved without a push, force-pushes, and
  *   ref reads that lag behind a push;
+ * - installations: a token only for an installation GitHub knows (404 otherwise, and for a deleted
+ *   one), GitHub's 403 "This installation has been suspended" for a suspended one (whose tokens are
+ *   revoked, as a deleted one's);
  * - rate limits: every installation call carries `x-ratelimit-*` headers from the installation's
  *   hourly budget, answers GitHub's primary-limit 403 once it is spent, and secondary limits (403
  *   or 429) with or without `retry-after` when a test asks;
@@ -167,6 +170,17 @@ export interface FakeGithub {
   exhaustRateLimit(installationId: number, resetInMs: number): void;
   /** The next `times` calls of the installation get a secondary limit: 403 (or 429), with `retry-after` only when given. */
   secondaryRateLimit(installationId: number, options?: { times?: number; status?: 403 | 429; retryAfterSeconds?: number }): void;
+  /**
+   * An installation GitHub knows, though no repository of the fake is on it yet (a token is issued
+   * only for one it knows: an installation holding a repository, one made by `addInstallation`, or
+   * one named here).
+   */
+  install(installationId: number): void;
+  /** Suspends the installation: its token requests get GitHub's 403 "This installation has been suspended", its tokens are revoked. */
+  suspendInstallation(installationId: number): void;
+  unsuspendInstallation(installationId: number): void;
+  /** Deletes the installation: its token requests get 404, its tokens are revoked. */
+  deleteInstallation(installationId: number): void;
   /** Revokes every token issued to the installation: GitHub answers them 401 Bad credentials. */
   revokeTokens(installationId: number): void;
   deliveries: FakeDelivery[];
@@ -230,6 +244,10 @@ interface State {
   codes: Map<string, { login: string; expiresAt: number; used: boolean }>;
   users: Map<string, number>;
   installations: Map<number, Installation>;
+  /** Installations known without an account (named by a test, or holding a repository), suspended ones, deleted ones. */
+  installed: Set<number>;
+  suspended: Set<number>;
+  deleted: Set<number>;
   budgets: Map<number, Budget>;
   repos: Map<string, Repo>;
   git: GitStore;
@@ -414,9 +432,22 @@ function rateLimited(state: State, installationId: number): Answer | undefined {
 // ---------------------------------------------------------------------------------------
 // The App: installation tokens and the webhook delivery log.
 
+/** Whether GitHub knows the installation: one with an account, one a test named, or one holding a repository. */
+function installationExists(state: State, installationId: number): boolean {
+  if (state.deleted.has(installationId)) return false;
+  if (state.installations.has(installationId) || state.installed.has(installationId)) return true;
+  return [...state.repos.values()].some((repo) => repo.installationId === installationId);
+}
+
+const TOKEN_DOCS = 'https://docs.github.com/rest/apps/apps#create-an-installation-access-token-for-an-app';
+
 function issueToken(state: State, path: string): Answer {
-  const token = `ghs_${randomBytes(18).toString('base64url')}`;
   const installationId = Number(path.split('/')[3]);
+  if (!installationExists(state, installationId)) return { status: 404, body: { message: 'Not Found', documentation_url: TOKEN_DOCS } };
+  if (state.suspended.has(installationId)) {
+    return { status: 403, body: { message: 'This installation has been suspended', documentation_url: TOKEN_DOCS } };
+  }
+  const token = `ghs_${randomBytes(18).toString('base64url')}`;
   const expiresAt = state.now() + state.tokenLifetimeMs;
   state.tokens.set(token, { installationId, expiresAt, revoked: false });
   state.fake.issuedTokens.push(token);
@@ -765,7 +796,29 @@ function gitControls(
 }
 
 /** The test's handles on rate limits and tokens. */
-function limitControls(state: State): Pick<FakeGithub, 'exhaustRateLimit' | 'secondaryRateLimit' | 'revokeTokens'> {
+/** The test's handles on installations: known, suspended, deleted. */
+function installationControls(
+  state: State,
+): Pick<FakeGithub, 'install' | 'suspendInstallation' | 'unsuspendInstallation' | 'deleteInstallation' | 'revokeTokens'> {
+  const revoke = (installationId: number) => {
+    for (const token of state.tokens.values()) if (token.installationId === installationId) token.revoked = true;
+  };
+  return {
+    install: (installationId) => void state.installed.add(installationId),
+    suspendInstallation(installationId) {
+      state.suspended.add(installationId);
+      revoke(installationId);
+    },
+    unsuspendInstallation: (installationId) => void state.suspended.delete(installationId),
+    deleteInstallation(installationId) {
+      state.deleted.add(installationId);
+      revoke(installationId);
+    },
+    revokeTokens: revoke,
+  };
+}
+
+function limitControls(state: State): Pick<FakeGithub, 'exhaustRateLimit' | 'secondaryRateLimit'> {
   return {
     exhaustRateLimit(installationId, resetInMs) {
       const budget = budgetOf(state, installationId);
@@ -778,9 +831,6 @@ function limitControls(state: State): Pick<FakeGithub, 'exhaustRateLimit' | 'sec
         status: options.status ?? 403,
         retryAfterSeconds: options.retryAfterSeconds,
       });
-    },
-    revokeTokens(installationId) {
-      for (const token of state.tokens.values()) if (token.installationId === installationId) token.revoked = true;
     },
   };
 }
@@ -799,6 +849,9 @@ export async function startFakeGithub(
     codes: new Map(),
     users: new Map(),
     installations: new Map(),
+    installed: new Set(),
+    suspended: new Set(),
+    deleted: new Set(),
     budgets: new Map(),
     repos: new Map(),
     git: new GitStore(),
@@ -846,6 +899,7 @@ export async function startFakeGithub(
     maxConcurrentPerRepository: () => state.maxInFlight,
     ...gitControls(state),
     ...limitControls(state),
+    ...installationControls(state),
     fail(match, status, times = 1, headers, message) {
       state.failures.push({ match, status, times, headers, message });
     },

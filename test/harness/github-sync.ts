@@ -79,6 +79,7 @@ export async function syncedRepo(
   const n = freshId();
   const repo = { installationId: options.installationId ?? freshId(), repositoryId: n, fullName: `octo-${n}/plugins-${n}` };
   const ref = options.ref === undefined ? 'master' : options.ref;
+  fake.install(repo.installationId);
   const targetId = await ownedTarget(db, {
     organizationId,
     installationId: repo.installationId,
