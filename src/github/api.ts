@@ -44,9 +44,16 @@ export interface TreeWalk {
   maxRequests: number;
 }
 
-/** The blobs a walk found, the reads it took, and the directories it had to leave unread (at its bound). */
+/**
+ * What a walk found: files (mode `100644` or `100755`), symbolic links (`120000`, each a blob
+ * holding the path it names), submodules (`160000`, each with its commit's SHA) and directories;
+ * the reads it took, and the directories it had to leave unread (at its bound).
+ */
 export interface TreeRead {
   blobs: TreeBlob[];
+  links: TreeBlob[];
+  submodules: { path: string; sha: string }[];
+  dirs: string[];
   requests: number;
   unread: string[];
 }
@@ -56,10 +63,15 @@ export type Ancestry = 'ahead' | 'behind' | 'diverged' | 'identical';
 
 interface TreeEntry {
   path: string;
+  mode: string;
   type: string;
   sha: string;
   size?: number;
 }
+
+/** Git's modes of a symbolic link and of a submodule (a gitlink). */
+const LINK_MODE = '120000';
+const SUBMODULE_MODE = '160000';
 
 /** A call that hangs is cut here and retried like any network error. */
 const REQUEST_TIMEOUT_MS = 60_000;
@@ -209,13 +221,19 @@ function treeCalls(call: InstallationCall) {
    * walk stops at `walk.maxRequests` reads and names the directories it left unread.
    */
   return async function tree(installationId: number, repository: string, sha: string, walk: TreeWalk): Promise<TreeRead> {
-    const found = new Map<string, TreeBlob>();
+    const found = { blobs: new Map<string, TreeBlob>(), links: new Map<string, TreeBlob>(), submodules: new Map<string, string>() };
+    const dirs = new Set<string>();
     const keep = (entries: TreeEntry[], prefix: string) => {
-      for (const e of entries) if (e.type === 'blob') found.set(prefix + e.path, { path: prefix + e.path, sha: e.sha, size: e.size ?? 0 });
+      for (const e of entries) {
+        const path = prefix + e.path;
+        if (e.mode === SUBMODULE_MODE) found.submodules.set(path, e.sha);
+        else if (e.type === 'tree') dirs.add(path);
+        else if (e.type === 'blob') (e.mode === LINK_MODE ? found.links : found.blobs).set(path, { path, sha: e.sha, size: e.size ?? 0 });
+      }
     };
     const whole = await level(installationId, repository, sha, true);
     keep(whole.tree, '');
-    const read: TreeRead = { blobs: [], requests: 1, unread: [] };
+    const read: TreeRead = { blobs: [], links: [], submodules: [], dirs: [], requests: 1, unread: [] };
     const queue: { sha: string; dir: string; recursiveRead: boolean }[] = whole.truncated
       ? [{ sha: whole.sha, dir: '', recursiveRead: true }]
       : [];
@@ -240,7 +258,10 @@ function treeCalls(call: InstallationCall) {
         if (e.type === 'tree' && walk.canHold(prefix + e.path)) queue.push({ sha: e.sha, dir: prefix + e.path, recursiveRead: false });
     }
     read.unread = queue.map((q) => q.dir);
-    read.blobs = [...found.values()];
+    read.blobs = [...found.blobs.values()];
+    read.links = [...found.links.values()];
+    read.submodules = [...found.submodules].map(([path, commit]) => ({ path, sha: commit }));
+    read.dirs = [...dirs];
     return read;
   };
 }

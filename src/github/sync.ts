@@ -1,8 +1,9 @@
 /**
  * One attempt of a target sync, as the target workflow's activity runs it: read the branch head
  * from GitHub (never a delivery's `after`: deliveries race), decide which of the batch's heads it
- * supersedes, walk the tree within its bound, pick the manifests, fetch only the blobs the
- * snapshot lacks, and commit the snapshot and the events.
+ * supersedes, walk the tree within its bound, pick the manifests (following symbolic links within
+ * the repository, listing submodules: src/github/links.ts), fetch only the blobs the snapshot
+ * lacks, and commit the snapshot and the events.
  *
  * Every failure is classified. GitHub's come back as results: a rate limit is a wait on the
  * workflow's timer (shared by the installation's targets, not an attempt), a network error or a
@@ -35,6 +36,7 @@ import {
   type HeadDecisions,
 } from './sync-store';
 import { getTarget, type GithubTarget } from './target-records';
+import { keptTree } from './links';
 import { recordInstallationRefused } from './delivery-effects';
 
 export interface SyncDeps {
@@ -152,9 +154,20 @@ async function readAndRecord(deps: Deps, target: GithubTarget, request: GithubSy
   );
   const walk = { canHold: directoryFilter(deps.sync.paths), maxRequests: deps.sync.maxTreeRequests };
   const tree = await api.tree(target.installationId, target.repository, headSha, walk);
-  const picked = pickManifests(tree.blobs, deps.sync.paths);
+  const kept = await keptTree(tree, {
+    globs: deps.sync.paths,
+    readLink: async (sha) => (await api.blob(target.installationId, target.repository, sha)).toString('utf8'),
+    maxLinkReads: deps.sync.maxFiles,
+  });
+  const picked = pickManifests(kept.files, deps.sync.paths);
   const snapshot = await loadSnapshot(db, target.targetId);
-  const bounds = { maxFiles: deps.sync.maxFiles, maxFileBytes: deps.sync.maxFileBytes, full: request.full, unread: tree.unread };
+  const bounds = {
+    maxFiles: deps.sync.maxFiles,
+    maxFileBytes: deps.sync.maxFileBytes,
+    full: request.full,
+    unread: tree.unread,
+    skipped: kept.skipped,
+  };
   const plan = planSync(picked, snapshot, bounds);
   const fetched = await fetchPlanned(api, target, plan);
   const counts = countChanges(plan, snapshot, fetched);

@@ -5,7 +5,7 @@
  */
 import { sql } from 'kysely';
 import type { Db } from '../app/store/db';
-import type { GithubFileStatus, GithubSyncCounts, GithubSyncStatus } from './tables';
+import type { GithubFileStatus, GithubFileType, GithubSyncCounts, GithubSyncStatus } from './tables';
 import type { GithubTarget } from './target-records';
 
 export type TargetSyncState = 'idle' | 'queued' | 'running' | 'rate_limited' | 'failed' | 'not_configured';
@@ -26,6 +26,8 @@ export interface TargetView {
   syncedSha: string | null;
   syncedAt: string | null;
   pendingSha: string | null;
+  /** The snapshot's paths kept without content, by reason (`submodule`, `symlink_outside`, `too_large`, …). */
+  skipped: Record<string, number>;
   lastSync: {
     status: GithubSyncStatus;
     attempts: number;
@@ -79,6 +81,14 @@ export async function viewTarget(
     .where('status', 'in', ['queued', 'running'])
     .groupBy('status')
     .execute();
+  const skipped = await db
+    .selectFrom('github_target_files')
+    .select(['error', sql<number>`count(*)::int`.as('n')])
+    .where('target_id', '=', targetId)
+    .where('status', '=', 'skipped')
+    .groupBy('error')
+    .orderBy('error')
+    .execute();
   const waitingUntil = row.rate_limited_until !== null && row.rate_limited_until.getTime() > now ? row.rate_limited_until : null;
   const sync = syncState(configured, open, row.last_sync_status, waitingUntil);
   return {
@@ -95,6 +105,7 @@ export async function viewTarget(
     syncedSha: row.synced_sha,
     syncedAt: row.synced_at?.toISOString() ?? null,
     pendingSha: row.pending_sha,
+    skipped: Object.fromEntries(skipped.map((s) => [s.error ?? 'unknown', s.n])),
     lastSync:
       row.last_sync_status === null
         ? null
@@ -112,9 +123,16 @@ export async function viewTarget(
 
 export interface FileView {
   path: string;
+  /** What git's tree names at the path: a blob's SHA (for a followed link, the blob it leads to), or a submodule's commit. */
   blobSha: string;
   size: number;
   status: GithubFileStatus;
+  /** `file`, `symlink` (the path is a link: synced as what it leads to, or skipped) or `submodule` (never fetched). */
+  type: GithubFileType;
+  /** The path a link led to (the content is that file's), or, for a link not followed, the path it names. */
+  linkTarget?: string;
+  /** A submodule's commit. */
+  commitSha?: string;
   error?: string;
   content?: string | null;
 }
@@ -131,6 +149,9 @@ export async function listFiles(db: Db, targetId: string, withContent: boolean):
       blobSha: row.blob_sha,
       size: Number(row.size),
       status: row.status,
+      type: row.type,
+      ...(row.link_target === null ? {} : { linkTarget: row.link_target }),
+      ...(row.type === 'submodule' ? { commitSha: row.blob_sha } : {}),
       ...(row.error === null ? {} : { error: row.error }),
     };
     if (!withContent) return view;

@@ -31,7 +31,7 @@
 import { generateKeyPairSync, randomBytes, randomInt, verify, type KeyObject } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { GitStore, TREE_LIMITS } from './fake-github-git';
+import { GitStore, TREE_LIMITS, type GitContent } from './fake-github-git';
 
 export { gitBlobSha } from './fake-github-git';
 
@@ -140,7 +140,8 @@ export interface FakeGithub {
   /** The most concurrent requests any one repository saw. */
   maxConcurrentPerRepository(): number;
   /**
-   * Commits `files` (the whole tree; a Buffer is a file's bytes) as the new head of `branch`;
+   * Commits `files` (the whole tree; a Buffer is a file's bytes, `{symlink}` a link, `{submodule}` a
+   * submodule's commit) as the new head of `branch`;
    * returns the commit SHA. Its parent is the branch's head, or `parent` (null: a history of its
    * own, as a force-push to unrelated work).
    */
@@ -148,7 +149,7 @@ export interface FakeGithub {
     repository: string,
     installationId: number,
     branch: string,
-    files: Record<string, string | Buffer>,
+    files: Record<string, GitContent>,
     parent?: string | null,
   ): string;
   /** A repository without a commit: GitHub answers 409 "Git Repository is empty." on its git routes. */
