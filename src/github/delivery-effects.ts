@@ -8,7 +8,7 @@ import { typeid } from 'typeid-js';
 import type { Db } from '../app/store/db';
 import type { Database } from '../app/store/schema';
 import type { GithubSyncKind, GithubTargetStatus } from './tables';
-import type { GithubDeliveryInput, GithubRepositoryRef, GithubSyncEventRecord, GithubTargetChange } from './contract';
+import type { GithubDeliveryInput, GithubSyncEventRecord, GithubTargetChange } from './contract';
 import { removeBinding } from './installations';
 import { ownsInstallation, sameRepository, type TargetRow } from './target-records';
 import { refMatches } from './target-match';

@@ -54,33 +54,50 @@ function index(tree: Pick<TreeRead, 'blobs' | 'links' | 'submodules' | 'dirs'>) 
   return { nodes, entries };
 }
 
-/**
- * Walks the tree from its root with every link kept (`globs` name the files a sync keeps); reads
- * each link's target through `readLink`.
- */
-export async function keptTree(
-  tree: Pick<TreeRead, 'blobs' | 'links' | 'submodules' | 'dirs'>,
-  options: { globs: readonly string[]; readLink: (sha: string) => Promise<string>; maxLinkReads: number },
-): Promise<KeptTree> {
-  const { nodes, entries } = index(tree);
-  const patterns = options.globs.map(globToRegExp);
-  const matches = (path: string) => patterns.some((p) => p.test(path));
-  const canHold = directoryFilter(options.globs);
-  const texts = new Map<string, string>();
-  const kept: KeptTree = { files: [], skipped: [] };
-  let visited = 0;
+interface WalkOptions {
+  globs: readonly string[];
+  readLink: (sha: string) => Promise<string>;
+  maxLinkReads: number;
+}
+
+/** One walk of a tree: the paths it knows, the links it read, and what it keeps. */
+class TreeWalk {
+  readonly kept: KeptTree = { files: [], skipped: [] };
+  private readonly nodes: Map<string, Node>;
+  private readonly entries: Map<string, Set<string>>;
+  private readonly patterns: RegExp[];
+  private readonly canHold: (dir: string) => boolean;
+  private readonly texts = new Map<string, string>();
+  private visited = 0;
+
+  constructor(
+    tree: Pick<TreeRead, 'blobs' | 'links' | 'submodules' | 'dirs'>,
+    private readonly options: WalkOptions,
+  ) {
+    ({ nodes: this.nodes, entries: this.entries } = index(tree));
+    this.patterns = options.globs.map(globToRegExp);
+    this.canHold = directoryFilter(options.globs);
+  }
+
+  private matches(path: string): boolean {
+    return this.patterns.some((p) => p.test(path));
+  }
+
+  private skip(blob: TreeBlob, reason: LinkSkip): void {
+    this.kept.skipped.push({ blob, reason });
+  }
 
   /** A link's target, read once; undefined past the bound on reads. */
-  async function linkText(sha: string): Promise<string | undefined> {
-    if (!texts.has(sha)) {
-      if (texts.size >= options.maxLinkReads) return undefined;
-      texts.set(sha, await options.readLink(sha));
+  private async linkText(sha: string): Promise<string | undefined> {
+    if (!this.texts.has(sha)) {
+      if (this.texts.size >= this.options.maxLinkReads) return undefined;
+      this.texts.set(sha, await this.options.readLink(sha));
     }
-    return texts.get(sha);
+    return this.texts.get(sha);
   }
 
   /** Where a path leads, every link on it followed (physically: `..` after a link is taken from where the link led). */
-  async function resolve(path: string): Promise<Resolution> {
+  private async resolve(path: string): Promise<Resolution> {
     const done: string[] = [];
     const todo = path.split('/');
     let hops = 0;
@@ -92,7 +109,7 @@ export async function keptTree(
         done.pop();
         continue;
       }
-      const node = nodes.get(join(done.join('/'), part));
+      const node = this.nodes.get(join(done.join('/'), part));
       if (!node || (node.kind === 'file' && todo.length > 0)) return { ok: false, reason: 'symlink_missing' };
       if (node.kind === 'submodule' && todo.length > 0) return { ok: false, reason: 'submodule' };
       if (node.kind !== 'link') {
@@ -100,23 +117,21 @@ export async function keptTree(
         continue;
       }
       if (++hops > MAX_LINK_HOPS) return { ok: false, reason: 'symlink_loop' };
-      const text = await linkText(node.sha);
+      const text = await this.linkText(node.sha);
       if (text === undefined) return { ok: false, reason: 'too_many_files' };
       if (text.startsWith('/')) return { ok: false, reason: 'symlink_outside' };
       todo.unshift(...text.split('/'));
     }
     const real = done.join('/');
-    return { ok: true, path: real, node: nodes.get(real)! };
+    return { ok: true, path: real, node: this.nodes.get(real)! };
   }
 
-  const skip = (blob: TreeBlob, reason: LinkSkip) => kept.skipped.push({ blob, reason });
-
   /** A link at `virtual` (its own path in the tree `real`), followed when it can be. */
-  async function link(real: string, virtual: string, node: { sha: string }, chain: readonly string[]): Promise<void> {
-    if (!matches(virtual) && !canHold(virtual)) return;
-    const to = await resolve(real);
+  private async link(real: string, virtual: string, node: { sha: string }, chain: readonly string[]): Promise<void> {
+    if (!this.matches(virtual) && !this.canHold(virtual)) return;
+    const to = await this.resolve(real);
     // A link not followed shows the path it names (read already, unless past the bound on reads).
-    const named = texts.get(node.sha);
+    const named = this.texts.get(node.sha);
     const asLink = {
       path: virtual,
       sha: node.sha,
@@ -124,35 +139,44 @@ export async function keptTree(
       type: 'symlink' as const,
       ...(named === undefined ? {} : { linkTarget: named }),
     };
-    if (!to.ok) return skip(asLink, to.reason);
+    if (!to.ok) return this.skip(asLink, to.reason);
     if (to.node.kind === 'file') {
-      if (matches(virtual)) kept.files.push({ path: virtual, sha: to.node.sha, size: to.node.size, type: 'symlink', linkTarget: to.path });
-    } else if (to.node.kind === 'submodule') skip({ ...asLink, sha: to.node.sha }, 'submodule');
-    else if (canHold(virtual)) {
+      if (this.matches(virtual))
+        this.kept.files.push({ path: virtual, sha: to.node.sha, size: to.node.size, type: 'symlink', linkTarget: to.path });
+    } else if (to.node.kind === 'submodule') this.skip({ ...asLink, sha: to.node.sha }, 'submodule');
+    else if (this.canHold(virtual)) {
       // A directory the walk is already inside (through its parents or through links) would never end.
-      if (chain.includes(to.path)) return skip(asLink, 'symlink_loop');
-      await walk(to.path, virtual, [...chain, to.path]);
+      if (chain.includes(to.path)) return this.skip(asLink, 'symlink_loop');
+      await this.walk(to.path, virtual, [...chain, to.path]);
     }
   }
 
   /** Every entry of the directory `real`, seen at `virtual` (which differs below a followed link). */
-  async function walk(real: string, virtual: string, chain: readonly string[]): Promise<void> {
-    for (const name of [...(entries.get(real) ?? [])].sort()) {
+  async walk(real: string, virtual: string, chain: readonly string[]): Promise<void> {
+    for (const name of [...(this.entries.get(real) ?? [])].sort()) {
       const [realPath, path] = [join(real, name), join(virtual, name)];
-      const node = nodes.get(realPath)!;
-      if (++visited > MAX_VISITED) {
-        if (node.kind === 'link' && matches(path)) skip({ path, sha: node.sha, size: 0, type: 'symlink' }, 'too_many_files');
+      const node = this.nodes.get(realPath)!;
+      if (++this.visited > MAX_VISITED) {
+        if (node.kind === 'link' && this.matches(path)) this.skip({ path, sha: node.sha, size: 0, type: 'symlink' }, 'too_many_files');
         continue;
       }
       const linkTarget = realPath === path ? {} : { linkTarget: realPath };
-      if (node.kind === 'file' && matches(path)) kept.files.push({ path, sha: node.sha, size: node.size, type: 'file', ...linkTarget });
-      else if (node.kind === 'dir' && canHold(path)) await walk(realPath, path, [...chain, realPath]);
-      else if (node.kind === 'submodule' && (matches(path) || canHold(path))) {
-        skip({ path, sha: node.sha, size: 0, type: 'submodule' }, 'submodule');
-      } else if (node.kind === 'link') await link(realPath, path, node, chain);
+      if (node.kind === 'file' && this.matches(path)) {
+        this.kept.files.push({ path, sha: node.sha, size: node.size, type: 'file', ...linkTarget });
+      } else if (node.kind === 'dir' && this.canHold(path)) await this.walk(realPath, path, [...chain, realPath]);
+      else if (node.kind === 'submodule' && (this.matches(path) || this.canHold(path))) {
+        this.skip({ path, sha: node.sha, size: 0, type: 'submodule' }, 'submodule');
+      } else if (node.kind === 'link') await this.link(realPath, path, node, chain);
     }
   }
+}
 
-  await walk('', '', ['']);
-  return kept;
+/**
+ * Walks the tree from its root with every link kept (`globs` name the files a sync keeps); reads
+ * each link's target through `readLink`.
+ */
+export async function keptTree(tree: Pick<TreeRead, 'blobs' | 'links' | 'submodules' | 'dirs'>, options: WalkOptions): Promise<KeptTree> {
+  const walk = new TreeWalk(tree, options);
+  await walk.walk('', '', ['']);
+  return walk.kept;
 }

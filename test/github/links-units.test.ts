@@ -6,9 +6,10 @@ type Entry = string | { symlink: string } | { submodule: string };
 
 /** A tree as GitHub's trees API would list it: each link's blob is its target, each directory listed. */
 function treeOf(files: Record<string, Entry>) {
+  type Blob = { path: string; sha: string; size: number };
   const tree = {
-    blobs: [] as { path: string; sha: string; size: number }[],
-    links: [] as typeof tree.blobs,
+    blobs: [] as Blob[],
+    links: [] as Blob[],
     submodules: [] as { path: string; sha: string }[],
     dirs: new Set<string>(),
   };

@@ -143,7 +143,10 @@ it('a token GitHub refuses because the installation is gone disconnects its targ
   fake.deleteInstallation(r.installationId);
   const push = await r.push({ ...FILES, 'skills/a/SKILL.md': '# A, again' });
   await waitFor(async () => (await targetRow(r.targetId)).status === 'disconnected', 20_000, { what: 'the target disconnected' });
-  expect(await targetRow(r.targetId)).toMatchObject({ status_reason: 'installation_deleted', synced_sha: expect.not.stringMatching(push.sha) });
+  expect(await targetRow(r.targetId)).toMatchObject({
+    status_reason: 'installation_deleted',
+    synced_sha: expect.not.stringMatching(push.sha),
+  });
   expect(await installationOwner(db(), r.installationId)).toBeUndefined();
   const row = await db().selectFrom('github_sync_events').selectAll().where('delivery_id', '=', push.deliveryId).executeTakeFirstOrThrow();
   expect(row).toMatchObject({ status: 'failed', error_code: 'installation_deleted' });

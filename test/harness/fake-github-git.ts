@@ -136,7 +136,14 @@ export class GitStore {
           ? { path: prefix + name, mode: '040000', type: 'tree', sha: sub.sha, url: `${base}/git/trees/${sub.sha}` }
           : file!.mode === '160000'
             ? { path: prefix + name, mode: '160000', type: 'commit', sha: file!.sha }
-            : { path: prefix + name, mode: file!.mode, type: 'blob', sha: file!.sha, size: file!.size, url: `${base}/git/blobs/${file!.sha}` };
+            : {
+                path: prefix + name,
+                mode: file!.mode,
+                type: 'blob',
+                sha: file!.sha,
+                size: file!.size,
+                url: `${base}/git/blobs/${file!.sha}`,
+              };
         bytes += JSON.stringify(entry).length + 1;
         if (tree.length >= limits.entries || bytes > limits.bytes) return false;
         tree.push(entry);

@@ -19,10 +19,13 @@
  *   revoked, as a deleted one's);
  * - rate limits: every installation call carries `x-ratelimit-*` headers from the installation's
  *   hourly budget, answers GitHub's primary-limit 403 once it is spent, and secondary limits (403
- *   or 429) with or without `retry-after` when a test asks;
+ *   or 429) with or without `retry-after` when a test asks; the App's own routes (the delivery
+ *   log, redeliveries, tokens) likewise from the App's budget, and past GitHub's 900 points a
+ *   minute (a GET 1, a POST 5) with a secondary-limit 403 and `retry-after`;
  * - the App's delivery log: paged newest first with opaque cursors in the Link header, each
  *   delivery's answer kept for its detail, redeliveries logged as new attempts, deliveries that
- *   always fail, and redeliveries refused past GitHub's three days.
+ *   always fail, redeliveries refused past GitHub's three days, and GitHub's 422 "the endpoint has
+ *   been spammed" when a test asks.
  *
  * It records every call and every token it issued, can answer scripted failures, and counts
  * overlapping requests for one repository (two syncs of one target at once would overlap, since
@@ -145,13 +148,7 @@ export interface FakeGithub {
    * returns the commit SHA. Its parent is the branch's head, or `parent` (null: a history of its
    * own, as a force-push to unrelated work).
    */
-  commit(
-    repository: string,
-    installationId: number,
-    branch: string,
-    files: Record<string, GitContent>,
-    parent?: string | null,
-  ): string;
+  commit(repository: string, installationId: number, branch: string, files: Record<string, GitContent>, parent?: string | null): string;
   /** A repository without a commit: GitHub answers 409 "Git Repository is empty." on its git routes. */
   createEmptyRepository(repository: string, installationId: number, defaultBranch?: string): void;
   /** Moves a branch without a push (a force-push, or a push whose delivery is lost). */
@@ -167,10 +164,12 @@ export interface FakeGithub {
   fail(match: ScriptedFailure['match'], status: number, times?: number, headers?: Record<string, string>, message?: string): void;
   /** Forgets every scripted failure not used up. */
   clearFailures(): void;
-  /** Spends the installation's hourly budget: its calls get GitHub's primary-limit 403 until `resetInMs` from now. */
-  exhaustRateLimit(installationId: number, resetInMs: number): void;
+  /** Spends the installation's (or the App's own) hourly budget: its calls get GitHub's primary-limit 403 until `resetInMs` from now. */
+  exhaustRateLimit(installationId: number | 'app', resetInMs: number): void;
   /** The next `times` calls of the installation get a secondary limit: 403 (or 429), with `retry-after` only when given. */
-  secondaryRateLimit(installationId: number, options?: { times?: number; status?: 403 | 429; retryAfterSeconds?: number }): void;
+  secondaryRateLimit(installationId: number | 'app', options?: { times?: number; status?: 403 | 429; retryAfterSeconds?: number }): void;
+  /** The next `times` redeliveries get GitHub's 422 "Validation failed, or the endpoint has been spammed." */
+  spamRedeliveries(times: number): void;
   /**
    * An installation GitHub knows, though no repository of the fake is on it yet (a token is issued
    * only for one it knows: an installation holding a repository, one made by `addInstallation`, or
@@ -198,8 +197,12 @@ export interface FakeGithub {
   close(): Promise<void>;
 }
 
-/** GitHub's hourly budget of an installation's requests. */
+/** GitHub's hourly budget of an installation's requests (the fake gives the App's own JWT calls the same). */
 const HOURLY_BUDGET = 5000;
+/** The budgets map's key for the App's own calls (its JWT): installation ids are positive. */
+const APP_BUDGET = 0;
+/** GitHub's secondary limit on points a minute (a GET 1, a POST 5), kept here for the App's routes. */
+const POINTS_PER_MINUTE = 900;
 /** GitHub redelivers a delivery for three days. */
 const REDELIVERY_WINDOW_MS = 3 * 24 * 3600_000;
 
@@ -234,6 +237,12 @@ interface Budget {
   secondary: { times: number; status: 403 | 429; retryAfterSeconds?: number }[];
 }
 
+/** A call to the App's routes the points limit counted: when, and its points. */
+interface Spent {
+  at: number;
+  points: number;
+}
+
 interface State {
   appId: string;
   publicKey: KeyObject;
@@ -250,6 +259,9 @@ interface State {
   suspended: Set<number>;
   deleted: Set<number>;
   budgets: Map<number, Budget>;
+  /** The App's calls in the last minute, for GitHub's secondary limit on points. */
+  appPoints: Spent[];
+  spammed: number;
   repos: Map<string, Repo>;
   git: GitStore;
   failures: ScriptedFailure[];
@@ -407,18 +419,19 @@ function rateHeaders(budget: Budget): Record<string, string> {
   };
 }
 
+const SECONDARY_MESSAGE = 'You have exceeded a secondary rate limit. Please wait a few minutes before you try again.';
+
 /** A rate limit answered instead of the call, if the installation is limited: a scripted secondary one, or its spent budget. */
 function rateLimited(state: State, installationId: number): Answer | undefined {
   const budget = budgetOf(state, installationId);
   const secondary = budget.secondary.find((s) => s.times > 0);
   if (secondary) {
     secondary.times -= 1;
-    const message = 'You have exceeded a secondary rate limit. Please wait a few minutes before you try again.';
     const retryAfter: Record<string, string> =
       secondary.retryAfterSeconds === undefined ? {} : { 'retry-after': String(secondary.retryAfterSeconds) };
     return {
       status: secondary.status,
-      body: { message, documentation_url: 'https://docs.github.com/rest' },
+      body: { message: SECONDARY_MESSAGE, documentation_url: 'https://docs.github.com/rest' },
       headers: { ...rateHeaders(budget), ...retryAfter },
     };
   }
@@ -427,6 +440,29 @@ function rateLimited(state: State, installationId: number): Answer | undefined {
     return { status: 403, body: { message, documentation_url: 'https://docs.github.com/rest' }, headers: rateHeaders(budget) };
   }
   budget.used += 1;
+  return undefined;
+}
+
+/**
+ * The App's own calls (its JWT) limited like the rest: a scripted secondary limit, its hourly
+ * budget, and GitHub's 900 points a minute (a GET 1, a POST 5), answered 403 with `retry-after`
+ * once the last minute's calls would pass them.
+ */
+function appRateLimited(state: State, method: string): Answer | undefined {
+  const limited = rateLimited(state, APP_BUDGET);
+  if (limited) return limited;
+  const now = state.now();
+  state.appPoints = state.appPoints.filter((p) => p.at > now - 60_000);
+  const points = method === 'GET' ? 1 : 5;
+  if (state.appPoints.reduce((sum, p) => sum + p.points, 0) + points > POINTS_PER_MINUTE) {
+    const retryAfter = Math.ceil((state.appPoints[0]!.at + 60_000 - now) / 1000);
+    return {
+      status: 403,
+      body: { message: SECONDARY_MESSAGE, documentation_url: 'https://docs.github.com/rest' },
+      headers: { ...rateHeaders(budgetOf(state, APP_BUDGET)), 'retry-after': String(Math.max(1, retryAfter)) },
+    };
+  }
+  state.appPoints.push({ at: now, points });
   return undefined;
 }
 
@@ -495,6 +531,16 @@ function answerRedeliver(state: State, path: string): Answer {
   const request = state.logged.get(id);
   const delivery = state.fake.deliveries.find((d) => d.id === id);
   if (!request || !delivery) return notFound;
+  if (state.spammed > 0) {
+    state.spammed -= 1;
+    return {
+      status: 422,
+      body: {
+        message: 'Validation failed, or the endpoint has been spammed.',
+        documentation_url: 'https://docs.github.com/rest/apps/webhooks',
+      },
+    };
+  }
   if (Date.parse(delivery.delivered_at) < state.now() - REDELIVERY_WINDOW_MS) {
     return {
       status: 422,
@@ -675,15 +721,23 @@ function answerCall(
   call: FakeGithubCall,
 ): Answer {
   const { req, body, path, url } = request;
+  const method = req.method ?? 'GET';
   if (route.kind === 'other') return notFound;
   const refused = refusedCredentials(route.kind, auth);
   if (refused) return refused;
+  if (APP_ROUTES.has(route.kind)) {
+    const limited = appRateLimited(state, method);
+    if (limited) return limited;
+  }
   const scripted = state.failures.find((f) => f.times > 0 && f.match(call));
   if (scripted) {
     scripted.times -= 1;
     return { status: scripted.status, body: { message: scripted.message ?? `scripted ${scripted.status}` }, headers: scripted.headers };
   }
-  if (APP_ROUTES.has(route.kind)) return answerApp(state, route, path, url);
+  if (APP_ROUTES.has(route.kind)) {
+    const answer = answerApp(state, route, path, url);
+    return { ...answer, headers: { ...rateHeaders(budgetOf(state, APP_BUDGET)), ...answer.headers } };
+  }
   if (route.kind === 'install_page') return answerInstallPage(state, req, path, url);
   if (route.kind === 'oauth_token') return answerOAuthToken(state, req, body, url);
   if (route.kind === 'user_installations') return answerUserInstallations(state, auth.login!, url);
@@ -819,15 +873,16 @@ function installationControls(
   };
 }
 
-function limitControls(state: State): Pick<FakeGithub, 'exhaustRateLimit' | 'secondaryRateLimit'> {
+function limitControls(state: State): Pick<FakeGithub, 'exhaustRateLimit' | 'secondaryRateLimit' | 'spamRedeliveries'> {
   return {
+    spamRedeliveries: (times) => void (state.spammed += times),
     exhaustRateLimit(installationId, resetInMs) {
-      const budget = budgetOf(state, installationId);
+      const budget = budgetOf(state, installationId === 'app' ? APP_BUDGET : installationId);
       budget.used = HOURLY_BUDGET;
       budget.resetAt = state.now() + resetInMs;
     },
     secondaryRateLimit(installationId, options = {}) {
-      budgetOf(state, installationId).secondary.push({
+      budgetOf(state, installationId === 'app' ? APP_BUDGET : installationId).secondary.push({
         times: options.times ?? 1,
         status: options.status ?? 403,
         retryAfterSeconds: options.retryAfterSeconds,
@@ -854,6 +909,8 @@ export async function startFakeGithub(
     suspended: new Set(),
     deleted: new Set(),
     budgets: new Map(),
+    appPoints: [],
+    spammed: 0,
     repos: new Map(),
     git: new GitStore(),
     failures: [],

@@ -19,7 +19,12 @@ import { type Kysely, sql } from 'kysely';
 export async function up(db: Kysely<unknown>): Promise<void> {
   await db.schema
     .alterTable('github_target_files')
-    .addColumn('type', 'text', (c) => c.notNull().defaultTo('file').check(sql`type IN ('file', 'symlink', 'submodule')`))
+    .addColumn('type', 'text', (c) =>
+      c
+        .notNull()
+        .defaultTo('file')
+        .check(sql`type IN ('file', 'symlink', 'submodule')`),
+    )
     .addColumn('link_target', 'text')
     .execute();
 
