@@ -301,7 +301,7 @@ export type InstallationStateChange =
  * disconnected, and nobody owns it any more; suspend → disabled (`installation_suspended`);
  * unsuspend → active again (only what the suspension disabled), each with a full resync queued.
  */
-export async function applyInstallationState(trx: Trx, change: InstallationStateChange): Promise<DeliveryEffects> {
+async function applyInstallationState(trx: Trx, change: InstallationStateChange): Promise<DeliveryEffects> {
   const effects = noEffects();
   const targets = await trx
     .selectFrom('github_connector_targets')
