@@ -44,7 +44,12 @@ async function notifyTargets(deps: Deps, events: GithubSyncEventRecord[], full: 
     const target = await getTarget(deps.db, event.targetId);
     if (!target) continue;
     // Admitted at the front door already, with the delivery that recorded it.
-    await signalTarget(deps.ingress, { idleMs: deps.settings.sync.idleMs, admission: 'bypass' }, target, { eventId: event.id, full });
+    await signalTarget(deps.ingress, {
+      target,
+      signal: { eventId: event.id, full },
+      idleMs: deps.settings.sync.idleMs,
+      admission: 'bypass',
+    });
     signalled += 1;
   }
   return { signalled };
@@ -180,7 +185,11 @@ export function createGithubActivities(options: Omit<Deps, 'now'> & { now?: () =
       message: string;
     }): Promise<GithubSyncAttempt> {
       const detail = { code: input.code, message: input.message };
-      return { outcome: 'failed', ...detail, attempts: await recordFailure(deps.db, input.targetId, input.eventIds, detail) };
+      return {
+        outcome: 'failed',
+        ...detail,
+        attempts: await recordFailure(deps.db, { targetId: input.targetId, eventIds: input.eventIds, error: detail }),
+      };
     },
     ...buildReconcileActivities(deps, api),
   };

@@ -21,6 +21,13 @@ export interface AppCredentials {
   privateKey: string;
 }
 
+/** A repository as an installation reads it (a target is one). */
+export interface RepoRef {
+  installationId: number;
+  /** `owner/name`. */
+  repository: string;
+}
+
 /** A webhook delivery of the App, as GET /app/hook/deliveries lists it. */
 export interface HookDelivery {
   id: number;
@@ -209,9 +216,9 @@ function installationClients(credentials: AppCredentials, base: Request, now: ()
 type InstallationCall = ReturnType<typeof installationClients>;
 
 function treeCalls(call: InstallationCall) {
-  async function level(installationId: number, repository: string, sha: string, recursive: boolean) {
-    const params = { ...repoParams(repository), tree_sha: sha, ...(recursive ? { recursive: '1' } : {}) };
-    const { data } = await call(installationId, 'GET /repos/{owner}/{repo}/git/trees/{tree_sha}', params);
+  async function level(repo: RepoRef, sha: string, recursive: boolean) {
+    const params = { ...repoParams(repo.repository), tree_sha: sha, ...(recursive ? { recursive: '1' } : {}) };
+    const { data } = await call(repo.installationId, 'GET /repos/{owner}/{repo}/git/trees/{tree_sha}', params);
     return data as { sha: string; truncated: boolean; tree: TreeEntry[] };
   }
   /**
@@ -220,7 +227,7 @@ function treeCalls(call: InstallationCall) {
    * reading each such directory: recursively first, one level when that is truncated too. The
    * walk stops at `walk.maxRequests` reads and names the directories it left unread.
    */
-  return async function tree(installationId: number, repository: string, sha: string, walk: TreeWalk): Promise<TreeRead> {
+  return async function tree(repo: RepoRef, sha: string, walk: TreeWalk): Promise<TreeRead> {
     const found = { blobs: new Map<string, TreeBlob>(), links: new Map<string, TreeBlob>(), submodules: new Map<string, string>() };
     const dirs = new Set<string>();
     const keep = (entries: TreeEntry[], prefix: string) => {
@@ -231,7 +238,7 @@ function treeCalls(call: InstallationCall) {
         else if (e.type === 'blob') (e.mode === LINK_MODE ? found.links : found.blobs).set(path, { path, sha: e.sha, size: e.size ?? 0 });
       }
     };
-    const whole = await level(installationId, repository, sha, true);
+    const whole = await level(repo, sha, true);
     keep(whole.tree, '');
     const read: TreeRead = { blobs: [], links: [], submodules: [], dirs: [], requests: 1, unread: [] };
     const queue: { sha: string; dir: string; recursiveRead: boolean }[] = whole.truncated
@@ -242,7 +249,7 @@ function treeCalls(call: InstallationCall) {
       const next = queue.shift()!;
       const prefix = next.dir === '' ? '' : `${next.dir}/`;
       if (!next.recursiveRead) {
-        const sub = await level(installationId, repository, next.sha, true);
+        const sub = await level(repo, next.sha, true);
         read.requests += 1;
         keep(sub.tree, prefix);
         if (!sub.truncated) continue;
@@ -251,7 +258,7 @@ function treeCalls(call: InstallationCall) {
           break;
         }
       }
-      const one = await level(installationId, repository, next.sha, false);
+      const one = await level(repo, next.sha, false);
       read.requests += 1;
       keep(one.tree, prefix);
       for (const e of one.tree)
@@ -277,28 +284,28 @@ export function createGithubApi(credentials: AppCredentials, baseUrl: string, op
 
   return {
     /** The repository as the installation sees it; GitHub answers 404 when the installation cannot reach it. */
-    async repository(installationId: number, repository: string): Promise<{ id: number; fullName: string; defaultBranch: string | null }> {
-      const { data } = await call(installationId, 'GET /repos/{owner}/{repo}', repoParams(repository));
-      const repo = data as { id: number; full_name: string; default_branch?: string };
-      return { id: repo.id, fullName: repo.full_name, defaultBranch: repo.default_branch ?? null };
+    async repository(repo: RepoRef): Promise<{ id: number; fullName: string; defaultBranch: string | null }> {
+      const { data } = await call(repo.installationId, 'GET /repos/{owner}/{repo}', repoParams(repo.repository));
+      const found = data as { id: number; full_name: string; default_branch?: string };
+      return { id: found.id, fullName: found.full_name, defaultBranch: found.default_branch ?? null };
     },
     /** The commit a branch points at now (`refs/heads/x` or `x`); 404 when there is no such branch, 409 for an empty repository. */
-    async branchHead(installationId: number, repository: string, branch: string): Promise<string> {
+    async branchHead(repo: RepoRef, branch: string): Promise<string> {
       const ref = `heads/${branch.replace(/^refs\/heads\//, '')}`;
-      const { data } = await call(installationId, 'GET /repos/{owner}/{repo}/git/ref/{ref}', { ...repoParams(repository), ref });
+      const { data } = await call(repo.installationId, 'GET /repos/{owner}/{repo}/git/ref/{ref}', { ...repoParams(repo.repository), ref });
       return (data as { object: { sha: string } }).object.sha;
     },
     /** How `head` relates to `base` (GET /repos/{owner}/{repo}/compare/{base}...{head}). */
-    async compare(installationId: number, repository: string, baseSha: string, headSha: string): Promise<Ancestry> {
-      const params = { ...repoParams(repository), basehead: `${baseSha}...${headSha}`, per_page: 1 };
-      const { data } = await call(installationId, 'GET /repos/{owner}/{repo}/compare/{basehead}', params);
+    async compare(repo: RepoRef, shas: { base: string; head: string }): Promise<Ancestry> {
+      const params = { ...repoParams(repo.repository), basehead: `${shas.base}...${shas.head}`, per_page: 1 };
+      const { data } = await call(repo.installationId, 'GET /repos/{owner}/{repo}/compare/{basehead}', params);
       return (data as { status: Ancestry }).status;
     },
     tree: treeCalls(call),
     /** A blob's bytes (GitHub sends them base64). */
-    async blob(installationId: number, repository: string, sha: string): Promise<Buffer> {
-      const params = { ...repoParams(repository), file_sha: sha };
-      const { data } = await call(installationId, 'GET /repos/{owner}/{repo}/git/blobs/{file_sha}', params);
+    async blob(repo: RepoRef, sha: string): Promise<Buffer> {
+      const params = { ...repoParams(repo.repository), file_sha: sha };
+      const { data } = await call(repo.installationId, 'GET /repos/{owner}/{repo}/git/blobs/{file_sha}', params);
       const blob = data as { content: string; encoding: string };
       return blob.encoding === 'base64' ? Buffer.from(blob.content, 'base64') : Buffer.from(blob.content, 'utf8');
     },

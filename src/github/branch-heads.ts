@@ -26,11 +26,17 @@ export class KnownStateError extends Error {
 const statusOf = (error: unknown): number | undefined =>
   (error as Error)?.name === 'HttpError' ? asGithubFailure(error).status : undefined;
 
+/** What reading a branch needs: GitHub, and Postgres to keep the default branch learnt. */
+export interface Github {
+  api: GithubApi;
+  db: Db;
+}
+
 /** The repository's default branch as the installation sees it; a refusal is `not_accessible`. */
-async function defaultBranch(api: GithubApi, db: Db, target: GithubTarget): Promise<string> {
+async function defaultBranch({ api, db }: Github, target: GithubTarget): Promise<string> {
   let repository;
   try {
-    repository = await api.repository(target.installationId, target.repository);
+    repository = await api.repository(target);
   } catch (error) {
     rethrowRefusal(error);
     if ((error as Error)?.name === 'HttpError' && refusesAccess(asGithubFailure(error))) {
@@ -44,10 +50,10 @@ async function defaultBranch(api: GithubApi, db: Db, target: GithubTarget): Prom
 }
 
 /** The branch the target follows now: its ref, else the default branch it knows, else the repository's. */
-export async function followedBranch(api: GithubApi, db: Db, target: GithubTarget): Promise<string> {
+export async function followedBranch(github: Github, target: GithubTarget): Promise<string> {
   if (target.ref !== null) return target.ref;
   if (target.defaultBranch !== null) return `refs/heads/${target.defaultBranch}`;
-  return defaultBranch(api, db, target);
+  return defaultBranch(github, target);
 }
 
 /**
@@ -55,21 +61,17 @@ export async function followedBranch(api: GithubApi, db: Db, target: GithubTarge
  * repository itself cannot be read (`not_accessible`) or, for a target without a ref, the default
  * branch was renamed (then the new one's head).
  */
-export async function readBranchHead(
-  api: GithubApi,
-  db: Db,
-  target: GithubTarget,
-  branch: string,
-): Promise<{ branch: string; head: string }> {
+export async function readBranchHead(github: Github, target: GithubTarget, branch: string): Promise<{ branch: string; head: string }> {
+  const { api } = github;
   try {
-    return { branch, head: await api.branchHead(target.installationId, target.repository, branch) };
+    return { branch, head: await api.branchHead(target, branch) };
   } catch (error) {
     rethrowRefusal(error);
     const status = statusOf(error);
     if (status === 409) throw new KnownStateError('empty_repository', `${target.repository} has no commit yet`);
     if (status !== 404) throw error;
   }
-  const current = await defaultBranch(api, db, target);
-  if (target.ref === null && current !== branch) return readBranchHead(api, db, { ...target, defaultBranch: current.slice(11) }, current);
+  const current = await defaultBranch(github, target);
+  if (target.ref === null && current !== branch) return readBranchHead(github, { ...target, defaultBranch: current.slice(11) }, current);
   throw new KnownStateError('ref_missing', `${target.repository} has no branch ${branch.replace(/^refs\/heads\//, '')}`);
 }

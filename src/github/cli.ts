@@ -43,8 +43,8 @@ function registerTargetSync(targets: Command, context: CliContext<GithubSettings
         const target = await findTarget(db, opts.org, targetId);
         if (!target) throw new CliError(`target ${targetId} not found in ${opts.org}`);
         if (target.status !== 'active') throw new CliError(`target ${targetId} is ${target.status}`);
-        const eventId = await recordResync(db, target, 'manual');
-        await signalTarget(ingress, { idleMs: settings.sync.idleMs, admission: 'bypass' }, target, { eventId, full: true });
+        const eventId = await recordResync(db, { target, reason: 'manual' });
+        await signalTarget(ingress, { target, signal: { eventId, full: true }, idleMs: settings.sync.idleMs, admission: 'bypass' });
         print({ eventId });
       }),
     );
@@ -59,7 +59,7 @@ function registerTargetInspection(targets: Command, context: CliContext<GithubSe
     .argument('<targetId>')
     .action((targetId: string, opts: { org: string }) =>
       context.withDatabase(async ({ db }) => {
-        const view = await viewTarget(db, opts.org, targetId, true);
+        const view = await viewTarget(db, { organizationId: opts.org, targetId, configured: true });
         if (!view) throw new CliError(`target ${targetId} not found in ${opts.org}`);
         print(view);
       }),

@@ -200,10 +200,10 @@ type OwnedRow = TargetRow & { owned: SqlBool };
  */
 async function queueResyncs(
   trx: Trx,
-  cause: { deliveryId: string; event: string; action: string; installationId: number },
-  targets: OwnedRow[],
+  resyncs: { cause: { deliveryId: string; event: string; action: string; installationId: number }; targets: OwnedRow[] },
   effects: DeliveryEffects,
 ): Promise<void> {
+  const { cause, targets } = resyncs;
   for (const target of targets) {
     if (target.owned !== true) continue;
     effects.syncEvents.push(
@@ -323,7 +323,7 @@ async function applyInstallationState(trx: Trx, change: InstallationStateChange)
     const suspended = targets.filter((t) => t.status === 'disabled' && t.status_reason === 'installation_suspended');
     await setStatus(trx, { targets: suspended, status: 'active', reason: null }, effects);
     const cause = { deliveryId: change.deliveryId, event: 'installation', action: 'unsuspend', installationId: change.installationId };
-    await queueResyncs(trx, cause, suspended, effects);
+    await queueResyncs(trx, { cause, targets: suspended }, effects);
   }
   return effects;
 }
@@ -414,7 +414,7 @@ export async function applyInstallationRepositories(
         action: 'added',
         installationId: input.installationId,
       };
-      await queueResyncs(trx, cause, back, effects);
+      await queueResyncs(trx, { cause, targets: back }, effects);
     }
     return effects;
   });

@@ -17,7 +17,7 @@ import { directoryFilter, globToRegExp, type TreeBlob } from './manifests';
 
 /** Links one path may pass through before it counts as a loop (Linux's MAXSYMLINKS). */
 const MAX_LINK_HOPS = 40;
-/** Paths a walk through directory links visits at most, GitHub's own bound on one tree listing. */
+/** Paths a walk visits at most through directory links (which can multiply a tree), GitHub's own bound on one tree listing. */
 const MAX_VISITED = 100_000;
 
 export type LinkSkip = 'symlink_outside' | 'symlink_loop' | 'symlink_missing' | 'submodule' | 'too_many_files';
@@ -127,7 +127,9 @@ class TreeWalk {
   }
 
   /** A link at `virtual` (its own path in the tree `real`), followed when it can be. */
-  private async link(real: string, virtual: string, node: { sha: string }, chain: readonly string[]): Promise<void> {
+  private async link(at: { real: string; virtual: string; sha: string }, chain: readonly string[]): Promise<void> {
+    const { real, virtual } = at;
+    const node = { sha: at.sha };
     if (!this.matches(virtual) && !this.canHold(virtual)) return;
     const to = await this.resolve(real);
     // A link not followed shows the path it names (read already, unless past the bound on reads).
@@ -156,7 +158,8 @@ class TreeWalk {
     for (const name of [...(this.entries.get(real) ?? [])].sort()) {
       const [realPath, path] = [join(real, name), join(virtual, name)];
       const node = this.nodes.get(realPath)!;
-      if (++this.visited > MAX_VISITED) {
+      // Only paths reached through a directory link are bounded: the tree itself is GitHub's, already bounded.
+      if (realPath !== path && ++this.visited > MAX_VISITED) {
         if (node.kind === 'link' && this.matches(path)) this.skip({ path, sha: node.sha, size: 0, type: 'symlink' }, 'too_many_files');
         continue;
       }
@@ -166,7 +169,7 @@ class TreeWalk {
       } else if (node.kind === 'dir' && this.canHold(path)) await this.walk(realPath, path, [...chain, realPath]);
       else if (node.kind === 'submodule' && (this.matches(path) || this.canHold(path))) {
         this.skip({ path, sha: node.sha, size: 0, type: 'submodule' }, 'submodule');
-      } else if (node.kind === 'link') await this.link(realPath, path, node, chain);
+      } else if (node.kind === 'link') await this.link({ real: realPath, virtual: path, sha: node.sha }, chain);
     }
   }
 }

@@ -57,13 +57,13 @@ export function globToRegExp(glob: string): RegExp {
  * segments must match the glob's first ones, leaving at least one for the file. `**` matches any
  * number of segments; a segment with `**` inside it (`a**b`) is taken to match anything from there.
  */
-function dirCanHold(glob: readonly string[], dir: readonly string[], g = 0, d = 0): boolean {
-  if (d === dir.length) return g < glob.length;
-  if (g === glob.length) return false;
-  const segment = glob[g]!;
-  if (segment === '**') return dirCanHold(glob, dir, g + 1, d) || dirCanHold(glob, dir, g, d + 1);
+function dirCanHold(glob: readonly string[], dir: readonly string[]): boolean {
+  if (dir.length === 0) return glob.length > 0;
+  if (glob.length === 0) return false;
+  const segment = glob[0]!;
+  if (segment === '**') return dirCanHold(glob.slice(1), dir) || dirCanHold(glob, dir.slice(1));
   if (segment.includes('**')) return true;
-  return globToRegExp(segment).test(dir[d]!) && dirCanHold(glob, dir, g + 1, d + 1);
+  return globToRegExp(segment).test(dir[0]!) && dirCanHold(glob.slice(1), dir.slice(1));
 }
 
 /** Which directories a tree walk must read: those below which a path can match one of the globs. */

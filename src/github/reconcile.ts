@@ -202,6 +202,8 @@ async function loadRecords(db: Db, guids: string[]): Promise<Map<string, Row>> {
 }
 
 type Attempt = { guid: string; event: string; id: number; statusCode: number };
+/** One run's dependencies and its calls to the App's routes. */
+type Run = { deps: ReconcileDeps; calls: AppCalls };
 
 /** The GUID's record after a decision: its newest attempt, its outcome, and the asks it took. */
 async function saveRecord(
@@ -249,7 +251,8 @@ function askOutcome(error: unknown, counted: boolean) {
 }
 
 /** Asks GitHub to redeliver one attempt, recording the try and its answer; undefined when the run stopped before the ask was made. */
-async function ask(deps: ReconcileDeps, calls: AppCalls, attempt: Attempt, decision: Extract<RedeliveryDecision, { action: 'ask' }>) {
+async function ask(run: Run, attempt: Attempt, decision: Extract<RedeliveryDecision, { action: 'ask' }>) {
+  const { deps, calls } = run;
   let failure: unknown;
   const made = await calls.call(CALL_POINTS.POST, async () => {
     try {
@@ -299,11 +302,11 @@ interface Redelivered {
 
 /** One GUID decided, asked for (when the run may still ask) and recorded; an ask it cannot make now is left `waiting`. */
 async function redeliverOne(
-  deps: ReconcileDeps,
-  calls: AppCalls,
+  run: Run,
   guid: { attempt: Attempt; record: Row | undefined; delivered: boolean },
   result: Redelivered & { asks: number },
 ) {
+  const { deps, calls } = run;
   const { attempt, record } = guid;
   const decide = (shed: boolean) =>
     decideRedelivery(record, { newest: attempt, delivered: guid.delivered, shed }, deps.limits.maxRedeliveries);
@@ -327,7 +330,7 @@ async function redeliverOne(
   }
   if (decision.action !== 'ask') return;
   if (result.asks >= deps.limits.redeliveriesPerRun) calls.stopped ??= { by: 'run_cap' };
-  const asked = await ask(deps, calls, attempt, decision);
+  const asked = await ask(run, attempt, decision);
   if (!asked) return saveRecord(deps.db, attempt, { outcome: 'waiting' });
   result.asks += 1;
   result.asked += asked.asked ? 1 : 0;
@@ -350,7 +353,7 @@ async function redeliver(deps: ReconcileDeps, calls: AppCalls, seen: HookDeliver
   });
   guids.sort((a, b) => a.attempt.id - b.attempt.id);
   const result = { asked: 0, capped: 0, asks: 0, error: null as string | null };
-  for (const guid of guids) await redeliverOne(deps, calls, guid, result);
+  for (const guid of guids) await redeliverOne({ deps, calls }, guid, result);
   return result;
 }
 
@@ -469,22 +472,22 @@ async function rateLimitedHead(deps: ReconcileDeps, target: GithubTarget, error:
 /** One target: its branch head against what it synced; a known state recorded (and reported), or cleared when the head is synced. */
 async function reconcileTarget(
   deps: ReconcileDeps,
-  row: { synced_sha: string | null; pending_sha: string | null },
-  target: GithubTarget,
+  target: GithubTarget & { heads: { synced_sha: string | null; pending_sha: string | null } },
   result: TargetsReconciled,
 ) {
+  const row = target.heads;
   // Read again: an installation found suspended or gone earlier in this run took its targets with it.
   if (target.status !== 'active') return;
   if (target.ref !== null && !target.ref.startsWith('refs/heads/')) return;
   if ((await installationWait(deps.db, target.installationId)).untilMs > deps.now()) return;
   try {
-    const { branch, head } = await readBranchHead(deps.api, deps.db, target, await followedBranch(deps.api, deps.db, target));
+    const { branch, head } = await readBranchHead(deps, target, await followedBranch(deps, target));
     result.targetsChecked += 1;
     if (!headDrifted(head, { syncedSha: row.synced_sha, pendingSha: row.pending_sha })) {
       if (head === row.synced_sha) await recordTargetState(deps.db, target.targetId, null);
       return;
     }
-    await deps.resync(target, await recordResync(deps.db, target, 'reconcile', branch));
+    await deps.resync(target, await recordResync(deps.db, { target, reason: 'reconcile', ref: branch }));
     result.targetsResynced += 1;
   } catch (error) {
     if (error instanceof InstallationRefusedError) {
@@ -515,7 +518,7 @@ export async function reconcileTargets(deps: ReconcileDeps): Promise<TargetsReco
   const result: TargetsReconciled = { targetsChecked: 0, targetsResynced: 0, targetStates: [], error: null };
   for (const row of await activeTargets(deps.db)) {
     const target = await getTarget(deps.db, row.id);
-    if (target) await reconcileTarget(deps, row, target, result);
+    if (target) await reconcileTarget(deps, { ...target, heads: row }, result);
   }
   return result;
 }

@@ -105,11 +105,14 @@ async function endEvents(
  */
 export async function recordFailure(
   db: Db,
-  targetId: string,
-  eventIds: string[],
-  error: { code: string; message: string },
-  target: { disable?: string; state?: KnownState } = {},
+  failure: {
+    targetId: string;
+    eventIds: string[];
+    error: { code: string; message: string };
+    target?: { disable?: string; state?: KnownState };
+  },
 ): Promise<number> {
+  const { targetId, eventIds, error, target = {} } = failure;
   return db.transaction().execute(async (trx) => {
     const attempts = await endEvents(trx, eventIds, { status: 'failed', error_code: error.code, error_message: error.message });
     if (target.disable !== undefined || target.state !== undefined) {
@@ -207,7 +210,7 @@ export interface HeadDecisions {
 type Trx = Transaction<Database>;
 
 /** The snapshot after the sync: fetched and skipped paths upserted, paths gone deleted. */
-async function writeFiles(trx: Trx, targetId: string, plan: SyncPlan, fetched: FetchedFile[]): Promise<void> {
+async function writeFiles(trx: Trx, targetId: string, { plan, fetched }: { plan: SyncPlan; fetched: FetchedFile[] }): Promise<void> {
   const rows = [
     ...fetched.map((f) => ({ blob: f.blob, content: f.content, status: f.status, error: f.error })),
     ...plan.skip.map((s) => ({ blob: s.blob, content: null, status: 'skipped' as const, error: s.reason })),
@@ -247,7 +250,7 @@ export async function recordSync(
   const { targetId, eventIds, outcome, decisions } = sync;
   const decided = new Set([...decisions.superseded, ...decisions.reopened]);
   return db.transaction().execute(async (trx) => {
-    await writeFiles(trx, targetId, sync.plan, sync.fetched);
+    await writeFiles(trx, targetId, sync);
     if (decisions.reopened.length > 0) {
       await trx
         .updateTable('github_sync_events')

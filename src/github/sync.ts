@@ -54,6 +54,8 @@ export interface SyncDeps {
 
 type Event = { id: string; headSha: string | null; ref: string | null };
 type Deps = SyncDeps & { api: GithubApi };
+/** One attempt's batch: what was asked, of which target, and its open events. */
+type Attempt = { request: GithubSyncRequest; target: GithubTarget; eventIds: string[] };
 
 /** Distinct heads compared with the synced one per sync, at most; past it a head counts as not known to be older. */
 const MAX_COMPARES = 10;
@@ -75,7 +77,7 @@ async function fetchPlanned(api: GithubApi, target: GithubTarget, plan: SyncPlan
   for (const blob of plan.fetch) {
     let bytes: Buffer;
     try {
-      bytes = await api.blob(target.installationId, target.repository, blob.sha);
+      bytes = await api.blob(target, blob.sha);
     } catch (error) {
       rethrowRefusal(error);
       const status = (error as Error)?.name === 'HttpError' ? asGithubFailure(error).status : undefined;
@@ -95,9 +97,9 @@ async function fetchPlanned(api: GithubApi, target: GithubTarget, plan: SyncPlan
 }
 
 /** GitHub's ancestry, with a commit it no longer knows (force-pushed away and collected) as not an ancestor. */
-async function ancestry(deps: Deps, target: GithubTarget, base: string, head: string) {
+async function ancestry(deps: Deps, target: GithubTarget, shas: { base: string; head: string }) {
   try {
-    return await deps.api.compare(target.installationId, target.repository, base, head);
+    return await deps.api.compare(target, shas);
   } catch (error) {
     rethrowRefusal(error);
     if ((error as Error)?.name === 'HttpError' && asGithubFailure(error).status === 404) return 'diverged';
@@ -112,18 +114,19 @@ async function ancestry(deps: Deps, target: GithubTarget, base: string, head: st
  * the events not known to be older are reopened for the next sync. A workflow from before this
  * rule (no protocol) supersedes every other head, as it did.
  */
-async function decideHeads(deps: Deps, target: GithubTarget, branch: string, head: string, events: Event[], protocol: boolean) {
+async function decideHeads(deps: Deps, target: GithubTarget, read: { branch: string; head: string; events: Event[]; protocol: boolean }) {
+  const { branch, head, events, protocol } = read;
   const differing = (sha: string) => events.filter((e) => e.headSha !== null && e.headSha !== sha);
   const others = [...new Set(differing(head).map((e) => e.headSha!))];
   const none: HeadDecisions = { superseded: [], reopened: [] };
   if (!protocol) return { head, decisions: { ...none, superseded: differing(head).map((e) => e.id) } };
   if (others.length === 0) return { head, decisions: none };
   const older = new Set<string>();
-  for (const sha of others.slice(0, MAX_COMPARES)) if ((await ancestry(deps, target, sha, head)) === 'ahead') older.add(sha);
+  for (const sha of others.slice(0, MAX_COMPARES)) if ((await ancestry(deps, target, { base: sha, head })) === 'ahead') older.add(sha);
   if (older.size === others.length) return { head, decisions: { ...none, superseded: differing(head).map((e) => e.id) } };
-  const reread = await deps.api.branchHead(target.installationId, target.repository, branch);
+  const reread = await deps.api.branchHead(target, branch);
   if (reread === head) return { head, decisions: { ...none, superseded: differing(head).map((e) => e.id) } };
-  if ((await ancestry(deps, target, head, reread)) === 'ahead') older.add(head);
+  if ((await ancestry(deps, target, { base: head, head: reread })) === 'ahead') older.add(head);
   const rest = differing(reread);
   return {
     head: reread,
@@ -141,22 +144,21 @@ function treeTooLarge(requests: number, unread: string[]): { code: string; messa
   return { code: 'tree_too_large', message: `read ${requests} trees, the bound; not read: ${named.join(', ')}${more}` };
 }
 
-async function readAndRecord(deps: Deps, target: GithubTarget, request: GithubSyncRequest, events: Event[]): Promise<GithubSyncAttempt> {
+async function readAndRecord(
+  deps: Deps,
+  target: GithubTarget,
+  batch: { request: GithubSyncRequest; events: Event[] },
+): Promise<GithubSyncAttempt> {
+  const { request, events } = batch;
   const { api, db } = deps;
-  const read = await readBranchHead(api, db, target, await followedBranch(api, db, target));
-  const { head: headSha, decisions } = await decideHeads(
-    deps,
-    target,
-    read.branch,
-    read.head,
-    events,
-    request.protocol === GITHUB_SYNC_PROTOCOL,
-  );
+  const read = await readBranchHead(deps, target, await followedBranch(deps, target));
+  const protocol = request.protocol === GITHUB_SYNC_PROTOCOL;
+  const { head: headSha, decisions } = await decideHeads(deps, target, { ...read, events, protocol });
   const walk = { canHold: directoryFilter(deps.sync.paths), maxRequests: deps.sync.maxTreeRequests };
-  const tree = await api.tree(target.installationId, target.repository, headSha, walk);
+  const tree = await api.tree(target, headSha, walk);
   const kept = await keptTree(tree, {
     globs: deps.sync.paths,
-    readLink: async (sha) => (await api.blob(target.installationId, target.repository, sha)).toString('utf8'),
+    readLink: async (sha) => (await api.blob(target, sha)).toString('utf8'),
     maxLinkReads: deps.sync.maxFiles,
   });
   const picked = pickManifests(kept.files, deps.sync.paths);
@@ -193,7 +195,7 @@ async function readAndRecord(deps: Deps, target: GithubTarget, request: GithubSy
  */
 async function verifyRepository(api: GithubApi, db: Db, target: GithubTarget): Promise<boolean> {
   try {
-    const repository = await api.repository(target.installationId, target.repository);
+    const repository = await api.repository(target);
     await recordVerified(db, target.targetId, repository.id);
     return true;
   } catch (error) {
@@ -219,7 +221,8 @@ function waitFor(deps: SyncDeps, untilMs: number): GithubSyncAttempt {
 }
 
 /** A GitHub failure of the attempt, classified: a wait, a retry, or the end of the sync. */
-async function githubFailure(deps: Deps, request: GithubSyncRequest, target: GithubTarget, eventIds: string[], error: unknown) {
+async function githubFailure(deps: Deps, attempt: Attempt, error: unknown) {
+  const { request, target, eventIds } = attempt;
   const failure = asGithubFailure(error);
   const { strikes } = await installationWait(deps.db, target.installationId);
   const context = {
@@ -244,11 +247,16 @@ async function githubFailure(deps: Deps, request: GithubSyncRequest, target: Git
     const delayMs = verdict.kind === 'retry' ? verdict.delayMs : Math.min(5 * 60_000, Math.max(1, verdict.untilMs - deps.now()));
     return { outcome: 'retry' as const, ...detail, delayMs };
   }
-  return { outcome: 'failed' as const, ...detail, attempts: await recordFailure(deps.db, target.targetId, eventIds, detail) };
+  return {
+    outcome: 'failed' as const,
+    ...detail,
+    attempts: await recordFailure(deps.db, { targetId: target.targetId, eventIds, error: detail }),
+  };
 }
 
 /** Every failure of an attempt ends in a recorded result, except Postgres's, which the activity retries. */
-async function classifyFailure(deps: Deps, request: GithubSyncRequest, target: GithubTarget, eventIds: string[], error: unknown) {
+async function classifyFailure(deps: Deps, attempt: Attempt, error: unknown) {
+  const { target, eventIds } = attempt;
   if (error instanceof InstallationRefusedError) {
     // The installation's state, for all its targets at once; this batch ends with it.
     await recordInstallationRefused(deps.db, { installationId: error.installationId, refusal: error.refusal });
@@ -256,17 +264,21 @@ async function classifyFailure(deps: Deps, request: GithubSyncRequest, target: G
       code: INSTALLATION_REFUSED[error.refusal],
       message: `GitHub refused the installation a token: ${error.status} ${error.message}`.slice(0, 300),
     };
-    return { outcome: 'failed' as const, ...detail, attempts: await recordFailure(deps.db, target.targetId, eventIds, detail) };
+    return {
+      outcome: 'failed' as const,
+      ...detail,
+      attempts: await recordFailure(deps.db, { targetId: target.targetId, eventIds, error: detail }),
+    };
   }
   if (error instanceof KnownStateError) {
     const detail = { code: error.state, message: error.message.slice(0, 300) };
     return {
       outcome: 'failed' as const,
       ...detail,
-      attempts: await recordFailure(deps.db, target.targetId, eventIds, detail, { state: error.state }),
+      attempts: await recordFailure(deps.db, { targetId: target.targetId, eventIds, error: detail, target: { state: error.state } }),
     };
   }
-  if (isGithubCallError(error)) return githubFailure(deps, request, target, eventIds, error);
+  if (isGithubCallError(error)) return githubFailure(deps, attempt, error);
   if (isPostgresError(error)) throw error;
   deps.onFault?.(error);
   const detail = {
@@ -275,7 +287,11 @@ async function classifyFailure(deps: Deps, request: GithubSyncRequest, target: G
       .replace(/\u0000/g, '')
       .slice(0, 300),
   };
-  return { outcome: 'failed' as const, ...detail, attempts: await recordFailure(deps.db, target.targetId, eventIds, detail) };
+  return {
+    outcome: 'failed' as const,
+    ...detail,
+    attempts: await recordFailure(deps.db, { targetId: target.targetId, eventIds, error: detail }),
+  };
 }
 
 /** Before an attempt is counted: a batch already ended, or an installation GitHub still rate-limits (for a workflow that waits). */
@@ -300,14 +316,20 @@ export async function runSyncAttempt(deps: SyncDeps, request: GithubSyncRequest)
   const eventIds = events.map((e) => e.id);
   if (eventIds.length === 0) return { outcome: 'nothing_open' };
   const refused = refusal(target);
-  if (refused) return { outcome: 'failed', ...refused, attempts: await recordFailure(deps.db, request.targetId, eventIds, refused) };
+  if (refused)
+    return {
+      outcome: 'failed',
+      ...refused,
+      attempts: await recordFailure(deps.db, { targetId: request.targetId, eventIds, error: refused }),
+    };
   try {
     if (!target!.repositoryVerified && !(await verifyRepository(deps.api, deps.db, target!))) {
-      const attempts = await recordFailure(deps.db, request.targetId, eventIds, NOT_ACCESSIBLE, { disable: 'not_accessible' });
+      const failure = { targetId: request.targetId, eventIds, error: NOT_ACCESSIBLE, target: { disable: 'not_accessible' } };
+      const attempts = await recordFailure(deps.db, failure);
       return { outcome: 'failed', ...NOT_ACCESSIBLE, attempts };
     }
-    return await readAndRecord(withApi, target!, request, events);
+    return await readAndRecord(withApi, target!, { request, events });
   } catch (error) {
-    return classifyFailure(withApi, request, target!, eventIds, error);
+    return classifyFailure(withApi, { request, target: target!, eventIds }, error);
   }
 }

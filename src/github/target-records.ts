@@ -189,7 +189,11 @@ export async function findTarget(db: Db, organizationId: string, targetId: strin
  * `manual-…` or `reconcile-…`), on `ref` (the target's own, else the branch the reconcile read;
  * the sync itself reads the branch the target follows).
  */
-export async function recordResync(db: Db, target: GithubTarget, reason: 'manual' | 'reconcile', ref = target.ref): Promise<string> {
+export async function recordResync(
+  db: Db,
+  resync: { target: GithubTarget; reason: 'manual' | 'reconcile'; ref?: string | null },
+): Promise<string> {
+  const { target, reason, ref = target.ref } = resync;
   const id = newSyncEventId();
   await db
     .insertInto('github_sync_events')

@@ -39,12 +39,13 @@ export interface TargetView {
 }
 
 /** Where the sync stands: running or queued work (waiting on its installation's rate limit, if GitHub set one), else the last sync's end. */
-function syncState(
-  configured: boolean,
-  open: { status: string; n: number }[],
-  lastSyncStatus: GithubSyncStatus | null,
-  waitingUntil: Date | null,
-): TargetSyncState {
+function syncState(state: {
+  configured: boolean;
+  open: { status: string; n: number }[];
+  lastSyncStatus: GithubSyncStatus | null;
+  waitingUntil: Date | null;
+}): TargetSyncState {
+  const { configured, open, lastSyncStatus, waitingUntil } = state;
   const has = (status: string) => open.some((o) => o.status === status && o.n > 0);
   if (!configured) return 'not_configured';
   if (waitingUntil !== null && (has('running') || has('queued'))) return 'rate_limited';
@@ -55,11 +56,15 @@ function syncState(
 
 export async function viewTarget(
   db: Db,
-  organizationId: string,
-  targetId: string,
-  configured: boolean,
-  now: number = Date.now(),
+  which: {
+    organizationId: string;
+    targetId: string;
+    /** Whether the App's credentials are set: without them the sync shows `not_configured`. */
+    configured: boolean;
+    now?: number;
+  },
 ): Promise<TargetView | undefined> {
+  const { organizationId, targetId, configured, now = Date.now() } = which;
   const row = await db
     .selectFrom('github_connector_targets as t')
     .selectAll('t')
@@ -90,7 +95,7 @@ export async function viewTarget(
     .orderBy('error')
     .execute();
   const waitingUntil = row.rate_limited_until !== null && row.rate_limited_until.getTime() > now ? row.rate_limited_until : null;
-  const sync = syncState(configured, open, row.last_sync_status, waitingUntil);
+  const sync = syncState({ configured, open, lastSyncStatus: row.last_sync_status, waitingUntil });
   return {
     targetId: row.id,
     installationId: Number(row.installation_id),

@@ -69,17 +69,15 @@ it('suspend disables the targets and nothing calls GitHub for them; unsuspend re
   const r = await newRepo();
   await syncedTo(r, (await r.push(FILES)).sha);
   // A sync event recorded before the suspension, handed to the target's workflow after it.
-  const early = await recordResync(db(), (await getTarget(db(), r.targetId))!, 'manual');
+  const early = await recordResync(db(), { target: (await getTarget(db(), r.targetId))!, reason: 'manual' });
 
   fake.suspendInstallation(r.installationId);
   const suspended = await installationEvent(r.installationId, 'suspend');
   expect(suspended.targetChanges).toEqual([{ targetId: r.targetId, field: 'status', from: 'active', to: 'disabled' }]);
   expect(await targetRow(r.targetId)).toMatchObject({ status: 'disabled', status_reason: 'installation_suspended' });
   const before = callsOf(r.installationId).length;
-  await signalTarget(stack.ingress, { idleMs: 60_000, admission: 'bypass' }, (await getTarget(db(), r.targetId))!, {
-    eventId: early,
-    full: true,
-  });
+  const target = (await getTarget(db(), r.targetId))!;
+  await signalTarget(stack.ingress, { target, signal: { eventId: early, full: true }, idleMs: 60_000, admission: 'bypass' });
   const refused = await waitFor(
     async () => {
       const row = await db().selectFrom('github_sync_events').selectAll().where('id', '=', early).executeTakeFirstOrThrow();

@@ -298,6 +298,7 @@ describe('target routes', () => {
       blobSha: gitBlobSha(PLUGIN),
       size: PLUGIN.length,
       status: 'ok',
+      type: 'file',
     });
     const withContent = await stack.request('GET', `/v1/connectors/github/targets/${r.targetId}/files?content=true`, { headers });
     expect(withContent.json.files[2].content).toBe(PLUGIN);

@@ -34,7 +34,8 @@ const FileBody = z
 
 const FilesQuery = z.object({ content: z.enum(['true', 'false']).default('false') });
 
-async function getFiles(deps: Deps, principal: Principal, targetId: string, content: boolean): Promise<Reply> {
+async function getFiles(deps: Deps, principal: Principal, asked: { targetId: string; content: boolean }): Promise<Reply> {
+  const { targetId, content } = asked;
   if (!(await findTarget(deps.db, principal.organizationId, targetId))) throw targetNotFound();
   return { status: 200, body: { files: await listFiles(deps.db, targetId, content) } };
 }
@@ -55,6 +56,7 @@ export function createTargetFilesRoute(deps: Deps): Route {
 
       ...targetAuthResponses,
     },
-    handler: ({ principal, params, query }) => getFiles(deps, adminOrNotFound(principal), params.targetId, query.content === 'true'),
+    handler: ({ principal, params, query }) =>
+      getFiles(deps, adminOrNotFound(principal), { targetId: params.targetId, content: query.content === 'true' }),
   });
 }
