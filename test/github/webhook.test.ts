@@ -353,6 +353,9 @@ describe('installation and repository lifecycle', () => {
     ).toEqual(accepted('installation_repositories', addedId));
     const summary = await deliveryResult(stack, addedId);
     expect(summary.repositoriesRecorded).toBe(2);
+    // The target that came back gets a full resync at once: its pushes were not delivered meanwhile.
+    expect(summary.syncEvents).toEqual([expect.objectContaining({ targetId, status: 'queued', created: true })]);
+    expect(await syncRows(addedId)).toEqual([expect.objectContaining({ target_id: targetId, kind: 'full_resync', action: 'added' })]);
     expect((await availability()).map((row) => [row.repository_id, row.status]).sort()).toEqual(
       [
         [String(r.repositoryId), 'available'],
