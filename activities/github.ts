@@ -10,13 +10,8 @@ import { getTarget } from '../src/github/target-records';
 import { Context } from '@temporalio/activity';
 import { createGithubApi, type GithubApi } from '../src/github/api';
 import type { RateLimitKind } from '../src/github/api-errors';
-import {
-  reconcileDeliveries,
-  reconcileTargets,
-  type DeliveriesReconciled,
-  type RedeliveryMetric,
-  type TargetsReconciled,
-} from '../src/github/reconcile';
+import { reconcileDeliveries, type DeliveriesReconciled } from '../src/github/reconcile-deliveries';
+import { reconcileTargets, type RedeliveryMetric, type TargetsReconciled } from '../src/github/reconcile';
 import type { GithubDeliveryInput, GithubSyncAttempt, GithubSyncEventRecord, GithubSyncRequest } from '../src/github/contract';
 import type { GithubSettings } from '../src/github/settings';
 import { runSyncAttempt } from '../src/github/sync';

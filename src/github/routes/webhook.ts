@@ -131,7 +131,7 @@ async function postWebhook(deps: WebhookDeps, ctx: AppContext, rawBody: Buffer):
     deliveryId: delivery.deliveryId,
     now: now(),
   };
-  // A delivery GitHub logged as failed is asked for again by the reconcile (src/github/reconcile.ts),
+  // A delivery GitHub logged as failed is asked for again by the reconcile (src/github/reconcile-deliveries.ts),
   // so an organization past its share is answered like any outage rather than made to wait.
   const tenancy: Tenancy = {
     tenant: await deps.resolver.tenantOf(delivery.input.installationId),
