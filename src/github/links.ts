@@ -28,18 +28,18 @@ export interface KeptTree {
   skipped: { blob: TreeBlob; reason: LinkSkip }[];
 }
 
-type Node =
+type LinkNode =
   { kind: 'file'; sha: string; size: number } | { kind: 'dir' } | { kind: 'link'; sha: string } | { kind: 'submodule'; sha: string };
 
-type Resolution = { ok: true; path: string; node: Node } | { ok: false; reason: LinkSkip };
+type LinkResolution = { ok: true; path: string; node: LinkNode } | { ok: false; reason: LinkSkip };
 
 const join = (dir: string, name: string) => (dir === '' ? name : `${dir}/${name}`);
 
 /** The tree as paths to nodes, and each directory's entries. */
 function index(tree: Pick<TreeRead, 'blobs' | 'links' | 'submodules' | 'dirs'>) {
-  const nodes = new Map<string, Node>([['', { kind: 'dir' }]]);
+  const nodes = new Map<string, LinkNode>([['', { kind: 'dir' }]]);
   const entries = new Map<string, Set<string>>();
-  const add = (path: string, node: Node) => {
+  const add = (path: string, node: LinkNode) => {
     nodes.set(path, node);
     const slash = path.lastIndexOf('/');
     const [dir, name] = slash < 0 ? ['', path] : [path.slice(0, slash), path.slice(slash + 1)];
@@ -61,9 +61,9 @@ interface WalkOptions {
 }
 
 /** One walk of a tree: the paths it knows, the links it read, and what it keeps. */
-class TreeWalk {
+class LinkWalk {
   readonly kept: KeptTree = { files: [], skipped: [] };
-  private readonly nodes: Map<string, Node>;
+  private readonly nodes: Map<string, LinkNode>;
   private readonly entries: Map<string, Set<string>>;
   private readonly patterns: RegExp[];
   private readonly canHold: (dir: string) => boolean;
@@ -97,7 +97,7 @@ class TreeWalk {
   }
 
   /** Where a path leads, every link on it followed (physically: `..` after a link is taken from where the link led). */
-  private async resolve(path: string): Promise<Resolution> {
+  private async resolve(path: string): Promise<LinkResolution> {
     const done: string[] = [];
     const todo = path.split('/');
     let hops = 0;
@@ -179,7 +179,7 @@ class TreeWalk {
  * each link's target through `readLink`.
  */
 export async function keptTree(tree: Pick<TreeRead, 'blobs' | 'links' | 'submodules' | 'dirs'>, options: WalkOptions): Promise<KeptTree> {
-  const walk = new TreeWalk(tree, options);
+  const walk = new LinkWalk(tree, options);
   await walk.walk('', '', ['']);
   return walk.kept;
 }

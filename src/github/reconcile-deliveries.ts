@@ -161,14 +161,14 @@ async function loadRecords(db: Db, guids: string[]): Promise<Map<string, Row>> {
   );
 }
 
-type Attempt = { guid: string; event: string; id: number; statusCode: number };
+type LoggedAttempt = { guid: string; event: string; id: number; statusCode: number };
 /** One run's dependencies and its calls to the App's routes. */
-type Run = { deps: ReconcileDeps; calls: AppCalls };
+type ReconcilePass = { deps: ReconcileDeps; calls: AppCalls };
 
 /** The GUID's record after a decision: its newest attempt, its outcome, and the asks it took. */
 async function saveRecord(
   db: Db,
-  attempt: Attempt,
+  attempt: LoggedAttempt,
   change: { outcome: RedeliveryOutcome; counted?: number; uncounted?: number; askedAttemptId?: number; error?: string | null },
 ): Promise<void> {
   const set = {
@@ -211,7 +211,7 @@ function askOutcome(error: unknown, counted: boolean) {
 }
 
 /** Asks GitHub to redeliver one attempt, recording the try and its answer; undefined when the run stopped before the ask was made. */
-async function ask(run: Run, attempt: Attempt, decision: Extract<RedeliveryDecision, { action: 'ask' }>) {
+async function ask(run: ReconcilePass, attempt: LoggedAttempt, decision: Extract<RedeliveryDecision, { action: 'ask' }>) {
   const { deps, calls } = run;
   let failure: unknown;
   const made = await calls.call(CALL_POINTS.POST, async () => {
@@ -262,8 +262,8 @@ interface Redelivered {
 
 /** One GUID decided, asked for (when the run may still ask) and recorded; an ask it cannot make now is left `waiting`. */
 async function redeliverOne(
-  run: Run,
-  guid: { attempt: Attempt; record: Row | undefined; delivered: boolean },
+  run: ReconcilePass,
+  guid: { attempt: LoggedAttempt; record: Row | undefined; delivered: boolean },
   result: Redelivered & { asks: number },
 ) {
   const { deps, calls } = run;

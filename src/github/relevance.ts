@@ -119,8 +119,8 @@ function previousFullNames(payload: RepositoryPayload, repository: GithubReposit
 }
 
 type Base = { deliveryId: string; receivedAt: number };
-const ignore = (reason: IgnoredReason): Classification => ({ accepted: false, reason });
-const accept = (input: GithubDeliveryInput): Classification => ({
+const ignoreDelivery = (reason: IgnoredReason): Classification => ({ accepted: false, reason });
+const acceptDelivery = (input: GithubDeliveryInput): Classification => ({
   accepted: true,
   event: input.event,
   deliveryId: input.deliveryId,
@@ -129,14 +129,14 @@ const accept = (input: GithubDeliveryInput): Classification => ({
 
 function classifyPush(base: Base, payload: PushPayload): Classification {
   const after = payload.after;
-  if (typeof after === 'string' && NULL_SHA.test(after)) return ignore(IGNORED.refDeleted);
+  if (typeof after === 'string' && NULL_SHA.test(after)) return ignoreDelivery(IGNORED.refDeleted);
   const installation = positiveId(payload.installation?.id);
-  if (installation === undefined) return ignore(IGNORED.missingInstallation);
+  if (installation === undefined) return ignoreDelivery(IGNORED.missingInstallation);
   const repository = repositoryRef(payload.repository);
-  if (!repository) return ignore(IGNORED.missingRepository);
+  if (!repository) return ignoreDelivery(IGNORED.missingRepository);
   const ref = payload.ref;
-  if (typeof ref !== 'string' || !ref.startsWith('refs/') || ref.length > 1024) return ignore(IGNORED.missingRef);
-  if (typeof after !== 'string' || !SHA_SHAPE.test(after)) return ignore(IGNORED.missingHeadSha);
+  if (typeof ref !== 'string' || !ref.startsWith('refs/') || ref.length > 1024) return ignoreDelivery(IGNORED.missingRef);
+  if (typeof after !== 'string' || !SHA_SHAPE.test(after)) return ignoreDelivery(IGNORED.missingHeadSha);
   const defaultBranch = text(payload.repository?.default_branch) ?? null;
   const push = {
     ...base,
@@ -147,13 +147,13 @@ function classifyPush(base: Base, payload: PushPayload): Classification {
     ref,
     headSha: after.toLowerCase(),
   } as const;
-  return accept({ ...push, defaultBranch: defaultBranch !== null && defaultBranch.length <= 255 ? defaultBranch : null });
+  return acceptDelivery({ ...push, defaultBranch: defaultBranch !== null && defaultBranch.length <= 255 ? defaultBranch : null });
 }
 
 function classifyInstallation(base: Base, payload: InstallationPayload, action: 'deleted' | 'suspend' | 'unsuspend'): Classification {
   const installation = positiveId(payload.installation?.id);
-  if (installation === undefined) return ignore(IGNORED.missingInstallation);
-  return accept({ ...base, event: 'installation', action, installationId: installation });
+  if (installation === undefined) return ignoreDelivery(IGNORED.missingInstallation);
+  return acceptDelivery({ ...base, event: 'installation', action, installationId: installation });
 }
 
 function classifyInstallationRepositories(
@@ -162,17 +162,17 @@ function classifyInstallationRepositories(
   action: 'added' | 'removed',
 ): Classification {
   const installation = positiveId(payload.installation?.id);
-  if (installation === undefined) return ignore(IGNORED.missingInstallation);
+  if (installation === undefined) return ignoreDelivery(IGNORED.missingInstallation);
   const list: unknown = action === 'added' ? payload.repositories_added : payload.repositories_removed;
-  if (!Array.isArray(list)) return ignore(IGNORED.missingRepositories);
+  if (!Array.isArray(list)) return ignoreDelivery(IGNORED.missingRepositories);
   const repositories = list.map(repositoryRef).filter((r): r is GithubRepositoryRef => r !== undefined);
-  return accept({ ...base, event: 'installation_repositories', action, installationId: installation, repositories });
+  return acceptDelivery({ ...base, event: 'installation_repositories', action, installationId: installation, repositories });
 }
 
 function classifyRepository(base: Base, payload: RepositoryPayload, action: 'renamed' | 'deleted' | 'transferred'): Classification {
   const repository = repositoryRef(payload.repository);
-  if (!repository) return ignore(IGNORED.missingRepository);
-  return accept({
+  if (!repository) return ignoreDelivery(IGNORED.missingRepository);
+  return acceptDelivery({
     ...base,
     event: 'repository',
     action,
@@ -197,19 +197,22 @@ export function classifyDelivery(
 ): Classification {
   const { event, deliveryId, receivedAt } = delivery;
   const base = { deliveryId, receivedAt };
-  if (event === 'ping') return ignore(IGNORED.ping);
+  if (event === 'ping') return ignoreDelivery(IGNORED.ping);
   if (event === 'push') return classifyPush(base, payload as PushPayload);
-  if (event !== 'installation' && event !== 'installation_repositories' && event !== 'repository') return ignore(IGNORED.eventIgnored);
+  if (event !== 'installation' && event !== 'installation_repositories' && event !== 'repository')
+    return ignoreDelivery(IGNORED.eventIgnored);
   const action = payload.action;
   if (event === 'installation') {
-    return relevant(event, action) ? classifyInstallation(base, payload as InstallationPayload, action) : ignore(IGNORED.actionIgnored);
+    return relevant(event, action)
+      ? classifyInstallation(base, payload as InstallationPayload, action)
+      : ignoreDelivery(IGNORED.actionIgnored);
   }
   if (event === 'installation_repositories') {
     return relevant(event, action)
       ? classifyInstallationRepositories(base, payload as InstallationRepositoriesPayload, action)
-      : ignore(IGNORED.actionIgnored);
+      : ignoreDelivery(IGNORED.actionIgnored);
   }
-  return relevant(event, action) ? classifyRepository(base, payload as RepositoryPayload, action) : ignore(IGNORED.actionIgnored);
+  return relevant(event, action) ? classifyRepository(base, payload as RepositoryPayload, action) : ignoreDelivery(IGNORED.actionIgnored);
 }
 
 /**
