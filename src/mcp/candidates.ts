@@ -4,7 +4,7 @@
  */
 import { classifyQuery, type QueryClass } from './classify';
 import { findPresetByHost, findPresetByName, withPreregisteredClient, type PreregisteredClients } from './presets';
-import type { McpCandidate, McpPreset } from './types';
+import type { McpCandidate, McpPreset, PresetMatch } from './types';
 
 const MAX_CANDIDATES = 5;
 
@@ -56,23 +56,32 @@ export function candidateUrls(query: Exclude<QueryClass, { kind: 'invalid' }>): 
   return [...new Set(urls)].slice(0, MAX_CANDIDATES);
 }
 
-export type ResolvePlan = { kind: 'invalid' } | { kind: 'probe'; query: QueryClass; preset?: McpPreset; candidates: McpCandidate[] };
+export type ResolvePlan =
+  { kind: 'invalid' } | { kind: 'probe'; query: QueryClass; preset?: McpPreset; presetMatch?: PresetMatch; candidates: McpCandidate[] };
+
+function findPreset(query: Exclude<QueryClass, { kind: 'invalid' }>): { preset: McpPreset; match: PresetMatch } | undefined {
+  if (query.kind !== 'name') return findPresetByHost(query.host);
+  const preset = findPresetByName(query.name);
+  return preset && { preset, match: { by: 'name' } };
+}
 
 /**
  * Classification → preset match → candidates. A preset matches by its normalised id or display
- * name, or by the host of the query's URL; then only the preset's URL is probed.
+ * name, by the host of its URL, or by one of its product domains (or a subdomain of one); then
+ * only the preset's URL is probed, never a candidate of the host the query named.
  */
 export function planResolve(rawQuery: string, preregisteredClients: PreregisteredClients = {}): ResolvePlan {
   const query = classifyQuery(rawQuery);
   if (query.kind === 'invalid') return { kind: 'invalid' };
 
-  const preset = query.kind === 'name' ? findPresetByName(query.name) : findPresetByHost(query.host);
-  if (preset) {
-    const filled = withPreregisteredClient(preset, preregisteredClients);
+  const found = findPreset(query);
+  if (found) {
+    const filled = withPreregisteredClient(found.preset, preregisteredClients);
     return {
       kind: 'probe',
       query,
       preset: filled,
+      presetMatch: found.match,
       candidates: [{ url: filled.url, source: 'preset', suggestedName: filled.displayName }],
     };
   }

@@ -1,8 +1,9 @@
 /**
- * Curated MCP servers: a query that matches one probes only the preset's URL. Data only, plus the
- * two pure functions that use it: matching a query and applying pre-registered OAuth clients.
+ * Curated MCP servers: a query that matches one probes only the preset's URL. Data, plus the pure
+ * functions that use it: matching a query, applying pre-registered OAuth clients, and the
+ * catalogue a connection screen lists. Where each preset's facts come from: docs/mcp.md.
  */
-import type { McpPreset } from './types';
+import type { McpPreset, PresetMatch } from './types';
 
 const SLACK_SCOPES = [
   'search:read.public',
@@ -18,6 +19,24 @@ const SLACK_SCOPES = [
   'users:read',
 ];
 
+/**
+ * GitHub's default OAuth grant: `DefaultOAuthScopes` in github/github-mcp-server's
+ * pkg/scopes/scopes.go, the lower-risk scopes its OAuth login asks for. Its remote server asks
+ * for more (`delete_repo`, `workflow`, `codespace`) by a scope challenge when a tool needs them.
+ */
+const GITHUB_SCOPES = [
+  'repo',
+  'read:org',
+  'read:user',
+  'user:email',
+  'read:packages',
+  'write:packages',
+  'read:project',
+  'project',
+  'gist',
+  'notifications',
+];
+
 export const MCP_PRESETS: readonly McpPreset[] = [
   {
     presetId: 'notion',
@@ -28,6 +47,7 @@ export const MCP_PRESETS: readonly McpPreset[] = [
     supportedAuthTypes: ['oauth'],
     requiresOAuthClient: false,
     defaultOAuthScopes: [],
+    domains: ['notion.so', 'notion.com'],
   },
   {
     presetId: 'linear',
@@ -38,6 +58,8 @@ export const MCP_PRESETS: readonly McpPreset[] = [
     supportedAuthTypes: ['oauth'],
     requiresOAuthClient: false,
     defaultOAuthScopes: [],
+    domains: ['linear.app'],
+    docsUrl: 'https://linear.app/docs/mcp',
   },
   {
     presetId: 'stripe',
@@ -48,6 +70,8 @@ export const MCP_PRESETS: readonly McpPreset[] = [
     supportedAuthTypes: ['oauth'],
     requiresOAuthClient: false,
     defaultOAuthScopes: [],
+    domains: ['stripe.com'],
+    docsUrl: 'https://docs.stripe.com/mcp',
   },
   {
     presetId: 'sentry',
@@ -58,6 +82,8 @@ export const MCP_PRESETS: readonly McpPreset[] = [
     supportedAuthTypes: ['oauth'],
     requiresOAuthClient: false,
     defaultOAuthScopes: [],
+    domains: ['sentry.io'],
+    docsUrl: 'https://docs.sentry.io/product/sentry-mcp',
   },
   {
     presetId: 'granola',
@@ -68,6 +94,7 @@ export const MCP_PRESETS: readonly McpPreset[] = [
     supportedAuthTypes: ['oauth'],
     requiresOAuthClient: false,
     defaultOAuthScopes: [],
+    domains: ['granola.ai'],
   },
   {
     presetId: 'polar',
@@ -78,6 +105,7 @@ export const MCP_PRESETS: readonly McpPreset[] = [
     supportedAuthTypes: ['oauth'],
     requiresOAuthClient: false,
     defaultOAuthScopes: [],
+    domains: ['polar.sh'],
   },
   {
     presetId: 'slack',
@@ -90,6 +118,8 @@ export const MCP_PRESETS: readonly McpPreset[] = [
     requiresOAuthClient: true,
     authorizationServerIssuer: 'https://mcp.slack.com',
     defaultOAuthScopes: SLACK_SCOPES,
+    domains: ['slack.com'],
+    docsUrl: 'https://docs.slack.dev/ai/slack-mcp-server/',
   },
   {
     presetId: 'exa',
@@ -100,6 +130,7 @@ export const MCP_PRESETS: readonly McpPreset[] = [
     supportedAuthTypes: ['apikey'],
     requiresOAuthClient: false,
     defaultOAuthScopes: [],
+    domains: ['exa.ai'],
   },
   {
     presetId: 'render',
@@ -110,6 +141,7 @@ export const MCP_PRESETS: readonly McpPreset[] = [
     supportedAuthTypes: ['apikey'],
     requiresOAuthClient: false,
     defaultOAuthScopes: [],
+    domains: ['render.com'],
   },
   {
     presetId: 'context7',
@@ -120,6 +152,21 @@ export const MCP_PRESETS: readonly McpPreset[] = [
     supportedAuthTypes: ['none'],
     requiresOAuthClient: false,
     defaultOAuthScopes: [],
+    domains: ['context7.com'],
+  },
+  {
+    presetId: 'github',
+    displayName: 'GitHub',
+    description: 'Read repositories and code, manage issues and pull requests, and follow GitHub Actions runs.',
+    url: 'https://api.githubcopilot.com/mcp/',
+    authType: 'oauth',
+    // OAuth, or any valid GitHub token (a personal access token) sent as a bearer.
+    supportedAuthTypes: ['oauth', 'apikey'],
+    // GitHub's remote server offers no dynamic client registration: the deployment brings a GitHub App or OAuth App of its own.
+    requiresOAuthClient: true,
+    defaultOAuthScopes: GITHUB_SCOPES,
+    domains: ['github.com'],
+    docsUrl: 'https://github.com/github/github-mcp-server/blob/main/docs/remote-server.md',
   },
 ];
 
@@ -138,9 +185,27 @@ export function findPresetByName(name: string): McpPreset | undefined {
   return MCP_PRESETS.find((p) => slugOf(p.presetId) === slug || slugOf(p.displayName) === slug);
 }
 
-export function findPresetByHost(host: string): McpPreset | undefined {
+/**
+ * `host` is `domain` itself or a subdomain of it, label for label: `www.github.com` is, while
+ * `notgithub.com` and `github.com.evil.example` are not. Both are lowercase host names.
+ */
+export function isDomainOrSubdomain(host: string, domain: string): boolean {
+  return host === domain || host.endsWith(`.${domain}`);
+}
+
+/**
+ * The preset a host names: exactly the host of the preset's URL, else one of its product domains
+ * or a subdomain of one. `host` is a URL's hostname (lowercase, punycode); a trailing dot is ignored.
+ */
+export function findPresetByHost(host: string): { preset: McpPreset; match: PresetMatch } | undefined {
   const wanted = host.toLowerCase().replace(/\.$/, '');
-  return MCP_PRESETS.find((p) => hostOf(p.url) === wanted);
+  const byUrl = MCP_PRESETS.find((p) => hostOf(p.url) === wanted);
+  if (byUrl) return { preset: byUrl, match: { by: 'host', host: wanted } };
+  for (const preset of MCP_PRESETS) {
+    const domain = preset.domains.find((d) => isDomainOrSubdomain(wanted, d));
+    if (domain) return { preset, match: { by: 'domain', domain } };
+  }
+  return undefined;
 }
 
 /** Server URLs compare without a trailing slash, so `https://x/mcp/` and `https://x/mcp` match. */
@@ -171,7 +236,13 @@ export function withPreregisteredClient(preset: McpPreset, clients: Preregistere
     ...preset,
     supportedAuthTypes: [...preset.supportedAuthTypes],
     defaultOAuthScopes: [...preset.defaultOAuthScopes],
+    domains: [...preset.domains],
   };
   if (clientId === undefined) return copy;
   return { ...copy, defaultOAuthClientId: clientId, requiresOAuthClient: false };
+}
+
+/** The catalogue: every preset in the order above, with MCP_PREREGISTERED_OAUTH_CLIENTS applied as resolve applies them. */
+export function presetCatalog(clients: PreregisteredClients): McpPreset[] {
+  return MCP_PRESETS.map((preset) => withPreregisteredClient(preset, clients));
 }

@@ -3,7 +3,7 @@
  * deterministic: the probe workflow calls it.
  */
 import { describeOutcome, qualifies } from './decide';
-import type { McpProbeResult, McpResolveInput, McpResolveResponse } from './types';
+import type { McpPreset, McpProbeResult, McpResolveInput, McpResolveResponse, PresetMatch } from './types';
 
 export function assembleResponse(input: McpResolveInput, probes: McpProbeResult[]): McpResolveResponse {
   const attempted = input.candidates.map((c) => c.url);
@@ -25,15 +25,26 @@ export function assembleResponse(input: McpResolveInput, probes: McpProbeResult[
     .join('; ');
 
   if (input.preset) {
+    const matched = presetMatchReason(input.preset, input.presetMatch);
     return match
-      ? { resolution: 'preset', attempted, preset: input.preset, match }
-      : {
-          resolution: 'preset',
-          attempted,
-          preset: input.preset,
-          reason: `Matched the ${input.preset.displayName} preset, but its server could not be probed. ${outcomes}`,
-        };
+      ? { resolution: 'preset', attempted, preset: input.preset, reason: matched, match }
+      : { resolution: 'preset', attempted, preset: input.preset, reason: `${matched} Its server could not be probed. ${outcomes}` };
   }
   if (match) return { resolution: 'discovered', attempted, match };
   return { resolution: 'not_found', attempted, reason: `No MCP server was found. ${outcomes}` };
+}
+
+/** Why the query matched its preset, in a sentence (inputs recorded before the match was passed on say only which preset). */
+function presetMatchReason(preset: McpPreset, match: PresetMatch | undefined): string {
+  const matched = `Matched the ${preset.displayName} preset`;
+  switch (match?.by) {
+    case 'name':
+      return `${matched} by name.`;
+    case 'host':
+      return `${matched} by its server's host, ${match.host}.`;
+    case 'domain':
+      return `${matched} by domain: the query names ${match.domain}.`;
+    default:
+      return `${matched}.`;
+  }
 }

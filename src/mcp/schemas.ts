@@ -1,6 +1,7 @@
 /**
- * The MCP resolve request and answer as zod: the request schema validates the body; the response schemas
- * document the answer in the OpenAPI document (they mirror src/mcp/types.ts).
+ * The MCP resolve request and answer, and the preset catalogue, as zod: the request schemas validate
+ * the body and headers; the response schemas document the answers in the OpenAPI document (they
+ * mirror src/mcp/types.ts).
  */
 import { z } from '../app/http/zod';
 import {
@@ -37,8 +38,28 @@ const PresetSchema = z
     defaultOAuthClientId: z.string().optional(),
     authorizationServerIssuer: z.string().optional(),
     defaultOAuthScopes: z.array(z.string()),
+    domains: z.array(z.string()).openapi({
+      description: 'The domains the product is known by: a query naming one of them, or a subdomain of one, matches this preset.',
+      example: ['github.com'],
+    }),
+    docsUrl: z.string().optional().openapi({ description: "The vendor's page about its MCP server." }),
   })
   .openapi('McpPreset');
+
+/** `GET /v1/mcp-connections/presets`: the catalogue, in its stable order. */
+export const PresetCatalogResponse = z.object({ presets: z.array(PresetSchema) }).openapi('McpPresetCatalog');
+
+export const PresetCatalogRequestHeaders = z.object({
+  'if-none-match': z
+    .string()
+    .optional()
+    .openapi({ description: 'The `ETag` of a catalogue the client holds: when it is still current the answer is 304.' }),
+});
+
+export const PresetCatalogResponseHeaders = z.object({
+  ETag: z.string().openapi({ description: 'Changes when the catalogue or MCP_PREREGISTERED_OAUTH_CLIENTS do.' }),
+  'Cache-Control': z.string().openapi({ description: '`private, no-cache`: keep it, and ask again with `If-None-Match`.' }),
+});
 
 const AuthorizationServer = z.object({
   issuer: z.string(),

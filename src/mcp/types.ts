@@ -8,8 +8,8 @@ export const AUTH_TYPES = ['oauth', 'apikey', 'none'] as const;
 type AuthType = (typeof AUTH_TYPES)[number];
 
 /**
- * A preset: a curated MCP server a query matches by id, name or host; then only its URL is probed.
- * Optional strings are left out when a preset has none.
+ * A preset: a curated MCP server a query matches by id, name, the host of its URL or one of its
+ * domains; then only its URL is probed. Optional strings are left out when a preset has none.
  */
 export interface McpPreset {
   presetId: string;
@@ -22,7 +22,14 @@ export interface McpPreset {
   defaultOAuthClientId?: string;
   authorizationServerIssuer?: string;
   defaultOAuthScopes: string[];
+  /** The domains people name the product by: a query naming one of them, or a subdomain of one, matches the preset. */
+  domains: string[];
+  /** The vendor's page about its MCP server, when there is one. */
+  docsUrl?: string;
 }
+
+/** How a query matched its preset: by id or display name, by the host of the preset's URL, or by one of its domains. */
+export type PresetMatch = { by: 'name' } | { by: 'host'; host: string } | { by: 'domain'; domain: string };
 
 export const RESOLUTIONS = ['preset', 'discovered', 'not_found'] as const;
 type Resolution = (typeof RESOLUTIONS)[number];
@@ -135,6 +142,8 @@ export interface McpResolveInput {
   query: string;
   candidates: McpCandidate[];
   preset?: McpPreset;
+  /** How the query matched `preset`; absent in inputs recorded before it was added. */
+  presetMatch?: PresetMatch;
   /** Start-to-close of each probe activity (MCP_PROBE_TIMEOUT). */
   probeTimeoutMs: number;
 }

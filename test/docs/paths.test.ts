@@ -41,6 +41,7 @@ const HASH_COMMENTED = /^(?:\.ci\/[^/]+|Dockerfile|docker-compose\.ya?ml|\.env\.
 const ALLOWED: Readonly<Record<string, string>> = {
   '**/.claude-plugin/plugin.json': "a default of GITHUB_SYNC_PATHS: a glob of a synced repository's paths",
   '**/SKILL.md': "a default of GITHUB_SYNC_PATHS: a glob of a synced repository's paths",
+  'polar.sh': "Polar's domain, which its MCP preset lists: a host name, not a shell script",
 };
 
 /** Every file and folder of the repository (relative, forward slashes), generated ones excluded. */

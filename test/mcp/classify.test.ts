@@ -1,7 +1,8 @@
 /** Classification, presets and candidates: pure, no network. */
 import { candidateUrls, planResolve, suggestedNameFor } from '../../src/mcp/candidates';
 import { classifyQuery } from '../../src/mcp/classify';
-import { MCP_PRESETS } from '../../src/mcp/presets';
+import { isDomainOrSubdomain, MCP_PRESETS } from '../../src/mcp/presets';
+import type { PresetMatch } from '../../src/mcp/types';
 
 const name = (slug: string) => [
   `https://mcp.${slug}.com/mcp`,
@@ -11,7 +12,12 @@ const name = (slug: string) => [
   `https://mcp.${slug}.ai/mcp`,
 ];
 
-type Expectation = { kind: 'invalid' } | { kind: 'preset'; presetId: string } | { kind: 'url' | 'domain' | 'name'; candidates: string[] };
+type Expectation =
+  | { kind: 'invalid' }
+  | { kind: 'preset'; presetId: string; match?: PresetMatch }
+  | { kind: 'url' | 'domain' | 'name'; candidates: string[] };
+
+const bare = (host: string) => [`https://${host}/`, `https://${host}/mcp`, `https://mcp.${host}/mcp`];
 
 const TABLE: [string, Expectation][] = [
   // Presets: by id, by display name, by the host of a URL or a bare host.
@@ -24,6 +30,30 @@ const TABLE: [string, Expectation][] = [
   ['Context 7', { kind: 'preset', presetId: 'context7' }],
   ['linear', { kind: 'preset', presetId: 'linear' }],
   ['mcp.stripe.com', { kind: 'preset', presetId: 'stripe' }],
+  // GitHub: by name, by its server's host, and by its product domain and that domain's subdomains.
+  ['github', { kind: 'preset', presetId: 'github', match: { by: 'name' } }],
+  ['GitHub', { kind: 'preset', presetId: 'github', match: { by: 'name' } }],
+  ['api.githubcopilot.com', { kind: 'preset', presetId: 'github', match: { by: 'host', host: 'api.githubcopilot.com' } }],
+  ['https://api.githubcopilot.com/mcp/', { kind: 'preset', presetId: 'github', match: { by: 'host', host: 'api.githubcopilot.com' } }],
+  ['github.com', { kind: 'preset', presetId: 'github', match: { by: 'domain', domain: 'github.com' } }],
+  ['GITHUB.COM.', { kind: 'preset', presetId: 'github', match: { by: 'domain', domain: 'github.com' } }],
+  ['https://github.com/org/repo', { kind: 'preset', presetId: 'github', match: { by: 'domain', domain: 'github.com' } }],
+  ['http://github.com', { kind: 'preset', presetId: 'github', match: { by: 'domain', domain: 'github.com' } }],
+  ['www.github.com/org/repo', { kind: 'preset', presetId: 'github', match: { by: 'domain', domain: 'github.com' } }],
+  ['https://gist.github.com/someone', { kind: 'preset', presetId: 'github', match: { by: 'domain', domain: 'github.com' } }],
+  // Other products by their domains.
+  ['notion.so', { kind: 'preset', presetId: 'notion', match: { by: 'domain', domain: 'notion.so' } }],
+  ['https://www.notion.so/Team-Page-123', { kind: 'preset', presetId: 'notion', match: { by: 'domain', domain: 'notion.so' } }],
+  ['linear.app', { kind: 'preset', presetId: 'linear', match: { by: 'domain', domain: 'linear.app' } }],
+  ['stripe.com', { kind: 'preset', presetId: 'stripe', match: { by: 'domain', domain: 'stripe.com' } }],
+  ['https://sentry.io/organizations/acme/', { kind: 'preset', presetId: 'sentry', match: { by: 'domain', domain: 'sentry.io' } }],
+  ['acme.slack.com', { kind: 'preset', presetId: 'slack', match: { by: 'domain', domain: 'slack.com' } }],
+  // Look-alikes are not the product's domain: discovered as any other host.
+  ['github.com.evil.example', { kind: 'domain', candidates: bare('github.com.evil.example') }],
+  ['notgithub.com', { kind: 'domain', candidates: bare('notgithub.com') }],
+  ['github.co', { kind: 'domain', candidates: bare('github.co') }],
+  ['https://notgithub.com/org/repo', { kind: 'url', candidates: ['https://notgithub.com/org/repo'] }],
+  ['https://github.com.evil.example/mcp', { kind: 'url', candidates: ['https://github.com.evil.example/mcp'] }],
   // Product names.
   ['acme', { kind: 'name', candidates: name('acme') }],
   ["Acme Corp's Tools", { kind: 'name', candidates: name('acmecorpstools') }],
@@ -83,6 +113,7 @@ describe('classification, presets and candidates', () => {
     if (expected.kind === 'preset') {
       const preset = MCP_PRESETS.find((p) => p.presetId === expected.presetId)!;
       expect(plan.preset).toEqual(preset);
+      if (expected.match) expect(plan.presetMatch).toEqual(expected.match);
       // On a match, only the preset's URL is probed.
       expect(plan.candidates).toEqual([{ url: preset.url, source: 'preset', suggestedName: preset.displayName }]);
       return;
@@ -134,6 +165,7 @@ describe('presets', () => {
       exa: ['Exa', 'https://mcp.exa.ai/mcp', 'apikey'],
       render: ['Render', 'https://mcp.render.com/mcp', 'apikey'],
       context7: ['Context7', 'https://mcp.context7.com/mcp', 'none'],
+      github: ['GitHub', 'https://api.githubcopilot.com/mcp/', 'oauth'],
     };
     expect(MCP_PRESETS.map((p) => p.presetId).sort()).toEqual(Object.keys(table).sort());
     for (const preset of MCP_PRESETS) {
@@ -143,7 +175,56 @@ describe('presets', () => {
       expect(preset.supportedAuthTypes).toContain(preset.authType);
       expect(typeof preset.requiresOAuthClient).toBe('boolean');
       expect(Array.isArray(preset.defaultOAuthScopes)).toBe(true);
+      expect(preset.domains.length).toBeGreaterThan(0);
+      if (preset.docsUrl !== undefined) expect(new URL(preset.docsUrl).protocol).toBe('https:');
     }
+  });
+
+  it('domains are lowercase host names, and no preset claims a domain of another (so a host matches one preset at most)', () => {
+    const all = MCP_PRESETS.flatMap((p) => p.domains.map((domain) => ({ presetId: p.presetId, domain })));
+    for (const { domain } of all) {
+      expect(new URL(`https://${domain}/`).hostname).toBe(domain);
+      expect(domain).toMatch(/^[a-z0-9-]+(\.[a-z0-9-]+)+$/);
+    }
+    const clashes = all.filter((a) => all.some((b) => a.presetId !== b.presetId && isDomainOrSubdomain(a.domain, b.domain)));
+    expect(clashes).toEqual([]);
+  });
+
+  it('a domain matches itself and its subdomains, label for label', () => {
+    expect(isDomainOrSubdomain('github.com', 'github.com')).toBe(true);
+    expect(isDomainOrSubdomain('www.github.com', 'github.com')).toBe(true);
+    expect(isDomainOrSubdomain('a.b.github.com', 'github.com')).toBe(true);
+    expect(isDomainOrSubdomain('notgithub.com', 'github.com')).toBe(false);
+    expect(isDomainOrSubdomain('github.com.evil.example', 'github.com')).toBe(false);
+    expect(isDomainOrSubdomain('github.co', 'github.com')).toBe(false);
+    expect(isDomainOrSubdomain('com', 'github.com')).toBe(false);
+  });
+
+  it('GitHub: OAuth or a token as bearer, a client of its own (no dynamic registration), its default scopes, its docs', () => {
+    const github = MCP_PRESETS.find((p) => p.presetId === 'github')!;
+    expect(github).toEqual({
+      presetId: 'github',
+      displayName: 'GitHub',
+      description: expect.any(String),
+      url: 'https://api.githubcopilot.com/mcp/',
+      authType: 'oauth',
+      supportedAuthTypes: ['oauth', 'apikey'],
+      requiresOAuthClient: true,
+      defaultOAuthScopes: [
+        'repo',
+        'read:org',
+        'read:user',
+        'user:email',
+        'read:packages',
+        'write:packages',
+        'read:project',
+        'project',
+        'gist',
+        'notifications',
+      ],
+      domains: ['github.com'],
+      docsUrl: 'https://github.com/github/github-mcp-server/blob/main/docs/remote-server.md',
+    });
   });
 
   it('Slack needs an OAuth client, has an issuer and its default scopes', () => {

@@ -274,4 +274,24 @@ describe('assembleResponse', () => {
     );
     expect(response.match).toEqual({ url: preset.url, suggestedName: 'Notion', discovery: open(preset.url) });
   });
+
+  it.each([
+    [{ by: 'name' } as const, 'Matched the GitHub preset by name.'],
+    [{ by: 'host', host: 'api.githubcopilot.com' } as const, "Matched the GitHub preset by its server's host, api.githubcopilot.com."],
+    [{ by: 'domain', domain: 'github.com' } as const, 'Matched the GitHub preset by domain: the query names github.com.'],
+    [undefined, 'Matched the GitHub preset.'],
+  ])('the reason says how the query matched its preset (%p)', (presetMatch, sentence) => {
+    const preset = MCP_PRESETS.find((p) => p.presetId === 'github')!;
+    const base = {
+      query: 'github.com',
+      probeTimeoutMs: 8000,
+      preset,
+      ...(presetMatch ? { presetMatch } : {}),
+      candidates: [{ url: preset.url, source: 'preset' as const, suggestedName: preset.displayName }],
+    };
+    const matched = assembleResponse(base, [{ url: preset.url, discovery: open(preset.url) }]);
+    expect(matched.reason).toBe(sentence);
+    const failed = assembleResponse(base, [{ url: preset.url, discovery: down(preset.url) }]);
+    expect(failed.reason).toBe(`${sentence} Its server could not be probed. ${preset.url}: unreachable: Connection refused`);
+  });
 });

@@ -182,6 +182,43 @@ describe('presets', () => {
     expect(tripwire.violations).toEqual([]);
   });
 
+  describe('GitHub, by name, by its server and by its product domain', () => {
+    const github = MCP_PRESETS.find((p) => p.presetId === 'github')!;
+
+    it.each([
+      ['github', 'by name.'],
+      ['GitHub', 'by name.'],
+      ['api.githubcopilot.com', "by its server's host, api.githubcopilot.com."],
+      ['github.com', 'by domain: the query names github.com.'],
+      ['https://github.com/org/repo', 'by domain: the query names github.com.'],
+      ['www.github.com', 'by domain: the query names github.com.'],
+    ])('%p → the GitHub preset, having probed its URL only', async (query, how) => {
+      const asked = resolver.asked.length;
+      const res = await resolve(query);
+      expect(res.status).toBe(200);
+      expect(res.json.resolution).toBe('preset');
+      expect(res.json.preset).toEqual(github);
+      expect(res.json.reason.startsWith(`Matched the GitHub preset ${how} Its server could not be probed. `)).toBe(true);
+      // The preset's URL is the only candidate: never github.com, www.github.com or mcp.github.com.
+      expect(res.json.attempted).toEqual(['https://api.githubcopilot.com/mcp/']);
+      expect(resolver.asked.slice(asked)).toEqual(['api.githubcopilot.com']);
+    });
+
+    it.each([
+      ['github.com.evil.example', ['github.com.evil.example', 'mcp.github.com.evil.example']],
+      ['notgithub.com', ['notgithub.com', 'mcp.notgithub.com']],
+      ['https://notgithub.com/org/repo', ['notgithub.com']],
+    ])('the look-alike %p is not GitHub: its own candidates, discovered as any host', async (query, hosts) => {
+      const asked = resolver.asked.length;
+      const res = await resolve(query);
+      expect(res.json.resolution).toBe('not_found');
+      expect(res.json.preset).toBeUndefined();
+      expect(res.json.attempted).not.toContain('https://api.githubcopilot.com/mcp/');
+      expect(res.json.attempted.map((url: string) => new URL(url).hostname)).toEqual(expect.arrayContaining(hosts));
+      expect(new Set(resolver.asked.slice(asked))).toEqual(new Set(hosts));
+    });
+  });
+
   it('MCP_PREREGISTERED_OAUTH_CLIENTS fills the Slack preset', async () => {
     const res = await resolve('Slack');
     expect(res.json.preset).toEqual({
@@ -384,7 +421,10 @@ describe('no side effects', () => {
       sql.restore();
     }
     expect(sql.statements.length).toBeGreaterThan(0); // the recorder works: the key lookup was seen
-    expect(sql.statements.filter(isWrite)).toEqual([]);
+    // The worker in this process publishes its task queues' engine delay every ENGINE_DELAY_INTERVAL
+    // (1 s), whatever it runs: that upsert is not the resolve's.
+    const ownWrites = sql.statements.filter(isWrite).filter((statement) => !/^\s*insert into "engine_delays"/.test(statement));
+    expect(ownWrites).toEqual([]);
     const seen = open.seen.slice(seenBefore);
     expect(seen.flatMap((r) => r.rpc)).toEqual(['initialize', 'notifications/initialized', 'tools/list']);
     // POSTs carry the JSON-RPC above; the one GET is the SDK opening the optional server-to-client

@@ -4,7 +4,7 @@
  *
  * Pipeline per request (the order matters for the spec's tables):
  *   auth (authenticated/admin only) → path params → raw body within the route's limit →
- *   JSON body schema (json routes) → query schema → handler.
+ *   JSON body schema (json routes) → query schema → request header schema → handler.
  * Signature routes ('signature') verify inside the handler, because the provider's check order
  * (e.g. Slack: id → size → installation → signature) is part of their contract. Their body is read
  * before anyone is authenticated, so before reading it they refuse a declared size over the limit
@@ -14,7 +14,7 @@
  */
 import type Router from '@koa/router';
 import type { RouteConfig } from '@asteasolutions/zod-to-openapi';
-import type { ZodType } from 'zod';
+import type { ZodObject, ZodType } from 'zod';
 import { z } from './zod';
 import { AppError, errors } from '../errors';
 import type { Metrics } from '../metrics';
@@ -45,6 +45,8 @@ interface ResponseSpec {
   schema?: ZodType;
   /** Defaults to application/json. */
   contentType?: string;
+  /** Response headers the answer carries, for the OpenAPI document (the handler sets them in its `Reply`). */
+  headers?: ZodObject;
 }
 
 type BodySpec<B extends ZodType> =
@@ -56,6 +58,7 @@ export interface RouteDefinition<
   Q extends ZodType = ZodType,
   B extends ZodType = ZodType,
   A extends AuthMode = AuthMode,
+  H extends ZodObject = ZodObject,
 > {
   method: Method;
   /** OpenAPI form: `/v1/automation-runs/{id}`. */
@@ -70,6 +73,8 @@ export interface RouteDefinition<
   sessionOnly?: boolean;
   params?: P;
   query?: Q;
+  /** Request headers the handler reads, keyed by their lowercase names: validated like the query (a 400), and documented. */
+  headers?: H;
   body?: BodySpec<B>;
   responses: Record<number, ResponseSpec>;
   /** Hidden routes are served but left out of the OpenAPI document. */
@@ -86,6 +91,7 @@ export interface RouteDefinition<
     input: {
       params: z.output<P>;
       query: z.output<Q>;
+      headers: z.output<H>;
       body: z.output<B>;
       rawBody: Buffer;
       principal: A extends 'authenticated' | 'admin' ? Principal : Principal | undefined;
@@ -111,8 +117,8 @@ export type Route = Omit<RouteDefinition, 'handler' | 'beforeBody'> & {
  * Checks a definition's types (the handler sees exactly what its schemas produce), then erases
  * them: parsing happens inside `serve`, so routes of any shape mount through one `Route` type.
  */
-export function defineRoute<P extends ZodType, Q extends ZodType, B extends ZodType, A extends AuthMode>(
-  definition: RouteDefinition<P, Q, B, A>,
+export function defineRoute<P extends ZodType, Q extends ZodType, B extends ZodType, A extends AuthMode, H extends ZodObject>(
+  definition: RouteDefinition<P, Q, B, A, H>,
 ): Route {
   const { handler, beforeBody, ...meta } = definition;
   return {
@@ -133,7 +139,8 @@ export function defineRoute<P extends ZodType, Q extends ZodType, B extends ZodT
           if (definition.body.kind === 'json') body = parseOr400(definition.body.schema, parseJson(rawBody));
         }
         const query = parseOr400(definition.query, ctx.query);
-        return await handler({ params, query, body: body as z.output<B>, rawBody, principal: principal as never }, ctx);
+        const headers = parseOr400(definition.headers, ctx.headers);
+        return await handler({ params, query, headers, body: body as z.output<B>, rawBody, principal: principal as never }, ctx);
       } finally {
         watch?.hold.release();
       }
@@ -202,6 +209,9 @@ function pipelineResponses(route: Route): Record<number, ResponseSpec> {
   if (route.params || route.query || route.body) {
     implied[400] = { description: 'Invalid path parameter, query or body.', schema: InvalidRequestError };
   }
+  if (route.headers) {
+    implied[400] = { description: 'Invalid path parameter, query, header or body.', schema: InvalidRequestError };
+  }
   if (route.body) {
     implied[413] = { description: `Body over ${route.body.limitBytes} bytes.`, schema: PlainText, contentType: 'text/plain' };
   }
@@ -219,13 +229,16 @@ function registerPath(registry: OpenAPIRegistry, route: Route, path: string): vo
   const all = { ...pipelineResponses(route), ...route.responses };
   for (const status of Object.keys(all)) {
     const spec = all[Number(status)]!;
-    responses[status] = spec.schema
-      ? { description: spec.description, content: { [spec.contentType ?? 'application/json']: { schema: spec.schema } } }
-      : { description: spec.description };
+    responses[status] = {
+      description: spec.description,
+      ...(spec.headers ? { headers: spec.headers } : {}),
+      ...(spec.schema ? { content: { [spec.contentType ?? 'application/json']: { schema: spec.schema } } } : {}),
+    };
   }
   const request: RouteConfig['request'] = {};
   if (route.params) request.params = route.params as never;
   if (route.query) request.query = route.query as never;
+  if (route.headers) request.headers = route.headers as never;
   if (route.body) {
     const schema = route.body.kind === 'json' ? route.body.schema : (route.body.schema ?? z.string());
     const contentType = route.body.kind === 'json' ? 'application/json' : route.body.contentType;
