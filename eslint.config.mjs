@@ -1,10 +1,65 @@
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import tseslint from 'typescript-eslint';
+
+const ROOT = path.dirname(fileURLToPath(import.meta.url));
+
+/** A glob of repository paths as a RegExp: `**` any depth, `*` within one segment. */
+function globRegExp(glob) {
+  const source = glob
+    .split(/(\*\*\/|\*\*|\*)/)
+    .map((part) =>
+      part === '**/' ? '(?:.*/)?' : part === '**' ? '.*' : part === '*' ? '[^/]*' : part.replace(/[.+?^$()|[\]\\{}]/g, '\\$&'),
+    )
+    .join('');
+  return new RegExp(`^${source}$`);
+}
+
+/**
+ * The import levels, by where an import lands rather than how it is spelled: each relative import
+ * is resolved against the importing file, so a rule holds at any folder depth. A zone forbids
+ * the repository paths matching `forbid` unless they match `allow` (paths without extension;
+ * `allowTypeImports` lets `import type` through).
+ */
+const levels = {
+  meta: { type: 'problem', schema: [{ type: 'array' }] },
+  create(context) {
+    const zones = (context.options[0] ?? []).map((zone) => ({
+      ...zone,
+      forbid: zone.forbid.map(globRegExp),
+      allow: (zone.allow ?? []).map(globRegExp),
+    }));
+    const check = (node, source, typeOnly) => {
+      if (typeof source !== 'string' || !source.startsWith('.')) return;
+      const resolved = path
+        .relative(ROOT, path.resolve(path.dirname(context.filename), source))
+        .split(path.sep)
+        .join('/');
+      const target = resolved.replace(/\.(?:ts|js)$/, '').replace(/\/index$/, '/index');
+      for (const zone of zones) {
+        if (!zone.forbid.some((re) => re.test(target)) || zone.allow.some((re) => re.test(target))) continue;
+        if (zone.allowTypeImports && typeOnly) continue;
+        context.report({ node, message: `${zone.message} (${source} is ${target})` });
+      }
+    };
+    const typeOnly = (node) =>
+      node.importKind === 'type' || (node.specifiers.length > 0 && node.specifiers.every((specifier) => specifier.importKind === 'type'));
+    return {
+      ImportDeclaration: (node) => check(node, node.source.value, typeOnly(node)),
+      ExportNamedDeclaration: (node) => node.source && check(node, node.source.value, node.exportKind === 'type'),
+      ExportAllDeclaration: (node) => check(node, node.source.value, node.exportKind === 'type'),
+      ImportExpression: (node) => node.source.type === 'Literal' && check(node, node.source.value, false),
+    };
+  },
+};
+const LOCAL = { rules: { levels } };
 
 /** The modules workflows may import: each feature's contract and its pure (deterministic) logic. */
 const PURE_MODULES = [
   'src/*/contract',
   'src/app/temporal/contract',
   'src/runs/state',
+  'src/runs/completion',
   'src/runs/log-text',
   'src/slack/texts',
   'src/slack/progress',
@@ -59,6 +114,22 @@ const NODE_AND_IO = [
   '@temporalio/worker',
 ];
 
+/**
+ * The files of bench/ and test/harness/ that reach Temporal's workflows without the ingress
+ * gateway, each with its reason; every other file there goes through the gateway.
+ */
+const DIRECT_TEMPORAL = {
+  'bench/run.ts':
+    'the raw-start ceiling starts `ping` with the client on purpose: it measures the engine without us; it also counts visibility and reads histories, which the gateway does not offer',
+  'bench/runs-throughput.ts':
+    "measures the run workflow's own throughput by signal-with-start from the client, without the front door, and reads its histories",
+  'bench/chaos.ts': 'probes the engine with `ping` while it injects faults, and cancels and describes runs as the fault itself',
+  'bench/fairness.ts': 'reads the histories of the workflows it measured',
+  'bench/lib/stack.ts': "waits for a stack's worker by executing `ping` before any load starts",
+  'test/harness/runs.ts': 'starts runs and reads their handles as test setup and inspection of the workflow itself',
+  'test/harness/github.ts': "reads a delivery workflow's result and history as test inspection",
+};
+
 export default tseslint.config(
   { ignores: ['node_modules/**', 'dist/**', '.data/**', '.tools/**', 'coverage/**', 'bench/results/**'] },
   ...tseslint.configs.recommended,
@@ -89,6 +160,26 @@ export default tseslint.config(
       'scripts/**',
     ],
     rules: { 'no-restricted-properties': 'off' },
+  },
+  {
+    // bench/ and test/harness/ reach Temporal's workflows through the gateway and import no
+    // workflow code, but the files DIRECT_TEMPORAL names with their reasons.
+    files: ['bench/**/*.ts', 'test/harness/**/*.ts'],
+    ignores: Object.keys(DIRECT_TEMPORAL),
+    rules: {
+      'no-restricted-syntax': ['error', TEMPORAL_CLIENT],
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              group: ['**/workflows', '**/workflows/**'],
+              message: 'Workflows are reached through the ingress gateway, by their contract refs.',
+            },
+          ],
+        },
+      ],
+    },
   },
   {
     files: ['bin/**/*.js', 'jest.config.js', 'jest.system.config.js'],
@@ -134,83 +225,70 @@ export default tseslint.config(
   },
   {
     // The ground floor names no feature: src/app/ imports only itself and packages, so every
-    // arrow runs main → features → app. Any relative import that climbs out of src/app/ is refused.
-    files: ['src/app/*.ts'],
-    rules: { 'no-restricted-imports': ['error', { patterns: [{ group: ['../*', '../**'], message: APP_FLOOR }] }] },
+    // arrow runs main → features → app. Any relative import that lands outside src/app/ is refused.
+    files: ['src/app/**/*.ts'],
+    plugins: { local: LOCAL },
+    rules: { 'local/levels': ['error', [{ forbid: ['**'], allow: ['src/app/**'], message: APP_FLOOR }]] },
   },
-  {
-    files: ['src/app/*/*.ts'],
-    rules: { 'no-restricted-imports': ['error', { patterns: [{ group: ['../../*', '../../**'], message: APP_FLOOR }] }] },
-  },
-  {
-    files: ['src/app/*/*/*.ts'],
-    rules: { 'no-restricted-imports': ['error', { patterns: [{ group: ['../../../*', '../../../**'], message: APP_FLOOR }] }] },
-  },
-  {
-    // A feature reaches another only through that feature's contract.ts or index.ts, and never
-    // imports the composition root (src/main/), which is what imports the features.
-    files: FEATURES.map((feature) => `src/${feature}/**/*.ts`),
+  // A feature reaches another only through that feature's contract.ts or index.ts, and never
+  // imports the composition root (src/main/), which is what imports the features.
+  ...FEATURES.map((feature) => ({
+    files: [`src/${feature}/**/*.ts`],
+    plugins: { local: LOCAL },
     rules: {
-      'no-restricted-imports': [
+      'local/levels': [
         'error',
-        {
-          patterns: [
-            {
-              group: FEATURES.flatMap((feature) =>
-                ['../', '../../'].flatMap((up) => [`${up}${feature}/*`, `!${up}${feature}/contract`, `!${up}${feature}/index`]),
-              ),
-              message: 'Another feature is reached only through its contract.ts or index.ts (docs/architecture.md).',
-            },
-            {
-              group: ['../main', '../main/*', '../../main', '../../main/*'],
-              message: 'Features never import the composition root (src/main/).',
-            },
-            // Repeated from the block above, which this one replaces for feature files.
-            RUNTIME_CLIENT,
-            WORKER_CODE,
-          ],
-        },
+        [
+          {
+            forbid: ['src/**'],
+            allow: [`src/${feature}/**`, 'src/app/**', 'src/*/contract', 'src/*/index', ...FEATURES.map((other) => `src/${other}`)],
+            message:
+              'A feature imports src/app/, its own files, and another feature only through its contract.ts or index.ts; never src/main/ (docs/architecture.md).',
+          },
+        ],
       ],
     },
+  })),
+  {
+    files: FEATURES.map((feature) => `src/${feature}/**/*.ts`),
+    // Repeated from the src/** block above, which this one replaces for feature files.
+    rules: { 'no-restricted-imports': ['error', { patterns: [RUNTIME_CLIENT, WORKER_CODE] }] },
   },
   {
     // Workflow code must be deterministic (docs/architecture.md): workflows import only their
     // features' contracts and pure modules, and activities only as types (the worker registers
     // them; a workflow proxies them).
     files: ['workflows/**/*.ts'],
+    plugins: { local: LOCAL },
     rules: {
       'no-restricted-imports': [
         'error',
-        {
-          patterns: [
-            { group: NODE_AND_IO, message: 'Workflows are deterministic: no I/O, no Node built-ins.' },
-            {
-              // The folder of a nested pure module is let in first: a file cannot be let in under an excluded folder.
-              group: ['../src/*/*', '../src/*/*/*', '../src/*/*/*/**', '!../src/app/temporal', ...PURE_MODULES.map((m) => `!../${m}`)],
-              message: 'Workflows import only contracts and pure modules (docs/architecture.md).',
-            },
-            { group: ['../activities', '../activities/*'], allowTypeImports: true, message: 'Workflows import activities as types only.' },
-          ],
-        },
+        { patterns: [{ group: NODE_AND_IO, message: 'Workflows are deterministic: no I/O, no Node built-ins.' }] },
+      ],
+      'local/levels': [
+        'error',
+        [
+          {
+            forbid: ['**'],
+            allow: ['workflows/**', 'activities/**', ...PURE_MODULES],
+            message: 'Workflows import only contracts and pure modules (docs/architecture.md).',
+          },
+          { forbid: ['activities/**'], allowTypeImports: true, message: 'Workflows import activities as types only.' },
+        ],
       ],
     },
   },
   {
-    // What workflows import must itself stay pure.
+    // What workflows import must itself stay pure: a contract or pure module imports only packages
+    // without I/O and other pure modules (the bundle takes in everything they import).
     files: PURE_MODULES.map((m) => `${m}.ts`),
+    plugins: { local: LOCAL },
     rules: {
       'no-restricted-imports': [
         'error',
-        {
-          patterns: [
-            { group: NODE_AND_IO, message: 'Contracts and pure modules run inside workflows: no I/O.' },
-            {
-              group: ['../app/*', '../app/**', '!../app/temporal', '!../app/temporal/contract', '../../app/**'],
-              message: 'Contracts and pure modules import only each other.',
-            },
-          ],
-        },
+        { patterns: [{ group: NODE_AND_IO, message: 'Contracts and pure modules run inside workflows: no I/O.' }] },
       ],
+      'local/levels': ['error', [{ forbid: ['**'], allow: PURE_MODULES, message: 'Contracts and pure modules import only each other.' }]],
     },
   },
 );

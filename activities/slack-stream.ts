@@ -4,17 +4,17 @@
  * task updates, chat.stopStream closes it. A stream spans activities, so the Slack workflow holds
  * the stream's `ts` and what it has appended; each call here is one step, within the workspace's
  * budget (Tier 2 for start and stop, Tier 4 for append). A connection whose streaming Slack
- * refuses is remembered, and its threads keep to edits (src/slack/delivery.ts).
+ * refuses is remembered, and its threads keep to edits (src/slack/outbound.ts).
  */
 import { ApplicationFailure } from '@temporalio/common';
 import type { WorkerDeps } from '../src/app/feature';
 import type { BudgetPriority } from '../src/slack/budget';
 import { rememberStreamingRefused } from '../src/slack/connections';
-import { isConnectionError, postableConnection, sendWithin, type SlackCallDeps } from '../src/slack/delivery';
+import { isConnectionError, postableConnection, sendWithin, type SlackCallDeps } from '../src/slack/outbound';
 import type { SlackSettings } from '../src/slack/settings';
 import { markdownPieces, type StreamChunk } from '../src/slack/stream';
 
-type Deps = WorkerDeps<SlackSettings>;
+type StreamActivityDeps = WorkerDeps<SlackSettings>;
 
 export type StreamStep =
   | { outcome: 'ok'; ts?: string }
@@ -35,7 +35,7 @@ interface StreamRef {
   channel: string;
 }
 
-export function createStreamActivities(deps: Deps, calls: SlackCallDeps) {
+export function createStreamActivities(deps: StreamActivityDeps, calls: SlackCallDeps) {
   return {
     /**
      * Opens the stream as a reply in the thread; outside a DM Slack also needs whom it streams to.

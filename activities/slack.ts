@@ -8,7 +8,7 @@ import { disableSlackConnection } from '../src/slack/connections';
 import { uninstallSlackConnection } from '../src/slack/connection-lifecycle';
 import { slackConnectionRemovedSignal } from '../src/slack/contract';
 import { SlackBudget, type BudgetPriority, type BudgetVerdict } from '../src/slack/budget';
-import { earlierPosts, isConnectionError, postableConnection, sendWithin, type SlackCallDeps } from '../src/slack/delivery';
+import { earlierPosts, isConnectionError, postableConnection, sendWithin, type SlackCallDeps } from '../src/slack/outbound';
 import { issueConnectGrant } from '../src/slack/link-codes';
 import { clearPendingInvocation, linkOrWait, type AccountLink, type ConnectionGone } from '../src/slack/links';
 import { releaseMemberInvocation, reserveMemberInvocation, type MemberLimits, type ReservationOutcome } from '../src/slack/limits';
@@ -258,7 +258,7 @@ function postMessageActivity(deps: SlackActivityDeps, calls: SlackCallDeps) {
   };
 }
 
-/** Where an invocation's message lives: the thread, and the message's `ts` once posted. */
+/** Where an invocation's message goes: its connection, channel and thread (each call that edits it adds the message's `ts`). */
 interface SlackMessageRef {
   connectionId: string;
   channel: string;

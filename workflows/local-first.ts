@@ -18,10 +18,10 @@ import {
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type ActivityMap = Record<string, (...args: any[]) => Promise<any>>;
 
-type Result<A extends ActivityMap, K extends keyof A> = Awaited<ReturnType<A[K]>>;
+type ActivityResult<A extends ActivityMap, K extends keyof A> = Awaited<ReturnType<A[K]>>;
 
 /** An activity called by name: what `localFirst` returns, and `byName` for regular activities only. */
-export type ActivityCall<A extends ActivityMap> = <K extends keyof A>(name: K, ...args: Parameters<A[K]>) => Promise<Result<A, K>>;
+export type ActivityCall<A extends ActivityMap> = <K extends keyof A>(name: K, ...args: Parameters<A[K]>) => Promise<ActivityResult<A, K>>;
 
 /**
  * Local options for a short Postgres effect whose caller retries without bound: 10 s of local
@@ -36,7 +36,7 @@ export const LOCAL_POSTGRES_EFFECT: LocalActivityOptions = {
 
 // The proxies are keyed by name; TypeScript cannot follow one generic key through both kinds.
 function on<A extends ActivityMap, K extends keyof A>(proxies: object, name: K) {
-  return (proxies as Record<keyof A, unknown>)[name] as (...args: Parameters<A[K]>) => Promise<Result<A, K>>;
+  return (proxies as Record<keyof A, unknown>)[name] as (...args: Parameters<A[K]>) => Promise<ActivityResult<A, K>>;
 }
 
 /** Regular activities, called the way `localFirst` is: for workflows that chose by patch. */
@@ -53,7 +53,7 @@ export function localFirst<A extends ActivityMap>(
 ): ActivityCall<A> {
   const locals = proxyLocalActivities<A>(local);
   const regulars = proxyActivities<A>(regular);
-  return async function call<K extends keyof A>(name: K, ...args: Parameters<A[K]>): Promise<Result<A, K>> {
+  return async function call<K extends keyof A>(name: K, ...args: Parameters<A[K]>): Promise<ActivityResult<A, K>> {
     try {
       return await on<A, K>(locals, name)(...args);
     } catch (error) {

@@ -44,6 +44,7 @@ import {
   RUN_OUTCOME_PATCH,
   RUN_TELLS_END_PATCH,
   claimRunUpdate,
+  completeRunUpdate,
   reportRunEventUpdate,
   requestRunCancelUpdate,
   runEventSignal,
@@ -56,6 +57,8 @@ import {
   type RunCancelRequest,
   type RunCaller,
   type RunClaimRequest,
+  type RunCompletion,
+  type RunEventAck,
   type RunEventReport,
   type RunHeartbeat,
   type RunProgress,
@@ -66,10 +69,10 @@ import {
 import {
   applyHeartbeat,
   callerMayReach,
-  cancelRun,
+  applyCancel,
   cancelVerdict,
   canCarry,
-  claimRun,
+  applyClaim,
   claimVerdict,
   commitOutbox,
   compactState,
@@ -79,12 +82,13 @@ import {
   deadlineMovedOn,
   nextDeadline,
   outboxBatch,
-  requestCancel,
-  summarize,
+  applyCancelRequest,
+  summaryOf,
   tick,
   unpersistedOf,
   type RunState,
 } from '../src/runs/state';
+import { completionEvent, decideCompletion } from '../src/runs/completion';
 import { implementsWorkflow, type EngineDelaySinks } from '../src/app/temporal/contract';
 import { automationRunWorkflow } from '../src/runs/contract';
 
@@ -150,14 +154,14 @@ const isRejected = (error: unknown) =>
   error instanceof ActivityFailure && error.cause instanceof ApplicationFailure && error.cause.type === PERSIST_REJECTED;
 
 /** A validator's refusal: its type is the error code the API answers; its one detail carries the rest. */
-function refuse(verdict: { ok: true } | { ok: false; error: string; status?: string }): void {
+function refuseUpdate(verdict: { ok: true } | { ok: false; error: string; status?: string }): void {
   if (verdict.ok) return;
   throw ApplicationFailure.create({ type: verdict.error, message: verdict.error, nonRetryable: true, details: [verdict] });
 }
 
 /** A caller who may not reach the run is refused as the API refuses a run it cannot see: not found. */
 function refuseStranger(run: Run, caller: RunCaller | undefined): void {
-  if (!callerMayReach(run.state, caller)) refuse({ ok: false, error: RUN_NOT_FOUND });
+  if (!callerMayReach(run.state, caller)) refuseUpdate({ ok: false, error: RUN_NOT_FOUND });
 }
 
 function settle(error: unknown): 'rejected' {
@@ -223,9 +227,9 @@ export async function automationRun(input: RunWorkflowInput): Promise<RunSummary
       return continueAsNew<typeof automationRun>({ ...input, carried: compactState(run.state) });
     }
     // Closed runs ignore further reports, so this drains: the result is final only once persisted.
-    while (needsSync(run)) await syncOnce(run);
+    while (needsSync(run)) await persistNextBatch(run);
     await tellParentEnd(run);
-    return finish(summarize(run.state));
+    return finish(summaryOf(run.state));
   } catch (error) {
     if (!isCancellation(error)) throw error;
     // Cancelled: the run closes `cancelled` and its final state is persisted in a scope the
@@ -266,18 +270,16 @@ function setRunHandlers(run: Run): void {
     reportRunEventUpdate,
     (event) => {
       reportLag(event.receivedAt);
-      const applied = run.state.outbox.length;
-      run.state = decideEvent(run.state, event, Date.now(), settings).next;
-      tellParent(run, run.state.outbox.slice(applied));
-      return { disposition: run.state.nextSequence > event.sequence ? 'applied' : 'buffered', status: run.state.status };
+      return takeEvent(run, (state) => decideEvent(state, event, Date.now(), settings).next, event.sequence);
     },
     {
       validator: (event: RunEventReport, caller?: RunCaller) => {
         refuseStranger(run, caller);
-        refuse(decideEvent(run.state, event, Date.now(), settings).verdict);
+        refuseUpdate(decideEvent(run.state, event, Date.now(), settings).verdict);
       },
     },
   );
+  setCompleteHandler(run);
   setHandler(runHeartbeatSignal, (heartbeat: RunHeartbeat, caller?: RunCaller) => {
     reportLag(heartbeat.receivedAt);
     // A worker from before the check applied every heartbeat, so a stranger's is ignored only
@@ -285,27 +287,58 @@ function setRunHandlers(run: Run): void {
     const stranger = caller !== undefined && !callerMayReach(run.state, caller) && patched(RUN_CALLER_PATCH);
     run.state = applyHeartbeat(run.state, heartbeat, Date.now(), settings, stranger ? caller : undefined);
   });
-  setHandler(runSummaryQuery, () => ({ ...summarize(run.state), unpersisted: unpersistedOf(run.state) }));
+  setHandler(runSummaryQuery, () => ({ ...summaryOf(run.state), unpersisted: unpersistedOf(run.state) }));
   // Of two concurrent claims exactly one passes the validator; the other is refused before it
   // reaches the history. The winner is answered once the row shows the claim, so a report sent
   // right after it finds the run claimed (the API reads the row on the report path).
   setHandler(
     claimRunUpdate,
     async (_request) => {
-      run.state = claimRun(run.state, Date.now(), settings);
+      run.state = applyClaim(run.state, Date.now(), settings);
       const claimed = run.state.transitions;
       await condition(() => run.syncedTransitions >= claimed);
-      return { run: summarize(run.state), attempt: run.state.attempt, leaseExpiresAt: run.state.leaseExpiresAt ?? Date.now() };
+      return { run: summaryOf(run.state), attempt: run.state.attempt, leaseExpiresAt: run.state.leaseExpiresAt ?? Date.now() };
     },
     {
       validator: (_request: RunClaimRequest, caller?: RunCaller) => {
         refuseStranger(run, caller);
         const verdict = claimVerdict(run.state);
-        if (!verdict.ok) refuse(verdict);
+        if (!verdict.ok) refuseUpdate(verdict);
       },
     },
   );
   setCancelHandler(run);
+}
+
+/** An accepted event's next state, the progress it tells a parent, and its ack: applied, or buffered for its gap. */
+function takeEvent(run: Run, next: (state: RunState) => RunState, sequence: number): RunEventAck {
+  const applied = run.state.outbox.length;
+  run.state = next(run.state);
+  tellParent(run, run.state.outbox.slice(applied));
+  return { disposition: run.state.nextSequence > sequence ? 'applied' : 'buffered', status: run.state.status };
+}
+
+/**
+ * A runtime's completion: the terminal event with the attempt's next sequence (src/runs/completion.ts),
+ * decided and taken like any event. It needed no patch: no history recorded before it holds the
+ * Update, and a worker of an older release refuses it (no handler), which the API answers 503.
+ */
+function setCompleteHandler(run: Run): void {
+  const { settings } = run;
+  setHandler(
+    completeRunUpdate,
+    (completion) => {
+      reportLag(completion.receivedAt);
+      const sequence = completionEvent(run.state, completion).sequence;
+      return takeEvent(run, (state) => decideCompletion(state, completion, Date.now(), settings).next, sequence);
+    },
+    {
+      validator: (completion: RunCompletion, caller: RunCaller) => {
+        refuseStranger(run, caller);
+        refuseUpdate(decideCompletion(run.state, completion, Date.now(), settings).verdict);
+      },
+    },
+  );
 }
 
 /**
@@ -316,7 +349,7 @@ function setCancelHandler(run: Run): void {
   setHandler(
     requestRunCancelUpdate,
     async (request, caller) => {
-      run.state = requestCancel(run.state, request, caller, Date.now());
+      run.state = applyCancelRequest(run.state, request, caller, Date.now());
       const asked = run.state.transitions;
       await condition(() => run.syncedTransitions >= asked);
       return { status: run.state.status, cancelRequested: run.state.cancelRequested !== undefined };
@@ -324,7 +357,7 @@ function setCancelHandler(run: Run): void {
     {
       validator: (_request: RunCancelRequest, caller: RunCaller) => {
         refuseStranger(run, caller);
-        refuse(cancelVerdict(run.state));
+        refuseUpdate(cancelVerdict(run.state));
       },
     },
   );
@@ -383,7 +416,7 @@ async function tellParentEnd(run: Run): Promise<void> {
   const parent = workflowInfo().parent;
   if (parent === undefined || !tellsEnd(run)) return;
   await getExternalWorkflowHandle(parent.workflowId)
-    .signal(runEndedSignal, summarize(run.state))
+    .signal(runEndedSignal, summaryOf(run.state))
     .catch(() => undefined);
 }
 
@@ -467,12 +500,12 @@ async function syncUntilFinished(run: Run): Promise<void> {
     // state instead, to be persisted first by the next execution.
     // A pending transition (a claim waits for it) is always synced first.
     if (run.finishing && !isClosed(run.state) && canCarry(run.state) && run.state.transitions === run.syncedTransitions) return;
-    await syncOnce(run);
+    await persistNextBatch(run);
   }
 }
 
 /** One sync: the search attributes at a new status or attempt, then the row and the next batch of events. */
-async function syncOnce(run: Run): Promise<void> {
+async function persistNextBatch(run: Run): Promise<void> {
   const events = outboxBatch(run.state);
   const transitions = run.state.transitions;
   run.state = { ...run.state, syncVersion: run.state.syncVersion + 1 };
@@ -480,7 +513,7 @@ async function syncOnce(run: Run): Promise<void> {
   const { state } = run;
   // The row does not need the last assistant text (it can be large and would be written on
   // every sync); the workflow result and the query carry it.
-  const summary = { ...summarize(state), lastAssistantText: undefined, leaseTimeoutMs: run.settings.leaseTimeoutMs };
+  const summary = { ...summaryOf(state), lastAssistantText: undefined, leaseTimeoutMs: run.settings.leaseTimeoutMs };
   const persisted = await persistRunState(
     {
       organizationId: state.organizationId,
@@ -521,13 +554,13 @@ function upsertStatus(run: Run): void {
 
 /** After a cancel, out of its reach: close the run `cancelled` and persist everything left. */
 async function closeCancelled(run: Run, syncLoop: Promise<void>): Promise<RunSummary> {
-  run.state = cancelRun(run.state, Date.now());
+  run.state = applyCancel(run.state, Date.now());
   run.finishing = true;
   await syncLoop;
-  while (needsSync(run)) await syncOnce(run);
+  while (needsSync(run)) await persistNextBatch(run);
   await tellParentEnd(run);
   // A cancel that came after the run had ended (failed, say) leaves that outcome as it was.
-  return finish(summarize(run.state));
+  return finish(summaryOf(run.state));
 }
 
 implementsWorkflow(automationRunWorkflow, automationRun);

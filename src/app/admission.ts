@@ -29,13 +29,14 @@
  * fairly, it is not what makes an ack durable, and refusing everything during a Postgres blip
  * would turn a partial outage into a total one.
  */
-import { sql } from 'kysely';
+import { boundedCache } from './bounded-caches';
 import { DelayLimiter, type DelayVerdict } from './delay-limiter';
 import type { EngineDelay } from './engine-delay';
 import { AppError, errors } from './errors';
 import type { Logger } from './log';
 import type { Metrics } from './metrics';
 import type { Db } from './store/db';
+import { WindowCounter, windowStart } from './store/window-counter';
 import { tenantClass, type TenantClass } from './temporal/fairness';
 
 export type AdmissionMode = 'shed' | 'wait' | 'bypass';
@@ -78,11 +79,6 @@ type Result = 'admitted' | 'bypassed' | 'shed_in_flight' | 'shed_rate' | 'shed_d
 const NOOP: Ticket = { release: () => undefined };
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-/** The start of the fixed window that holds `now`. */
-export function admissionWindow(now: number, windowMs: number): number {
-  return Math.floor(now / windowMs) * windowMs;
-}
-
 /** Units an organization may take per window: the per-second rate over the window, at least one. */
 export function unitsPerWindow(settings: Pick<AdmissionSettings, 'ratePerSecond' | 'windowMs'>, weight = 1): number {
   return Math.max(1, Math.ceil((settings.ratePerSecond * settings.windowMs * weight) / 1000));
@@ -90,7 +86,7 @@ export function unitsPerWindow(settings: Pick<AdmissionSettings, 'ratePerSecond'
 
 /** Whole seconds until the window after `now` opens, at least 1: the Retry-After of a shed request. */
 export function retryAfterSeconds(now: number, windowMs: number): number {
-  return Math.max(1, Math.ceil((admissionWindow(now, windowMs) + windowMs - now) / 1000));
+  return Math.max(1, Math.ceil((windowStart(now, windowMs) + windowMs - now) / 1000));
 }
 
 /** What one organization may take: its units per window, and its weight's class for metrics. */
@@ -130,15 +126,18 @@ export interface AdmissionDeps {
 /** Admission as the API runs it: per organization, in flight per process and at a rate across replicas. */
 export class AdmissionControl implements AdmissionGate {
   private readonly lines = new Map<string, Line>();
-  private readonly budgets = new Map<string, Budget>();
+  /** Each organization's local budget; the least recently used dropped past 10,000. */
+  private readonly budgets = boundedCache<Budget>({ max: 10_000 });
   private readonly now: () => number;
-  private takes = 0;
+  /** Accepted units per organization and window, shared by every replica (`admission_windows`). */
+  private readonly counter: WindowCounter;
   private readonly limiter: DelayLimiter | undefined;
   /** The last engine delay reading the limiter moved on. */
   private readingAt = 0;
 
   constructor(private readonly deps: AdmissionDeps) {
     this.now = deps.now ?? (() => Date.now());
+    this.counter = new WindowCounter({ db: deps.db, log: deps.log, table: 'admission_windows', windowMs: deps.settings.windowMs });
     const delay = deps.engineDelay;
     this.limiter = delay ? new DelayLimiter({ targetMs: deps.settings.delayTargetMs, intervalMs: delay.intervalMs }) : undefined;
   }
@@ -245,7 +244,7 @@ export class AdmissionControl implements AdmissionGate {
     }
     const now = this.now();
     const budget = this.budgets.get(tenant);
-    if (budget?.window !== admissionWindow(now, this.deps.settings.windowMs) || !budget.spent) return;
+    if (budget?.window !== windowStart(now, this.deps.settings.windowMs) || !budget.spent) return;
     this.deps.metrics.admission.inc({ class: budget.share.tenantClass, mode: 'shed', result: 'shed_rate' });
     throw errors.shed(retryAfterSeconds(now, this.deps.settings.windowMs));
   }
@@ -297,7 +296,7 @@ export class AdmissionControl implements AdmissionGate {
     let waited = false;
     for (;;) {
       const now = this.now();
-      const window = admissionWindow(now, this.deps.settings.windowMs);
+      const window = windowStart(now, this.deps.settings.windowMs);
       const budget = this.budgets.get(tenant);
       if (budget && budget.window === window && budget.remaining > 0) {
         budget.remaining--;
@@ -327,7 +326,7 @@ export class AdmissionControl implements AdmissionGate {
     budget.taking = (async () => {
       try {
         const batch = Math.min(this.deps.settings.batch, share.units);
-        const take = (units: number) => this.take(tenant, window, units, share.units);
+        const take = (units: number) => this.counter.take({ key: `org:${tenant}`, window, units, limit: share.units });
         const granted = (await take(batch)) ? batch : batch > 1 && (await take(1)) ? 1 : 0;
         budget.remaining = granted;
         budget.spent = granted === 0;
@@ -340,44 +339,8 @@ export class AdmissionControl implements AdmissionGate {
       }
     })();
     await budget.taking;
-    void this.maybeSweep(window);
-    if (this.budgets.size > 10_000) this.budgets.delete(this.budgets.keys().next().value!);
+    void this.counter.sweepSometimes(window);
     return result;
-  }
-
-  /** All `units` or none, in one atomic upsert: a window holding `limit` already returns no row. */
-  private async take(tenant: string, window: number, units: number, limit: number): Promise<boolean> {
-    const row = await this.deps.db
-      .insertInto('admission_windows')
-      .values({ key: `org:${tenant}`, window_start: new Date(window), used: units })
-      .onConflict((oc) =>
-        oc
-          .columns(['key', 'window_start'])
-          .doUpdateSet({ used: sql<number>`admission_windows.used + ${units}` })
-          .where(sql<boolean>`admission_windows.used + ${units} <= ${limit}`),
-      )
-      .returning('used')
-      .executeTakeFirst();
-    return row !== undefined;
-  }
-
-  /** Deletes windows older than the previous one, at most 1000 rows, every 100 takes; best effort. */
-  private async maybeSweep(window: number): Promise<void> {
-    if (++this.takes % 100 !== 0) return;
-    const before = new Date(window - this.deps.settings.windowMs);
-    try {
-      await sql`
-        DELETE FROM admission_windows
-        WHERE (key, window_start) IN (
-          SELECT key, window_start FROM admission_windows
-          WHERE window_start < ${before}
-          ORDER BY window_start
-          LIMIT 1000
-          FOR UPDATE SKIP LOCKED
-        )`.execute(this.deps.db);
-    } catch (error) {
-      this.deps.log.warn({ err: error }, 'admission window sweep failed; a later take retries it');
-    }
   }
 }
 

@@ -7,6 +7,7 @@
  * None of them refuses anything by itself: a valid request is never turned away because of what
  * other requests did. What they bound is the work a forgery costs.
  */
+import { LRUCache } from 'lru-cache';
 
 export interface AuthCacheSettings {
   /** Entries each cache holds at most; the least recently used is dropped first. */
@@ -15,35 +16,21 @@ export interface AuthCacheSettings {
   unknownTtlMs: number;
 }
 
-/** A Map that drops its least recently used entry once it holds more than `maxKeys`. */
-class BoundedMap<V> {
-  private readonly entries = new Map<string, V>();
-  constructor(private readonly maxKeys: number) {}
-
-  /** The value, marked as the most recently used. */
-  get(key: string): V | undefined {
-    const value = this.entries.get(key);
-    if (value !== undefined) {
-      this.entries.delete(key);
-      this.entries.set(key, value);
-    }
-    return value;
-  }
-
-  /** Stores the value as the most recently used entry (a Map iterates in insertion order). */
-  set(key: string, value: V): void {
-    this.entries.delete(key);
-    this.entries.set(key, value);
-    if (this.entries.size > this.maxKeys) this.entries.delete(this.entries.keys().next().value!);
-  }
-
-  delete(key: string): void {
-    this.entries.delete(key);
-  }
-
-  get size(): number {
-    return this.entries.size;
-  }
+/**
+ * The one bounded cache of the service: at most `max` entries, the least recently used (set or
+ * read) dropped first; with a TTL, each entry is gone once more than `ttlMs` passed since it was
+ * set, on the clock `now` (tests inject one). `lru-cache` keeps the order and the expiries, so
+ * nothing evicts by hand.
+ */
+export function boundedCache<V extends NonNullable<unknown>>(options: {
+  max: number;
+  ttlMs?: number;
+  now?: () => number;
+}): LRUCache<string, V> {
+  const { max, ttlMs, now } = options;
+  // Every expiry is checked against the clock itself (ttlResolution 0): the cache keeps no timer.
+  const expiry = ttlMs ? { ttl: ttlMs, ttlResolution: 0, ...(now ? { perf: { now } } : {}) } : {};
+  return new LRUCache<string, V>({ max, ...expiry });
 }
 
 export interface UnknownCache {
@@ -56,47 +43,24 @@ export interface UnknownCache {
 
 /** Keys that were looked up and not found, each for `unknownTtlMs`, at most `maxKeys` of them. */
 export function createUnknownCache(settings: AuthCacheSettings, now: () => number): UnknownCache {
-  const expiries = new BoundedMap<number>(settings.maxKeys);
+  const unknown = boundedCache<true>({ max: settings.maxKeys, ttlMs: settings.unknownTtlMs, now });
   return {
-    has(key) {
-      const expiresAt = expiries.get(key);
-      if (expiresAt === undefined) return false;
-      if (expiresAt > now()) return true;
-      expiries.delete(key);
-      return false;
-    },
+    has: (key) => unknown.get(key) === true,
     add(key) {
-      if (settings.unknownTtlMs > 0) expiries.set(key, now() + settings.unknownTtlMs);
+      if (settings.unknownTtlMs > 0) unknown.set(key, true);
     },
-    delete: (key) => expiries.delete(key),
+    delete: (key) => void unknown.delete(key),
     get size() {
-      return expiries.size;
+      return unknown.size;
     },
   };
 }
 
 /** A set of recent keys, at most `maxKeys`, the least recently used dropped first. */
 export function createRecentSet(maxKeys: number): { has(key: string): boolean; add(key: string): void; delete(key: string): void } {
-  const keys = new BoundedMap<true>(maxKeys);
-  return { has: (key) => keys.get(key) === true, add: (key) => keys.set(key, true), delete: (key) => keys.delete(key) };
+  const keys = boundedCache<true>({ max: maxKeys });
+  return { has: (key) => keys.get(key) === true, add: (key) => void keys.set(key, true), delete: (key) => void keys.delete(key) };
 }
 
-export interface BoundedCache<V> {
-  get(key: string): V | undefined;
-  set(key: string, value: V): void;
-  delete(key: string): void;
-  readonly size: number;
-}
-
-/** A least-recently-used cache of at most `maxKeys` values. */
-export function createBoundedCache<V>(maxKeys: number): BoundedCache<V> {
-  const map = new BoundedMap<V>(maxKeys);
-  return {
-    get: (key) => map.get(key),
-    set: (key, value) => map.set(key, value),
-    delete: (key) => map.delete(key),
-    get size() {
-      return map.size;
-    },
-  };
-}
+/** What `boundedCache` returns. */
+export type BoundedCache<V extends NonNullable<unknown>> = LRUCache<string, V>;

@@ -10,10 +10,10 @@
  * checks the signature, the purpose and the expiry, then claims the row with one conditional
  * UPDATE, so of two callbacks carrying one state exactly one goes on.
  */
-import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { sql } from 'kysely';
 import type { Reply } from './http/route';
-import { openingKeys, type SecretKeys } from './secrets';
+import { openingKeys, purposeMac, type SecretKeys } from './secrets';
 import type { NullableTimestamp, Timestamp } from './store/columns';
 import type { Db } from './store/db';
 
@@ -35,7 +35,8 @@ declare module './store/schema' {
 
 /** What a state is for (`github_install`, `slack_install`): a state of one purpose is refused by another's callback. */
 const PURPOSE = /^[a-z][a-z0-9_]{0,39}$/;
-const STATE_SHAPE = /^[A-Za-z0-9_-]{10,1500}\.[A-Za-z0-9_-]{43}$/;
+/** What a state looks like: base64url claims, a dot, and a base64url HMAC-SHA256 (the callbacks' schema pattern too). */
+export const FLOW_STATE_SHAPE = /^[A-Za-z0-9_-]{10,1500}\.[A-Za-z0-9_-]{43}$/;
 /** How long a state's row is kept after it expired, before a later issue prunes it. */
 const KEEP_AFTER_EXPIRY_MS = 60 * 60_000;
 const PRUNE_BATCH = 100;
@@ -65,19 +66,13 @@ export const FLOW_STATE_REFUSALS: Record<FlowStateRefusal, string> = {
   unknown: 'The link’s state is not known to this service.',
 };
 
-function stateKey(secretKey: Buffer): Buffer {
-  return createHmac('sha256', secretKey).update('den/install-flow-state/v1').digest();
-}
-
-function mac(secretKey: Buffer, claimsPart: string): Buffer {
-  return createHmac('sha256', stateKey(secretKey)).update(claimsPart, 'utf8').digest();
-}
+const stateMac = (secretKey: Buffer, claimsPart: string): Buffer => purposeMac(secretKey, 'den/install-flow-state/v1', claimsPart);
 
 /** The state string for these claims, signed with the current key. */
 export function signFlowState(keys: SecretKeys | Buffer, claims: FlowStateClaims): string {
   const { purpose: p, organizationId: o, memberId: m, subject: s, nonce: n, expiresAt: e } = claims;
   const claimsPart = Buffer.from(JSON.stringify({ v: 1, p, o, m, s, n, e }), 'utf8').toString('base64url');
-  return `${claimsPart}.${mac(openingKeys(keys)[0]!, claimsPart).toString('base64url')}`;
+  return `${claimsPart}.${stateMac(openingKeys(keys)[0]!, claimsPart).toString('base64url')}`;
 }
 
 function parseClaims(claimsPart: string): FlowStateClaims | undefined {
@@ -105,11 +100,11 @@ function parseClaims(claimsPart: string): FlowStateClaims | undefined {
  * during a rotation), its purpose and its expiry. Whether it was used is consumeFlowState's part.
  */
 export function readFlowState(keys: SecretKeys | Buffer, state: unknown, expected: { purpose: string; now: number }): FlowStateVerdict {
-  if (typeof state !== 'string' || !STATE_SHAPE.test(state)) return { ok: false, reason: 'malformed' };
+  if (typeof state !== 'string' || !FLOW_STATE_SHAPE.test(state)) return { ok: false, reason: 'malformed' };
   const [claimsPart, macPart] = state.split('.') as [string, string];
   const given = Buffer.from(macPart, 'base64url');
   const genuine = openingKeys(keys).some((key) => {
-    const expectedMac = mac(key, claimsPart);
+    const expectedMac = stateMac(key, claimsPart);
     return given.length === expectedMac.length && timingSafeEqual(given, expectedMac);
   });
   if (!genuine) return { ok: false, reason: 'bad_signature' };

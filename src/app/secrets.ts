@@ -7,7 +7,7 @@
  * `den secrets rotate` then re-seals every stored secret with SECRET_KEY, after which
  * SECRET_KEY_PREVIOUS can go.
  */
-import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createHmac, randomBytes } from 'node:crypto';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { AppError } from './errors';
@@ -23,6 +23,16 @@ export const openingKeys = (keys: SecretKeys | Buffer): Buffer[] =>
   Buffer.isBuffer(keys) ? [keys] : [keys.current, ...(keys.previous ? [keys.previous] : [])];
 
 const sealingKey = (keys: SecretKeys | Buffer): Buffer => (Buffer.isBuffer(keys) ? keys : keys.current);
+
+/**
+ * An HMAC-SHA256 of `data` under a key derived from the secret for one purpose only (`purpose`, a
+ * versioned label such as `den/install-flow-state/v1`): a token signed for one use never verifies
+ * as another.
+ */
+export function purposeMac(secretKey: Buffer, purpose: string, data: string): Buffer {
+  const key = createHmac('sha256', secretKey).update(purpose).digest();
+  return createHmac('sha256', key).update(data, 'utf8').digest();
+}
 
 export function parseSecretKey(value: string): Buffer {
   const key = /^[0-9a-f]{64}$/i.test(value) ? Buffer.from(value, 'hex') : Buffer.from(value, 'base64');

@@ -9,7 +9,7 @@ import { onStopSignals } from './signals';
  * `npm run cluster`: starts the production topology on this machine (src/cluster/launch.ts) and
  * stops all of it, in order, on Ctrl-C. A second Ctrl-C kills what is left and exits.
  */
-async function main(): Promise<void> {
+async function runCluster(): Promise<void> {
   const config = loadConfigOrExit(() => loadClusterConfig());
   const log = createLogger({ level: config.logLevel, name: 'cluster' });
   const started = Date.now();
@@ -61,4 +61,4 @@ async function main(): Promise<void> {
   );
 }
 
-void main();
+void runCluster();

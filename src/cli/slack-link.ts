@@ -7,7 +7,7 @@
  */
 import type { Command } from 'commander';
 import { CliError, print } from '../app/cli';
-import { retryAfterMs, sleep } from './runtime/api-client';
+import { retryAfterMs, sleepUnlessStopped } from './runtime/api-client';
 import { loadRuntimeSettings } from './runtime/settings';
 
 const TIMEOUT_MS = 30_000;
@@ -16,7 +16,8 @@ const RATE_LIMIT_TRIES = 3;
 
 /** What each refusal means to the member who typed the code. */
 const REFUSALS: Record<string, string> = {
-  invalid_link: 'this code is not one den gave out: check it, or type /den in Slack for a new one',
+  link_not_found: 'this code is not one den gave out: check it, or type /den in Slack for a new one',
+  invalid_link: "this code is for another Slack workspace's connection",
   link_expired: 'this code has expired: type /den in Slack for a new one',
   link_used: 'this code (or its link) was already used: type /den in Slack for a new one',
   already_linked: 'this Slack account is already linked to another den member',
@@ -38,7 +39,7 @@ async function postCode(apiUrl: string, apiKey: string, code: string): Promise<{
     }
     if (response.status === 429 && tries < RATE_LIMIT_TRIES) {
       await response.body?.cancel();
-      await sleep(retryAfterMs(response.headers.get('retry-after')));
+      await sleepUnlessStopped(retryAfterMs(response.headers.get('retry-after')));
       continue;
     }
     const text = await response.text();

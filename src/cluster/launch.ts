@@ -118,7 +118,7 @@ async function startWorkers(
   const workers = await Promise.all(
     Array.from({ length: config.cluster.workers }, async (_, i) => {
       const metricsPort = config.temporal.workerMetricsPort > 0 ? config.temporal.workerMetricsPort + i : undefined;
-      const worker = await startService('worker', i + 1, serviceEnv({ WORKER_METRICS_PORT: String(metricsPort ?? 0) }), logDir);
+      const worker = await startRoleProcess('worker', i + 1, serviceEnv({ WORKER_METRICS_PORT: String(metricsPort ?? 0) }), logDir);
       started.push({ name: worker.name, stop: () => worker.stop(config.http.shutdownGraceMs + 15_000) });
       return { process: worker, metricsPort };
     }),
@@ -133,7 +133,7 @@ async function startApis(config: ClusterConfig, serviceEnv: ServiceEnv, logDir: 
   const apis = await Promise.all(
     Array.from({ length: config.cluster.apiReplicas }, async (_, i) => {
       const port = config.http.port + i;
-      const api = await startService('api', i + 1, serviceEnv({ PORT: String(port) }), logDir);
+      const api = await startRoleProcess('api', i + 1, serviceEnv({ PORT: String(port) }), logDir);
       started.push({ name: api.name, stop: () => api.stop(config.http.shutdownGraceMs + config.http.shutdownReadyDelayMs + 5000) });
       return { process: api, url: `http://${config.http.host}:${port}` };
     }),
@@ -193,7 +193,7 @@ function valueOf<T>(result: PromiseSettledResult<T>): T {
 }
 
 /** `serve` or `worker` from the sources, as its own process (tsx compiles on load, like `npm start`). */
-function startService(role: 'api' | 'worker', index: number, env: NodeJS.ProcessEnv, logDir: string): Promise<ManagedProcess> {
+function startRoleProcess(role: 'api' | 'worker', index: number, env: NodeJS.ProcessEnv, logDir: string): Promise<ManagedProcess> {
   const entry = path.join(REPO_ROOT, 'src', 'bin', role === 'api' ? 'serve.ts' : 'worker.ts');
   return startProcess({
     name: `${role}-${index}`,

@@ -17,6 +17,7 @@
  * Entries also expire after TARGET_CACHE_MS, a bound on anything the channel could miss.
  */
 import { sql } from 'kysely';
+import { boundedCache } from '../app/bounded-caches';
 import type { Channels } from '../app/store/channels';
 import type { Db } from '../app/store/db';
 import { installationOwner } from './installations';
@@ -47,23 +48,6 @@ export interface DeliveryResolver {
 
 type Candidate = { ref: string | null; defaultBranch: string | null };
 
-/** A bounded map whose entries expire: the oldest goes first past MAX_CACHED. */
-function expiringCache<V>(now: () => number) {
-  const entries = new Map<string, { value: V; at: number }>();
-  return {
-    get(key: string): V | undefined {
-      const hit = entries.get(key);
-      return hit && now() - hit.at < TARGET_CACHE_MS ? hit.value : undefined;
-    },
-    set(key: string, value: V): void {
-      entries.delete(key);
-      entries.set(key, { value, at: now() });
-      if (entries.size > MAX_CACHED) entries.delete(entries.keys().next().value!);
-    },
-    clear: () => entries.clear(),
-  };
-}
-
 /** Active targets of the repository on the installation whose organization owns it (by id, or by name for a target created without one). */
 async function candidates(db: Db, push: PushRef): Promise<Candidate[]> {
   const rows = await db
@@ -89,8 +73,9 @@ async function candidates(db: Db, push: PushRef): Promise<Candidate[]> {
 }
 
 export function createDeliveryResolver(db: Db, channels: Channels, now: () => number = Date.now): DeliveryResolver {
-  const tenants = expiringCache<string>(now);
-  const targets = expiringCache<Candidate[]>(now);
+  // Bounded, least recently used first out, and each entry gone TARGET_CACHE_MS after it was set.
+  const tenants = boundedCache<string>({ max: MAX_CACHED, ttlMs: TARGET_CACHE_MS, now });
+  const targets = boundedCache<Candidate[]>({ max: MAX_CACHED, ttlMs: TARGET_CACHE_MS, now });
   // Bumped at each invalidation: an answer read across one is not cached.
   let generation = 0;
   const invalidate = () => {

@@ -1,5 +1,6 @@
 /**
- * Two credentials: `Authorization: Bearer <session>` (bearerAuth) or `x-api-key: <raw key>` (denApiKey).
+ * Three credentials: `Authorization: Bearer <session>` (bearerAuth), `x-api-key: <raw key>` (denApiKey),
+ * and `Authorization: Bearer den_rt_…`, a runner token (src/identity/runner-auth.ts).
  * A present-but-malformed header is a 401, never a 500.
  *
  * A valid credential is never refused because of other requests' failures, whatever address they
@@ -12,11 +13,14 @@ import type { IncomingHttpHeaders } from 'node:http';
 import { AppError, errors } from '../app/errors';
 import type { PlatformValues } from '../app/feature';
 import { createBatchedLookup, type BatchedLookup } from '../app/batched-lookup';
-import { createRecentSet, createUnknownCache, type UnknownCache } from '../app/bounded-caches';
+import { boundedCache, createRecentSet, createUnknownCache, type BoundedCache, type UnknownCache } from '../app/bounded-caches';
 import type { Authenticator, Principal } from '../app/http/auth';
 import type { Logger } from '../app/log';
 import type { Metrics } from '../app/metrics';
+import type { Channels } from '../app/store/channels';
 import type { Db } from '../app/store/db';
+import { createRunnerTokenAuth, isRunnerBearer, unknownRunnerToken } from './runner-auth';
+import { findRunnerTokens } from './runner-tokens';
 import { hashesEqual, hashSecret, isWellFormedApiKey, isWellFormedSessionToken } from './credentials';
 import { findApiKeys, findSessions, touchApiKey, type ResolvedCredential } from './store';
 
@@ -29,14 +33,14 @@ const TOUCH_INTERVAL_MS = 60_000;
  */
 const FIRST_LOOKUPS = { concurrency: 2, maxBatch: 500, maxWaiting: 20_000 };
 
-function single(value: string | string[] | undefined): string | undefined {
+function onlyValue(value: string | string[] | undefined): string | undefined {
   // Node joins most duplicate headers with ", "; an array only appears for a few. Either way,
   // more than one credential is malformed.
   if (Array.isArray(value)) return value.length === 1 ? value[0] : '';
   return value;
 }
 
-/** API keys this process verified, kept only to ride out a Postgres outage (see verifiedKeys). */
+/** API keys this process verified (kept only to ride out a Postgres outage, see verifiedKeys) and whose use it recorded. */
 const VERIFIED_KEYS_MAX = 10_000;
 
 /** One kind of credential: its direct lookup (one hash) and its batched lookup of first sightings. */
@@ -46,15 +50,17 @@ interface CredentialLookups {
 }
 
 interface Memory {
-  lastTouched: Map<string, number>;
+  /** By key id: when this process last recorded the key's use. */
+  lastTouched: BoundedCache<number>;
   /** By key hash (never the raw key): the principal and the key's own expiry. */
-  verifiedKeys: Map<string, { principal: Principal; expiresAt: number }>;
+  verifiedKeys: BoundedCache<{ principal: Principal; expiresAt: number }>;
   /** Hashes of credentials Postgres did not know a moment ago: refused again without a query. */
   unknown: UnknownCache;
   /** Hashes of credentials that verified here: looked up directly, never behind first sightings. */
   trusted: { has(hash: string): boolean; add(hash: string): void; delete(hash: string): void };
   apiKeys: CredentialLookups;
   sessions: CredentialLookups;
+  runnerTokens: CredentialLookups;
 }
 
 interface AuthDeps {
@@ -63,6 +69,8 @@ interface AuthDeps {
   metrics: Metrics;
   now: () => number;
   platform: Pick<PlatformValues, 'authCaches'>;
+  /** Announcements that runner tokens stopped, so the process forgets the ones it remembered (src/identity/runner-auth.ts). */
+  channels?: Channels;
 }
 
 /** Both lookups of one credential kind, from its query over any number of hashes. */
@@ -80,27 +88,29 @@ function lookups(
 export function createAuthenticator(deps: AuthDeps): Authenticator {
   const caches = deps.platform.authCaches;
   const memory: Memory = {
-    lastTouched: new Map(),
-    verifiedKeys: new Map(),
+    lastTouched: boundedCache({ max: VERIFIED_KEYS_MAX }),
+    verifiedKeys: boundedCache({ max: VERIFIED_KEYS_MAX }),
     unknown: createUnknownCache(caches, deps.now),
     trusted: createRecentSet(caches.maxKeys),
     apiKeys: lookups(deps, findApiKeys),
     sessions: lookups(deps, findSessions),
+    runnerTokens: lookups(deps, findRunnerTokens),
   };
-  return (headers) => authenticate(deps, memory, headers);
+  const runnerToken = createRunnerTokenAuth(deps, (hash, at) => resolve(memory, memory.runnerTokens, hash, at));
+  return (headers) => authenticate(deps, memory, headers, runnerToken);
 }
 
 /** The raw credentials a request presents (each header at most once), before any check of their form. */
-function presented(headers: IncomingHttpHeaders): { apiKey?: string; authorization?: string; hashes: string[] } {
-  const apiKey = single(headers['x-api-key']);
-  const authorization = single(headers.authorization);
+function presented(headers: IncomingHttpHeaders): { apiKey?: string; authorization?: string; bearer?: string; hashes: string[] } {
+  const apiKey = onlyValue(headers['x-api-key']);
+  const authorization = onlyValue(headers.authorization);
   const bearer = authorization === undefined ? undefined : /^Bearer ([^\s]+)$/i.exec(authorization.trim())?.[1];
   const hashes = [apiKey?.trim(), bearer ?? authorization].flatMap((raw) => (raw === undefined ? [] : [hashSecret(raw)]));
-  return { apiKey, authorization, hashes };
+  return { apiKey, authorization, bearer, hashes };
 }
 
 /** A 401 for a credential that was looked up, or is known from a moment ago not to exist. */
-function refusal({ metrics }: Pick<AuthDeps, 'metrics'>, outcome: 'rejected' | 'unknown_cached'): AppError {
+function authRefusal({ metrics }: Pick<AuthDeps, 'metrics'>, outcome: 'rejected' | 'unknown_cached'): AppError {
   metrics.authFailures.inc({ surface: 'credentials', outcome });
   return errors.unauthorized();
 }
@@ -149,30 +159,42 @@ async function findKeyOrRemembered(memory: Memory, raw: string, at: Date): Promi
     memberId: found.memberId,
     role: found.role,
     via: 'api_key',
+    apiKeyId: found.keyId,
   };
-  memory.verifiedKeys.delete(hash);
+  // The least recently verified is dropped first.
   memory.verifiedKeys.set(hash, { principal, expiresAt: found.expiresAt?.getTime() ?? 0 });
-  // Insertion order is recency order: drop the least recently verified.
-  if (memory.verifiedKeys.size > VERIFIED_KEYS_MAX) memory.verifiedKeys.delete(memory.verifiedKeys.keys().next().value!);
   return { principal, keyId: found.keyId };
 }
 
-async function authenticate(deps: AuthDeps, memory: Memory, headers: IncomingHttpHeaders): Promise<Principal> {
+async function authenticate(
+  deps: AuthDeps,
+  memory: Memory,
+  headers: IncomingHttpHeaders,
+  runnerToken: (raw: string, at: Date) => Promise<Principal>,
+): Promise<Principal> {
   const { db, log, now } = deps;
   const { lastTouched } = memory;
-  const { apiKey, authorization, hashes } = presented(headers);
-  if (hashes.some((hash) => memory.unknown.has(hash))) throw refusal(deps, 'unknown_cached');
+  const { apiKey, authorization, bearer, hashes } = presented(headers);
+  if (hashes.some((hash) => memory.unknown.has(hash))) {
+    const error = authRefusal(deps, 'unknown_cached');
+    throw isRunnerBearer(bearer) ? unknownRunnerToken() : error;
+  }
   const at = new Date(now());
 
   // All or nothing: every credential presented must be valid, whatever else the request
   // carries (a bad one is an attack or a bug, never something to fall back from). When both are
   // valid, the API key is the principal.
-  const session = authorization === undefined ? undefined : await sessionPrincipal(deps, memory, authorization, at);
+  const session =
+    authorization === undefined
+      ? undefined
+      : isRunnerBearer(bearer)
+        ? await runnerToken(bearer!, at)
+        : await sessionPrincipal(deps, memory, authorization, at);
   if (apiKey !== undefined) {
     const raw = apiKey.trim();
     if (!isWellFormedApiKey(raw)) throw errors.unauthorized();
     const found = await findKeyOrRemembered(memory, raw, at);
-    if (!found) throw refusal(deps, 'rejected');
+    if (!found) throw authRefusal(deps, 'rejected');
     const keyId = found.keyId;
     const previous = keyId === undefined ? at.getTime() : (lastTouched.get(keyId) ?? 0);
     if (keyId !== undefined && at.getTime() - previous >= TOUCH_INTERVAL_MS) {
@@ -190,7 +212,7 @@ async function sessionPrincipal(deps: AuthDeps, memory: Memory, authorization: s
   const match = /^Bearer ([^\s]+)$/i.exec(authorization.trim());
   if (!match || !isWellFormedSessionToken(match[1]!)) throw errors.unauthorized();
   const found = await resolve(memory, memory.sessions, hashSecret(match[1]!), at);
-  if (!found) throw refusal(deps, 'rejected');
+  if (!found) throw authRefusal(deps, 'rejected');
   return {
     userId: found.userId,
     organizationId: found.organizationId,

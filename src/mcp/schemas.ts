@@ -24,7 +24,7 @@ export const ResolveRequest = z
   })
   .openapi('McpResolveRequest');
 
-const AuthType = z.enum(AUTH_TYPES);
+const AuthTypeSchema = z.enum(AUTH_TYPES);
 
 const PresetSchema = z
   .object({
@@ -32,8 +32,8 @@ const PresetSchema = z
     displayName: z.string(),
     description: z.string(),
     url: z.string(),
-    authType: AuthType,
-    supportedAuthTypes: z.array(AuthType),
+    authType: AuthTypeSchema,
+    supportedAuthTypes: z.array(AuthTypeSchema),
     requiresOAuthClient: z.boolean(),
     defaultOAuthClientId: z.string().optional(),
     authorizationServerIssuer: z.string().optional(),

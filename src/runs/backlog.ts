@@ -6,6 +6,7 @@
  * while, or it has no row yet): then the workflow's own query says how much is unpersisted.
  * Healthy runs, whose rows move with every batch, never pay for the check.
  */
+import { boundedCache } from '../app/bounded-caches';
 import { errors } from '../app/errors';
 import { runSummaryQuery, runWorkflowId } from './contract';
 import type { RunDeps } from './deps';
@@ -19,7 +20,7 @@ const VERDICT_TTL_MS = 1_000;
 const UNPERSISTED_MAX_BYTES = 1024 * 1024;
 
 export class BacklogGate {
-  private readonly verdicts = new Map<string, { at: number; backlogged: boolean }>();
+  private readonly verdicts = boundedCache<{ at: number; backlogged: boolean }>({ max: 10_000 });
 
   constructor(private readonly deps: RunDeps) {}
 
@@ -31,7 +32,6 @@ export class BacklogGate {
     if (!verdict || now - verdict.at >= VERDICT_TTL_MS) {
       verdict = { at: now, backlogged: await this.backlogged(organizationId, runId) };
       this.verdicts.set(key, verdict);
-      if (this.verdicts.size > 10_000) this.verdicts.delete(this.verdicts.keys().next().value!);
     }
     // Postgres is what is not taking the run's writes: retry later, nothing was recorded.
     if (verdict.backlogged) throw errors.unavailable('postgres');

@@ -26,7 +26,7 @@ export type CancelAnswer =
   | { outcome: 'not_reachable' }
   | { outcome: 'not_found' };
 
-/** The run's status a refusal carries (workflows/runs.ts `refuse`). */
+/** The run's status a refusal carries (workflows/runs.ts `refuseUpdate`). */
 function refusalStatus(refusal: ApplicationFailure): string {
   const detail = refusal.details?.[0] as { status?: unknown } | undefined;
   return typeof detail?.status === 'string' ? detail.status : 'closed';

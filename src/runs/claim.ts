@@ -56,13 +56,13 @@ async function claimUpdate(deps: RunDeps, principal: Principal, runId: string): 
   if (answer.outcome === 'not_found' || answer.refusal.type === RUN_NOT_FOUND) throw errors.notFound('No such automation run.');
   const refusal = answer.refusal;
   if ((CLAIM_REFUSALS as readonly (string | undefined)[]).includes(refusal.type ?? undefined)) {
-    return { ok: false, error: refusal.type as (typeof CLAIM_REFUSALS)[number], status: refusalStatus(refusal) };
+    return { ok: false, error: refusal.type as (typeof CLAIM_REFUSALS)[number], status: claimRefusalStatus(refusal) };
   }
   throw refusal;
 }
 
-/** The run's status in a validator's refusal (workflows/runs.ts `refuse`). */
-function refusalStatus(refusal: ApplicationFailure): string {
+/** The run's status in a validator's refusal (workflows/runs.ts `refuseUpdate`). */
+function claimRefusalStatus(refusal: ApplicationFailure): string {
   const detail = refusal.details?.[0] as { status?: unknown } | undefined;
   return typeof detail?.status === 'string' ? detail.status : '';
 }

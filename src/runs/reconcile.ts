@@ -14,7 +14,7 @@ import { RUN_FAILURE_TYPES, isClosedRunStatus, runSearchAttributes, runWorkflowI
 import type { RunsSettings } from './settings';
 import { closeRowOutsideLogic } from './store';
 
-export interface ReconcileDeps {
+export interface StaleRunSweepDeps {
   settings: RunsSettings;
   db: Db;
   ingress: IngressGateway;
@@ -43,7 +43,7 @@ export function endedByOwnLogic(workflowStatus: string, runStatus: string | unde
  * The run's status as Temporal knows it, closing the row when the workflow ended outside its
  * own logic. Undefined while the workflow is running (nothing to reconcile).
  */
-export async function reconcileRun(deps: ReconcileDeps, organizationId: string, runId: string): Promise<RunStatus | undefined> {
+export async function reconcileRun(deps: StaleRunSweepDeps, organizationId: string, runId: string): Promise<RunStatus | undefined> {
   const description = await deps.ingress.describe({ id: runWorkflowId(organizationId, runId) });
   if (!description) {
     // Forgotten by Temporal (retention) while the row is open: nothing will ever close it.
@@ -70,7 +70,7 @@ export function outlivedMs(runs: RunSettings): number {
  * The worker's sweep: open rows older than anything their run's own deadlines allow (claim
  * deadline + max duration + every retry window, plus an hour), reconciled one by one.
  */
-export async function sweepStaleRuns(deps: ReconcileDeps, now: Date, limit = 100): Promise<number> {
+export async function sweepStaleRuns(deps: StaleRunSweepDeps, now: Date, limit = 100): Promise<number> {
   const stale = await deps.db
     .selectFrom('automation_runs')
     .select(['organization_id', 'run_id'])

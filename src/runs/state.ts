@@ -20,12 +20,14 @@ import {
   type RunCaller,
   type RunEventReport,
   type RunEventType,
+  type RunFailureKind,
   type RunHeartbeat,
   type RunIgnoredCounts,
   type RunSettings,
   type RunStatus,
   type RunSummary,
   type RunWorkflowInput,
+  RUN_FAILURE_KINDS,
   TERMINAL_EVENT_STATUSES,
   isClosedRunStatus,
 } from './contract';
@@ -87,8 +89,10 @@ export interface RunState {
    * Absent in states carried by executions that predate claims: those behave as before.
    */
   claimRequired?: boolean;
-  /** A member's or admin's request to stop the run (requestCancel); absent until one is made. */
+  /** A member's or admin's request to stop the run (applyCancelRequest); absent until one is made. */
   cancelRequested?: RunCancelRecord;
+  /** A run a terminal event ended `failed`: what failed (runFailureOf); absent otherwise. */
+  failure?: RunFailureKind;
 }
 
 /** Who asked the run to stop, when and why: the summary shows it, the heartbeat reply tells the runtime. */
@@ -308,7 +312,7 @@ function roomVerdict(state: RunState, event: RunEventReport, settings: RunSettin
 }
 
 /** A claim: the next attempt starts now, with a fresh lease (call only after claimVerdict said ok). */
-export function claimRun(state: RunState, now: number, settings: RunSettings): RunState {
+export function applyClaim(state: RunState, now: number, settings: RunSettings): RunState {
   return {
     ...state,
     status: 'running',
@@ -441,7 +445,17 @@ function applyInOrder(state: RunState, event: RunEventReport, now: number): RunS
       : status === 'failed' && requested !== 'failed'
         ? 'invalid_terminal_status'
         : null;
-  return closeRun(next, status, error, now);
+  const closed = closeRun(next, status, error, now);
+  return status === 'failed' ? { ...closed, failure: runFailureOf(event.payload, next.lastAssistantText) } : closed;
+}
+
+/**
+ * What failed, for a failed terminal: as its runtime says (`payload.failure`), else `task` when the
+ * run answered (an `assistant` text that is not blank, or a `result`) and `runtime` when it did not.
+ */
+function runFailureOf(payload: Record<string, unknown>, lastAssistantText: string | null): RunFailureKind {
+  if ((RUN_FAILURE_KINDS as readonly unknown[]).includes(payload.failure)) return payload.failure as RunFailureKind;
+  return (lastAssistantText ?? '').trim() !== '' || payload.result !== undefined ? 'task' : 'runtime';
 }
 
 /** Sums the finite numeric top-level fields of a `usage` payload into the run's totals. */
@@ -476,7 +490,7 @@ function closeRun(state: RunState, status: RunStatus, error: string | null, now:
  * An operator's cancel (Web UI, `temporal workflow cancel`, a cancelled parent): the run ends
  * `cancelled`. A run that already ended keeps its outcome.
  */
-export function cancelRun(state: RunState, now: number): RunState {
+export function applyCancel(state: RunState, now: number): RunState {
   return isClosed(state) ? state : closeRun(state, 'cancelled', CANCEL_REQUESTED, now);
 }
 
@@ -493,7 +507,7 @@ export function cancelVerdict(state: RunState): CancelVerdict {
  * the request, which its runtime learns from the heartbeat reply, and ends `cancelled` at its
  * terminal event or when its lease runs out. A repeated request keeps the first.
  */
-export function requestCancel(state: RunState, request: RunCancelRequest, caller: RunCaller, now: number): RunState {
+export function applyCancelRequest(state: RunState, request: RunCancelRequest, caller: RunCaller, now: number): RunState {
   if (isClosed(state) || state.cancelRequested) return state;
   const record: RunCancelRecord = { at: request.requestedAt, reason: request.reason ?? null, memberId: caller.memberId };
   const asked = { ...state, cancelRequested: record };
@@ -581,7 +595,7 @@ export function outboxBatch(state: RunState, maxCount = 200, maxBytes = 512 * 10
   return batch;
 }
 
-export function summarize(state: RunState): RunSummary {
+export function summaryOf(state: RunState): RunSummary {
   return {
     id: state.runId,
     organizationId: state.organizationId,
@@ -603,6 +617,7 @@ export function summarize(state: RunState): RunSummary {
     ...(state.input !== undefined ? { input: state.input } : {}),
     ...(state.claimRequired ? { claimRequired: true } : {}),
     ...(state.cancelRequested ? { cancelRequested: { ...state.cancelRequested } } : {}),
+    ...(state.failure !== undefined ? { failure: state.failure } : {}),
   };
 }
 

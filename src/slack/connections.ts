@@ -76,9 +76,10 @@ export interface SlackConnectionView {
 
 /** A row as stored (secrets still sealed). */
 export type SlackConnectionRow = Selectable<SlackTables['slack_connections']>;
-type Row = SlackConnectionRow;
 
-function connectionState(row: Pick<Row, 'uninstalled_at' | 'team_id' | 'api_app_id' | 'signing_secret' | 'enabled'>): SlackConnectionState {
+function connectionState(
+  row: Pick<SlackConnectionRow, 'uninstalled_at' | 'team_id' | 'api_app_id' | 'signing_secret' | 'enabled'>,
+): SlackConnectionState {
   if (row.uninstalled_at !== null) return 'uninstalled';
   if (row.team_id === null || row.api_app_id === null || row.signing_secret === null) return 'draft';
   return row.enabled ? 'active' : 'disabled';
@@ -86,7 +87,7 @@ function connectionState(row: Pick<Row, 'uninstalled_at' | 'team_id' | 'api_app_
 
 const iso = (date: Date | null) => (date ? date.toISOString() : null);
 
-export function connectionView(row: Row): SlackConnectionView {
+export function connectionView(row: SlackConnectionRow): SlackConnectionView {
   return {
     connectionId: row.id,
     organizationId: row.organization_id,
@@ -225,7 +226,7 @@ export async function updateSlackConnection(
   return db.transaction().execute(async (trx) => {
     const row = await trx.selectFrom('slack_connections').selectAll().where('id', '=', id).forUpdate().executeTakeFirst();
     if (!row) throw new SlackConnectionError(`Slack connection ${id} not found`);
-    const patch: Partial<Row> = { updated_at: now };
+    const patch: Partial<SlackConnectionRow> = { updated_at: now };
     if (input.enabled !== undefined) {
       patch.enabled = input.enabled;
       patch.disabled_reason = input.enabled ? null : 'operator';
@@ -279,7 +280,7 @@ export interface SealedSigningSecrets {
   previousExpiresAt: number | null;
 }
 
-type SealedColumns = Pick<Row, 'signing_secret' | 'previous_signing_secret' | 'previous_secret_expires_at'>;
+type SealedColumns = Pick<SlackConnectionRow, 'signing_secret' | 'previous_signing_secret' | 'previous_secret_expires_at'>;
 
 /** A row's signing secrets, sealed; none for a draft that has no signing secret yet. */
 const sealedOf = (row: SealedColumns): SealedSigningSecrets | undefined =>

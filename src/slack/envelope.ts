@@ -19,9 +19,9 @@ type SlackEnvelope =
 
 export type EnvelopeResult = { ok: true; envelope: SlackEnvelope } | { ok: false; details: InvalidRequestDetail[] };
 
-const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
+const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
 
-const optionalString = (value: unknown): string | undefined => (typeof value === 'string' && value.length > 0 ? value : undefined);
+const nonEmptyString = (value: unknown): string | undefined => (typeof value === 'string' && value.length > 0 ? value : undefined);
 
 export function parseEnvelope(raw: Buffer): EnvelopeResult {
   let body: unknown;
@@ -30,7 +30,7 @@ export function parseEnvelope(raw: Buffer): EnvelopeResult {
   } catch {
     return { ok: false, details: [{ message: 'Body is not valid JSON.', path: [] }] };
   }
-  if (!isObject(body)) return { ok: false, details: [{ message: 'Body must be a JSON object (an event envelope).', path: [] }] };
+  if (!isRecord(body)) return { ok: false, details: [{ message: 'Body must be a JSON object (an event envelope).', path: [] }] };
   const tooDeep = pathDeeperThan(body);
   if (tooDeep) return { ok: false, details: [{ message: TOO_DEEP_MESSAGE, path: tooDeep }] };
   if (typeof body.type !== 'string' || body.type.length === 0) {
@@ -47,10 +47,10 @@ export function parseEnvelope(raw: Buffer): EnvelopeResult {
     envelope: {
       kind: 'callback',
       type: body.type,
-      teamId: optionalString(body.team_id),
-      apiAppId: optionalString(body.api_app_id),
-      eventId: optionalString(body.event_id),
-      event: isObject(body.event) ? body.event : undefined,
+      teamId: nonEmptyString(body.team_id),
+      apiAppId: nonEmptyString(body.api_app_id),
+      eventId: nonEmptyString(body.event_id),
+      event: isRecord(body.event) ? body.event : undefined,
     },
   };
 }
@@ -133,32 +133,32 @@ export function parseInteraction(raw: Buffer): InteractionResult {
   } catch {
     return { ok: false, details: [{ message: 'The payload is not valid JSON.', path: ['payload'] }] };
   }
-  if (!isObject(body) || typeof body.type !== 'string') {
+  if (!isRecord(body) || typeof body.type !== 'string') {
     return { ok: false, details: [{ message: 'The payload must be an object with a string "type".', path: ['payload', 'type'] }] };
   }
   const tooDeep = pathDeeperThan(body);
   if (tooDeep) return { ok: false, details: [{ message: TOO_DEEP_MESSAGE, path: ['payload', ...tooDeep] }] };
-  const team = isObject(body.team) ? optionalString(body.team.id) : undefined;
+  const team = isRecord(body.team) ? nonEmptyString(body.team.id) : undefined;
   if (body.type !== 'block_actions')
-    return { ok: true, interaction: { type: body.type, teamId: team, apiAppId: optionalString(body.api_app_id) } };
-  const user = isObject(body.user) ? optionalString(body.user.id) : undefined;
+    return { ok: true, interaction: { type: body.type, teamId: team, apiAppId: nonEmptyString(body.api_app_id) } };
+  const user = isRecord(body.user) ? nonEmptyString(body.user.id) : undefined;
   if (!user) return { ok: false, details: [{ message: 'block_actions needs user.id.', path: ['payload', 'user', 'id'] }] };
-  const channel = isObject(body.channel) ? optionalString(body.channel.id) : undefined;
-  const message = isObject(body.message) ? body.message : {};
-  const actions = (Array.isArray(body.actions) ? body.actions : []).filter(isObject).map((action) => ({
-    actionId: optionalString(action.action_id) ?? '',
-    value: optionalString(action.value),
+  const channel = isRecord(body.channel) ? nonEmptyString(body.channel.id) : undefined;
+  const message = isRecord(body.message) ? body.message : {};
+  const actions = (Array.isArray(body.actions) ? body.actions : []).filter(isRecord).map((action) => ({
+    actionId: nonEmptyString(action.action_id) ?? '',
+    value: nonEmptyString(action.value),
   }));
   return {
     ok: true,
     interaction: {
       teamId: team,
-      apiAppId: optionalString(body.api_app_id),
+      apiAppId: nonEmptyString(body.api_app_id),
       userId: user,
       channelId: channel,
-      threadTs: optionalString(message.thread_ts) ?? optionalString(message.ts),
-      responseUrl: optionalString(body.response_url),
-      triggerId: optionalString(body.trigger_id),
+      threadTs: nonEmptyString(message.thread_ts) ?? nonEmptyString(message.ts),
+      responseUrl: nonEmptyString(body.response_url),
+      triggerId: nonEmptyString(body.trigger_id),
       actions,
     },
   };

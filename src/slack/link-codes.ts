@@ -10,18 +10,24 @@
  * turned back into codes to redeem. A code is redeemed by a member of the connection's
  * organization with their own API key or session, and lives SLACK_LINK_TOKEN_TTL (10 min).
  */
-import { createHmac, randomBytes } from 'node:crypto';
-import { openingKeys, type SecretKeys } from '../app/secrets';
+import { randomBytes } from 'node:crypto';
+import { openingKeys, purposeMac, type SecretKeys } from '../app/secrets';
 import type { Db } from '../app/store/db';
 import { createLinkToken, type LinkTokenClaims } from './link-token';
 
 /** Crockford's base32: no I, L, O or U, so nothing reads as another character. */
 const ALPHABET = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
 const CODE_LENGTH = 10;
-const CODE = /^[0-9A-HJKMNP-TV-Z]{10}$/;
+const LINK_CODE = /^[0-9A-HJKMNP-TV-Z]{10}$/;
 /** How long a code's row is kept after it expired (so a late try is told `link_expired`), before an issue prunes it. */
-const KEEP_AFTER_EXPIRY_MS = 60 * 60_000;
-const PRUNE_BATCH = 100;
+const LINK_CODE_KEPT_MS = 60 * 60_000;
+const LINK_CODE_PRUNE_BATCH = 100;
+
+/**
+ * A code as a member may type it (the routes' schema pattern): ten characters of Crockford's
+ * base32 in either case, its look-alikes (I, L, O) included, with spaces or dashes anywhere.
+ */
+export const TYPED_LINK_CODE = /^[ -]*(?:[0-9A-TV-Za-tv-z][ -]*){10}$/;
 
 /** A fresh code: each character 5 of 50 random bits. */
 export function newLinkCode(): string {
@@ -39,13 +45,10 @@ export const formatLinkCode = (code: string): string => `${code.slice(0, 5)}-${c
 export function normalizeLinkCode(typed: string): string | undefined {
   if (typeof typed !== 'string' || typed.length > 40) return undefined;
   const code = typed.toUpperCase().replace(/[\s-]/g, '').replace(/O/g, '0').replace(/[IL]/g, '1');
-  return CODE.test(code) ? code : undefined;
+  return LINK_CODE.test(code) ? code : undefined;
 }
 
-function codeHash(secretKey: Buffer, code: string): string {
-  const key = createHmac('sha256', secretKey).update('den/slack-link-code/v1').digest();
-  return createHmac('sha256', key).update(code, 'utf8').digest('base64url');
-}
+const codeHash = (secretKey: Buffer, code: string): string => purposeMac(secretKey, 'den/slack-link-code/v1', code).toString('base64url');
 
 /** A link token and a code for the same claims (one nonce): the reply offers both, and either works once. */
 export async function issueConnectGrant(
@@ -60,8 +63,8 @@ export async function issueConnectGrant(
       eb
         .selectFrom('slack_link_codes')
         .select('code_hash')
-        .where('expires_at', '<', new Date(input.now - KEEP_AFTER_EXPIRY_MS))
-        .limit(PRUNE_BATCH),
+        .where('expires_at', '<', new Date(input.now - LINK_CODE_KEPT_MS))
+        .limit(LINK_CODE_PRUNE_BATCH),
     )
     .execute();
   await deps.db
@@ -80,22 +83,24 @@ export async function issueConnectGrant(
 }
 
 /**
- * The claims a typed code stands for: `invalid` when it is malformed or no code of this service
- * (a code issued under the previous secret key is still found during a rotation), `expired`
- * past its expiry. Whether it was used is the nonce's part (src/slack/links.ts).
+ * The claims a typed code stands for: `invalid` when it is malformed, `unknown` when it is no
+ * code of this service (a code issued under the previous secret key is still found during a
+ * rotation), `expired` past its expiry. Whether it was used is the nonce's part (src/slack/links.ts).
  */
 export async function readLinkCode(
   deps: { db: Db; secretKey: SecretKeys | Buffer },
   typed: string,
   now: number,
 ): Promise<
-  { ok: true; claims: LinkTokenClaims } | { ok: false; reason: 'invalid' } | { ok: false; reason: 'expired'; claims: LinkTokenClaims }
+  | { ok: true; claims: LinkTokenClaims }
+  | { ok: false; reason: 'invalid' | 'unknown' }
+  | { ok: false; reason: 'expired'; claims: LinkTokenClaims }
 > {
   const code = normalizeLinkCode(typed);
   if (code === undefined) return { ok: false, reason: 'invalid' };
   const hashes = openingKeys(deps.secretKey).map((key) => codeHash(key, code));
   const row = await deps.db.selectFrom('slack_link_codes').selectAll().where('code_hash', 'in', hashes).executeTakeFirst();
-  if (!row) return { ok: false, reason: 'invalid' };
+  if (!row) return { ok: false, reason: 'unknown' };
   const claims: LinkTokenClaims = {
     connectionId: row.connection_id,
     teamId: row.team_id,

@@ -23,11 +23,14 @@ export interface LinkCompletionDeps {
 /**
  * Each refusal, with the status the account-links route answers it with. Another organization's
  * connection is a 404 with the same body as a missing one, so connection ids cannot be probed.
+ * A well-formed token or code this service never issued is `link_not_found`; `invalid_link` is
+ * a malformed one, or a genuine one for another connection or workspace.
  */
 export const LINK_REFUSAL_STATUS = {
   no_connection: 404,
   other_organization: 404,
   invalid_link: 400,
+  link_not_found: 404,
   link_expired: 410,
   link_used: 409,
   already_linked: 409,
@@ -59,11 +62,12 @@ export async function completeLink(
   const verdict = await claimsOf(deps, 'token' in input ? { token: input.token } : { code: input.code });
   const claims = 'claims' in verdict ? verdict.claims : undefined;
   const connectionId = input.connectionId ?? claims?.connectionId;
-  if (connectionId === undefined) return { ok: false, error: 'invalid_link' };
+  const unclaimed = !verdict.ok && verdict.reason === 'unknown' ? 'link_not_found' : 'invalid_link';
+  if (connectionId === undefined) return { ok: false, error: unclaimed };
   const connection = await findSlackConnection(db, secretKey, connectionId);
   if (!connection || connection.uninstalled) return { ok: false, error: 'no_connection' };
   if (connection.organizationId !== input.organizationId) return { ok: false, error: 'other_organization' };
-  if (!claims) return { ok: false, error: 'invalid_link' };
+  if (!claims) return { ok: false, error: unclaimed };
   // A genuine token for another connection or workspace is not a link for this one.
   if (claims.connectionId !== connection.id || claims.teamId !== connection.teamId) return { ok: false, error: 'invalid_link' };
   if (!verdict.ok) return { ok: false, error: 'link_expired' };

@@ -8,8 +8,8 @@
  * Form: base64url(JSON claims) "." base64url(HMAC-SHA256(k, claims part)), where k is derived
  * from the service secret so these MACs can never be confused with another use of that key.
  */
-import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
-import { openingKeys, type SecretKeys } from '../app/secrets';
+import { randomBytes, timingSafeEqual } from 'node:crypto';
+import { openingKeys, purposeMac, type SecretKeys } from '../app/secrets';
 
 export interface LinkTokenClaims {
   connectionId: string;
@@ -21,18 +21,16 @@ export interface LinkTokenClaims {
   expiresAt: number;
 }
 
+/** `invalid`: not a token at all; `unknown`: shaped as one, but not signed by this service. */
 export type LinkTokenVerdict =
-  { ok: true; claims: LinkTokenClaims } | { ok: false; reason: 'invalid' } | { ok: false; reason: 'expired'; claims: LinkTokenClaims };
+  | { ok: true; claims: LinkTokenClaims }
+  | { ok: false; reason: 'invalid' | 'unknown' }
+  | { ok: false; reason: 'expired'; claims: LinkTokenClaims };
 
-const TOKEN_SHAPE = /^[A-Za-z0-9_-]{10,2000}\.[A-Za-z0-9_-]{43}$/;
+/** What a link token looks like: base64url claims, a dot, and a base64url HMAC-SHA256 (the routes' schema pattern too). */
+export const LINK_TOKEN_SHAPE = /^[A-Za-z0-9_-]{10,2000}\.[A-Za-z0-9_-]{43}$/;
 
-function linkKey(secretKey: Buffer): Buffer {
-  return createHmac('sha256', secretKey).update('den/slack-link-token/v1').digest();
-}
-
-function mac(secretKey: Buffer, claimsPart: string): Buffer {
-  return createHmac('sha256', linkKey(secretKey)).update(claimsPart, 'utf8').digest();
-}
+const tokenMac = (secretKey: Buffer, claimsPart: string): Buffer => purposeMac(secretKey, 'den/slack-link-token/v1', claimsPart);
 
 export function createLinkToken(
   secretKeys: SecretKeys | Buffer,
@@ -49,20 +47,20 @@ export function createLinkToken(
     JSON.stringify({ v: 1, c: claims.connectionId, t: claims.teamId, u: claims.slackUserId, n: claims.nonce, e: claims.expiresAt }),
     'utf8',
   ).toString('base64url');
-  return { token: `${claimsPart}.${mac(openingKeys(secretKeys)[0]!, claimsPart).toString('base64url')}`, claims };
+  return { token: `${claimsPart}.${tokenMac(openingKeys(secretKeys)[0]!, claimsPart).toString('base64url')}`, claims };
 }
 
-/** Forged, malformed or signed with another key → invalid; authentic but late → expired. */
+/** Malformed → invalid; forged or signed with another key → unknown; authentic but late → expired. */
 export function verifyLinkToken(secretKeys: SecretKeys | Buffer, token: string, now: number): LinkTokenVerdict {
-  if (typeof token !== 'string' || !TOKEN_SHAPE.test(token)) return { ok: false, reason: 'invalid' };
+  if (typeof token !== 'string' || !LINK_TOKEN_SHAPE.test(token)) return { ok: false, reason: 'invalid' };
   const [claimsPart, macPart] = token.split('.') as [string, string];
   const given = Buffer.from(macPart, 'base64url');
   // Signed with the current key, or with the previous one during a rotation.
   const genuine = openingKeys(secretKeys).some((key) => {
-    const expected = mac(key, claimsPart);
+    const expected = tokenMac(key, claimsPart);
     return given.length === expected.length && timingSafeEqual(given, expected);
   });
-  if (!genuine) return { ok: false, reason: 'invalid' };
+  if (!genuine) return { ok: false, reason: 'unknown' };
   let raw: Record<string, unknown>;
   try {
     raw = JSON.parse(Buffer.from(claimsPart, 'base64url').toString('utf8')) as Record<string, unknown>;

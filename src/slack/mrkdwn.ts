@@ -85,7 +85,7 @@ function block(node: RootContent, doc: Document): string {
     case 'blockquote':
       return quote(flow(node.children, doc));
     case 'list':
-      return list(node, doc);
+      return listNode(node, doc);
     case 'code':
       // Slack shows an entity inside code as the character, so code is escaped like text.
       return `\`\`\`\n${escapeMrkdwn(node.value)}\n\`\`\``;
@@ -114,7 +114,7 @@ function quote(text: string): string {
     .join('\n\n');
 }
 
-function list(node: List, doc: Document): string {
+function listNode(node: List, doc: Document): string {
   const start = node.start ?? 1;
   const items = node.children.map((item, index) => listItem(item, node.ordered ? `${start + index}.` : '•', doc));
   return items.join(node.spread ? '\n\n' : '\n');
@@ -159,7 +159,7 @@ function inline(node: RootContent, doc: Document): string {
     case 'break':
       return '\n';
     case 'html':
-      return html(node);
+      return htmlNode(node);
     case 'link':
       return link(node, doc);
     case 'linkReference': {
@@ -190,7 +190,7 @@ function other(node: RootContent, doc: Document): string {
 }
 
 /** Raw HTML shows as the text it is; a comment, as before, not at all. */
-function html(node: Html): string {
+function htmlNode(node: Html): string {
   return /^<!--[\s\S]*-->$/.test(node.value.trim()) ? '' : escapeMrkdwn(node.value);
 }
 

@@ -2,20 +2,19 @@
  * Quotas for Slack invocations: per workspace (600/min by default) and per Slack user (10/min).
  * A flood from one workspace or user is acknowledged (Slack must not retry it) but not routed.
  *
- * Counted in Postgres, so every API replica draws on the same budget and a restart forgets
- * nothing: one row per (key, fixed one-minute window), taken with an atomic upsert. Fixed windows
- * cost one row per key and minute instead of one per invocation; the price is that a burst
- * straddling a window boundary can pass up to twice the limit. Windows start on the service's
- * clock (the routes' injectable `now`), so replicas agree up to their clock skew.
+ * Counted in Postgres by the window counter (src/app/store/window-counter.ts), so every API
+ * replica draws on the same budget and a restart forgets nothing: one row per (key, fixed
+ * one-minute window). Windows start on the service's clock (the routes' injectable `now`), so
+ * replicas agree up to their clock skew.
  *
  * When Postgres cannot take the count, the route answers 503 and Slack retries: no invocation
  * is routed without its unit recorded.
  */
-import { sql } from 'kysely';
 import type { SlackSettings } from './settings';
 import { AppError, errors } from '../app/errors';
 import type { Logger } from '../app/log';
 import type { Db } from '../app/store/db';
+import { WindowCounter, windowStart } from '../app/store/window-counter';
 
 export const QUOTA_WINDOW_MS = 60_000;
 
@@ -34,11 +33,6 @@ export interface SlackQuotaOptions {
   sweepBatch?: number;
 }
 
-/** The start of the fixed window that holds `now` (ms since the epoch). */
-export function windowStart(now: number, windowMs = QUOTA_WINDOW_MS): number {
-  return Math.floor(now / windowMs) * windowMs;
-}
-
 /** Thrown inside the take's transaction to roll it back: the key is full. */
 class QuotaFull extends Error {
   constructor(readonly key: string) {
@@ -54,19 +48,16 @@ class QuotaFull extends Error {
 const asUnavailable = (error: unknown): unknown => (error instanceof AppError ? error : errors.unavailable('postgres', error));
 
 export class SlackQuota {
-  private readonly windowMs: number;
-  private readonly sweepEvery: number;
-  private readonly sweepBatch: number;
-  private takes = 0;
+  private readonly counter: WindowCounter;
 
   constructor(
     private readonly db: Db,
     private readonly log: Logger,
     options: SlackQuotaOptions = {},
   ) {
-    this.windowMs = options.windowMs ?? QUOTA_WINDOW_MS;
-    this.sweepEvery = options.sweepEvery ?? 100;
-    this.sweepBatch = options.sweepBatch ?? 1000;
+    // A take adds at most one row per key, so with the defaults (two keys, a sweep of 1000 rows
+    // every 100 takes) sweeps outpace growth tenfold.
+    this.counter = new WindowCounter({ db, log, table: 'slack_quota_windows', windowMs: options.windowMs ?? QUOTA_WINDOW_MS, ...options });
   }
 
   /**
@@ -77,32 +68,18 @@ export class SlackQuota {
    * after all (a duplicate delivery, a failed enqueue).
    */
   async tryTake(checks: QuotaCheck[], now: number): Promise<QuotaVerdict> {
-    const start = new Date(windowStart(now, this.windowMs));
+    const window = windowStart(now, this.counter.windowMs);
     try {
       await this.db.transaction().execute(async (trx) => {
-        for (const check of checks) {
-          if (check.limit < 1) throw new QuotaFull(check.key);
-          // A full row returns nothing; the upsert locks the row, so takes on every replica
-          // queue on it and none can pass the limit.
-          const taken = await trx
-            .insertInto('slack_quota_windows')
-            .values({ key: check.key, window_start: start, used: 1 })
-            .onConflict((oc) =>
-              oc
-                .columns(['key', 'window_start'])
-                .doUpdateSet({ used: sql<number>`slack_quota_windows.used + 1` })
-                .where('slack_quota_windows.used', '<', check.limit),
-            )
-            .returning('used')
-            .executeTakeFirst();
-          if (!taken) throw new QuotaFull(check.key);
+        for (const { key, limit } of checks) {
+          if (!(await this.counter.take({ key, window, units: 1, limit }, trx))) throw new QuotaFull(key);
         }
       });
     } catch (error) {
       if (error instanceof QuotaFull) return { ok: false, key: error.key };
       throw asUnavailable(error);
     }
-    await this.maybeSweep(now);
+    await this.counter.sweepSometimes(window);
     const keys = checks.map((check) => check.key);
     let released = false;
     return {
@@ -110,7 +87,7 @@ export class SlackQuota {
       release: async () => {
         if (released) return;
         released = true;
-        await this.release(keys, start);
+        await this.release(keys, window);
       },
     };
   }
@@ -120,46 +97,14 @@ export class SlackQuota {
    * for a failed enqueue, an ack for a duplicate). A unit that cannot be given back stays spent
    * until its window ends, which errs on the safe side of a quota.
    */
-  private async release(keys: string[], start: Date): Promise<void> {
+  private async release(keys: string[], window: number): Promise<void> {
     try {
       // One row per statement: an UPDATE of both rows at once locks them in whatever order it
       // finds them, and a take on another replica, holding the workspace row and waiting for the
       // user row, would deadlock with it (Postgres then aborts the take with a 503).
-      for (const key of keys) {
-        await this.db
-          .updateTable('slack_quota_windows')
-          .set({ used: sql<number>`used - 1` })
-          .where('key', '=', key)
-          .where('window_start', '=', start)
-          .where('used', '>', 0)
-          .execute();
-      }
+      for (const key of keys) await this.counter.release({ key, window, units: 1 });
     } catch (error) {
       this.log.warn({ err: error, keys }, 'slack quota release failed; the units stay spent until their window ends');
-    }
-  }
-
-  /**
-   * Deletes windows older than the previous one (a replica whose clock runs ahead must not
-   * delete the current window of one that runs behind), oldest first and at most `sweepBatch`
-   * rows. A take adds at most one row per key, so with the defaults (two keys, every 100 takes,
-   * 1000 rows) sweeps outpace growth tenfold. Best effort: a failed sweep is retried by a later one.
-   */
-  private async maybeSweep(now: number): Promise<void> {
-    if (++this.takes % this.sweepEvery !== 0) return;
-    const before = new Date(windowStart(now, this.windowMs) - this.windowMs);
-    try {
-      await sql`
-        DELETE FROM slack_quota_windows
-        WHERE (key, window_start) IN (
-          SELECT key, window_start FROM slack_quota_windows
-          WHERE window_start < ${before}
-          ORDER BY window_start
-          LIMIT ${this.sweepBatch}
-          FOR UPDATE SKIP LOCKED
-        )`.execute(this.db);
-    } catch (error) {
-      this.log.warn({ err: error }, 'slack quota sweep failed; a later take retries it');
     }
   }
 }

@@ -14,14 +14,14 @@ export interface SlackSigningSecrets {
   previous?: { secret: string; expiresAt: number };
 }
 
-type SignatureFailure =
+type SlackSignatureFailure =
   'missing_headers' | 'malformed_timestamp' | 'malformed_signature' | 'stale_timestamp' | 'future_timestamp' | 'mismatch';
 
-export type SignatureVerdict = { ok: true; secret: 'current' | 'previous' } | { ok: false; reason: SignatureFailure };
+export type SignatureVerdict = { ok: true; secret: 'current' | 'previous' } | { ok: false; reason: SlackSignatureFailure };
 
 export type HeaderBag = Record<string, string | string[] | undefined>;
 
-const SIGNATURE_SHAPE = /^v0=[0-9a-f]{64}$/;
+const SLACK_SIGNATURE_SHAPE = /^v0=[0-9a-f]{64}$/;
 const TIMESTAMP_SHAPE = /^[0-9]{1,15}$/;
 
 /** `v0=` + hex HMAC-SHA256 of `v0:{timestamp}:{raw body}`. */
@@ -33,30 +33,30 @@ export function signSlackRequest(secret: string, timestamp: number | string, raw
 }
 
 /** A header by (lowercase) name. A repeated header is treated as malformed, never "pick one". */
-function header(headers: HeaderBag, name: string): string | undefined | null {
+function headerValue(headers: HeaderBag, name: string): string | undefined | null {
   const value = headers[name] ?? headers[Object.keys(headers).find((k) => k.toLowerCase() === name) ?? ''];
   if (value === undefined) return undefined;
   if (Array.isArray(value)) return value.length === 1 ? value[0]! : null;
   return value;
 }
 
-function matches(secret: string, timestamp: string, rawBody: Buffer | string, expected: Buffer): boolean {
+function signatureMatches(secret: string, timestamp: string, rawBody: Buffer | string, expected: Buffer): boolean {
   const computed = Buffer.from(signSlackRequest(secret, timestamp, rawBody).slice(3), 'hex');
   return computed.length === expected.length && timingSafeEqual(computed, expected);
 }
 
-type SignedHeaders = { timestamp: string; expected: Buffer } | { failure: SignatureFailure };
+type SignedHeaders = { timestamp: string; expected: Buffer } | { failure: SlackSignatureFailure };
 
 /** The checks that need no body: both headers present once, well formed, and the timestamp within the window. */
 function readSignedHeaders(headers: HeaderBag, now: () => number, toleranceSeconds?: number): SignedHeaders {
-  const signature = header(headers, 'x-slack-signature');
-  const timestamp = header(headers, 'x-slack-request-timestamp');
+  const signature = headerValue(headers, 'x-slack-signature');
+  const timestamp = headerValue(headers, 'x-slack-request-timestamp');
   if (signature === undefined || timestamp === undefined || signature === '' || timestamp === '') {
     return { failure: 'missing_headers' };
   }
   // Shape checks before any crypto: cheap, and they keep junk away from the HMAC.
   if (timestamp === null || !TIMESTAMP_SHAPE.test(timestamp.trim())) return { failure: 'malformed_timestamp' };
-  if (signature === null || !SIGNATURE_SHAPE.test(signature.trim().toLowerCase())) return { failure: 'malformed_signature' };
+  if (signature === null || !SLACK_SIGNATURE_SHAPE.test(signature.trim().toLowerCase())) return { failure: 'malformed_signature' };
   const ts = timestamp.trim();
   const tolerance = toleranceSeconds ?? SLACK_TIMESTAMP_TOLERANCE_SECONDS;
   const skew = Number(ts) - now() / 1000;
@@ -68,7 +68,7 @@ function readSignedHeaders(headers: HeaderBag, now: () => number, toleranceSecon
 }
 
 /** Why the headers alone already fail verification, or undefined when only the body can tell. */
-export function slackHeadersFailure(headers: HeaderBag, now: () => number): SignatureFailure | undefined {
+export function slackHeadersFailure(headers: HeaderBag, now: () => number): SlackSignatureFailure | undefined {
   const read = readSignedHeaders(headers, now);
   return 'failure' in read ? read.failure : undefined;
 }
@@ -83,9 +83,9 @@ export function verifySlackSignature(input: {
   const read = readSignedHeaders(input.headers, input.now, input.toleranceSeconds);
   if ('failure' in read) return { ok: false, reason: read.failure };
   const { timestamp, expected } = read;
-  if (matches(input.secrets.current, timestamp, input.rawBody, expected)) return { ok: true, secret: 'current' };
+  if (signatureMatches(input.secrets.current, timestamp, input.rawBody, expected)) return { ok: true, secret: 'current' };
   const previous = input.secrets.previous;
-  if (previous && input.now() < previous.expiresAt && matches(previous.secret, timestamp, input.rawBody, expected)) {
+  if (previous && input.now() < previous.expiresAt && signatureMatches(previous.secret, timestamp, input.rawBody, expected)) {
     return { ok: true, secret: 'previous' };
   }
   return { ok: false, reason: 'mismatch' };
@@ -93,8 +93,8 @@ export function verifySlackSignature(input: {
 
 /** The timestamp and signature of a request that verified, normalised as they were checked. */
 export function signatureStamp(headers: HeaderBag): { timestamp: number; signature: string } {
-  const timestamp = header(headers, 'x-slack-request-timestamp');
-  const signature = header(headers, 'x-slack-signature');
+  const timestamp = headerValue(headers, 'x-slack-request-timestamp');
+  const signature = headerValue(headers, 'x-slack-signature');
   if (typeof timestamp !== 'string' || typeof signature !== 'string') throw new Error('signatureStamp needs a verified request');
   return { timestamp: Number(timestamp.trim()), signature: signature.trim().toLowerCase() };
 }

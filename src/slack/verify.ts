@@ -17,7 +17,7 @@
  * A refusal that rereads a cached connection's secrets also picks up a rotated secret at once.
  */
 import { createBatchedLookup, type BatchedLookup } from '../app/batched-lookup';
-import { createBoundedCache, type AuthCacheSettings, type BoundedCache } from '../app/bounded-caches';
+import { boundedCache, type AuthCacheSettings, type BoundedCache } from '../app/bounded-caches';
 import { errors } from '../app/errors';
 import type { AppContext } from '../app/http/context';
 import type { Metrics } from '../app/metrics';
@@ -75,14 +75,14 @@ export interface SlackVerifier {
 
 export function createSlackVerifier(deps: VerifyDeps): SlackVerifier {
   const state: VerifierState = {
-    cached: createBoundedCache<CachedSecrets>(deps.platform.authCaches.maxKeys),
+    cached: boundedCache<CachedSecrets>({ max: deps.platform.authCaches.maxKeys }),
     lookup: createBatchedLookup((ids) => findSealedSigningSecrets(deps.db, ids), LOOKUPS),
   };
   const verifiedConnection = (ctx: AppContext, id: string, rawBody: Buffer) => verified(deps, state, ctx, id, rawBody);
   return {
     checkHeaders: (ctx, id) => {
       const failure = slackHeadersFailure(ctx.headers, deps.now);
-      if (failure) refuse(deps, ctx, id, failure);
+      if (failure) refuseRequest(deps, ctx, id, failure);
     },
     verifiedConnection,
     forget: (id) => state.cached.delete(id),
@@ -106,7 +106,7 @@ async function readSecrets(deps: VerifyDeps, state: VerifierState, ctx: AppConte
   const sealed = await state.lookup(id);
   if (!sealed) {
     state.cached.delete(id);
-    refuse(deps, ctx, id, 'unknown_installation');
+    refuseRequest(deps, ctx, id, 'unknown_installation');
   }
   const before = state.cached.get(id);
   const same = before && JSON.stringify(before.sealed) === JSON.stringify(sealed);
@@ -119,7 +119,7 @@ async function readSecrets(deps: VerifyDeps, state: VerifierState, ctx: AppConte
  * 401 `{ok:false}`, the same answer, count and log line for an unknown installation as for a bad
  * signature, so neither tells a caller whether the id exists.
  */
-function refuse(deps: VerifyDeps, ctx: AppContext, connectionId: string, reason: string): never {
+function refuseRequest(deps: VerifyDeps, ctx: AppContext, connectionId: string, reason: string): never {
   deps.metrics.authFailures.inc({ surface: 'slack', outcome: 'rejected' });
   deps.metrics.signatureFailures.inc({ route: ctx.state.routeTemplate ?? 'slack', reason });
   ctx.state.log.info({ connectionId, reason }, 'slack request refused');
@@ -137,15 +137,15 @@ async function verified(deps: VerifyDeps, state: VerifierState, ctx: AppContext,
   const cached = state.cached.get(id);
   let verdict = cached && check(cached.secrets);
   if (!verdict?.ok) verdict = check((await readSecrets(deps, state, ctx, id)).secrets);
-  if (!verdict.ok) refuse(deps, ctx, id, verdict.reason);
+  if (!verdict.ok) refuseRequest(deps, ctx, id, verdict.reason);
   const connection = await findSlackConnection(deps.db, deps.secretKey, id);
   // Removed, or (a draft) without a signing secret since the cache took it: as unknown as an id never seen.
   if (!connection || connection.secrets === null) {
     state.cached.delete(id);
-    refuse(deps, ctx, id, 'unknown_installation');
+    refuseRequest(deps, ctx, id, 'unknown_installation');
   }
   const current = check(connection.secrets);
-  if (!current.ok) refuse(deps, ctx, id, current.reason);
+  if (!current.ok) refuseRequest(deps, ctx, id, current.reason);
   if (current.secret === 'previous') ctx.state.log.info({ connectionId: id }, 'slack request verified with the previous signing secret');
   return connection;
 }

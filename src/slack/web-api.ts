@@ -45,10 +45,10 @@ const MRKDWN_METHODS: ReadonlySet<SlackApiMethod> = new Set(['chat.postMessage',
 const MARKDOWN_METHODS: ReadonlySet<SlackApiMethod> = new Set(['chat.startStream', 'chat.appendStream', 'chat.stopStream']);
 
 /** Slack's mention syntax: `<!channel>`, `<!here>`, `<!subteam^…>`, `<@U…>`, `<#C…>`. */
-const MENTION = /<([!@#])/g;
+const MENTION_OPENER = /<([!@#])/g;
 
 /** Text in which no mention is live: the `<` that would open one is escaped. */
-export const defuseMentions = (text: string): string => text.replace(MENTION, '&lt;$1');
+export const defuseMentions = (text: string): string => text.replace(MENTION_OPENER, '&lt;$1');
 
 /**
  * Markdown in which no mention is live: as defuseMentions, and a plain `@channel`, `@here` or
@@ -247,7 +247,7 @@ export async function postResponseUrl(
 
 /**
  * The metadata our thread replies carry (https://api.slack.com/metadata): the invocation's key,
- * so a retry can tell whether an earlier attempt's post already landed (src/slack/delivery.ts).
+ * so a retry can tell whether an earlier attempt's post already landed (src/slack/outbound.ts).
  */
 const REPLY_EVENT_TYPE = 'den_run_reply';
 

@@ -1,11 +1,12 @@
 /** The pure rules of admission and fairness, tested directly. */
-import { admissionWindow, retryAfterSeconds, unitsPerWindow } from '../../src/app/admission';
+import { retryAfterSeconds, unitsPerWindow } from '../../src/app/admission';
+import { windowStart } from '../../src/app/store/window-counter';
 import { clampWeight, fairnessKey, tenantClass } from '../../src/app/temporal/fairness';
 
 describe('admission windows', () => {
   it('fixes windows on the epoch and allows rate × window units, at least one', () => {
-    expect(admissionWindow(12_345, 1000)).toBe(12_000);
-    expect(admissionWindow(19_999, 10_000)).toBe(10_000);
+    expect(windowStart(12_345, 1000)).toBe(12_000);
+    expect(windowStart(19_999, 10_000)).toBe(10_000);
     expect(unitsPerWindow({ ratePerSecond: 50, windowMs: 1000 })).toBe(50);
     expect(unitsPerWindow({ ratePerSecond: 1, windowMs: 10_000 })).toBe(10);
     expect(unitsPerWindow({ ratePerSecond: 1, windowMs: 100 })).toBe(1);

@@ -1,5 +1,5 @@
 /** The bounded caches (src/app/bounded-caches.ts), on an injected clock. */
-import { createBoundedCache, createRecentSet, createUnknownCache, type AuthCacheSettings } from '../../src/app/bounded-caches';
+import { boundedCache, createRecentSet, createUnknownCache, type AuthCacheSettings } from '../../src/app/bounded-caches';
 
 const settings: AuthCacheSettings = { maxKeys: 100, unknownTtlMs: 5_000 };
 
@@ -14,8 +14,9 @@ describe('unknown cache', () => {
     const cache = createUnknownCache(settings, c.now);
     expect(cache.has('x')).toBe(false);
     cache.add('x');
-    expect(cache.has('x')).toBe(true);
     c.advance(5_000);
+    expect(cache.has('x')).toBe(true);
+    c.advance(1);
     expect(cache.has('x')).toBe(false);
     const off = createUnknownCache({ ...settings, unknownTtlMs: 0 }, c.now);
     off.add('x');
@@ -48,7 +49,7 @@ describe('recent set', () => {
 
 describe('bounded cache', () => {
   it('drops the least recently used value, where reading a value counts as a use', () => {
-    const cache = createBoundedCache<number>(2);
+    const cache = boundedCache<number>({ max: 2 });
     cache.set('a', 1);
     cache.set('b', 2);
     expect(cache.get('a')).toBe(1);
@@ -57,5 +58,18 @@ describe('bounded cache', () => {
     expect(cache.size).toBe(2);
     cache.delete('a');
     expect(cache.get('a')).toBeUndefined();
+  });
+
+  it('forgets a value once more than ttlMs passed since it was set, on the injected clock; setting it again starts over', () => {
+    const c = clock();
+    const cache = boundedCache<string>({ max: 10, ttlMs: 30_000, now: c.now });
+    cache.set('k', 'v');
+    c.advance(30_000);
+    expect(cache.get('k')).toBe('v');
+    cache.set('k', 'w');
+    c.advance(30_000);
+    expect(cache.get('k')).toBe('w');
+    c.advance(1);
+    expect(cache.get('k')).toBeUndefined();
   });
 });

@@ -8,11 +8,11 @@ import {
   CARRIED_STATE_MAX_BYTES,
   carriedBytes,
   utf8Bytes,
-  claimRun,
+  applyClaim,
   claimVerdict,
   cancelVerdict,
   decideEvent,
-  requestCancel,
+  applyCancelRequest,
   BUFFER_MAX_BYTES,
   CARRY_MAX_EVENTS,
   USAGE_MAX_KEYS,
@@ -25,7 +25,7 @@ import {
   deadlineMovedOn,
   nextDeadline,
   outboxBatch,
-  summarize,
+  summaryOf,
   tick,
   type RunState,
 } from '../../src/runs/state';
@@ -87,7 +87,7 @@ describe('run state: start and claim', () => {
     expect(claimVerdict(queued())).toEqual({ ok: true });
     const byHeartbeat = applyHeartbeat(queued(), { attempt: 1, receivedAt: 0 }, T0 + 5, settings);
     expect(byHeartbeat).toMatchObject({ status: 'queued', attempt: 0, ignored: { stale: 1 } });
-    const claimed = claimRun(queued(), T0 + 5, settings);
+    const claimed = applyClaim(queued(), T0 + 5, settings);
     expect(claimed).toMatchObject({ status: 'running', attempt: 1, startedAt: T0 + 5, leaseExpiresAt: T0 + 5 + 60_000, transitions: 1 });
     expect(claimVerdict(claimed)).toEqual({ ok: false, error: 'already_claimed', status: 'running' });
     expect(nextState(claimed, ev(1, 1), T0 + 7, settings)).toMatchObject({
@@ -101,11 +101,11 @@ describe('run state: start and claim', () => {
   });
 
   it('after a lost lease a claim starts the next attempt; a closed run refuses claims', () => {
-    const lost = tick(claimRun(queued(), T0, settings), T0 + 60_000, settings);
+    const lost = tick(applyClaim(queued(), T0, settings), T0 + 60_000, settings);
     expect(lost.status).toBe('awaiting_retry');
     expect(claimVerdict(lost)).toEqual({ ok: true });
-    expect(claimRun(lost, T0 + 61_000, settings)).toMatchObject({ status: 'running', attempt: 2, leaseExpiresAt: T0 + 121_000 });
-    const done = nextState(claimRun(queued(), T0, settings), ev(1, 1, 'terminal'), T0, settings);
+    expect(applyClaim(lost, T0 + 61_000, settings)).toMatchObject({ status: 'running', attempt: 2, leaseExpiresAt: T0 + 121_000 });
+    const done = nextState(applyClaim(queued(), T0, settings), ev(1, 1, 'terminal'), T0, settings);
     expect(claimVerdict(done)).toEqual({ ok: false, error: 'run_closed', status: 'succeeded' });
   });
 
@@ -292,7 +292,7 @@ describe('run state: the event verdict, decided before the ack', () => {
   it('a queued run takes events only for the attempt its claim started', () => {
     const q = queued();
     expect(verdict(q, ev(1, 1))).toEqual({ ok: false, error: 'not_claimed', status: 'queued' });
-    const claimed = claimRun(q, T0, settings);
+    const claimed = applyClaim(q, T0, settings);
     expect(verdict(claimed, ev(1, 1))).toEqual({ ok: true });
     expect(verdict(claimed, ev(2, 1))).toEqual({ ok: false, error: 'not_claimed', status: 'running' });
   });
@@ -427,23 +427,23 @@ describe('run state: a cancel request', () => {
   it('closes a queued run cancelled at once, with who asked and why', () => {
     const q = queued();
     expect(cancelVerdict(q)).toEqual({ ok: true });
-    const done = requestCancel(q, ask('wrong question'), member, T0 + 6);
+    const done = applyCancelRequest(q, ask('wrong question'), member, T0 + 6);
     expect(done).toMatchObject({ status: 'cancelled', error: 'wrong question', endedAt: T0 + 6, transitions: 1 });
-    expect(summarize(done).cancelRequested).toEqual({ at: T0 + 5, reason: 'wrong question', memberId: 'm' });
+    expect(summaryOf(done).cancelRequested).toEqual({ at: T0 + 5, reason: 'wrong question', memberId: 'm' });
     expect(cancelVerdict(done)).toEqual({ ok: false, error: 'run_closed', status: 'cancelled' });
   });
 
   it('closes a run waiting for a retry at once: no runtime holds it', () => {
-    const lost = tick(claimRun(queued(), T0, settings), T0 + 60_000, settings);
-    expect(requestCancel(lost, ask(), member, T0 + 60_001)).toMatchObject({ status: 'cancelled', error: 'cancel_requested' });
+    const lost = tick(applyClaim(queued(), T0, settings), T0 + 60_000, settings);
+    expect(applyCancelRequest(lost, ask(), member, T0 + 60_001)).toMatchObject({ status: 'cancelled', error: 'cancel_requested' });
   });
 
   it('records the request on a claimed run, which keeps taking reports; a repeat keeps the first', () => {
-    const claimed = claimRun(queued(), T0, settings);
-    const asked = requestCancel(claimed, ask('stop'), member, T0 + 6);
+    const claimed = applyClaim(queued(), T0, settings);
+    const asked = applyCancelRequest(claimed, ask('stop'), member, T0 + 6);
     expect(asked).toMatchObject({ status: 'running', cancelRequested: { at: T0 + 5, reason: 'stop', memberId: 'm' } });
     expect(asked.transitions).toBe(claimed.transitions + 1);
-    expect(requestCancel(asked, ask('again'), { memberId: 'admin', admin: true }, T0 + 7)).toBe(asked);
+    expect(applyCancelRequest(asked, ask('again'), { memberId: 'admin', admin: true }, T0 + 7)).toBe(asked);
     const reported = nextState(
       applyHeartbeat(asked, { attempt: 1, receivedAt: 0 }, T0 + 10, settings),
       ev(1, 1, 'assistant'),
@@ -451,11 +451,11 @@ describe('run state: a cancel request', () => {
       settings,
     );
     expect(reported).toMatchObject({ status: 'running', eventCount: 1, leaseExpiresAt: T0 + 60_011 });
-    expect(summarize(claimed).cancelRequested).toBeUndefined();
+    expect(summaryOf(claimed).cancelRequested).toBeUndefined();
   });
 
   it.each(['succeeded', 'failed', 'cancelled'])('ends cancelled at the terminal event the runtime reports as %s', (status) => {
-    const asked = requestCancel(claimRun(queued(), T0, settings), ask(), member, T0 + 6);
+    const asked = applyCancelRequest(applyClaim(queued(), T0, settings), ask(), member, T0 + 6);
     expect(nextState(asked, ev(1, 1, 'terminal', { status }), T0 + 7, settings)).toMatchObject({
       status: 'cancelled',
       error: 'cancel_requested',
@@ -464,13 +464,13 @@ describe('run state: a cancel request', () => {
   });
 
   it('ends cancelled when the lease runs out after the request, with attempts left: no retry', () => {
-    const asked = requestCancel(claimRun(queued(), T0, settings), ask('enough'), member, T0 + 6);
+    const asked = applyCancelRequest(applyClaim(queued(), T0, settings), ask('enough'), member, T0 + 6);
     expect(tick(asked, T0 + 59_999, settings).status).toBe('running');
     expect(tick(asked, T0 + 60_000, settings)).toMatchObject({ status: 'cancelled', error: 'enough', endedAt: T0 + 60_000 });
   });
 
   it('is carried through continue-as-new', () => {
-    const asked = requestCancel(claimRun(queued(), T0, settings), ask(), member, T0 + 6);
+    const asked = applyCancelRequest(applyClaim(queued(), T0, settings), ask(), member, T0 + 6);
     const carried = initialState(
       { organizationId: 'org', runId: 'r', initialStatus: 'queued', createdAt: T0, carried: compactState(asked) },
       T0,
@@ -557,8 +557,8 @@ describe('run state: persistence and continue-as-new', () => {
   });
 
   it('summarizes for the query, the row and the workflow result', () => {
-    const s = applyAll(claimRun(queued(), T0, settings), [ev(1, 1, 'assistant', { text: 'hello' }), ev(1, 1)]);
-    expect(summarize(s)).toEqual({
+    const s = applyAll(applyClaim(queued(), T0, settings), [ev(1, 1, 'assistant', { text: 'hello' }), ev(1, 1)]);
+    expect(summaryOf(s)).toEqual({
       id: 'r',
       organizationId: 'org',
       status: 'running',

@@ -57,7 +57,7 @@ describe('completing a connect link', () => {
     expect(res.json.memberId).toBe(member.memberId);
   });
 
-  it('400 {error:"invalid_link"} for forged or malformed tokens', async () => {
+  it('404 {error:"link_not_found"} for a well-formed token this service never signed; 400 for one that is no token', async () => {
     const genuine = await tokenFor(newSlackUserId());
     const forged = createLinkToken(randomBytes(32), {
       connectionId: connection.connectionId,
@@ -68,10 +68,15 @@ describe('completing a connect link', () => {
     }).token;
     const [claims, mac] = genuine.split('.') as [string, string];
     const swapped = `${Buffer.from(JSON.stringify({ ...JSON.parse(Buffer.from(claims, 'base64url').toString()), u: 'UOTHER' })).toString('base64url')}.${mac}`;
-    for (const token of [forged, swapped, 'not-a-token', '', `${genuine}x`]) {
+    for (const token of [forged, swapped]) {
+      const res = await redeem(org.owner, token);
+      expect(res.status).toBe(404);
+      expect(res.json).toEqual({ error: 'link_not_found' });
+    }
+    for (const token of ['not-a-token', '', `${genuine}x`]) {
       const res = await redeem(org.owner, token);
       expect(res.status).toBe(400);
-      expect(res.json).toEqual({ error: 'invalid_link' });
+      expect(res.json).toMatchObject({ error: 'invalid_request' });
     }
   });
 
@@ -146,7 +151,7 @@ describe('completing a connect link', () => {
     });
     expect(anonymous.status).toBe(401);
     expect(anonymous.json).toEqual({ error: 'unauthorized' });
-    const unknown = await redeem(org.owner, 'x', 'emc_01h2xcejqtf2nbrexx3vqjhp41');
+    const unknown = await redeem(org.owner, await tokenFor(newSlackUserId()), 'emc_01h2xcejqtf2nbrexx3vqjhp41');
     expect(unknown.status).toBe(404);
     expect(unknown.json.error).toBe('not_found');
     const noToken = await stack.request('POST', `/v1/integrations/slack/${connection.connectionId}/account-links`, {
@@ -189,7 +194,10 @@ describe('a link code', () => {
     const other = await createTestSlackConnection(stack.services.database.db, stack.services.secretKey, org.organizationId);
     const code = linkCodeFrom((await postSlashCommand(stack, connection, { user_id: newSlackUserId() })).json.text);
     expect((await byCode(org.owner, code, other.connectionId)).json).toEqual({ error: 'invalid_link' });
-    expect((await byCode(org.owner, 'ZZZZZ-ZZZZZ')).json).toEqual({ error: 'invalid_link' });
+    const unknown = await byCode(org.owner, 'ZZZZZ-ZZZZZ');
+    expect([unknown.status, unknown.json]).toEqual([404, { error: 'link_not_found' }]);
+    const malformed = await byCode(org.owner, 'ZZZZZ-ZZZZ');
+    expect([malformed.status, malformed.json.error]).toEqual([400, 'invalid_request']);
     await stack.services.database.db
       .updateTable('slack_link_codes')
       .set({ expires_at: new Date(Date.now() - 1000) })

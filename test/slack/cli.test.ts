@@ -290,7 +290,7 @@ describe('den slack links complete (deployments without a dashboard)', () => {
 
     const forged = await den('slack', 'links', 'complete', '--token', `${token.slice(0, -4)}AAAA`, '--member', member.memberId);
     expect(forged.code).toBe(1);
-    expect(forged.stderr).toContain('invalid_link (the API would answer 400)');
+    expect(forged.stderr).toContain('link_not_found (the API would answer 404)');
 
     const stranger = await createTestOrg(stack.services.database.db);
     const fresh = await linkToken(org);

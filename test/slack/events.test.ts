@@ -6,7 +6,8 @@ import { randomUUID } from 'node:crypto';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import { disableSlackConnection } from '../../src/slack/connections';
 import { slackSearchAttributes, slackEventStateQuery, slackEventWorkflowId } from '../../src/slack/contract';
-import { QUOTA_WINDOW_MS, windowStart } from '../../src/slack/quota';
+import { QUOTA_WINDOW_MS } from '../../src/slack/quota';
+import { windowStart } from '../../src/app/store/window-counter';
 import { createTestOrg } from '../harness/identity';
 import {
   appMention,
@@ -377,7 +378,7 @@ describe('quotas', () => {
   beforeAll(async () => {
     // No worker: only the front door's decision matters here. Quotas count in fixed windows: a
     // clock frozen mid-window keeps the five mentions in one (signatures allow it ±300 s).
-    const midWindow = windowStart(Date.now()) + QUOTA_WINDOW_MS / 2;
+    const midWindow = windowStart(Date.now(), QUOTA_WINDOW_MS) + QUOTA_WINDOW_MS / 2;
     quotaStack = await startTestStack({
       env: { SLACK_WORKSPACE_QUOTA_PER_MINUTE: '3', SLACK_USER_QUOTA_PER_MINUTE: '2' },
       now: () => midWindow,

@@ -285,13 +285,13 @@ describe('the callback refuses, with a clear page, and stores nothing', () => {
     // Reused: the state of a completed install, with a fresh code.
     const reused = await authorizeAs(await installLink(org.owner, draft.connectionId), teamId);
     reused.searchParams.set('state', used.searchParams.get('state')!);
-    await refusedWith(reused, 400, 'state_reused', draft.connectionId, org.owner);
+    await refusedWith(reused, 403, 'state_reused', draft.connectionId, org.owner);
 
     // Expired: ten minutes after the link was made.
     const late = await authorizeAs(await installLink(org.owner, draft.connectionId), teamId);
     clockOffsetMs = 10 * 60_000 + 1_000;
     try {
-      await refusedWith(late, 400, 'state_expired', draft.connectionId, org.owner);
+      await refusedWith(late, 403, 'state_expired', draft.connectionId, org.owner);
     } finally {
       clockOffsetMs = 0;
     }
@@ -325,7 +325,7 @@ describe('the callback refuses, with a clear page, and stores nothing', () => {
     });
     const wrong = await authorizeAs(await installLink(org.owner, draft.connectionId), teamId);
     wrong.searchParams.set('state', github.state);
-    await refusedWith(wrong, 400, 'state_wrong_purpose', draft.connectionId, org.owner);
+    await refusedWith(wrong, 403, 'state_wrong_purpose', draft.connectionId, org.owner);
   });
 
   it('a code Slack issued for another app: Slack refuses it for this app’s credentials', async () => {
@@ -382,8 +382,9 @@ describe('the callback refuses, with a clear page, and stores nothing', () => {
       `?code=${encodeURIComponent(hostile)}&state=x`,
       '?code=a&code=b&state=c',
     ]) {
+      // None carries a state of this flow: refused before anything else is read.
       const page = await stack.request('GET', `${CALLBACK}${query}`);
-      expectPage(page, 400);
+      expectPage(page, 403, query === '' ? 'invalid_callback' : undefined);
       expect(page.text).not.toContain('alert(');
     }
   });

@@ -5,7 +5,8 @@
  */
 import { WorkflowNotFoundError } from '@temporalio/client';
 import { slackEventWorkflowId } from '../../src/slack/contract';
-import { QUOTA_WINDOW_MS, SlackQuota, windowStart } from '../../src/slack/quota';
+import { QUOTA_WINDOW_MS, SlackQuota } from '../../src/slack/quota';
+import { windowStart } from '../../src/app/store/window-counter';
 import { createTestOrg } from '../harness/identity';
 import { closedPort } from '../harness/ports';
 import {
@@ -21,9 +22,9 @@ import { startTestStack, type TestStack } from '../harness/stack';
 // Every replica reads one frozen clock in the middle of the current window, so no test straddles
 // a window boundary (a new window would start a new count). It stays within the ±300 s of Slack's
 // signature check, whose requests are signed with the real time.
-const NOW = windowStart(Date.now()) + QUOTA_WINDOW_MS / 2;
+const NOW = windowStart(Date.now(), QUOTA_WINDOW_MS) + QUOTA_WINDOW_MS / 2;
 const now = () => NOW;
-const WINDOW = new Date(windowStart(NOW));
+const WINDOW = new Date(windowStart(NOW, QUOTA_WINDOW_MS));
 const env = { SLACK_WORKSPACE_QUOTA_PER_MINUTE: '5', SLACK_USER_QUOTA_PER_MINUTE: '4' };
 
 let a: TestStack;
@@ -176,7 +177,7 @@ describe('releasing units', () => {
     expect((await quota.tryTake(checks('U1'), next)).ok).toBe(true);
     await a.services.database.db
       .deleteFrom('slack_quota_windows')
-      .where('window_start', '=', new Date(windowStart(next)))
+      .where('window_start', '=', new Date(windowStart(next, QUOTA_WINDOW_MS)))
       .where('key', 'like', `%${team}%`)
       .execute();
   });
@@ -188,7 +189,7 @@ describe('expired windows', () => {
     const team = `T${newSlackUserId()}`;
     // Older than any window a test can write: the sweep, oldest first, reaches these before any other.
     const ancient = [0, 1, 2].map((i) => ({ key: `user:${team}:ancient${i}`, window_start: new Date(i * QUOTA_WINDOW_MS), used: 1 }));
-    const previous = { key: `user:${team}:previous`, window_start: new Date(windowStart(NOW) - QUOTA_WINDOW_MS), used: 1 };
+    const previous = { key: `user:${team}:previous`, window_start: new Date(windowStart(NOW, QUOTA_WINDOW_MS) - QUOTA_WINDOW_MS), used: 1 };
     await db
       .insertInto('slack_quota_windows')
       .values([...ancient, previous])

@@ -106,11 +106,11 @@ it('`/den` without a dashboard offers only the command; the command refuses a ba
 
   const unknown = await denSlackLink('ZZZZZ-ZZZZZ', loop.org.owner.apiKey);
   expect(unknown.exit).not.toBe(0);
-  expect(unknown.output).toContain('invalid_link');
+  expect(unknown.output).toContain('link_not_found (404)');
 
   const malformed = await denSlackLink('nope', loop.org.owner.apiKey);
   expect(malformed.exit).not.toBe(0);
-  expect(malformed.output).toContain('invalid_link');
+  expect(malformed.output).toContain('invalid_request (400): the code is malformed');
 
   // A member of another organization cannot take this workspace's Slack user.
   const other = await createTestOrg(stack.services.database.db);

@@ -2,7 +2,8 @@ import { randomBytes } from 'node:crypto';
 import fc from 'fast-check';
 import { createLinkToken, verifyLinkToken } from '../../src/slack/link-token';
 import { loadConfigWith } from '../../src/main/config';
-import { QUOTA_WINDOW_MS, slackQuotaChecks, windowStart } from '../../src/slack/quota';
+import { QUOTA_WINDOW_MS, slackQuotaChecks } from '../../src/slack/quota';
+import { windowStart } from '../../src/app/store/window-counter';
 import { connectAccountText, connectLinkUrl, escapeMrkdwn, runReplyText, runStatusText } from '../../src/slack/texts';
 import { RUN_STATUSES } from '../../src/runs/contract';
 import { MENTION_FORMS, startFakeSlack, unsafeMrkdwn } from '../harness/slack';
@@ -26,35 +27,35 @@ describe('link tokens', () => {
     expect(createLinkToken(key, base).claims.nonce).not.toBe(createLinkToken(key, base).claims.nonce);
   });
 
-  it('rejects forged, tampered, foreign-key and malformed tokens as invalid', () => {
+  it('tells forged, tampered and foreign-key tokens (unknown) from malformed ones (invalid)', () => {
     const { token } = createLinkToken(key, base);
     const [claims, mac] = token.split('.') as [string, string];
     const otherUser = createLinkToken(key, { ...base, slackUserId: 'U2' }).token.split('.')[0]!;
-    expect(verifyLinkToken(key, `${otherUser}.${mac}`, base.now)).toEqual({ ok: false, reason: 'invalid' });
+    expect(verifyLinkToken(key, `${otherUser}.${mac}`, base.now)).toEqual({ ok: false, reason: 'unknown' });
     expect(verifyLinkToken(key, `${claims}.${mac.startsWith('A') ? 'B' : 'A'}${mac.slice(1)}`, base.now)).toEqual({
       ok: false,
-      reason: 'invalid',
+      reason: 'unknown',
     });
-    expect(verifyLinkToken(randomBytes(32), token, base.now)).toEqual({ ok: false, reason: 'invalid' });
+    expect(verifyLinkToken(randomBytes(32), token, base.now)).toEqual({ ok: false, reason: 'unknown' });
     for (const junk of ['', 'abc', `${claims}.`, `.${mac}`, `${token}.x`, 'a'.repeat(5000)]) {
       expect(verifyLinkToken(key, junk, base.now)).toEqual({ ok: false, reason: 'invalid' });
     }
-    // An expired forgery is invalid, not expired: expiry is only read from authentic claims.
-    expect(verifyLinkToken(randomBytes(32), token, base.now + 10 * 600_000)).toEqual({ ok: false, reason: 'invalid' });
+    // An expired forgery is unknown, not expired: expiry is only read from authentic claims.
+    expect(verifyLinkToken(randomBytes(32), token, base.now + 10 * 600_000)).toEqual({ ok: false, reason: 'unknown' });
   });
 });
 
 describe('quota windows', () => {
   it('starts each fixed window on a multiple of its length', () => {
     expect(QUOTA_WINDOW_MS).toBe(60_000);
-    expect(windowStart(0)).toBe(0);
-    expect(windowStart(59_999)).toBe(0);
-    expect(windowStart(60_000)).toBe(60_000);
-    expect(windowStart(119_999)).toBe(60_000);
+    expect(windowStart(0, QUOTA_WINDOW_MS)).toBe(0);
+    expect(windowStart(59_999, QUOTA_WINDOW_MS)).toBe(0);
+    expect(windowStart(60_000, QUOTA_WINDOW_MS)).toBe(60_000);
+    expect(windowStart(119_999, QUOTA_WINDOW_MS)).toBe(60_000);
     // 2023-11-14T22:13:32.345Z lies in the minute that starts at 22:13:00.
-    expect(windowStart(Date.parse('2023-11-14T22:13:32.345Z'))).toBe(Date.parse('2023-11-14T22:13:00.000Z'));
+    expect(windowStart(Date.parse('2023-11-14T22:13:32.345Z'), QUOTA_WINDOW_MS)).toBe(Date.parse('2023-11-14T22:13:00.000Z'));
     expect(windowStart(1_234, 1_000)).toBe(1_000);
-    expect(windowStart(-1)).toBe(-60_000);
+    expect(windowStart(-1, QUOTA_WINDOW_MS)).toBe(-60_000);
   });
 
   it('checks the workspace first, then the user, with the configured limits', () => {

@@ -82,7 +82,7 @@ interface Held {
   address: number;
 }
 
-class Budget implements UnauthenticatedBudget {
+class HeldBodyBudget implements UnauthenticatedBudget {
   private readonly largeLimit: number;
   private readonly holds = new Set<Hold>();
   private readonly byAddress = new Map<string, number>();
@@ -201,5 +201,5 @@ export function createUnauthenticatedBudget(
   settings: UnauthenticatedBudgetSettings,
   hooks: { onChange?: (held: number) => void; onCut?: (reason: CutReason) => void; now?: () => number } = {},
 ): UnauthenticatedBudget {
-  return new Budget(settings, hooks, hooks.now ?? Date.now);
+  return new HeldBodyBudget(settings, hooks, hooks.now ?? Date.now);
 }

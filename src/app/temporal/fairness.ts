@@ -11,6 +11,7 @@
  * task-queue API for weight overrides, so the weight travels on each start.
  */
 import type { Priority } from '@temporalio/common';
+import { boundedCache } from '../bounded-caches';
 import type { Logger } from '../log';
 
 /** The server flags that turn Fairness on; the production topology sets the same in its dynamic config. */
@@ -61,12 +62,13 @@ export interface FairnessOptions {
   now?: () => number;
 }
 
-/** At most this many weights cached; beyond it the oldest entry goes. */
-const MAX_CACHED = 10_000;
+/** At most this many weights cached; beyond it the least recently used goes. */
+const MAX_WEIGHTS = 10_000;
 
 export function createFairness(options: FairnessOptions): Fairness {
   const now = options.now ?? (() => Date.now());
-  const cache = new Map<string, { weight: number; at: number }>();
+  // Kept past their TTL on purpose: a weight that cannot be read again falls back to the last one known.
+  const cache = boundedCache<{ weight: number; at: number }>({ max: MAX_WEIGHTS });
   const weightOf = async (tenant: string): Promise<number> => {
     const hit = cache.get(tenant);
     if (hit && now() - hit.at < options.cacheTtlMs) return hit.weight;
@@ -77,9 +79,7 @@ export function createFairness(options: FairnessOptions): Fairness {
       // A weight is a preference, never a reason to refuse work: keep the last one known.
       options.log.warn({ err: error }, 'fairness weight not read; using the last known');
     }
-    cache.delete(tenant);
     cache.set(tenant, { weight, at: now() });
-    if (cache.size > MAX_CACHED) cache.delete(cache.keys().next().value!);
     return weight;
   };
   return {

@@ -8,19 +8,19 @@ import type { RunDeps } from '../deps';
 import { RunEventsBody, RunEventsQuery, RunIdParams } from '../schemas';
 import { findRun, hasRunEvents, listRunEvents } from '../store';
 import { canSee } from '../access';
-import { TAGS, notFound } from './shared';
+import { RUN_TAGS, notFound } from './shared';
 
-type EventsDeps = Pick<RunDeps, 'db' | 'ingress'>;
+type RunEventsDeps = Pick<RunDeps, 'db' | 'ingress'>;
 
 /** A run the table does not show yet may still exist: its workflow writes the row a moment after it starts. */
-async function runExists(deps: EventsDeps, organizationId: string, runId: string): Promise<boolean> {
+async function runExists(deps: RunEventsDeps, organizationId: string, runId: string): Promise<boolean> {
   const { db, ingress } = deps;
   if (await findRun(db, organizationId, runId)) return true;
   if (await hasRunEvents(db, organizationId, runId)) return true;
   return (await ingress.describe({ id: runWorkflowId(organizationId, runId) })) !== undefined;
 }
 
-async function getEvents(deps: EventsDeps, principal: Principal, runId: string, query: z.output<typeof RunEventsQuery>): Promise<Reply> {
+async function getEvents(deps: RunEventsDeps, principal: Principal, runId: string, query: z.output<typeof RunEventsQuery>): Promise<Reply> {
   const { db } = deps;
   const row = await findRun(db, principal.organizationId, runId);
   if (row && !canSee(principal, row.memberId)) throw notFound();
@@ -29,13 +29,13 @@ async function getEvents(deps: EventsDeps, principal: Principal, runId: string, 
   return { status: 200, body: { events } };
 }
 
-export function createGetEventsRoute(deps: EventsDeps): Route {
+export function createGetEventsRoute(deps: RunEventsDeps): Route {
   return defineRoute({
     method: 'get',
     path: '/v1/automation-runs/{id}/events',
     summary: "An automation run's persisted events, in order",
     description: 'Ordered by attempt, then sequence. Page with `attempt` and `after` (the last sequence seen).',
-    tags: TAGS,
+    tags: RUN_TAGS,
     auth: 'authenticated',
     params: RunIdParams,
     query: RunEventsQuery,

@@ -8,7 +8,7 @@ import { reconcileRun } from '../reconcile';
 import { RunIdParams, RunSummaryBody } from '../schemas';
 import { findRun } from '../store';
 import { canSee } from '../access';
-import { TAGS, notFound, summaryBody } from './shared';
+import { RUN_TAGS, notFound, summaryBody } from './shared';
 
 async function getRun(deps: RunDeps, principal: Principal, runId: string): Promise<Reply> {
   const { db } = deps;
@@ -42,7 +42,7 @@ export function createGetRunRoute(deps: RunDeps): Route {
     description:
       "Live runs answer from the run's workflow (a query); ended runs from the `automation_runs` table. " +
       "Another organization's run, or for a member another member's, is a 404.",
-    tags: TAGS,
+    tags: RUN_TAGS,
     auth: 'authenticated',
     params: RunIdParams,
     responses: {

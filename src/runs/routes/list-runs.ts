@@ -6,7 +6,7 @@ import type { z } from '../../app/http/zod';
 import type { RunDeps } from '../deps';
 import { RunListBody, RunListQuery } from '../schemas';
 import { listRuns } from '../store';
-import { TAGS, summaryBody } from './shared';
+import { RUN_TAGS, summaryBody } from './shared';
 
 /** Members see their own runs; owners and admins the organization's. */
 async function listVisibleRuns(deps: Pick<RunDeps, 'db'>, principal: Principal, query: z.output<typeof RunListQuery>): Promise<Reply> {
@@ -28,7 +28,7 @@ export function createListRunsRoute(deps: Pick<RunDeps, 'db'>): Route {
       'Read from the `automation_runs` table, which each run workflow keeps current at every status ' +
       'transition (not from Temporal visibility, which is eventually consistent). `?status=queued` lists ' +
       'runs waiting for a claim (POST /v1/automation-runs/claim).',
-    tags: TAGS,
+    tags: RUN_TAGS,
     auth: 'authenticated',
     query: RunListQuery,
     responses: {

@@ -9,7 +9,7 @@ import { reconcileRun } from '../reconcile';
 import { HEARTBEAT_BODY_LIMIT_BYTES, RunCancelAckBody, RunCancelBody, RunConflictBody, RunIdParams } from '../schemas';
 import { findRun } from '../store';
 import { canSee, runCaller } from '../access';
-import { TAGS, notFound, runClosed } from './shared';
+import { RUN_TAGS, notFound, runClosed } from './shared';
 
 /**
  * The run's own decision (the Update's validator): a caller who may not reach it is a 404, a run
@@ -52,7 +52,7 @@ export function createPostCancelRoute(deps: RunDeps): Route {
       'closes `cancelled` at once. A claimed run records the request: its runtime learns it from the heartbeat reply ' +
       '(`cancelRequested: true`), and the run ends `cancelled` at its `terminal` event, or when its lease runs out. ' +
       'Reports keep being taken meanwhile. Asking again changes nothing.',
-    tags: TAGS,
+    tags: RUN_TAGS,
     auth: 'authenticated',
     params: RunIdParams,
     body: { kind: 'json', schema: RunCancelBody, limitBytes: HEARTBEAT_BODY_LIMIT_BYTES },

@@ -5,7 +5,7 @@ import { claimNext } from '../claim';
 import type { RunCapacity } from '../capacity';
 import type { RunDeps } from '../deps';
 import { HEARTBEAT_BODY_LIMIT_BYTES, RunClaimNextBody } from '../schemas';
-import { TAGS, claimBody, claimResponses } from './shared';
+import { RUN_TAGS, claimBody, claimResponses } from './shared';
 
 async function postClaimNext(deps: RunDeps, capacity: RunCapacity, principal: Principal, waitSeconds: number | undefined): Promise<Reply> {
   const claim = await claimNext(deps, capacity, principal, (waitSeconds ?? 0) * 1000);
@@ -21,7 +21,7 @@ export function createPostClaimNextRoute(deps: RunDeps, capacity: RunCapacity): 
       'Long-poll with `waitSeconds` (0 to 30): answers as soon as a run is claimable, or 204 when the wait ends ' +
       'with nothing. Two runtimes polling at once never get the same run. A run found beyond the live-run capacity ' +
       '(`RUN_CAPACITY`) is not claimed: 429 `capacity` with `Retry-After`, and the run stays queued.',
-    tags: TAGS,
+    tags: RUN_TAGS,
     auth: 'authenticated',
     body: { kind: 'json', schema: RunClaimNextBody, limitBytes: HEARTBEAT_BODY_LIMIT_BYTES },
     responses: { ...claimResponses, 204: { description: 'Nothing to claim within the wait.' } },

@@ -9,7 +9,7 @@ import type { RunDeps } from '../deps';
 import { HEARTBEAT_BODY_LIMIT_BYTES, RunClaimRequestBody, RunConflictBody, RunIdParams } from '../schemas';
 import { findRun } from '../store';
 import { canSee } from '../access';
-import { TAGS, claimBody, claimResponses, notFound, runClosed } from './shared';
+import { RUN_TAGS, claimBody, claimResponses, notFound, runClosed } from './shared';
 
 async function postClaim(deps: RunDeps, capacity: RunCapacity, principal: Principal, runId: string): Promise<Reply> {
   const { db } = deps;
@@ -30,7 +30,7 @@ export function createPostClaimRoute(deps: RunDeps, capacity: RunCapacity): Rout
       "Decided by the run's workflow (a Temporal Update with a validator): of concurrent claims exactly one wins. " +
       'The claim starts the returned attempt with a fresh lease, as a first heartbeat would. Beyond the live-run capacity ' +
       '(`RUN_CAPACITY`) the claim gets 429 `capacity` with `Retry-After`, and the run stays queued.',
-    tags: TAGS,
+    tags: RUN_TAGS,
     auth: 'authenticated',
     params: RunIdParams,
     body: { kind: 'json', schema: RunClaimRequestBody, limitBytes: HEARTBEAT_BODY_LIMIT_BYTES },

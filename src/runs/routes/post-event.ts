@@ -5,7 +5,7 @@ import type { z } from '../../app/http/zod';
 import type { RunDeps } from '../deps';
 import { deliverReport, isSameCompletion, type ReportGates, type RunReport } from '../report';
 import { EVENT_BODY_LIMIT_BYTES, RunEventBody, RunIdParams } from '../schemas';
-import { TAGS, reportResponses, runClosed } from './shared';
+import { RUN_TAGS, reportResponses, runClosed } from './shared';
 
 /** Delivers the event; a repeat of the completion that closed the run is acknowledged as a duplicate. */
 async function postEvent(
@@ -37,7 +37,7 @@ export function createPostEventRoute(deps: RunDeps, gates: ReportGates): Route {
       '(`payload.status` succeeded|failed|cancelled, default succeeded) ends the run once every earlier sequence ' +
       'is applied. After that, reports get 409, except a repeat of the same completion, which is idempotent. ' +
       'A first report that would start a run beyond the live-run capacity (`RUN_CAPACITY`) gets 429 `capacity` with `Retry-After`.',
-    tags: TAGS,
+    tags: RUN_TAGS,
     auth: 'authenticated',
     ingress: true,
     params: RunIdParams,

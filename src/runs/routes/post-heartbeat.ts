@@ -7,7 +7,7 @@ import { HeartbeatCoalescer, type HeartbeatAnswer } from '../heartbeat-coalescer
 import { AppError } from '../../app/errors';
 import { deliverReport, type ReportGates } from '../report';
 import { HEARTBEAT_BODY_LIMIT_BYTES, RunHeartbeatBody, RunHeartbeatReply, RunIdParams } from '../schemas';
-import { TAGS, reportResponses, runClosed } from './shared';
+import { RUN_TAGS, reportResponses, runClosed } from './shared';
 
 /**
  * Heartbeats are coalesced per process: one is forwarded per (run, attempt, member) when the lease
@@ -122,7 +122,7 @@ export function createPostHeartbeatRoute(deps: RunDeps, report: ReportGates, coa
       "The reply adds to `{ok:true}` the lease the heartbeat set, whether a cancel was requested, the run's current `attempt` and " +
       "whether the heartbeat's attempt holds the lease (`leaseValid`): a coalesced reply answers from " +
       'what this process last learnt, and says `cancelRequested:false` for at most one coalescing window after a request.',
-    tags: TAGS,
+    tags: RUN_TAGS,
     auth: 'authenticated',
     ingress: true,
     params: RunIdParams,

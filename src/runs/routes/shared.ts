@@ -4,7 +4,7 @@ import { InvalidRequestError, OkResponse, Unavailable, authResponses } from '../
 import type { RunClaim, RunSummary } from '../contract';
 import { RunClaimBody, RunConflictBody } from '../schemas';
 
-export const TAGS = ['Automation Runs'];
+export const RUN_TAGS = ['Automation Runs'];
 
 export const reportResponses = {
   200: { description: 'Durably accepted by the run (or coalesced into a heartbeat already in flight).', schema: OkResponse },

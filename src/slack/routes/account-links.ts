@@ -9,13 +9,17 @@ import type { Principal } from '../../app/http/auth';
 import type { AppContext } from '../../app/http/context';
 import { defineRoute, type Reply, type Route } from '../../app/http/route';
 import { z } from '../../app/http/zod';
+import { TYPED_LINK_CODE } from '../link-codes';
 import { completeLink, LINK_REFUSAL_STATUS, type LinkProof, type LinkRefusal } from '../link-completion';
+import { LINK_TOKEN_SHAPE } from '../link-token';
 import { ConnectionParams, type SlackRouteDeps } from './shared';
 
-const Token = z.object({ token: z.string().max(4096) }).strict();
+const Token = z
+  .object({ token: z.string().max(4096).regex(LINK_TOKEN_SHAPE).openapi({ description: "The connect link's token." }) })
+  .strict();
 const Code = z
   .object({
-    code: z.string().max(40).openapi({
+    code: z.string().max(40).regex(TYPED_LINK_CODE).openapi({
       description: 'The code of the connect reply (`ABCDE-FGHJK`; case, dashes and spaces do not matter).',
       example: 'K7M2Q-9XWZ4',
     }),
@@ -32,7 +36,7 @@ type AccountLinkDeps = Pick<SlackRouteDeps, 'db' | 'secretKey' | 'ingress' | 'no
 
 /** The route's answer to each refusal; the codes' statuses are defined with completeLink. */
 function linkRefusal(error: LinkRefusal): AppError {
-  if (LINK_REFUSAL_STATUS[error] === 404) return errors.notFound('No such Slack connection.');
+  if (error === 'no_connection' || error === 'other_organization') return errors.notFound('No such Slack connection.');
   return new AppError(error, LINK_REFUSAL_STATUS[error], { error });
 }
 
@@ -56,11 +60,16 @@ async function postAccountLink(
 const responses = {
   201: { description: 'Linked.', schema: LinkCreated },
   400: {
-    description: '`{error:"invalid_link"}` for a forged, malformed or unknown token or code; InvalidRequestError for a bad body.',
+    description:
+      'InvalidRequestError for a body that is not a token or a code; `{error:"invalid_link"}` for a genuine token or code of another connection or workspace.',
     schema: LinkError,
   },
   401: { description: 'Not authenticated.', schema: LinkError },
-  404: { description: "No such connection in the caller's organization (another organization's answers the same).", schema: LinkError },
+  404: {
+    description:
+      '`{error:"link_not_found"}` for a well-formed token or code this service never issued; `not_found` when there is no such connection in the caller\'s organization (another organization\'s answers the same).',
+    schema: LinkError,
+  },
   409: {
     description:
       '`link_used` (the token or code, or the other of the same reply, was already redeemed) or `already_linked` (the Slack user is linked to another member).',

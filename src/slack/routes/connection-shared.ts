@@ -6,12 +6,12 @@ import type { SlackConnectionView } from '../connections';
 import { slackAppManifest, type SlackAppManifest } from '../manifest';
 import type { SlackRouteDeps } from './shared';
 
-export const TAGS = ['Slack'];
+export const SLACK_TAGS = ['Slack'];
 
 /** A Slack channel id (C…, G…): the allowlist holds ids, never names. */
 const ChannelId = z.string().regex(/^[A-Z0-9]{2,32}$/, 'Must be a Slack channel id (upper-case letters and digits).');
 
-export const Channels = z
+export const ChannelIds = z
   .array(ChannelId)
   .max(1000)
   .openapi({ description: 'Channels where mentions are routed; empty: every channel. Direct messages are always allowed.' });

@@ -8,7 +8,7 @@ import { defineRoute, type Reply, type Route } from '../../app/http/route';
 import { authResponses } from '../../app/http/schemas';
 import { z } from '../../app/http/zod';
 import { createSlackConnectionDraft } from '../connections';
-import { Channels, ManifestBody, manifestOf, TAGS } from './connection-shared';
+import { ChannelIds, ManifestBody, manifestOf, SLACK_TAGS } from './connection-shared';
 import type { SlackRouteDeps } from './shared';
 
 type Deps = Pick<SlackRouteDeps, 'db' | 'settings' | 'platform' | 'now'>;
@@ -22,7 +22,7 @@ const DraftRequest = z
       .max(35)
       .optional()
       .openapi({ description: "The app's name in Slack (at most 35 characters, Slack's limit); default SLACK_APP_NAME." }),
-    channels: Channels.optional(),
+    channels: ChannelIds.optional(),
   })
   .strict()
   .optional()
@@ -48,7 +48,7 @@ export function createCreateConnectionRoute(deps: Deps): Route {
       'Paste the manifest into *Create New App → From a manifest* at api.slack.com/apps. Slack then checks the events ' +
       'Request URL, which fails while the draft has no signing secret: set the credentials, then press *Retry* under ' +
       '*Event Subscriptions*.',
-    tags: TAGS,
+    tags: SLACK_TAGS,
     auth: 'admin',
     body: { kind: 'json', schema: DraftRequest, limitBytes: 65_536 },
     responses: {

@@ -10,7 +10,7 @@ import type { AppContext } from '../../app/http/context';
 import { defineRoute, type Reply, type Route } from '../../app/http/route';
 import { z } from '../../app/http/zod';
 import { removeConnection } from '../removal';
-import { connectionNotFound, connectionResponses, TAGS } from './connection-shared';
+import { connectionNotFound, connectionResponses, SLACK_TAGS } from './connection-shared';
 import { ConnectionParams, type SlackRouteDeps } from './shared';
 
 type Deps = Pick<SlackRouteDeps, 'db' | 'secretKey' | 'ingress' | 'settings' | 'verifier'>;
@@ -40,7 +40,7 @@ export function createDeleteConnectionRoute(deps: Deps): Route {
     method: 'delete',
     path: '/v1/integrations/slack/connections/{connectionId}',
     summary: 'Revoke a Slack connection’s bot token and remove it, its member links and its waiting invocations (admins only)',
-    tags: TAGS,
+    tags: SLACK_TAGS,
     auth: 'admin',
     params: ConnectionParams,
     responses: {

@@ -126,7 +126,7 @@ async function enqueueEvent(
   return { ok: true, outcome };
 }
 
-async function postEvent(deps: EventsDeps, ctx: AppContext, connectionId: string, rawBody: Buffer): Promise<Reply> {
+async function receiveEvent(deps: EventsDeps, ctx: AppContext, connectionId: string, rawBody: Buffer): Promise<Reply> {
   const { settings, now } = deps;
   const log = ctx.state.log;
   const read = await readEvent(deps, ctx, connectionId, rawBody);
@@ -178,6 +178,6 @@ export function createEventsRoute(deps: EventsDeps): Route {
           'as many unauthenticated bodies as it may (`busy`, with `Retry-After`); Slack retries.',
       },
     },
-    handler: ({ params, rawBody }, ctx) => postEvent(deps, ctx, params.connectionId, rawBody),
+    handler: ({ params, rawBody }, ctx) => receiveEvent(deps, ctx, params.connectionId, rawBody),
   });
 }

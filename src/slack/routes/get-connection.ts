@@ -6,12 +6,12 @@ import type { Principal } from '../../app/http/auth';
 import { defineRoute, type Reply, type Route } from '../../app/http/route';
 import { z } from '../../app/http/zod';
 import { getSlackConnectionView } from '../connections';
-import { connectionNotFound, connectionResponses, ManifestBody, manifestOf, SlackConnectionBody, TAGS } from './connection-shared';
+import { connectionNotFound, connectionResponses, ManifestBody, manifestOf, SlackConnectionBody, SLACK_TAGS } from './connection-shared';
 import { ConnectionParams, type SlackRouteDeps } from './shared';
 
 type Deps = Pick<SlackRouteDeps, 'db' | 'settings' | 'platform'>;
 
-async function getOne(deps: Deps, principal: Principal, connectionId: string, manifest: boolean): Promise<Reply> {
+async function getConnection(deps: Deps, principal: Principal, connectionId: string, manifest: boolean): Promise<Reply> {
   const connection = await getSlackConnectionView(deps.db, principal.organizationId, connectionId);
   if (!connection) throw connectionNotFound();
   return { status: 200, body: manifest ? { manifest: manifestOf(deps, connection) } : connection };
@@ -22,11 +22,11 @@ export function createGetConnectionRoute(deps: Deps): Route {
     method: 'get',
     path: '/v1/integrations/slack/connections/{connectionId}',
     summary: 'A Slack connection and its state (admins only)',
-    tags: TAGS,
+    tags: SLACK_TAGS,
     auth: 'admin',
     params: ConnectionParams,
     responses: { 200: { description: 'The connection; no secret or token.', schema: SlackConnectionBody }, ...connectionResponses },
-    handler: ({ principal, params }) => getOne(deps, principal, params.connectionId, false),
+    handler: ({ principal, params }) => getConnection(deps, principal, params.connectionId, false),
   });
 }
 
@@ -35,10 +35,10 @@ export function createGetManifestRoute(deps: Deps): Route {
     method: 'get',
     path: '/v1/integrations/slack/connections/{connectionId}/manifest',
     summary: "A Slack connection's app manifest, every URL on this deployment (admins only)",
-    tags: TAGS,
+    tags: SLACK_TAGS,
     auth: 'admin',
     params: ConnectionParams,
     responses: { 200: { description: 'The manifest.', schema: z.object({ manifest: ManifestBody }) }, ...connectionResponses },
-    handler: ({ principal, params }) => getOne(deps, principal, params.connectionId, true),
+    handler: ({ principal, params }) => getConnection(deps, principal, params.connectionId, true),
   });
 }

@@ -10,7 +10,7 @@ import { createCreateConnectionRoute } from './create-connection';
 import { createDeleteConnectionRoute } from './delete-connection';
 import { createEventsRoute } from './events';
 import { createGetConnectionRoute, createGetManifestRoute } from './get-connection';
-import { createInstallUrlRoute } from './install-url';
+import { createSlackInstallUrlRoute } from './install-url';
 import { createInteractionsRoute } from './interactions';
 import { createListConnectionsRoute } from './list-connections';
 import { createOAuthCallbackRoute } from './oauth-callback';
@@ -33,7 +33,7 @@ export function createSlackRoutes(deps: SlackRouteDeps): Route[] {
     createGetManifestRoute(deps),
     createUpdateConnectionRoute(deps),
     createSetCredentialsRoute(deps),
-    createInstallUrlRoute(deps),
+    createSlackInstallUrlRoute(deps),
     createDeleteConnectionRoute(deps),
     createOAuthCallbackRoute(deps),
   ];

@@ -13,7 +13,7 @@ import { issueFlowState } from '../../app/install-flow';
 import { getSlackConnectionView } from '../connections';
 import { authorizeUrl, SLACK_INSTALL_FLOW } from '../install';
 import { oauthRedirectUrl } from '../manifest';
-import { connectionNotFound, connectionResponses, TAGS } from './connection-shared';
+import { connectionNotFound, connectionResponses, SLACK_TAGS } from './connection-shared';
 import { ConnectionParams, type SlackRouteDeps } from './shared';
 
 type Deps = Pick<SlackRouteDeps, 'db' | 'secretKey' | 'now' | 'settings' | 'platform'>;
@@ -50,7 +50,7 @@ async function installLink(deps: Deps, principal: Principal, connectionId: strin
   return { status: 200, body: { url, expiresAt: new Date(expiresAt).toISOString() } };
 }
 
-export function createInstallUrlRoute(deps: Deps): Route {
+export function createSlackInstallUrlRoute(deps: Deps): Route {
   return defineRoute({
     method: 'post',
     path: '/v1/integrations/slack/connections/{connectionId}/install',
@@ -59,7 +59,7 @@ export function createInstallUrlRoute(deps: Deps): Route {
       'Open it in a browser signed in to the workspace: Slack asks to allow the app, then sends the browser to ' +
       '`GET /v1/integrations/slack/oauth/callback`, which stores the bot token and answers with a page. Installing again ' +
       'replaces the token.',
-    tags: TAGS,
+    tags: SLACK_TAGS,
     auth: 'admin',
     params: ConnectionParams,
     responses: {

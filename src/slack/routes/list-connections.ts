@@ -4,12 +4,12 @@ import { defineRoute, type Reply, type Route } from '../../app/http/route';
 import { authResponses } from '../../app/http/schemas';
 import { z } from '../../app/http/zod';
 import { listSlackConnections } from '../connections';
-import { SlackConnectionBody, TAGS } from './connection-shared';
+import { SlackConnectionBody, SLACK_TAGS } from './connection-shared';
 import type { SlackRouteDeps } from './shared';
 
 type Deps = Pick<SlackRouteDeps, 'db'>;
 
-async function list(deps: Deps, principal: Principal): Promise<Reply> {
+async function listConnections(deps: Deps, principal: Principal): Promise<Reply> {
   return { status: 200, body: { connections: await listSlackConnections(deps.db, principal.organizationId) } };
 }
 
@@ -18,7 +18,7 @@ export function createListConnectionsRoute(deps: Deps): Route {
     method: 'get',
     path: '/v1/integrations/slack/connections',
     summary: "The organization's Slack connections, oldest first, with their states (admins only)",
-    tags: TAGS,
+    tags: SLACK_TAGS,
     auth: 'admin',
     responses: {
       200: {
@@ -27,6 +27,6 @@ export function createListConnectionsRoute(deps: Deps): Route {
       },
       ...authResponses,
     },
-    handler: ({ principal }) => list(deps, principal),
+    handler: ({ principal }) => listConnections(deps, principal),
   });
 }

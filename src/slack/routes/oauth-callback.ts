@@ -19,7 +19,15 @@ import { isAdmin } from '../../app/http/auth';
 import type { AppContext } from '../../app/http/context';
 import { defineRoute, type Reply, type Route } from '../../app/http/route';
 import { z } from '../../app/http/zod';
-import { consumeFlowState, FLOW_STATE_REFUSALS, flowPage, type FlowStateClaims } from '../../app/install-flow';
+import {
+  consumeFlowState,
+  FLOW_STATE_REFUSALS,
+  FLOW_STATE_SHAPE,
+  flowPage,
+  readFlowState,
+  type FlowStateClaims,
+  type FlowStateRefusal,
+} from '../../app/install-flow';
 import { liveMember } from '../../identity';
 import { findClientCredentials, recordSlackInstall, type InstallRefusal } from '../connection-lifecycle';
 import { SLACK_INSTALL_FLOW } from '../install';
@@ -29,26 +37,29 @@ import type { SlackRouteDeps } from './shared';
 
 type Deps = Pick<SlackRouteDeps, 'db' | 'secretKey' | 'now' | 'settings' | 'platform'>;
 
-/** A query value as Koa parses it: one string, or several when the name repeats. */
-const QueryValue = z.union([z.string(), z.array(z.string())]).optional();
-
-const CallbackQuery = z.object({
-  code: QueryValue.openapi({ description: "The install's code, exchanged once with `oauth.v2.access`." }),
-  state: QueryValue.openapi({ description: 'The state of the install link.' }),
-  error: QueryValue.openapi({ description: 'Why Slack did not install the app (`access_denied` when the admin cancelled).' }),
-});
-
-const HtmlPage = z.string().openapi({ description: 'A short HTML page saying what happened.' });
-const html = (description: string) => ({ description, schema: HtmlPage, contentType: 'text/html' });
-
-const START_AGAIN = 'Ask an admin of your organization for a new install link and start again.';
-const CODE = /^[\x21-\x7e]{1,512}$/;
+const ASK_FOR_NEW_LINK = 'Ask an admin of your organization for a new install link and start again.';
+const OAUTH_CODE = /^[\x21-\x7e]{1,512}$/;
 const SLACK_ERROR = /^[a-z0-9_]{1,64}$/;
 
-const single = (value: string | string[] | undefined): string | undefined => (typeof value === 'string' ? value : undefined);
+/**
+ * A query value that is one string of its pattern, else undefined: each parameter is documented
+ * with the pattern it must match, and a value that does not (or a name given twice, which Koa
+ * reads as an array) gets this route's own HTML page, not the pipeline's JSON 400.
+ */
+const oneValue = (pattern: RegExp, description: string) =>
+  z.string().regex(pattern).optional().catch(undefined).openapi({ type: 'string', pattern: pattern.source, description });
+
+const CallbackQuery = z.object({
+  state: oneValue(FLOW_STATE_SHAPE, 'The state of the install link, as `POST …/install` signed it.'),
+  code: oneValue(OAUTH_CODE, "The install's code, exchanged once with `oauth.v2.access`."),
+  error: oneValue(SLACK_ERROR, 'Why Slack did not install the app (`access_denied` when the admin cancelled).'),
+});
+
+const InstallResultPage = z.string().openapi({ description: 'A short HTML page saying what happened.' });
+const installPage = (description: string) => ({ description, schema: InstallResultPage, contentType: 'text/html' });
 
 /** A page saying the app was not connected, with the coded reason. */
-function refused(status: number, reason: string, message: string, facts: [string, string][] = []): Reply {
+function refusedPage(status: number, reason: string, message: string, facts: [string, string][] = []): Reply {
   return flowPage({ status, title: 'Slack was not connected', message, facts: [['Reason', reason], ...facts] });
 }
 
@@ -62,24 +73,34 @@ const INSTALL_REFUSALS: Record<InstallRefusal, { status: number; message: string
   bound_elsewhere: { status: 409, message: 'This app is already connected in this workspace through another connection.' },
 };
 
-type Callback = { ok: true; code: string; state: string } | { ok: false; page: Reply };
+type ReadCallback = { ok: true; code: string; state: string } | { ok: false; page: Reply };
 
-/** The callback's parameters, each present once and well-formed, or the page that says why not. */
-function readCallback(query: z.output<typeof CallbackQuery>): Callback {
-  const [code, state, error] = [query.code, query.state, query.error].map(single);
+/** A state this service did not issue for this flow, or no longer honours: the install is refused (403). */
+function stateRefused(reason: FlowStateRefusal | 'missing'): Reply {
+  if (reason === 'missing')
+    return refusedPage(403, 'invalid_callback', `This address completes an install link of this service. ${ASK_FOR_NEW_LINK}`);
+  return refusedPage(403, `state_${reason}`, `${FLOW_STATE_REFUSALS[reason]} ${ASK_FOR_NEW_LINK}`);
+}
+
+/**
+ * The callback's parameters, each present once and well-formed, or the page that says why not.
+ * The state is read first (its signature, purpose and expiry; not yet whether it was used): a
+ * request without a state of this service's install flow is refused whatever else it carries.
+ */
+function readOAuthCallback(deps: Deps, query: z.output<typeof CallbackQuery>): ReadCallback {
+  const { code, state, error } = query;
+  if (state === undefined) return { ok: false, page: stateRefused('missing') };
+  const read = readFlowState(deps.secretKey, state, { purpose: SLACK_INSTALL_FLOW.purpose, now: deps.now() });
+  if (!read.ok) return { ok: false, page: stateRefused(read.reason) };
   if (error !== undefined) {
-    const why = SLACK_ERROR.test(error) ? error : 'unknown';
-    return { ok: false, page: refused(400, 'slack_error', `Slack did not install the app (${why}). ${START_AGAIN}`) };
+    return { ok: false, page: refusedPage(400, 'slack_error', `Slack did not install the app (${error}). ${ASK_FOR_NEW_LINK}`) };
   }
-  if (state === undefined)
-    return { ok: false, page: refused(400, 'invalid_callback', `This address completes an install link of this service. ${START_AGAIN}`) };
-  if (code === undefined || !CODE.test(code))
-    return { ok: false, page: refused(400, 'invalid_callback', 'Slack sent no valid authorization code.') };
+  if (code === undefined) return { ok: false, page: refusedPage(400, 'invalid_callback', 'Slack sent no valid authorization code.') };
   return { ok: true, code, state };
 }
 
 /** Whether the admin who asked for the link is still an admin of its organization. */
-async function stillAdmin(deps: Deps, claims: FlowStateClaims): Promise<boolean> {
+async function isStillAdmin(deps: Deps, claims: FlowStateClaims): Promise<boolean> {
   const member = await liveMember(deps.db, claims.memberId).catch(() => undefined);
   return member !== undefined && member.organization_id === claims.organizationId && isAdmin(member.role);
 }
@@ -91,29 +112,35 @@ async function credentialsFor(
 ): Promise<{ page: Reply } | { connectionId: string; clientId: string; clientSecret: string }> {
   const connectionId = claims.subject ?? '';
   const credentials = await findClientCredentials(deps.db, deps.secretKey, connectionId);
-  if (!credentials) return { page: refused(404, 'connection_not_found', INSTALL_REFUSALS.not_found.message) };
+  if (!credentials) return { page: refusedPage(404, 'connection_not_found', INSTALL_REFUSALS.not_found.message) };
   if (credentials.organizationId !== claims.organizationId) {
-    return { page: refused(403, 'other_organization', `The install link names a connection of another organization. ${START_AGAIN}`) };
+    return {
+      page: refusedPage(403, 'other_organization', `The install link names a connection of another organization. ${ASK_FOR_NEW_LINK}`),
+    };
   }
   if (credentials.clientId === null || credentials.clientSecret === null) {
     return {
-      page: refused(409, 'credentials_missing', 'The connection has no client id and secret: set its credentials, then install it again.'),
+      page: refusedPage(
+        409,
+        'credentials_missing',
+        'The connection has no client id and secret: set its credentials, then install it again.',
+      ),
     };
   }
   return { connectionId, clientId: credentials.clientId, clientSecret: credentials.clientSecret };
 }
 
 async function completeInstall(deps: Deps, query: z.output<typeof CallbackQuery>, ctx: AppContext): Promise<Reply> {
-  const callback = readCallback(query);
+  const callback = readOAuthCallback(deps, query);
   if (!callback.ok) return callback.page;
   const verdict = await consumeFlowState(deps, callback.state, SLACK_INSTALL_FLOW.purpose);
   if (!verdict.ok) {
     ctx.state.log.info({ reason: verdict.reason }, 'slack install refused: state');
-    return refused(400, `state_${verdict.reason}`, `${FLOW_STATE_REFUSALS[verdict.reason]} ${START_AGAIN}`);
+    return stateRefused(verdict.reason);
   }
   const claims = verdict.claims;
-  if (!(await stillAdmin(deps, claims)))
-    return refused(403, 'not_admin', 'The admin who asked for this install link can no longer install apps.');
+  if (!(await isStillAdmin(deps, claims)))
+    return refusedPage(403, 'not_admin', 'The admin who asked for this install link can no longer install apps.');
   const app = await credentialsFor(deps, claims);
   if ('page' in app) return app.page;
   const exchanged = await oauthV2Access(deps.settings.apiBaseUrl, {
@@ -125,18 +152,18 @@ async function completeInstall(deps: Deps, query: z.output<typeof CallbackQuery>
   if (!exchanged.ok) {
     ctx.state.log.warn({ connectionId: app.connectionId, error: exchanged.error }, 'slack install: oauth.v2.access refused or failed');
     return exchanged.refused
-      ? refused(400, 'authorization_refused', `Slack refused the authorization (${exchanged.error}). ${START_AGAIN}`)
-      : refused(
+      ? refusedPage(400, 'authorization_refused', `Slack refused the authorization (${exchanged.error}). ${ASK_FOR_NEW_LINK}`)
+      : refusedPage(
           502,
           'slack_unavailable',
-          `Slack could not be reached to complete the install, and this install link is now used. ${START_AGAIN}`,
+          `Slack could not be reached to complete the install, and this install link is now used. ${ASK_FOR_NEW_LINK}`,
         );
   }
-  return bind(deps, ctx, claims, app.connectionId, exchanged.install);
+  return bindInstall(deps, ctx, claims, app.connectionId, exchanged.install);
 }
 
 /** Stores the install, or refuses it and revokes the token Slack just issued for it. */
-async function bind(
+async function bindInstall(
   deps: Deps,
   ctx: AppContext,
   claims: FlowStateClaims,
@@ -146,7 +173,7 @@ async function bind(
   const { teamId, appId, botToken } = install;
   if (teamId === null || appId === null || botToken === null) {
     if (botToken !== null) await authRevoke(deps.settings.apiBaseUrl, botToken);
-    return refused(400, 'no_workspace_install', 'Slack did not install the app in a workspace with a bot user.');
+    return refusedPage(400, 'no_workspace_install', 'Slack did not install the app in a workspace with a bot user.');
   }
   const recorded = await recordSlackInstall(
     deps.db,
@@ -168,7 +195,7 @@ async function bind(
   if (!recorded.ok) {
     await authRevoke(deps.settings.apiBaseUrl, botToken);
     const refusal = INSTALL_REFUSALS[recorded.reason];
-    return refused(refusal.status, recorded.reason, refusal.message, [workspace]);
+    return refusedPage(refusal.status, recorded.reason, refusal.message, [workspace]);
   }
   const again = recorded.reinstall ? ' Its bot token was replaced.' : '';
   return flowPage({
@@ -184,7 +211,11 @@ async function callback(deps: Deps, query: z.output<typeof CallbackQuery>, ctx: 
     return await completeInstall(deps, query, ctx);
   } catch (error) {
     if (!(error instanceof AppError && error.dependency !== undefined)) throw error;
-    const page = refused(503, 'unavailable', `The service is briefly unavailable, and this install link may be used up. ${START_AGAIN}`);
+    const page = refusedPage(
+      503,
+      'unavailable',
+      `The service is briefly unavailable, and this install link may be used up. ${ASK_FOR_NEW_LINK}`,
+    );
     return { ...page, headers: { ...page.headers, 'retry-after': '5' } };
   }
 }
@@ -201,15 +232,15 @@ export function createOAuthCallbackRoute(deps: Deps): Route {
     auth: 'public',
     query: CallbackQuery,
     responses: {
-      200: html('Connected (or the token of a reinstall replaced).'),
-      400: html(
-        'A parameter is missing or malformed, Slack sent an error, the state is refused (malformed, altered, for another flow, expired or used), or Slack refused the code.',
+      200: installPage('Connected (or the token of a reinstall replaced).'),
+      400: installPage('Slack sent an error or no valid code with a genuine state, or Slack refused the code.'),
+      403: installPage(
+        'No state of this service’s install flow (missing, malformed, altered, for another flow, expired or used), the admin of the link is no longer one, or the link names another organization’s connection.',
       ),
-      403: html('The admin of the link is no longer one, or the link names another organization’s connection.'),
-      404: html('The connection of the link no longer exists.'),
-      409: html('The connection has no credentials, or is bound to another workspace or app, or another connection holds this app.'),
-      502: html('Slack could not be reached.'),
-      503: html('Postgres is unavailable; try again.'),
+      404: installPage('The connection of the link no longer exists.'),
+      409: installPage('The connection has no credentials, or is bound to another workspace or app, or another connection holds this app.'),
+      502: installPage('Slack could not be reached.'),
+      503: installPage('Postgres is unavailable; try again.'),
     },
     handler: ({ query }, ctx) => callback(deps, query, ctx),
   });

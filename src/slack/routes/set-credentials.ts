@@ -8,7 +8,7 @@ import type { Principal } from '../../app/http/auth';
 import { defineRoute, type Reply, type Route } from '../../app/http/route';
 import { z } from '../../app/http/zod';
 import { getSlackConnectionView, setSlackCredentials } from '../connections';
-import { connectionNotFound, connectionResponses, SlackConnectionBody, TAGS } from './connection-shared';
+import { connectionNotFound, connectionResponses, SlackConnectionBody, SLACK_TAGS } from './connection-shared';
 import { ConnectionParams, type SlackRouteDeps } from './shared';
 
 type Deps = Pick<SlackRouteDeps, 'db' | 'secretKey' | 'now' | 'verifier'>;
@@ -49,7 +49,7 @@ export function createSetCredentialsRoute(deps: Deps): Route {
     description:
       'From the app’s *Basic Information* page. A new signing secret counts at once and the old one stops. Then press *Retry* ' +
       'under *Event Subscriptions* in Slack, and install the app (`POST …/install`).',
-    tags: TAGS,
+    tags: SLACK_TAGS,
     auth: 'admin',
     params: ConnectionParams,
     body: { kind: 'json', schema: CredentialsRequest, limitBytes: 16_384 },

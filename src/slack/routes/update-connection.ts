@@ -7,7 +7,7 @@ import type { Principal } from '../../app/http/auth';
 import { defineRoute, type Reply, type Route } from '../../app/http/route';
 import { z } from '../../app/http/zod';
 import { getSlackConnectionView, updateSlackConnection } from '../connections';
-import { Channels, connectionNotFound, connectionResponses, SlackConnectionBody, TAGS } from './connection-shared';
+import { ChannelIds, connectionNotFound, connectionResponses, SlackConnectionBody, SLACK_TAGS } from './connection-shared';
 import { ConnectionParams, type SlackRouteDeps } from './shared';
 
 type Deps = Pick<SlackRouteDeps, 'db' | 'secretKey' | 'now'>;
@@ -15,7 +15,7 @@ type Deps = Pick<SlackRouteDeps, 'db' | 'secretKey' | 'now'>;
 const UpdateRequest = z
   .object({
     enabled: z.boolean().optional().openapi({ description: 'false: events are acknowledged and not routed.' }),
-    channels: Channels.optional(),
+    channels: ChannelIds.optional(),
   })
   .strict()
   .openapi('SlackConnectionUpdate', { description: 'What to change; an empty object changes nothing and answers the connection.' });
@@ -40,7 +40,7 @@ export function createUpdateConnectionRoute(deps: Deps): Route {
     method: 'patch',
     path: '/v1/integrations/slack/connections/{connectionId}',
     summary: "Turn a Slack connection's routing on or off, or set its channel allowlist (admins only)",
-    tags: TAGS,
+    tags: SLACK_TAGS,
     auth: 'admin',
     params: ConnectionParams,
     body: { kind: 'json', schema: UpdateRequest, limitBytes: 65_536 },

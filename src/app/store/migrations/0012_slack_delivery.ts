@@ -3,7 +3,7 @@ import type { Kysely } from 'kysely';
 /**
  * What Slack's own limits need shared by every worker replica: a token bucket per connection and
  * Web API method (src/slack/budget.ts), and, per connection, whether Slack refused its streaming
- * methods (the thread then keeps to edits, src/slack/delivery.ts).
+ * methods (the thread then keeps to edits, src/slack/outbound.ts).
  */
 export async function up(db: Kysely<unknown>): Promise<void> {
   await db.schema

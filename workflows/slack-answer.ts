@@ -1,0 +1,367 @@
+/**
+ * How an invocation answers in its thread, once its member and slot are known: "Working on it…"
+ * with a Cancel button at once, the run's progress streamed into a reply (chat.startStream and
+ * chat.appendStream, the default `auto` mode) or, where Slack refuses the stream or SLACK_REPLY_MODE
+ * is `edit`, edited into that first message, at most once per interval; the member's slot freed as
+ * soon as the run closes; and the answer delivered so that it always lands (the stream closed with
+ * the rest of it, or the message edited, or new replies). One `ThreadAnswer` holds that state
+ * across the run and across a continue-as-new. Older events answer the way they ran
+ * (workflows/slack-legacy.ts).
+ */
+import {
+  ActivityFailure,
+  CancellationScope,
+  allHandlersFinished,
+  condition,
+  continueAsNew,
+  log,
+  sleep,
+  workflowInfo,
+} from '@temporalio/workflow';
+import type { DeliveryOutcome, DeliveryProgress, SlackActivities } from '../activities/slack';
+import { runReplyText } from '../src/slack/texts';
+import { editDelay, nextEditAt, progressText, STREAMED_TEXT } from '../src/slack/progress';
+import { finalMarkdown, markdownPieces, progressStep, type StreamChunk } from '../src/slack/stream';
+import type { RunProgress } from '../src/runs/contract';
+import type { SlackEventInput, SlackEventState, SlackFollowing, SlackThreadView } from '../src/slack/contract';
+import { continuesAsNew, olderAnswer } from './slack-legacy';
+import {
+  outcomeOf,
+  postAccepted,
+  progressApi,
+  progressInterval,
+  slackApi,
+  startInvocationRun,
+  type FinalResult,
+  type Invocation,
+  type MessageRef,
+  type ReservedRun,
+  type RunOutcome,
+} from './slack-invocation';
+
+/** The history length past which an invocation that follows its run continues as new, when its event did not say. */
+const DEFAULT_CONTINUE_AS_NEW_EVENTS = 4_000;
+/** Between two tries of a final delivery that Slack kept failing (5xx, timeouts), once its activity's own retries are spent. */
+const FINAL_RETRY_PAUSE_MS = 60_000;
+
+/** What one progress step did: shown, to wait for, or the end of progress for this message. */
+interface ProgressStep {
+  shown?: boolean;
+  retryAfterMs?: number;
+  stop?: boolean;
+}
+
+type ChildEnd = Promise<{ summary: RunOutcome } | { error: unknown }>;
+type Delivery = { replyKey: string; since: number; deadline: number };
+
+/**
+ * The invocation's run with its thread: answered the way its event's release did (older events),
+ * else by a new `ThreadAnswer`.
+ */
+export function answerInThread(job: Invocation, run: ReservedRun): Promise<SlackEventState> {
+  return olderAnswer(job, run, (ts, done) => ThreadAnswer.editsOnly(job, run, ts).keepThreadCurrent(done)) ?? ThreadAnswer.start(job, run);
+}
+
+/** One invocation's thread while its run works and once it ends. */
+export class ThreadAnswer {
+  /** The thread's first message, and the stream the progress and the answer go to, if any. */
+  private readonly view: SlackThreadView;
+  /** The newest progress the thread shows (its sequence), and when the next Slack call may go out. */
+  private shown: number;
+  private nextAt: number;
+  /** Set once the run ended: the progress loop stops. */
+  private done = false;
+  private readonly ref: MessageRef;
+
+  constructor(
+    private readonly job: Invocation,
+    private readonly following: SlackFollowing,
+  ) {
+    this.view = following.view;
+    this.shown = following.shown;
+    this.nextAt = following.nextAt;
+    this.ref = { connectionId: job.input.connectionId, channel: job.invocation.channel, threadTs: following.threadTs };
+  }
+
+  /** A new invocation's: the run started and "Working on it…" posted in the same workflow task, then followed. */
+  static async start(job: Invocation, run: ReservedRun): Promise<SlackEventState> {
+    const { input, state } = job;
+    const ref: MessageRef = { connectionId: input.connectionId, channel: job.invocation.channel, threadTs: run.threadTs };
+    const replyKey = workflowInfo().workflowId;
+    const since = Date.now();
+    const [child, ts] = await Promise.all([startInvocationRun(job, run), postAccepted(ref, { runId: run.runId, replyKey, since })]);
+    const mode = input.settings.replyMode ?? 'edit';
+    const view: SlackThreadView = { ts, streaming: mode !== 'edit', force: mode === 'stream', stream: null, streamOff: false };
+    const at = { shown: 0, nextAt: nextEditAt(Date.now(), progressInterval(job)) };
+    const following: SlackFollowing = { ...run, replyKey, view, ...at, progress: null, state };
+    return new ThreadAnswer(job, following).followAndAnswer(outcomeOf(child));
+  }
+
+  /** Edits of a message already posted, the way events from before streaming kept it current. */
+  static editsOnly(job: Invocation, run: ReservedRun, ts: string): ThreadAnswer {
+    const view: SlackThreadView = { ts, streaming: false, force: false, stream: null, streamOff: false };
+    const at = { shown: 0, nextAt: nextEditAt(Date.now(), progressInterval(job)) };
+    return new ThreadAnswer(job, { ...run, replyKey: workflowInfo().workflowId, view, ...at, progress: null, state: job.state });
+  }
+
+  /**
+   * Follows the run to its end, keeping the thread current, then answers. `child`: the run's
+   * outcome while it is this execution's child; after a continue-as-new, its end comes as a signal.
+   */
+  async followAndAnswer(child?: Promise<RunOutcome>): Promise<SlackEventState> {
+    const { input, records, state, cleanup } = this.job;
+    let progressFailure: unknown;
+    const loop: Promise<unknown> = this.view.ts === null ? Promise.resolve(this.showsNothing()) : this.keepThreadCurrent(() => this.done);
+    const watching = loop.catch((error: unknown) => {
+      progressFailure = error;
+      this.showsNothing();
+    });
+    const childEnd = child?.then(
+      (summary) => ({ summary }),
+      (error: unknown) => ({ error }),
+    );
+    let summary = await this.awaitEnd(childEnd);
+    if (summary === 'continue') {
+      this.done = true;
+      await watching;
+      if (progressFailure !== undefined) throw progressFailure;
+      // No signal may be lost across continue-as-new; an end that came meanwhile is answered here.
+      await condition(allHandlersFinished);
+      const settled = this.job.signals.ended() ?? (await settledChild(childEnd));
+      if (settled === undefined) return this.continueAsNew();
+      summary = settled;
+    }
+    this.done = true;
+    // The slot is the member's while the run runs, no longer: freed before the answer goes out.
+    await records('slackReleaseInvocation', { connectionId: input.connectionId, eventId: input.eventId });
+    cleanup.reserved = false;
+    state.runStatus = summary.status;
+    await watching;
+    if (progressFailure !== undefined) throw progressFailure;
+    const wait = editDelay(Date.now(), this.nextAt);
+    if (wait > 0) await sleep(wait);
+    const deadline = Date.now() + (input.settings.finalDeliveryDeadlineMs ?? 3_600_000);
+    return this.answer(summary, { replyKey: this.following.replyKey, since: Date.now(), deadline });
+  }
+
+  /** The answer delivered, and the invocation's status from how it went. */
+  private async answer(summary: RunOutcome, at: Delivery): Promise<SlackEventState> {
+    const { setStatus, state } = this.job;
+    const reply = await this.deliverFinal(summary, at);
+    if (summary.status === 'cancelled' && reply.result !== 'failed') setStatus('cancelled', summary.error ?? 'cancel_requested');
+    else if (reply.result === 'failed') {
+      log.warn('slack answer not delivered', { runId: this.following.runId, why: reply.why });
+      setStatus('reply_failed', reply.why ?? 'failed');
+    } else setStatus(reply.result === 'posted' ? 'replied' : 'reply_skipped');
+    return state;
+  }
+
+  /** Carries the thread to the next execution, which follows the run from where this one left it. */
+  private continueAsNew(): Promise<never> {
+    const { input, state, signals } = this.job;
+    const at = { shown: this.shown, nextAt: this.nextAt };
+    const carried: SlackFollowing = { ...this.following, ...at, progress: signals.progress(), state: { ...state } };
+    return continueAsNew<(input: SlackEventInput) => Promise<SlackEventState>>({ ...input, following: carried });
+  }
+
+  /** No message to keep current (none could be posted, or the loop failed): nothing shown, nothing to wait for. */
+  private showsNothing(): void {
+    this.shown = 0;
+    this.nextAt = 0;
+  }
+
+  /**
+   * The run's end: its child outcome (awaited as always, so a cancel still waits for the child to
+   * close), its ended signal, or `continue` once the history is due to continue as new, which
+   * only a run that tells its end allows.
+   */
+  private async awaitEnd(childEnd: ChildEnd | undefined): Promise<RunOutcome | 'continue'> {
+    const { signals, input } = this.job;
+    let mayContinue = true;
+    const due = () => mayContinue && signals.progress()?.tellsEnd === true && continueDue(input);
+    const signalled = () => signals.ended() !== undefined || due();
+    for (;;) {
+      if (childEnd === undefined) await condition(signalled);
+      else {
+        // The wait for a signal is out of the cancel's reach: a cancel ends this wait through the child.
+        const first = await Promise.race([childEnd, CancellationScope.nonCancellable(() => condition(signalled)).then(() => null)]);
+        if (first !== null) {
+          if ('error' in first) throw first.error;
+          return first.summary;
+        }
+      }
+      const ended = signals.ended();
+      if (ended !== undefined) return ended;
+      if (continuesAsNew()) return 'continue';
+      mayContinue = false;
+    }
+  }
+
+  /**
+   * Keeps the thread current with the run's newest progress until `done`: streamed into a reply
+   * (chat.startStream at the first report, chat.appendStream after) while Slack takes it, else
+   * edited into the first message; at most one call per interval, later when Slack or the budget
+   * asks for a wait, always the newest state. Leaves `nextAt` at when the next call may go out.
+   */
+  async keepThreadCurrent(done: () => boolean): Promise<number> {
+    const { signals } = this.job;
+    const interval = progressInterval(this.job);
+    for (;;) {
+      await condition(() => done() || (signals.progress()?.sequence ?? 0) > this.shown);
+      if (done()) return this.nextAt;
+      const wait = editDelay(Date.now(), this.nextAt);
+      if (wait > 0 && (await condition(done, wait))) return this.nextAt;
+      const progress = signals.progress()!;
+      let step: ProgressStep;
+      try {
+        step = this.view.streaming && !this.view.streamOff ? await this.streamProgress(progress) : await this.editProgress(progress);
+      } catch (error) {
+        if (error instanceof ActivityFailure) return this.nextAt;
+        throw error;
+      }
+      this.nextAt = nextEditAt(Date.now(), interval, step.retryAfterMs ?? 0);
+      if (step.stop) return this.nextAt;
+      if (step.shown) this.shown = progress.sequence;
+    }
+  }
+
+  private async editProgress(progress: RunProgress): Promise<ProgressStep> {
+    const { ts } = this.view;
+    const edit = await progressApi.slackUpdateProgress({ ...this.ref, ts: ts!, runId: this.following.runId, text: progressText(progress) });
+    if (edit.outcome === 'ratelimited') return { retryAfterMs: edit.retryAfterMs };
+    return edit.outcome === 'updated' ? { shown: true } : { stop: true };
+  }
+
+  /** One progress step as a stream: opened at the first report, appended after; refused or broken, edits take over. */
+  private async streamProgress(progress: RunProgress): Promise<ProgressStep> {
+    const { view, job } = this;
+    if (view.stream === null) {
+      const dm = job.invocation.channelType === 'im' || job.invocation.channel.startsWith('D');
+      const started = await progressApi.slackStartStream({
+        ...this.ref,
+        recipient: dm ? null : { userId: job.invocation.user, teamId: job.input.teamId },
+        force: view.force,
+        chunks: [],
+      });
+      if (started.outcome === 'ratelimited') return { retryAfterMs: started.retryAfterMs };
+      if (started.outcome !== 'ok' || started.ts === undefined) {
+        view.streamOff = true;
+        return {};
+      }
+      view.stream = { ts: started.ts, streamed: { source: '' }, openTask: null };
+    }
+    const stream = view.stream;
+    const next = progressStep(stream.streamed, progress, stream.openTask);
+    const pieces = next.append === '' ? [] : markdownPieces(next.append);
+    for (const [index, piece] of (pieces.length > 0 ? pieces : ['']).entries()) {
+      const chunks: StreamChunk[] = index === 0 ? next.chunks : [];
+      if (piece === '' && chunks.length === 0) break;
+      const appended = await progressApi.slackAppendStream({
+        ...this.ref,
+        streamTs: stream.ts,
+        markdown: piece,
+        chunks,
+        priority: 'progress',
+      });
+      if (appended.outcome === 'ratelimited') return { retryAfterMs: appended.retryAfterMs };
+      if (appended.outcome !== 'ok') {
+        view.streamOff = true;
+        return {};
+      }
+    }
+    view.stream = { ts: stream.ts, streamed: next.streamed, openTask: next.openTask };
+    return { shown: true };
+  }
+
+  /**
+   * The answer: the stream closed with the rest of it and the outcome, and the first message's
+   * Cancel button gone; or, without a stream (or one Slack broke), the answer delivered by edit or
+   * as new replies (deliverAnswer).
+   */
+  private async deliverFinal(summary: RunOutcome, at: Delivery): Promise<FinalResult> {
+    const { view } = this;
+    const markdown = summary.status === 'succeeded' && !!summary.lastAssistantText?.trim();
+    const answer = { text: markdown ? summary.lastAssistantText! : runReplyText(summary), markdown };
+    if (view.stream !== null && !view.streamOff) {
+      const stopped = await this.stopStream(view.stream, summary, at.deadline);
+      if (stopped.result !== 'fallback') {
+        if (stopped.result !== 'posted' || view.ts === null) return stopped;
+        const status = summary.status === 'succeeded' ? STREAMED_TEXT : runReplyText({ ...summary, lastAssistantText: null });
+        await this.deliverAnswer(view.ts, { text: status, markdown: false }, { ...at, replyKey: `${at.replyKey}/status` });
+        return stopped;
+      }
+    }
+    return this.deliverAnswer(view.ts, answer, at);
+  }
+
+  /** chat.stopStream with the rest of the answer; rate limits wait until the deadline; a stream Slack lost falls back to replies. */
+  private async stopStream(
+    stream: NonNullable<SlackThreadView['stream']>,
+    summary: RunOutcome,
+    deadline: number,
+  ): Promise<FinalResult | { result: 'fallback' }> {
+    const markdown = finalMarkdown(stream.streamed, summary);
+    const chunks: StreamChunk[] = stream.openTask ? [{ type: 'task_update', id: stream.openTask, title: 'Done', status: 'complete' }] : [];
+    const { connectionId, channel } = this.ref;
+    let from = 0;
+    for (;;) {
+      let step: Awaited<ReturnType<SlackActivities['slackStopStream']>>;
+      try {
+        step = await slackApi.slackStopStream({ connectionId, channel, streamTs: stream.ts, markdown, from, chunks });
+      } catch (error) {
+        if (error instanceof ActivityFailure) return { result: 'fallback' };
+        throw error;
+      }
+      if (step.outcome === 'ok') return { result: 'posted' };
+      if (step.outcome === 'skipped') return { result: 'skipped' };
+      if (step.outcome !== 'ratelimited') return { result: 'fallback' };
+      from = 'from' in step ? step.from : from;
+      if (Date.now() + step.retryAfterMs > deadline) return { result: 'fallback' };
+      await sleep(step.retryAfterMs);
+    }
+  }
+
+  /**
+   * The answer by slackDeliverAnswer, until it lands or the deadline passes: rate limits and the
+   * budget wait on timers; an edit Slack keeps failing gives way to new replies. Never silent: a
+   * failure says why.
+   */
+  private async deliverAnswer(ts: string | null, answer: { text: string; markdown: boolean }, at: Delivery): Promise<FinalResult> {
+    let progress: DeliveryProgress = { edited: false, asReplies: false, posted: 0, superseded: false };
+    let again = false;
+    for (;;) {
+      let out: DeliveryOutcome;
+      try {
+        out = await slackApi.slackDeliverAnswer({ ...this.ref, ts, ...answer, replyKey: at.replyKey, since: at.since, again, progress });
+      } catch (error) {
+        if (!(error instanceof ActivityFailure)) throw error;
+        if (Date.now() + FINAL_RETRY_PAUSE_MS > at.deadline) return { result: 'failed', why: 'slack_unavailable_until_deadline' };
+        if (!progress.edited) progress = { ...progress, asReplies: true };
+        again = true;
+        await sleep(FINAL_RETRY_PAUSE_MS);
+        continue;
+      }
+      if (out.outcome === 'delivered') return { result: 'posted' };
+      if (out.outcome === 'skipped') return { result: 'skipped' };
+      if (out.outcome === 'failed') return { result: 'failed', why: out.error };
+      progress = out.progress;
+      if (Date.now() + out.retryAfterMs > at.deadline) return { result: 'failed', why: 'rate_limited_until_deadline' };
+      await sleep(out.retryAfterMs);
+    }
+  }
+}
+
+/** The child's outcome if it has settled already (awaited within this activation), else undefined. */
+async function settledChild(childEnd: ChildEnd | undefined): Promise<RunOutcome | undefined> {
+  if (childEnd === undefined) return undefined;
+  const first = await Promise.race([childEnd, Promise.resolve(null)]);
+  if (first === null) return undefined;
+  if ('error' in first) throw first.error;
+  return first.summary;
+}
+
+/** Past the stated history length (SLACK_CONTINUE_AS_NEW_EVENTS), or when Temporal suggests it. */
+function continueDue(input: SlackEventInput): boolean {
+  const info = workflowInfo();
+  return info.continueAsNewSuggested || info.historyLength >= (input.settings.continueAsNewEvents ?? DEFAULT_CONTINUE_AS_NEW_EVENTS);
+}
