@@ -5,14 +5,15 @@
  *
  * The rule (`mayAnswerFromMemory`): a heartbeat is answered from memory only while the lease the
  * last forward set still outlasts the caller's next heartbeat by a margin (`coalesceMarginMs`: an
- * eighth of the lease, or half an interval and a sixteenth of the lease if that is more). The next
+ * eighth of the lease, or half an interval and a sixteenth of the lease if that is more, and never
+ * under two seconds, the time a signal may take on a busy engine). The next
  * heartbeat is expected after the largest of the caller's last few gaps (`Cadence`), learnt per
  * key, since a runtime picks its own interval and `den runtime` sends a failed heartbeat again after
  * half of one. So the heartbeat that is forwarded is the last one before the lease gets that
  * tight, and a forward always has at least the margin left to land: a runtime that beats at least
  * every third of its lease never loses it to coalescing, whatever the lease. At 10 s against a
- * 60 s lease one heartbeat in five is forwarded, 10 s before the lease ends; at 20 s against 60 s
- * and at 1 s against 3 s, one in two.
+ * 60 s lease one heartbeat in five is forwarded, 10 s before the lease ends; at 20 s against 60 s,
+ * one in two; at 1 s against 3 s, every one (the two-second floor), each with 2 s left to land.
  *
  * RUN_HEARTBEAT_COALESCE_FRACTION is a cap on top: no answer from memory rests on a forward older
  * than that fraction of the run's lease (0.7 by default), so a cancel taken by another process is
@@ -74,13 +75,21 @@ export function expectedGapMs(cadence: Cadence | undefined): number | undefined 
 }
 
 /**
+ * The least time a forward is ever given to land, whatever the lease: a signal through Temporal on
+ * an engine the rest of the machine keeps busy can take most of a second (a forward with 0.85 s
+ * left was answered 503 on two cores running the whole test suite). Only leases under 16 s feel it.
+ */
+const MIN_LANDING_MS = 2_000;
+
+/**
  * What a lease must still hold after the caller's next heartbeat for this one to be answered from
  * memory. It is the least time a forward ever has to land, so it covers one failed forward sent
  * again half an interval later (as `den runtime` does) and that one's landing, a sixteenth of the
- * lease; and never less than an eighth of the lease, the most a heartbeat may come late.
+ * lease; never less than an eighth of the lease, the most a heartbeat may come late; and never
+ * less than MIN_LANDING_MS.
  */
 export function coalesceMarginMs(leaseTimeoutMs: number, gapMs: number): number {
-  return Math.floor(Math.max(leaseTimeoutMs / 8, gapMs / 2 + leaseTimeoutMs / 16));
+  return Math.floor(Math.max(leaseTimeoutMs / 8, gapMs / 2 + leaseTimeoutMs / 16, MIN_LANDING_MS));
 }
 
 /**
