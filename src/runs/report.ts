@@ -11,8 +11,12 @@
  * - Temporal unreachable or too slow → 503 (the ingress gateway), never an ack.
  * - A report that would make a run live (start it, or start a newer attempt) needs room under
  *   RUN_CAPACITY (src/runs/capacity.ts); one that keeps a live run alive never waits for it.
- * - A heartbeat that extends a lease is forwarded only while it can still reach the run before
- *   that lease runs out: slower than that, the answer is 503, never a 200 the lease does not keep.
+ * - A heartbeat that extends a lease is forwarded with a bound that lands it before that lease
+ *   runs out. One that comes when the run's lease looks spent (on a busy engine the lease starts
+ *   when the workflow task that started the attempt began, which can be long before its runtime
+ *   hears of it) is still forwarded, within LATE_FORWARD_MS, and answered by what the run then
+ *   says: the run applies every heartbeat in its history before its lease timer's tick. Slower
+ *   than that, or unconfirmed, the answer is 503, never a 200 the lease does not keep.
  * - Runs start with a higher priority than the other workflows (RUN_PRIORITY_KEY): their tasks
  *   are dispatched first when the task queue has a backlog.
  */
@@ -148,8 +152,10 @@ async function sendReport(
       tenancy: { tenant: principal.organizationId, admission: known?.status === 'running' ? 'bypass' : 'shed' },
       ...(budget.maxTimeoutMs === undefined ? {} : { maxTimeoutMs: budget.maxTimeoutMs }),
     });
+    // A late forward is answered by the run as it is now, with this heartbeat in its history.
+    const confirmed = budget.late && outcome !== 'closed' ? await confirmLateHeartbeat(deps, principal, runId) : undefined;
     // The run's own answer, when it was asked, is fresher than the row: a lease it lost is said so.
-    const seen = budget.live ?? known;
+    const seen = confirmed ?? budget.live ?? known;
     const cancelRequested = Boolean(seen?.cancelRequested);
     const lease = heartbeatLease(seen, report.heartbeat.attempt);
     if (outcome !== 'closed') return { result: outcome, leaseTimeoutMs, cancelRequested, lease };
@@ -198,13 +204,19 @@ export function leaseMarginMs(leaseTimeoutMs: number): number {
 }
 /** Less time than this left, a forward could not reach Temporal and be answered anyway. */
 const MIN_FORWARD_MS = 100;
+/**
+ * How long a forward may take once the run's lease looks spent: the run still takes it if it lands
+ * before the lease timer's task, which comes no sooner than the lease end and, on a busy engine,
+ * later. A second is most of that on the engines this runs on, and the answer is confirmed anyway.
+ */
+const LATE_FORWARD_MS = 1_000;
 
 /**
  * How long a heartbeat's forward may take (undefined: the gateway's own bound) so that it lands
  * in the run's history before the lease it extends runs out: what this process knows of that
  * lease (the row, the query of a run without one, its own forwards), else the run's own answer
- * (`live`, then also what the reply says). Too little left for that: 503, so the runtime hears an
- * error, never a 200 its lease does not keep.
+ * (`live`, then also what the reply says). Too little left for that: a late forward
+ * (LATE_FORWARD_MS), whose answer the run confirms (confirmLateHeartbeat).
  */
 async function heartbeatBudget(
   deps: RunDeps,
@@ -213,7 +225,7 @@ async function heartbeatBudget(
   known: RunSummary | undefined,
   attempt: number,
   leaseFloor: number | undefined,
-): Promise<{ maxTimeoutMs?: number; live?: RunSummary }> {
+): Promise<{ maxTimeoutMs?: number; live?: RunSummary; late?: true }> {
   // Only the running attempt's lease can be lost; any other heartbeat starts or changes nothing it could lose.
   if (known?.status !== 'running' || attempt !== known.attempt) return {};
   const margin = leaseMarginMs(known.leaseTimeoutMs ?? deps.settings.defaults.leaseTimeoutMs);
@@ -224,8 +236,19 @@ async function heartbeatBudget(
   const live = await deps.ingress.query({ id: runWorkflowId(principal.organizationId, runId), query: runSummaryQuery, args: [] });
   if (live?.status !== 'running' || live.attempt !== attempt) return live ? { live } : {};
   const left = budget(live.leaseExpiresAt);
-  if (left < MIN_FORWARD_MS) throw errors.unavailable('temporal');
+  if (left < MIN_FORWARD_MS) return { maxTimeoutMs: LATE_FORWARD_MS, live, late: true };
   return { maxTimeoutMs: left, live };
+}
+
+/**
+ * The run's state once a late heartbeat is in its history (a query sees every event recorded
+ * before it): still running in the heartbeat's attempt, the heartbeat kept the lease; lost, the
+ * reply says so. No answer from the run: 503, since nothing confirms the lease.
+ */
+async function confirmLateHeartbeat(deps: RunDeps, principal: Principal, runId: string): Promise<RunSummary> {
+  const live = await deps.ingress.query({ id: runWorkflowId(principal.organizationId, runId), query: runSummaryQuery, args: [] });
+  if (!live) throw errors.unavailable('temporal');
+  return live;
 }
 
 /** What a heartbeat reply says of the lease: the run's attempt, and whether the heartbeat's attempt holds it. */

@@ -58,7 +58,9 @@ async function beatEverySecond(runs: ReturnType<typeof runsClient>, id: string, 
     const reply = await runs.heartbeat(id, 1);
     answers.push({ status: reply.status, leaseValid: reply.json?.leaseValid, error: reply.json?.error });
   }
-  return answers;
+  // Closed while its lease holds, right after its last beat, as a runtime does.
+  const closing = await runs.postEvent(id, event(1, 2, 'terminal', { status: 'succeeded' }));
+  return { answers, closing: { id, status: closing.status, body: closing.json } };
 }
 
 it('ten runs beating every second for 12 s against a 3 s lease keep it, and each closes in its first attempt', async () => {
@@ -66,13 +68,11 @@ it('ten runs beating every second for 12 s against a 3 s lease keep it, and each
   const org = await createTestOrg(stack.services.database.db);
   const runs = runsClient(stack, org.owner.headers);
   const ids = Array.from({ length: 10 }, newRunId);
-  const answers = (await Promise.all(ids.map((id) => beatEverySecond(runs, id, 12)))).flat();
+  const outcomes = await Promise.all(ids.map((id) => beatEverySecond(runs, id, 12)));
+  const answers = outcomes.flatMap((o) => o.answers);
   expect(answers).toHaveLength(120);
   expect(answers.filter((a) => (a.status !== 200 && a.status !== 503) || (a.status === 200 && a.leaseValid !== true))).toEqual([]);
-  for (const id of ids) {
-    const closing = await runs.postEvent(id, event(1, 2, 'terminal', { status: 'succeeded' }));
-    expect({ id, status: closing.status, body: closing.json }).toMatchObject({ id, status: 200 });
-  }
+  expect(outcomes.map((o) => o.closing)).toEqual(ids.map((id) => ({ id, status: 200, body: expect.anything() })));
   for (const id of ids) expect(await runResult(stack, org.organizationId, id)).toMatchObject({ status: 'succeeded', attempt: 1 });
 }, 90_000);
 
