@@ -117,7 +117,7 @@ export function createPostHeartbeatRoute(deps: RunDeps, report: ReportGates, coa
       "answers a heartbeat at once while the lease its last forward set outlasts the caller's next heartbeat (expected after the largest of its last few gaps) by a margin, " +
       "and forwards it to the run otherwise, and at least once per `RUN_HEARTBEAT_COALESCE_FRACTION` (default 0.7) of the run's own lease: " +
       'a runtime that heartbeats at least every third of its lease keeps it. ' +
-      'A heartbeat that could not reach the run before the lease it extends runs out is answered 503, never 200. ' +
+      'A heartbeat that could not be confirmed to reach the run before the lease it extends runs out is answered 503, never 200. ' +
       'A first heartbeat that would start a run beyond the live-run capacity (`RUN_CAPACITY`) gets 429 `capacity` with `Retry-After`. ' +
       "The reply adds to `{ok:true}` the lease the heartbeat set, whether a cancel was requested, the run's current `attempt` and " +
       "whether the heartbeat's attempt holds the lease (`leaseValid`): a coalesced reply answers from " +
