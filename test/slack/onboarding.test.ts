@@ -12,7 +12,10 @@
 import { FLOW_PAGE_POLICY, issueFlowState } from '../../src/app/install-flow';
 import { findSlackConnection } from '../../src/slack/connections';
 import { slackEventStateQuery, slackEventWorkflowId } from '../../src/slack/contract';
-import { BOT_EVENTS, BOT_SCOPES } from '../../src/slack/manifest';
+import { manifestNeeds } from '../../src/slack/manifest';
+
+/** What a connection's app has with follow-ups off: the manifest's scopes and events. */
+const APP = manifestNeeds({ threadFollowUps: 'off' });
 import { createTestOrg, type TestMember } from '../harness/identity';
 import { freePort } from '../harness/ports';
 import {
@@ -119,10 +122,10 @@ describe('an admin connects a workspace through the API alone', () => {
     const read = await stack.request('GET', `${CONNECTIONS}/${connectionId}/manifest`, { headers: admin.headers });
     expect(read.json.manifest).toEqual(manifest);
     const base = `${appBaseUrl}/v1/integrations/slack/${connectionId}`;
-    expect(manifest.settings.event_subscriptions).toEqual({ request_url: `${base}/events`, bot_events: [...BOT_EVENTS] });
+    expect(manifest.settings.event_subscriptions).toEqual({ request_url: `${base}/events`, bot_events: [...APP.events] });
     expect(manifest.features.slash_commands).toEqual([expect.objectContaining({ command: '/den', url: `${base}/commands` })]);
     expect(manifest.settings.interactivity).toEqual({ is_enabled: true, request_url: `${base}/interactions` });
-    expect(manifest.oauth_config).toEqual({ redirect_urls: [`${appBaseUrl}${CALLBACK}`], scopes: { bot: [...BOT_SCOPES] } });
+    expect(manifest.oauth_config).toEqual({ redirect_urls: [`${appBaseUrl}${CALLBACK}`], scopes: { bot: [...APP.scopes] } });
     const urls = JSON.stringify(manifest).match(/https?:\/\/[^"]+/g)!;
     expect(urls.length).toBe(4);
     expect(urls.filter((url) => !url.startsWith(`${appBaseUrl}/v1/integrations/slack/`))).toEqual([]);
@@ -146,7 +149,7 @@ describe('an admin connects a workspace through the API alone', () => {
     expect(`${authorize.origin}${authorize.pathname}`).toBe(slack.authorizeUrl);
     expect(Object.fromEntries(authorize.searchParams)).toEqual({
       client_id: app.clientId,
-      scope: BOT_SCOPES.join(','),
+      scope: APP.scopes.join(','),
       redirect_uri: `${appBaseUrl}${CALLBACK}`,
       state: expect.any(String),
     });
@@ -310,7 +313,7 @@ describe('the callback refuses, with a clear page, and stores nothing', () => {
       clientId: theirs.app.clientId,
       redirectUri: `${appBaseUrl}${CALLBACK}`,
       teamId,
-      scopes: [...BOT_SCOPES],
+      scopes: [...APP.scopes],
     });
     const crossed = new URL(`${appBaseUrl}${CALLBACK}?${new URLSearchParams({ code, state: foreign.state })}`);
     const page = await refusedWith(crossed, 403, 'other_organization', theirs.connectionId, other.owner);
@@ -335,7 +338,7 @@ describe('the callback refuses, with a clear page, and stores nothing', () => {
     const location = await authorizeAs(await installLink(org.owner, mine.connectionId), teamId);
     location.searchParams.set(
       'code',
-      slack.issueCode({ clientId: another.app.clientId, redirectUri: `${appBaseUrl}${CALLBACK}`, teamId, scopes: [...BOT_SCOPES] }),
+      slack.issueCode({ clientId: another.app.clientId, redirectUri: `${appBaseUrl}${CALLBACK}`, teamId, scopes: [...APP.scopes] }),
     );
     const res = await refusedWith(location, 400, 'authorization_refused', mine.connectionId, org.owner);
     expect(res.text).toContain('invalid_code');
