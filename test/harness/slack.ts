@@ -12,6 +12,7 @@ import type { SecretKeys } from '../../src/app/secrets';
 import { createTestOrg } from './identity';
 import { startTestStack, type HttpTarget, type TestResponse, type TestStack } from './stack';
 import { startFakeSlack, type FakeSlack, type FakeSlackOptions } from './fake-slack';
+import { waitFor } from './wait';
 
 export { startFakeSlack, type FakeSlack, type FakeSlackApp } from './fake-slack';
 
@@ -295,6 +296,27 @@ export async function linkSlackUser(
   });
   if (linked.status !== 201) throw new Error(`linking ${slackUserId} answered ${linked.status}: ${linked.text}`);
   return slackUserId;
+}
+
+/**
+ * A member's runtime is there, as the Slack side sees it: one claim poll with their key finds
+ * nothing to claim and records the runtime's presence (written off the request's path, so this
+ * waits for it). A test that claims runs itself calls this first, as a runtime that is running
+ * would have; otherwise the first message says no runtime is online.
+ */
+export async function markRuntimeOnline(stack: TestStack, member: { memberId: string; headers: Record<string, string> }): Promise<void> {
+  const poll = await stack.request('POST', '/v1/automation-runs/claim', { headers: member.headers, body: { waitSeconds: 0 } });
+  if (poll.status !== 204 && poll.status !== 200) throw new Error(`claim poll answered ${poll.status}: ${poll.text}`);
+  await waitFor(
+    () =>
+      stack.services.database.db
+        .selectFrom('runner_presence')
+        .select('runner_id')
+        .where('member_id', '=', member.memberId)
+        .executeTakeFirst(),
+    10_000,
+    { what: 'the runtime’s presence' },
+  );
 }
 
 /** Every form of Slack's `<…>` syntax a runtime could print to notify people or disguise a link. */

@@ -1,9 +1,9 @@
 /**
  * The Slack loop with a runtime that is not the test: a linked member
  * mentions the bot in a thread → a queued run with its input and origin appears, for that member
- * only → `den runtime --exec "tr a-z A-Z"`, a real child process, claims it → chat.postMessage
- * posts "Working on it…" in the mention's thread of the (local, fake) Slack Web API, and the
- * upper-cased text replaces it.
+ * only, and the thread says no runtime of theirs is running → `den runtime --exec "tr a-z A-Z"`, a
+ * real child process, claims it → that message in the mention's thread of the (local, fake) Slack
+ * Web API becomes "Working on it…", and the upper-cased text replaces it.
  */
 import { createTestOrg } from '../harness/identity';
 import { closedPort } from '../harness/ports';
@@ -68,12 +68,13 @@ it('a mention in a thread is answered in that thread by `den runtime --exec "tr 
 
   const runtime = startRuntime(member.apiKey, 'tr a-z A-Z');
   try {
-    // One message in the thread at once, which the answer then replaces.
+    // One message in the thread at once: no runtime was online when the member asked, so it says
+    // so; the answer then replaces it (test/slack/runtime-gate.test.ts shows the claim's progress between).
     const post = await loop.slack.waitForCall('chat.postMessage', (c) => c.body.thread_ts === threadTs, 30_000);
     expect(post.body).toMatchObject({
       channel: mention.channel,
       thread_ts: threadTs,
-      text: 'Working on it…',
+      text: expect.stringContaining('No den runtime of yours is running'),
       metadata: { event_type: 'den_run_reply', event_payload: { reply_key: expect.stringMatching(/^slack-event\//) } },
     });
     const answered = () => loop.slack.messages.find((m) => m.thread_ts === threadTs && m.text === 'SHOUT THIS PLEASE');
