@@ -77,7 +77,7 @@ async function awaitTurn(job: Invocation, run: ReservedRun): Promise<string | nu
     const ahead = await job.records('slackRequestAhead', { connectionId, eventId, staleAfterMs: staleReservationMs(settings.run) });
     if (ahead === null) return posted;
     if (posted === undefined) {
-      job.setStatus('run_created', 'queued');
+      job.setStatus('received', 'queued');
       posted = await postAccepted(ref, { runId: run.runId, replyKey: workflowInfo().workflowId, notice: { kind: 'queued' } });
     }
     await condition(() => job.signals.turns() > seen, TURN_RECHECK_MS);

@@ -1,15 +1,18 @@
 /**
- * One Slack event, `slack-event/{connectionId}/{event_id}`. Started by the events route before it
- * acks, so the id is also the dedupe key of Slack's retries. This module holds the workflow's
+ * One Slack event, `slack-event/{connectionId}/{event_id}` (or one message that asks,
+ * `slack-message/{connectionId}/{channel}/{ts}`, where Slack may deliver it twice). Started by the
+ * events route before it acks, so the id is also the dedupe key of Slack's retries. This module holds the workflow's
  * handlers, the member lookup and the reservation:
  *
  * - Lifecycle: `app_uninstalled` marks the connection uninstalled, removes its member links and
  *   ends its invocations waiting for a link; `tokens_revoked` disables it.
- * - Invocation (app_mention, DM): find the Slack user's member, or hold the invocation for
- *   SLACK_LINK_WAIT while an ephemeral message offers a connect link; apply the member's limits;
- *   then run it as a queued automation run (a child workflow) for the member's runtime to claim,
- *   and answer in the thread (workflows/slack-answer.ts: the answer streams by default, or edits
- *   one message).
+ * - Invocation (app_mention, DM, a follow-up in a thread): find the Slack user's member, or hold
+ *   the invocation for SLACK_LINK_WAIT while an ephemeral message offers a connect link (once per
+ *   thread); apply the member's limits; wait its turn in the thread, gather the thread's context,
+ *   ask the member's breaker and runtime (workflows/slack-conversation.ts); then run it as a queued
+ *   automation run (a child workflow) for the member's runtime to claim, and answer in the thread
+ *   (workflows/slack-answer.ts: the answer streams by default, or edits one message).
+ * - Surface (the app's thread or Home tab opened): its suggested prompts or the Home tab, published.
  *
  * What only histories recorded before a patch still take is in workflows/slack-legacy.ts.
  */

@@ -55,10 +55,10 @@ export function slackEventWorkflowId(connectionId: string, eventId: string): str
 }
 
 /**
- * The workflow of one message that asks (a mention, a DM, a follow-up), keyed on the message, not
- * on the event: Slack delivers a mention in a channel it also sends `message.channels` for twice,
- * as `app_mention` and as `message`, with different event ids. Whichever arrives first starts it;
- * the other, and every retry, finds it there (REJECT_DUPLICATE).
+ * The workflow of one message that asks in a channel of a connection that takes follow-ups, keyed
+ * on the message, not on the event: Slack then delivers a mention twice, as `app_mention` and as
+ * `message`, with different event ids. Whichever arrives first starts it; the other, and every
+ * retry, finds it there (REJECT_DUPLICATE).
  */
 export function slackMessageWorkflowId(connectionId: string, channel: string, ts: string): string {
   return `slack-message/${connectionId}/${channel}/${ts}`;

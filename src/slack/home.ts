@@ -48,11 +48,11 @@ const STATUS_MARK: Record<string, string> = {
 function linkBlocks(link: HomeFacts['link']): Record<string, unknown>[] {
   if (link.linked) return [section(':link: *Your Slack account is linked* to your den member. Mention me or send me a message to ask.')];
   const minutes = Math.max(1, Math.round(link.ttlMs / 60_000));
-  const dashboard = link.url === undefined ? '' : `<${link.url}|Connect your account>, or `;
+  const how = link.url === undefined ? 'Run' : `<${link.url}|Connect your account>, or run`;
   return [
     section(':warning: *Your Slack account is not linked to den yet*, so den cannot run anything you ask here.'),
     section(
-      `${dashboard}run \`npx den slack link ${escapeMrkdwn(link.code)}\` with your own den API key in \`DEN_API_KEY\`. ` +
+      `${how} \`npx den slack link ${escapeMrkdwn(link.code)}\` with your own den API key in \`DEN_API_KEY\`. ` +
         `The code works once and expires in ${minutes} minute${minutes === 1 ? '' : 's'}; open this tab again for a new one.`,
     ),
   ];

@@ -3,8 +3,9 @@
  * API request URL.
  *
  * The check order is the contract: id (400) → size (413) → installation (401) → signature (401)
- * → envelope (400) → url_verification (200) → team/app (403) → no event (200) → eligibility
- * (200, not routed) → durable enqueue → 200. The handler calls neither Slack nor a runtime:
+ * → envelope (400) → url_verification (200) → team/app (403) → no event (200) → eligibility, or
+ * the conversation's routing of channel messages and surfaces (200, not routed) → durable
+ * enqueue → 200. The handler calls neither Slack nor a runtime:
  * Slack wants an ack within 3 s, and only the enqueue stands before it.
  */
 import { errors } from '../../app/errors';
@@ -208,8 +209,10 @@ export function createEventsRoute(deps: EventsDeps): Route {
     summary: 'Slack Events API request URL: verified, then durably enqueued before the ack.',
     description:
       "Signed with the connection's signing secret (`X-Slack-Signature`, `X-Slack-Request-Timestamp`, ±300 s). " +
-      'Supported events start workflow `slack-event/{connectionId}/{event_id}` before the 200; a retry of the same ' +
-      '`event_id` is acknowledged without a second workflow. Ineligible or disabled events are acknowledged and not routed.',
+      'Supported events start workflow `slack-event/{connectionId}/{event_id}` before the 200 (with thread follow-ups on, ' +
+      'a channel invocation `slack-message/{connectionId}/{channel}/{ts}`, so a mention Slack sends twice starts one); a ' +
+      'retry of the same `event_id` is acknowledged without a second workflow. Ineligible or disabled events, and channel ' +
+      'messages that are not follow-ups, are acknowledged and not routed.',
     tags: ['Slack'],
     auth: 'signature',
     ingress: true,
