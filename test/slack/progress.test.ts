@@ -6,7 +6,15 @@
 import { slackEventStateQuery, slackEventWorkflowId } from '../../src/slack/contract';
 import { CANCEL_ACTION_ID } from '../../src/slack/progress';
 import type { TestMember } from '../harness/identity';
-import { appMention, eventEnvelope, linkSlackUser, markRuntimeOnline, postSlackEvent, startSlackLoop, type FakeSlack } from '../harness/slack';
+import {
+  appMention,
+  eventEnvelope,
+  linkSlackUser,
+  markRuntimeOnline,
+  postSlackEvent,
+  startSlackLoop,
+  type FakeSlack,
+} from '../harness/slack';
 import type { TestStack } from '../harness/stack';
 import { waitFor } from '../harness/wait';
 

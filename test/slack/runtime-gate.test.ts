@@ -35,7 +35,14 @@ afterAll(async () => {
 
 async function mention(slackUserId: string, text: string) {
   const ts = newTs();
-  const event = { type: 'app_mention', user: slackUserId, text: `<@${loop.connection.botUserId}> ${text}`, ts, channel: 'C0GATE', event_ts: ts };
+  const event = {
+    type: 'app_mention',
+    user: slackUserId,
+    text: `<@${loop.connection.botUserId}> ${text}`,
+    ts,
+    channel: 'C0GATE',
+    event_ts: ts,
+  };
   const res = await postSlackEvent(stack, loop.connection, eventEnvelope(loop.connection, event));
   expect(res.json).toEqual({ ok: true });
   return { ts, sentAt: Date.now() };
@@ -89,7 +96,11 @@ it('five runs whose command crashes pause the sixth mention with a notice; after
     await stopRuntimes(spawned.splice(0));
 
     const paused = await mention(user, 'a sixth try');
-    const notice = await loop.slack.waitForCall('chat.postEphemeral', (c) => c.body.user === user && c.body.thread_ts === paused.ts, 15_000);
+    const notice = await loop.slack.waitForCall(
+      'chat.postEphemeral',
+      (c) => c.body.user === user && c.body.thread_ts === paused.ts,
+      15_000,
+    );
     expect(notice.body.text).toContain('paused your requests');
     expect(notice.body.text).toContain('segfault in the agent');
     expect(notice.body.text).toMatch(/lifts in \d+ seconds/);

@@ -81,7 +81,12 @@ describe('suggested prompts', () => {
     const started = assistantThreadStarted(newSlackUserId(), 'D0LEGACY');
     await send(connection, started);
     const set = await waitFor(() => loop.slack.surface.prompts.find((p) => p.channel === 'D0LEGACY'), 15_000, { what: 'the prompts' });
-    expect(set).toEqual({ channel: 'D0LEGACY', threadTs: started.assistant_thread.thread_ts, prompts: DEFAULT_SUGGESTED_PROMPTS, ignored: false });
+    expect(set).toEqual({
+      channel: 'D0LEGACY',
+      threadTs: started.assistant_thread.thread_ts,
+      prompts: DEFAULT_SUGGESTED_PROMPTS,
+      ignored: false,
+    });
   }, 60_000);
 
   it('PATCH refuses more than four prompts, or an empty one', async () => {
@@ -115,7 +120,9 @@ describe('the assistant thread while a run works', () => {
     await waitFor(() => loop.slack.surface.statuses.find((s) => s.threadTs === dm.ts && s.status === 'is using search…'), 15_000);
     expect((await runs.postEvent(queued.id, event(1, 2, 'assistant', { text: 'All quiet.' }))).status).toBe(200);
     expect((await runs.postEvent(queued.id, event(1, 3, 'terminal', { status: 'succeeded' }))).status).toBe(200);
-    await waitFor(() => loop.slack.surface.statuses.find((s) => s.threadTs === dm.ts && s.status === ''), 20_000, { what: 'the status cleared' });
+    await waitFor(() => loop.slack.surface.statuses.find((s) => s.threadTs === dm.ts && s.status === ''), 20_000, {
+      what: 'the status cleared',
+    });
     const cleared = loop.slack.surface.statuses.findLast((s) => s.threadTs === dm.ts)!;
     const answer = loop.slack.messages.find((m) => m.thread_ts === dm.ts && m.text.includes('All quiet.'))!;
     expect(cleared.status).toBe('');
@@ -126,7 +133,10 @@ describe('the assistant thread while a run works', () => {
     await send(connection, again);
     const next = await waitFor(async () => (await runs.list('?status=queued')).json.runs[0], 15_000);
     expect((await runs.claim(next.id)).status).toBe(200);
-    await waitFor(() => loop.slack.surface.statuses.filter((s) => s.threadTs === dm.ts && s.status === 'is working on it…').length === 2, 15_000);
+    await waitFor(
+      () => loop.slack.surface.statuses.filter((s) => s.threadTs === dm.ts && s.status === 'is working on it…').length === 2,
+      15_000,
+    );
     expect(loop.slack.surface.titles.filter((t) => t.threadTs === dm.ts)).toHaveLength(1);
     expect((await runs.postEvent(next.id, event(1, 1, 'terminal', { status: 'succeeded' }))).status).toBe(200);
   }, 90_000);
