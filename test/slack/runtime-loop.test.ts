@@ -2,9 +2,10 @@
  * The Slack loop with a runtime that is not the test: a linked member
  * mentions the bot in a thread → a queued run with its input and origin appears, for that member
  * only, and the thread says no runtime of theirs is running → `den runtime --exec "tr a-z A-Z"`, a
- * real child process, claims it → that message in the mention's thread of the (local, fake) Slack
- * Web API becomes "Working on it…", and the upper-cased text replaces it.
+ * real child process, claims it → the upper-cased text replaces that message in the mention's
+ * thread of the (local, fake) Slack Web API, or streams in a reply it then points to.
  */
+import { STREAMED_TEXT } from '../../src/slack/progress';
 import { createTestOrg } from '../harness/identity';
 import { closedPort } from '../harness/ports';
 import { spawnDen } from '../harness/process';
@@ -77,9 +78,19 @@ it('a mention in a thread is answered in that thread by `den runtime --exec "tr 
       text: expect.stringContaining('No den runtime of yours is running'),
       metadata: { event_type: 'den_run_reply', event_payload: { reply_key: expect.stringMatching(/^slack-event\//) } },
     });
-    const answered = () => loop.slack.messages.find((m) => m.thread_ts === threadTs && m.text === 'SHOUT THIS PLEASE');
-    await waitFor(answered, 30_000, { what: 'the answer in the thread' });
-    expect(loop.slack.messages.filter((m) => m.thread_ts === threadTs)).toHaveLength(1);
+    // The answer replaces that first message; or, when the runtime's text came before its end, it
+    // streamed in a reply and the first message points to it. Either way the member reads it once.
+    const thread = () => loop.slack.messages.filter((m) => m.thread_ts === threadTs);
+    const atRest = () =>
+      thread().some((m) => m.text === 'SHOUT THIS PLEASE' && !m.stream) ||
+      (thread().some((m) => m.text === STREAMED_TEXT) && thread().some((m) => m.stream?.stopped && m.text === 'SHOUT THIS PLEASE'));
+    await waitFor(atRest, 30_000, { what: 'the answer in the thread' });
+    expect(thread().filter((m) => m.text.includes('SHOUT THIS PLEASE'))).toHaveLength(1);
+    expect(
+      thread()
+        .filter((m) => m.text !== 'SHOUT THIS PLEASE')
+        .map((m) => m.text),
+    ).toEqual(thread().length === 1 ? [] : [STREAMED_TEXT]);
     const run = await stack.request('GET', `/v1/automation-runs/${queued.id}`, { headers: member.headers });
     expect(run.json).toMatchObject({ status: 'succeeded', attempt: 1, countsByType: { assistant: 1, terminal: 1 } });
   } finally {
