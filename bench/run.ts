@@ -85,7 +85,7 @@ interface Scenario {
   processed?: (stack: LoadStack, fixtures: Fixtures) => Promise<number>;
 }
 
-const visibleCount = async (stack: LoadStack, query: string) => (await stack.temporal.client.workflow.count(query)).count;
+export const visibleCount = async (stack: LoadStack, query: string) => (await stack.temporal.client.workflow.count(query)).count;
 
 export const exists = (stack: LoadStack) => async (workflowId: string) => {
   await stack.temporal.client.workflow.getHandle(workflowId).describe();

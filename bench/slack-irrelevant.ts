@@ -31,6 +31,7 @@ import { createTestOrg } from '../test/harness/identity';
 import { measureCpu } from './lib/cpu';
 import { runLoad, type GeneratedRequest } from './lib/load';
 import { asLoadStack, startBenchStack, type LoadStack } from './lib/stack';
+import { visibleCount } from './run';
 
 interface Fixture {
   connectionId: string;
@@ -161,7 +162,7 @@ export async function slackIrrelevantBench(argv: string[]): Promise<number> {
     const paced = await atRate(url, { rate, seconds, connections, next: () => irrelevantMessage(f) });
     const cpuPercent = await cpu();
     await new Promise((resolve) => setTimeout(resolve, 5_000));
-    const workflows = (await stack.temporal.client.workflow.count(`ConnectionId = '${f.connectionId}'`)).count;
+    const workflows = await visibleCount(stack, `ConnectionId = '${f.connectionId}'`);
     const enqueued = (await enqueuedOutcomes(url)) - enqueuedBefore;
     const result = {
       loadAverageBefore: loadBefore.map((l) => Number(l.toFixed(2))),

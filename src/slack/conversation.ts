@@ -57,7 +57,7 @@ const GROUP_MENTION = /<!(?:here|channel|everyone|subteam\^[^>]*)>/;
 const text = (value: unknown): string | undefined => (typeof value === 'string' && value.length > 0 ? value : undefined);
 
 /** Whether the text mentions this bot user. */
-export function mentionsBot(messageText: string, botUserId: string | null): boolean {
+function mentionsBot(messageText: string, botUserId: string | null): boolean {
   return botUserId !== null && [...messageText.matchAll(USER_MENTION)].some((m) => m[1] === botUserId);
 }
 

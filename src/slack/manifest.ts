@@ -23,7 +23,7 @@ type ManifestBotEvent = NonNullable<NonNullable<NonNullable<SlackAppManifest['se
  * chat.startStream, chat.appendStream, chat.stopStream and deleting the bot's own messages), the
  * slash command, and the four `*:history` scopes a retried reply needs to look for itself in its thread.
  */
-export const BOT_SCOPES = [
+const BOT_SCOPES = [
   'app_mentions:read',
   'chat:write',
   'commands',
@@ -34,18 +34,18 @@ export const BOT_SCOPES = [
 ] as const;
 
 /** Mentions and direct messages (invocations), and the two lifecycle events. */
-export const BOT_EVENTS = ['app_mention', 'message.im', 'app_uninstalled', 'tokens_revoked'] as const;
+const BOT_EVENTS = ['app_mention', 'message.im', 'app_uninstalled', 'tokens_revoked'] as const;
 
 // ─── The conversation: follow-ups, the agent surface, the Home tab ─────────────────────────────
 
 /** The agent surface's scope: suggested prompts and thread titles (https://docs.slack.dev/ai/developing-agents). */
-export const ASSISTANT_SCOPES = ['assistant:write'] as const;
+const ASSISTANT_SCOPES = ['assistant:write'] as const;
 
 /**
  * The agent surface's events and the Home tab's: the legacy assistant experience's thread opened,
  * its context moved, and the app's Home or Messages tab opened (the agent experience's thread).
  */
-export const SURFACE_EVENTS = ['assistant_thread_started', 'assistant_thread_context_changed', 'app_home_opened'] as const;
+const SURFACE_EVENTS = ['assistant_thread_started', 'assistant_thread_context_changed', 'app_home_opened'] as const;
 
 /**
  * Every message of the channels, private channels and group DMs the bot is in: subscribed only
