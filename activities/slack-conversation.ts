@@ -76,7 +76,7 @@ async function surfaceCall(
  * one conversations.replies call gives within the budget. A refusal or a rate limit gives the
  * context held, never a failure.
  */
-async function threadContext(
+async function gatherThreadContext(
   deps: ConversationDeps,
   calls: SlackCallDeps,
   input: ThreadKey & { ts: string },
@@ -239,7 +239,7 @@ async function publishPrompts(
 export function createConversationActivities(deps: ConversationDeps, calls: SlackCallDeps) {
   return {
     /** The run's thread context (src/slack/context.ts): what is held, with what Slack adds where needed. */
-    slackThreadContext: (input: ThreadKey & { ts: string }) => threadContext(deps, calls, input),
+    slackThreadContext: (input: ThreadKey & { ts: string }) => gatherThreadContext(deps, calls, input),
 
     /** The unfinished request ahead of this one in its thread, if any. */
     slackRequestAhead: async (input: { connectionId: string; eventId: string; staleAfterMs: number }) =>

@@ -46,7 +46,7 @@ export async function openRun(job: Invocation, run: ReservedRun & { openedThread
   const { invocation } = job;
   if (takesConversation()) {
     if (invocation.followUp) opening.posted = await awaitTurn(job, run);
-    if (run.threadTs !== invocation.ts) opening.context = await threadContext(job, run);
+    if (run.threadTs !== invocation.ts) opening.context = await threadContextOf(job, run);
     if (inAssistantThread(invocation)) opening.assistant = { title: run.openedThread ? threadTitle(invocation.text) : null };
   }
   if (takesRuntimeGate()) {
@@ -85,7 +85,7 @@ async function awaitTurn(job: Invocation, run: ReservedRun): Promise<string | nu
 }
 
 /** The thread's earlier messages; a failure of the activity gives none, never a lost request. */
-async function threadContext(job: Invocation, run: ReservedRun): Promise<RunContextMessage[]> {
+async function threadContextOf(job: Invocation, run: ReservedRun): Promise<RunContextMessage[]> {
   try {
     return await slackApi.slackThreadContext({
       connectionId: job.input.connectionId,

@@ -46,6 +46,6 @@ export function threadTitle(text: string): string {
  * its token lacks the scope. Once seen, the connection keeps to plain thread messages until its bot
  * token is replaced.
  */
-const REFUSALS = new Set(['not_allowed', 'missing_scope', 'not_allowed_token_type', 'unknown_method', 'method_deprecated']);
+const ASSISTANT_REFUSALS = new Set(['not_allowed', 'missing_scope', 'not_allowed_token_type', 'unknown_method', 'method_deprecated']);
 
-export const isAssistantRefusal = (error: string): boolean => REFUSALS.has(error);
+export const isAssistantRefusal = (error: string): boolean => ASSISTANT_REFUSALS.has(error);

@@ -5,15 +5,15 @@
  */
 import { escapeMrkdwn } from './texts';
 
-const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
+const countOf = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
 
 /** A duration as a member reads it: seconds under two minutes, minutes under two hours, else hours. */
 export function humanDuration(ms: number): string {
   const seconds = Math.max(1, Math.round(ms / 1000));
-  if (seconds < 120) return plural(seconds, 'second');
+  if (seconds < 120) return countOf(seconds, 'second');
   const minutes = Math.round(seconds / 60);
-  if (minutes < 120) return plural(minutes, 'minute');
-  return plural(Math.round(minutes / 60), 'hour');
+  if (minutes < 120) return countOf(minutes, 'minute');
+  return countOf(Math.round(minutes / 60), 'hour');
 }
 
 /** A time of day in UTC, as `14:05 UTC`. */

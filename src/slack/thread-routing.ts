@@ -32,7 +32,7 @@ import {
 /** Answered threads each process remembers, and for how long before it looks again. */
 const ANSWERED_CACHE = { max: 50_000, ttlMs: 10 * 60_000 };
 /** Thread lookups: two queries in flight at most, up to 500 threads each. */
-const LOOKUPS = { concurrency: 2, maxBatch: 500, maxWaiting: 20_000 };
+const THREAD_LOOKUPS = { concurrency: 2, maxBatch: 500, maxWaiting: 20_000 };
 
 /** An event the conversation routes: an invocation or a surface to enqueue (with what to undo if it cannot be), or why not. */
 export type ConversationRoute =
@@ -55,7 +55,7 @@ export function createThreadRouter(deps: RouterState['deps'] & { now?: () => num
   const state: RouterState = {
     deps,
     answered: boundedCache<AnsweredThread>({ max: ANSWERED_CACHE.max, ttlMs: ANSWERED_CACHE.ttlMs, now: deps.now }),
-    lookup: createBatchedLookup((keys) => findAnsweredThreads(deps.db, keys), LOOKUPS),
+    lookup: createBatchedLookup((keys) => findAnsweredThreads(deps.db, keys), THREAD_LOOKUPS),
   };
   return {
     route: async (connection, event, now) => {

@@ -17,6 +17,7 @@ import { manifestNeeds } from '../../src/slack/manifest';
 /** What a connection's app has with follow-ups off: the manifest's scopes and events. */
 const APP = manifestNeeds({ threadFollowUps: 'off' });
 import { createTestOrg, type TestMember } from '../harness/identity';
+import { manifestError } from '../harness/fake-slack-oauth';
 import { freePort } from '../harness/ports';
 import {
   appMention,
@@ -186,6 +187,45 @@ describe('an admin connects a workspace through the API alone', () => {
     // No secret and no token in the service's logs.
     const logs = JSON.stringify(stack.logs);
     for (const secret of [app.clientSecret, app.signingSecret, token]) expect(logs).not.toContain(secret);
+  });
+
+  it('follow-ups turned on: the app lacks their events (manifestOutdated, with the manifest to apply) until it is applied and installed again', async () => {
+    const org = await createTestOrg(db());
+    const { connectionId, teamId, app } = await onboard(org.owner, slack.addWorkspace());
+    const installed = await getConnection(org.owner, connectionId);
+    expect(installed).toMatchObject({ threadFollowUps: 'off', manifestOutdated: false, appLacks: { scopes: [], events: [] } });
+    expect(installed.manifest).toBeUndefined();
+
+    const url = `${CONNECTIONS}/${connectionId}`;
+    const patched = await stack.request('PATCH', url, { headers: org.owner.headers, body: { threadFollowUps: 'asker' } });
+    const followUpEvents = ['message.channels', 'message.groups', 'message.mpim'];
+    expect(patched.json).toMatchObject({
+      threadFollowUps: 'asker',
+      manifestOutdated: true,
+      appLacks: { scopes: [], events: followUpEvents },
+    });
+    expect(patched.json.manifest.settings.event_subscriptions.bot_events).toEqual(expect.arrayContaining(followUpEvents));
+    expect((await stack.request('GET', `${url}/manifest`, { headers: org.owner.headers })).json.manifest).toEqual(patched.json.manifest);
+    // The list says the same, without the manifest.
+    const listed = (await stack.request('GET', CONNECTIONS, { headers: org.owner.headers })).json.connections[0];
+    expect(listed).toMatchObject({ connectionId, manifestOutdated: true });
+    expect(listed.manifest).toBeUndefined();
+
+    // Applied on the app's App Manifest page (Slack takes it), then installed again.
+    expect(manifestError(patched.json.manifest)).toBeUndefined();
+    app.manifest = patched.json.manifest;
+    expectPage(await callback(await authorizeAs(await installLink(org.owner, connectionId), teamId)), 200);
+    expect(await getConnection(org.owner, connectionId)).toMatchObject({ manifestOutdated: false, appLacks: { scopes: [], events: [] } });
+
+    // An operator's connection, whose app the service never saw: taken to have what apps had before.
+    const operators = await createTestSlackConnection(db(), stack.services.secretKey, org.organizationId);
+    expect(await getConnection(org.owner, operators.connectionId)).toMatchObject({
+      manifestOutdated: true,
+      appLacks: {
+        scopes: ['assistant:write'],
+        events: ['assistant_thread_started', 'assistant_thread_context_changed', 'app_home_opened'],
+      },
+    });
   });
 
   it('a reinstall replaces the bot token', async () => {

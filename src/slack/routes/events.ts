@@ -148,13 +148,13 @@ async function enqueueEvent(
  */
 function workflowIdOf(input: SlackEventInput, keyOnMessage: boolean): string {
   const invocation = input.invocation;
-  if (invocation && keyOnMessage && !isDirectMessage(invocation)) {
+  if (invocation && keyOnMessage && !askedInDm(invocation)) {
     return slackMessageWorkflowId(input.connectionId, invocation.channel, invocation.ts);
   }
   return slackEventWorkflowId(input.connectionId, input.eventId);
 }
 
-const isDirectMessage = (invocation: { channel: string; channelType: string | null }) =>
+const askedInDm = (invocation: { channel: string; channelType: string | null }) =>
   invocation.channelType === 'im' || invocation.channel.startsWith('D');
 
 /** The conversation's decision (channel messages, surfaces), else the classification every other event gets. */
