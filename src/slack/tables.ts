@@ -1,6 +1,6 @@
 /**
  * The slack feature's tables as Kysely sees them; the DDL is in src/app/store/migrations/0003_slack.ts,
- * 0006_slack_quotas.ts, 0007_replays.ts, 0012_slack_delivery.ts, 0014_slack_onboarding.ts and 0019_slack_conversation.ts.
+ * 0006_slack_quotas.ts, 0007_replays.ts, 0012_slack_delivery.ts, 0014_slack_onboarding.ts and 0018_slack_conversation.ts.
  */
 import type { ColumnType, Generated } from 'kysely';
 import type { Timestamp, NullableTimestamp, Int8 } from '../app/store/columns';
@@ -107,7 +107,7 @@ export interface SlackTables {
     run_id: string;
     started_at: Timestamp;
     ended_at: NullableTimestamp;
-    /** The thread it answers in (null before 0019): a follow-up waits for earlier ones of its thread. */
+    /** The thread it answers in (null before 0018): a follow-up waits for earlier ones of its thread. */
     channel: string | null;
     thread_ts: string | null;
     /** Its invocation's workflow, told when the request ahead of it in the thread ends. */

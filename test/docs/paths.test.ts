@@ -42,6 +42,8 @@ const ALLOWED: Readonly<Record<string, string>> = {
   '**/.claude-plugin/plugin.json': "a default of GITHUB_SYNC_PATHS: a glob of a synced repository's paths",
   '**/SKILL.md': "a default of GITHUB_SYNC_PATHS: a glob of a synced repository's paths",
   'polar.sh': "Polar's domain, which its MCP preset lists: a host name, not a shell script",
+  'SKILL.md': 'a path of a synced repository: the link docs/github.md follows as its example',
+  'docs/skill.md': 'a path of a synced repository: the file that link leads to, not this repository’s docs/',
 };
 
 /** Every file and folder of the repository (relative, forward slashes), generated ones excluded. */

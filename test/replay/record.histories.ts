@@ -548,7 +548,7 @@ it('records a GitHub target whose sync activity gave up: the batch ends failed, 
     },
   });
   const handle = await worker.runUntil(async () => {
-    const eventId = await recordResync(stack.services.database.db, target, 'manual');
+    const eventId = await recordResync(stack.services.database.db, { target, reason: 'manual' });
     const started = await stack.services.temporal.client.workflow.signalWithStart('githubTarget', {
       workflowId: githubTargetWorkflowId(targetId),
       taskQueue,
@@ -561,6 +561,33 @@ it('records a GitHub target whose sync activity gave up: the batch ends failed, 
   });
   await connection.close();
   await save('github-target-activity-failed', handle);
+});
+
+it('records a GitHub unsuspend that brings a target back and hands its resync to the target’s workflow', async () => {
+  const org = await createTestOrg(stack.services.database.db);
+  const repo = await syncedRepo(stack.services.database.db, github, org.organizationId, () => stack, SECRET);
+  const first = await repo.push({ '.claude-plugin/plugin.json': '{"name":"recorded"}' });
+  expect(first.response.status).toBe(202);
+  const row = () =>
+    stack.services.database.db.selectFrom('github_connector_targets').selectAll().where('id', '=', repo.targetId).executeTakeFirstOrThrow();
+  await waitFor(async () => (await row()).synced_sha === first.sha, 20_000);
+  const lifecycle = async (action: 'suspend' | 'unsuspend') => {
+    const payload = githubExample('installation', (p) => p.action === action);
+    payload.installation.id = repo.installationId;
+    const deliveryId = randomUUID();
+    expect((await deliver(stack, { event: 'installation', deliveryId, payload, secret: SECRET })).status).toBe(202);
+    const handle = stack.services.temporal.client.workflow.getHandle(githubDeliveryWorkflowId(deliveryId));
+    await handle.result();
+    return handle;
+  };
+  github.suspendInstallation(repo.installationId);
+  await lifecycle('suspend');
+  // Moved while suspended: GitHub sent no push.
+  const moved = github.commit(repo.fullName, repo.installationId, 'master', { '.claude-plugin/plugin.json': '{"name":"moved"}' });
+  github.unsuspendInstallation(repo.installationId);
+  const handle = await lifecycle('unsuspend');
+  await waitFor(async () => (await row()).synced_sha === moved, 20_000);
+  await save('github-delivery-unsuspend', handle);
 });
 
 it('records a reconcile asking for a failed delivery again and resyncing a target whose head moved', async () => {

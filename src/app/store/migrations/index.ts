@@ -15,7 +15,8 @@ import * as githubLimits from './0013_github_limits';
 import * as slackOnboarding from './0014_slack_onboarding';
 import * as engineCapacity from './0015_engine_capacity';
 import * as runners from './0016_runners';
-import * as slackConversation from './0019_slack_conversation';
+import * as githubRound2 from './0017_github_round2';
+import * as slackConversation from './0018_slack_conversation';
 
 /** Ordered by name. Never edit a migration that has shipped: add a new one. */
 export const migrations: Record<string, Migration> = {
@@ -35,5 +36,6 @@ export const migrations: Record<string, Migration> = {
   '0014_slack_onboarding': slackOnboarding,
   '0015_engine_capacity': engineCapacity,
   '0016_runners': runners,
-  '0019_slack_conversation': slackConversation,
+  '0017_github_round2': githubRound2,
+  '0018_slack_conversation': slackConversation,
 };
