@@ -12,6 +12,7 @@
  * mentions no one else.
  */
 import type { SlackSurfaceEvent, ThreadFollowUps } from './contract';
+import { nonEmptyString } from './envelope';
 
 /** Why a channel message or a surface event was acknowledged and not routed. */
 export type ConversationIgnoreReason =
@@ -54,8 +55,6 @@ const USER_MENTION = /<@([UW][A-Z0-9]+)(?:\|[^>]*)?>/g;
 /** `<!here>`, `<!channel>`, `<!everyone>`, `<!subteam^…>`: for people, not for the bot. */
 const GROUP_MENTION = /<!(?:here|channel|everyone|subteam\^[^>]*)>/;
 
-const text = (value: unknown): string | undefined => (typeof value === 'string' && value.length > 0 ? value : undefined);
-
 /** Whether the text mentions this bot user. */
 function mentionsBot(messageText: string, botUserId: string | null): boolean {
   return botUserId !== null && [...messageText.matchAll(USER_MENTION)].some((m) => m[1] === botUserId);
@@ -70,9 +69,9 @@ export function mentionsOthersOnly(messageText: string, botUserId: string | null
 /** A `message` event from a channel, a private channel or a group DM (not a DM: those are asked as ever). */
 export function isChannelMessage(event: Record<string, unknown>): boolean {
   if (event.type !== 'message') return false;
-  const channelType = text(event.channel_type);
+  const channelType = nonEmptyString(event.channel_type);
   if (channelType !== undefined) return channelType === 'channel' || channelType === 'group' || channelType === 'mpim';
-  const channel = text(event.channel);
+  const channel = nonEmptyString(event.channel);
   return channel !== undefined && !channel.startsWith('D');
 }
 
@@ -85,13 +84,13 @@ export function judgeChannelMessage(
   if (connection.threadFollowUps === 'off') return ignore('follow_ups_off');
   if (event.bot_id !== undefined || event.app_id !== undefined || event.bot_profile !== undefined) return ignore('not_asking');
   if (event.subtype !== undefined && !WRITING_SUBTYPES.includes(String(event.subtype))) return ignore('not_asking');
-  const user = text(event.user);
+  const user = nonEmptyString(event.user);
   if (user === undefined || (connection.botUserId !== null && user === connection.botUserId)) return ignore('not_asking');
   const body = typeof event.text === 'string' ? event.text : '';
   if (mentionsBot(body, connection.botUserId)) return { kind: 'mention' };
-  const channel = text(event.channel);
-  const ts = text(event.ts);
-  const threadTs = text(event.thread_ts);
+  const channel = nonEmptyString(event.channel);
+  const ts = nonEmptyString(event.ts);
+  const threadTs = nonEmptyString(event.thread_ts);
   if (channel === undefined || ts === undefined || threadTs === undefined || threadTs === ts) return ignore('not_in_thread');
   return {
     kind: 'thread_reply',
@@ -122,17 +121,17 @@ export function surfaceOf(event: Record<string, unknown>): SlackSurfaceEvent | {
   if (event.type === 'assistant_thread_context_changed') return { ignore: 'surface_unused' };
   if (event.type === 'assistant_thread_started') {
     const thread = (event.assistant_thread ?? {}) as Record<string, unknown>;
-    const user = text(thread.user_id);
-    const channel = text(thread.channel_id);
-    const threadTs = text(thread.thread_ts);
+    const user = nonEmptyString(thread.user_id);
+    const channel = nonEmptyString(thread.channel_id);
+    const threadTs = nonEmptyString(thread.thread_ts);
     if (user === undefined || channel === undefined || threadTs === undefined) return { ignore: 'surface_unused' };
     return { kind: 'prompts', user, channel, threadTs };
   }
   if (event.type !== 'app_home_opened') return undefined;
-  const user = text(event.user);
+  const user = nonEmptyString(event.user);
   if (user === undefined) return { ignore: 'surface_unused' };
   if (event.tab === 'home') return { kind: 'home', user };
-  const channel = text(event.channel);
+  const channel = nonEmptyString(event.channel);
   if (event.tab === 'messages' && channel !== undefined) return { kind: 'prompts', user, channel, threadTs: null };
   return { ignore: 'surface_unused' };
 }
