@@ -42,6 +42,7 @@ import {
   RUN_CLAIMS_PATCH,
   RUN_NOT_FOUND,
   RUN_OUTCOME_PATCH,
+  RUN_TELLS_CLAIM_PATCH,
   RUN_TELLS_END_PATCH,
   claimRunUpdate,
   completeRunUpdate,
@@ -50,6 +51,7 @@ import {
   runEventSignal,
   runHeartbeatSignal,
   runOutcomeFailure,
+  runClaimedSignal,
   runEndedSignal,
   runProgressSignal,
   runSearchAttributes,
@@ -295,6 +297,7 @@ function setRunHandlers(run: Run): void {
     claimRunUpdate,
     async (_request) => {
       run.state = applyClaim(run.state, Date.now(), settings);
+      tellParentClaim(run);
       const claimed = run.state.transitions;
       await condition(() => run.syncedTransitions >= claimed);
       return { run: summaryOf(run.state), attempt: run.state.attempt, leaseExpiresAt: run.state.leaseExpiresAt ?? Date.now() };
@@ -409,6 +412,18 @@ function signalParent(parent: { workflowId: string; runId: string }, progress: R
 function tellsEnd(run: Run): boolean {
   run.tellsEnd ??= workflowInfo().parent !== undefined && patched(RUN_TELLS_END_PATCH);
   return run.tellsEnd;
+}
+
+/**
+ * A claim to the parent's current execution (RUN_TELLS_CLAIM_PATCH), so a parent that told its
+ * member no runtime was there shows progress instead; a parent already gone needs nothing.
+ */
+function tellParentClaim(run: Run): void {
+  const parent = workflowInfo().parent;
+  if (parent === undefined || !patched(RUN_TELLS_CLAIM_PATCH)) return;
+  getExternalWorkflowHandle(parent.workflowId)
+    .signal(runClaimedSignal, { runId: run.state.runId, attempt: run.state.attempt })
+    .catch(() => undefined);
 }
 
 /** The run's summary to its parent's current execution, once the row holds it; a parent already gone needs nothing. */

@@ -188,3 +188,17 @@ export async function runtimeOnline(
     .executeTakeFirst();
   return row !== undefined;
 }
+
+/**
+ * When one of the member's runtimes was last seen, or null when none ever was: for the features
+ * that tell a member their runtime is offline since when.
+ */
+export async function lastRuntimeSeenAt(db: Db, input: { organizationId: string; memberId: string }): Promise<number | null> {
+  const row = await db
+    .selectFrom('runner_presence')
+    .select((eb) => eb.fn.max('last_seen_at').as('lastSeenAt'))
+    .where('organization_id', '=', input.organizationId)
+    .where('member_id', '=', input.memberId)
+    .executeTakeFirst();
+  return row?.lastSeenAt ? new Date(row.lastSeenAt).getTime() : null;
+}

@@ -82,7 +82,7 @@ export interface RunState {
   syncVersion: number;
   memberId?: string;
   origin?: RunWorkflowInput['origin'];
-  input?: { text: string };
+  input?: RunWorkflowInput['input'];
   /**
    * Queued runs (Slack routing) start attempts only through the claim Update, which decides
    * between concurrent runtimes; reports never start or switch an attempt of such a run.

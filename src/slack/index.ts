@@ -6,12 +6,17 @@ import { SlackQuota } from './quota';
 import { sweepSlackReplays } from './replays';
 import { createSlackRoutes } from './routes';
 import { createSlackVerifier } from './verify';
+import { createThreadRouter } from './thread-routing';
+import { sweepIdleThreads } from './threads';
 import { slackSettings } from './settings';
 
 export { resealSlackSecrets } from './connections';
 
 /** How often a worker process deletes replay-cache entries whose signature window has closed. */
 const REPLAY_SWEEP_INTERVAL_MS = 60_000;
+/** A thread with no new request for this long is forgotten: a reply in it is no longer a follow-up. */
+const THREAD_RETENTION_MS = 30 * 24 * 3_600_000;
+const THREAD_SWEEP_INTERVAL_MS = 3_600_000;
 
 export const slackFeature = defineFeature({
   name: 'slack',
@@ -23,6 +28,7 @@ export const slackFeature = defineFeature({
       ...deps,
       quota: new SlackQuota(deps.db, deps.log),
       verifier: createSlackVerifier(deps),
+      threads: createThreadRouter(deps),
     }),
   sweeps: [
     {
@@ -31,6 +37,14 @@ export const slackFeature = defineFeature({
       run: async (deps, now) => {
         const deleted = await sweepSlackReplays(deps.db, now);
         if (deleted > 0) deps.log.debug({ deleted }, 'swept expired slack replay-cache entries');
+      },
+    },
+    {
+      name: 'slack idle threads',
+      intervalMs: THREAD_SWEEP_INTERVAL_MS,
+      run: async (deps, now) => {
+        const deleted = await sweepIdleThreads(deps.db, new Date(now.getTime() - THREAD_RETENTION_MS));
+        if (deleted > 0) deps.log.debug({ deleted }, 'forgot slack threads idle for 30 days');
       },
     },
   ],

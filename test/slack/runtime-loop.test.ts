@@ -1,9 +1,9 @@
 /**
  * The Slack loop with a runtime that is not the test: a linked member
  * mentions the bot in a thread → a queued run with its input and origin appears, for that member
- * only → `den runtime --exec "tr a-z A-Z"`, a real child process, claims it → chat.postMessage
- * posts "Working on it…" in the mention's thread of the (local, fake) Slack Web API, and the
- * upper-cased text replaces it, or streams in a reply it then points to.
+ * only, and the thread says no runtime of theirs is running → `den runtime --exec "tr a-z A-Z"`, a
+ * real child process, claims it → the upper-cased text replaces that message in the mention's
+ * thread of the (local, fake) Slack Web API, or streams in a reply it then points to.
  */
 import { STREAMED_TEXT } from '../../src/slack/progress';
 import { createTestOrg } from '../harness/identity';
@@ -69,15 +69,16 @@ it('a mention in a thread is answered in that thread by `den runtime --exec "tr 
 
   const runtime = startRuntime(member.apiKey, 'tr a-z A-Z');
   try {
-    // One message in the thread at once, which the answer then replaces.
+    // One message in the thread at once: no runtime was online when the member asked, so it says
+    // so; the answer then replaces it (test/slack/runtime-gate.test.ts shows the claim's progress between).
     const post = await loop.slack.waitForCall('chat.postMessage', (c) => c.body.thread_ts === threadTs, 30_000);
     expect(post.body).toMatchObject({
       channel: mention.channel,
       thread_ts: threadTs,
-      text: 'Working on it…',
+      text: expect.stringContaining('No den runtime of yours is running'),
       metadata: { event_type: 'den_run_reply', event_payload: { reply_key: expect.stringMatching(/^slack-event\//) } },
     });
-    // The answer replaces "Working on it…"; or, when the runtime's text came before its end, it
+    // The answer replaces that first message; or, when the runtime's text came before its end, it
     // streamed in a reply and the first message points to it. Either way the member reads it once.
     const thread = () => loop.slack.messages.filter((m) => m.thread_ts === threadTs);
     const atRest = () =>

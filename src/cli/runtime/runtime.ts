@@ -10,7 +10,8 @@
  * its log or the commands it runs (their environment has no DEN_API_KEY or DEN_RUNNER_TOKEN).
  *
  * Per run: the run's `input.text` on the command's stdin, DEN_RUN_ID and DEN_RUN_ATTEMPT in its
- * environment, a heartbeat every `heartbeatMs` while it runs, its stdout so far as an `assistant`
+ * environment, and DEN_RUN_CONTEXT naming a JSON file of `{input, context}` (the thread the run was
+ * asked in, src/cli/runtime/run-context.ts), a heartbeat every `heartbeatMs` while it runs, its stdout so far as an `assistant`
  * event at most once per `streamIntervalMs` (a member watches the answer grow), then the whole
  * stdout as the last `assistant` event and the run's completion (`POST …/complete`): `succeeded`
  * on exit 0, else `failed` with the tail of stderr and what failed (`failure`): `task` when the
@@ -24,6 +25,7 @@ import { TERMINAL_ERROR_MAX_LENGTH } from '../../runs/schemas';
 import { BACKOFF_MS, RuntimeError, apiClient, sleepUnlessStopped, type ApiClient } from './api-client';
 import { RunnerCredential, firstToken } from './credential';
 import { AttemptReporter, startCommand, type Exit, type RunningCommand } from './execution';
+import { writeRunContext } from './run-context';
 
 export { RuntimeError } from './api-client';
 
@@ -119,7 +121,8 @@ async function runOne(options: RuntimeOptions, api: ApiClient, claim: RunClaim):
   const runId = claim.run.id;
   const attempt = claim.attempt;
   options.log(`claimed run ${runId} (attempt ${attempt})`);
-  const environment = { ...options.environment, DEN_RUN_ID: runId, DEN_RUN_ATTEMPT: String(attempt) };
+  const context = await writeRunContext(claim.run);
+  const environment = { ...options.environment, DEN_RUN_ID: runId, DEN_RUN_ATTEMPT: String(attempt), DEN_RUN_CONTEXT: context.path };
   const command = startCommand(options.exec, environment, claim.run.input?.text ?? '');
   const reporter = new AttemptReporter(api, runId, attempt);
   const seen: Interruptions = { cancelled: false, killedAfterGrace: false };
@@ -137,6 +140,7 @@ async function runOne(options: RuntimeOptions, api: ApiClient, claim: RunClaim):
   };
   options.stop.addEventListener('abort', onStop, { once: true });
   const result = await command.exited;
+  await context.remove();
   clearInterval(stream);
   clearInterval(heartbeat);
   options.stop.removeEventListener('abort', onStop);

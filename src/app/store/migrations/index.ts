@@ -16,6 +16,7 @@ import * as slackOnboarding from './0014_slack_onboarding';
 import * as engineCapacity from './0015_engine_capacity';
 import * as runners from './0016_runners';
 import * as githubRound2 from './0017_github_round2';
+import * as slackConversation from './0018_slack_conversation';
 
 /** Ordered by name. Never edit a migration that has shipped: add a new one. */
 export const migrations: Record<string, Migration> = {
@@ -36,4 +37,5 @@ export const migrations: Record<string, Migration> = {
   '0015_engine_capacity': engineCapacity,
   '0016_runners': runners,
   '0017_github_round2': githubRound2,
+  '0018_slack_conversation': slackConversation,
 };
