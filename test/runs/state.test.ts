@@ -50,16 +50,16 @@ const ev = (attempt: number, sequence: number, type: RunEventType = 'user', payl
   receivedAt: 0,
 });
 
-const running = (now = T0) => initialState({ organizationId: 'org', runId: 'r', initialStatus: 'running', createdAt: now }, now, settings);
+const running = (now = T0) =>
+  initialState({ organizationId: 'org', runId: 'r', initialStatus: 'running', createdAt: now }, { now, settings });
 const queued = (now = T0) =>
   initialState(
     { organizationId: 'org', runId: 'r', initialStatus: 'queued', createdAt: now, memberId: 'm', input: { text: 'hi' } },
-    now,
-    settings,
+    { now, settings },
   );
 /** The state once an event is taken in: what a signal does whatever the verdict, and an Update after an `ok` one. */
 const nextState = (state: RunState, event: RunEventReport, now: number, runSettings: RunSettings) =>
-  decideEvent(state, event, now, runSettings).next;
+  decideEvent(state, event, { now, settings: runSettings }).next;
 const applyAll = (state: RunState, events: RunEventReport[], now = T0) => events.reduce((s, e) => nextState(s, e, now, settings), state);
 const sequences = (state: RunState) => state.outbox.map((e) => [e.attempt, e.sequence]);
 
@@ -77,15 +77,19 @@ describe('run state: start and claim', () => {
     const r = running();
     const armed = nextDeadline(r, settings)!;
     // A quarter of the 60 s lease is 15 s: a heartbeat 10 s in moves it too little, one 15 s in enough.
-    expect(deadlineMovedOn(applyHeartbeat(r, { attempt: 0, receivedAt: 0 }, T0 + 10_000, settings), armed, settings)).toBe(false);
-    expect(deadlineMovedOn(applyHeartbeat(r, { attempt: 0, receivedAt: 0 }, T0 + 15_000, settings), armed, settings)).toBe(true);
+    expect(
+      deadlineMovedOn(applyHeartbeat(r, { heartbeat: { attempt: 0, receivedAt: 0 } }, { now: T0 + 10_000, settings }), armed, settings),
+    ).toBe(false);
+    expect(
+      deadlineMovedOn(applyHeartbeat(r, { heartbeat: { attempt: 0, receivedAt: 0 } }, { now: T0 + 15_000, settings }), armed, settings),
+    ).toBe(true);
     // A closed run has no deadline to follow.
     expect(deadlineMovedOn(tick(r, T0 + settings.maxDurationMs, settings), armed, settings)).toBe(false);
   });
 
   it('only a claim starts an attempt of a queued run; reports before it, or for another attempt, are ignored', () => {
     expect(claimVerdict(queued())).toEqual({ ok: true });
-    const byHeartbeat = applyHeartbeat(queued(), { attempt: 1, receivedAt: 0 }, T0 + 5, settings);
+    const byHeartbeat = applyHeartbeat(queued(), { heartbeat: { attempt: 1, receivedAt: 0 } }, { now: T0 + 5, settings });
     expect(byHeartbeat).toMatchObject({ status: 'queued', attempt: 0, ignored: { stale: 1 } });
     const claimed = applyClaim(queued(), T0 + 5, settings);
     expect(claimed).toMatchObject({ status: 'running', attempt: 1, startedAt: T0 + 5, leaseExpiresAt: T0 + 5 + 60_000, transitions: 1 });
@@ -97,7 +101,10 @@ describe('run state: start and claim', () => {
       nextSequence: 2,
     });
     // A report of a newer attempt does not switch a claimed run's attempt: only the next claim does.
-    expect(applyHeartbeat(claimed, { attempt: 2, receivedAt: 0 }, T0 + 8, settings)).toMatchObject({ attempt: 1, ignored: { stale: 1 } });
+    expect(applyHeartbeat(claimed, { heartbeat: { attempt: 2, receivedAt: 0 } }, { now: T0 + 8, settings })).toMatchObject({
+      attempt: 1,
+      ignored: { stale: 1 },
+    });
   });
 
   it('after a lost lease a claim starts the next attempt; a closed run refuses claims', () => {
@@ -200,7 +207,7 @@ describe('run state: ordering and dedupe', () => {
       [1, 1],
       [2, 1],
     ]);
-    expect(applyHeartbeat(s, { attempt: 1, receivedAt: 0 }, T0, settings).ignored.stale).toBe(3);
+    expect(applyHeartbeat(s, { heartbeat: { attempt: 1, receivedAt: 0 } }, { now: T0, settings }).ignored.stale).toBe(3);
   });
 
   it('rejects attempts above maxAttempts', () => {
@@ -234,7 +241,7 @@ describe('run state: ordering and dedupe', () => {
 });
 
 describe('run state: the event verdict, decided before the ack', () => {
-  const verdict = (state: RunState, event: RunEventReport) => decideEvent(state, event, T0, settings).verdict;
+  const verdict = (state: RunState, event: RunEventReport) => decideEvent(state, event, { now: T0, settings }).verdict;
 
   it('accepts the next sequence and whatever the window and byte budget can hold', () => {
     const r = applyAll(running(), [ev(1, 1)]);
@@ -254,7 +261,7 @@ describe('run state: the event verdict, decided before the ack', () => {
           let state = running();
           for (const { sequence, kb } of arrivals) {
             const e = ev(1, sequence, 'user', { blob: 'x'.repeat(kb * 1024) });
-            const decision = decideEvent(state, e, T0, settings);
+            const decision = decideEvent(state, e, { now: T0, settings });
             if (!decision.verdict.ok) continue;
             state = decision.next;
             expect(state.ignored.overflow).toBe(0);
@@ -308,7 +315,7 @@ describe('run state: the event verdict, decided before the ack', () => {
 });
 
 describe('run state: one decision for the Update and the signal', () => {
-  const decide = (state: RunState, event: RunEventReport) => decideEvent(state, event, T0, settings);
+  const decide = (state: RunState, event: RunEventReport) => decideEvent(state, event, { now: T0, settings });
   /** What ignoring a report changes: one more signal of this execution, one more ignored under `reason`. */
   const ignoredAs = (state: RunState, reason: keyof RunState['ignored']): RunState => ({
     ...state,
@@ -427,7 +434,7 @@ describe('run state: a cancel request', () => {
   it('closes a queued run cancelled at once, with who asked and why', () => {
     const q = queued();
     expect(cancelVerdict(q)).toEqual({ ok: true });
-    const done = applyCancelRequest(q, ask('wrong question'), member, T0 + 6);
+    const done = applyCancelRequest(q, { request: ask('wrong question'), caller: member }, T0 + 6);
     expect(done).toMatchObject({ status: 'cancelled', error: 'wrong question', endedAt: T0 + 6, transitions: 1 });
     expect(summaryOf(done).cancelRequested).toEqual({ at: T0 + 5, reason: 'wrong question', memberId: 'm' });
     expect(cancelVerdict(done)).toEqual({ ok: false, error: 'run_closed', status: 'cancelled' });
@@ -435,17 +442,20 @@ describe('run state: a cancel request', () => {
 
   it('closes a run waiting for a retry at once: no runtime holds it', () => {
     const lost = tick(applyClaim(queued(), T0, settings), T0 + 60_000, settings);
-    expect(applyCancelRequest(lost, ask(), member, T0 + 60_001)).toMatchObject({ status: 'cancelled', error: 'cancel_requested' });
+    expect(applyCancelRequest(lost, { request: ask(), caller: member }, T0 + 60_001)).toMatchObject({
+      status: 'cancelled',
+      error: 'cancel_requested',
+    });
   });
 
   it('records the request on a claimed run, which keeps taking reports; a repeat keeps the first', () => {
     const claimed = applyClaim(queued(), T0, settings);
-    const asked = applyCancelRequest(claimed, ask('stop'), member, T0 + 6);
+    const asked = applyCancelRequest(claimed, { request: ask('stop'), caller: member }, T0 + 6);
     expect(asked).toMatchObject({ status: 'running', cancelRequested: { at: T0 + 5, reason: 'stop', memberId: 'm' } });
     expect(asked.transitions).toBe(claimed.transitions + 1);
-    expect(applyCancelRequest(asked, ask('again'), { memberId: 'admin', admin: true }, T0 + 7)).toBe(asked);
+    expect(applyCancelRequest(asked, { request: ask('again'), caller: { memberId: 'admin', admin: true } }, T0 + 7)).toBe(asked);
     const reported = nextState(
-      applyHeartbeat(asked, { attempt: 1, receivedAt: 0 }, T0 + 10, settings),
+      applyHeartbeat(asked, { heartbeat: { attempt: 1, receivedAt: 0 } }, { now: T0 + 10, settings }),
       ev(1, 1, 'assistant'),
       T0 + 11,
       settings,
@@ -455,7 +465,7 @@ describe('run state: a cancel request', () => {
   });
 
   it.each(['succeeded', 'failed', 'cancelled'])('ends cancelled at the terminal event the runtime reports as %s', (status) => {
-    const asked = applyCancelRequest(applyClaim(queued(), T0, settings), ask(), member, T0 + 6);
+    const asked = applyCancelRequest(applyClaim(queued(), T0, settings), { request: ask(), caller: member }, T0 + 6);
     expect(nextState(asked, ev(1, 1, 'terminal', { status }), T0 + 7, settings)).toMatchObject({
       status: 'cancelled',
       error: 'cancel_requested',
@@ -464,17 +474,16 @@ describe('run state: a cancel request', () => {
   });
 
   it('ends cancelled when the lease runs out after the request, with attempts left: no retry', () => {
-    const asked = applyCancelRequest(applyClaim(queued(), T0, settings), ask('enough'), member, T0 + 6);
+    const asked = applyCancelRequest(applyClaim(queued(), T0, settings), { request: ask('enough'), caller: member }, T0 + 6);
     expect(tick(asked, T0 + 59_999, settings).status).toBe('running');
     expect(tick(asked, T0 + 60_000, settings)).toMatchObject({ status: 'cancelled', error: 'enough', endedAt: T0 + 60_000 });
   });
 
   it('is carried through continue-as-new', () => {
-    const asked = applyCancelRequest(applyClaim(queued(), T0, settings), ask(), member, T0 + 6);
+    const asked = applyCancelRequest(applyClaim(queued(), T0, settings), { request: ask(), caller: member }, T0 + 6);
     const carried = initialState(
       { organizationId: 'org', runId: 'r', initialStatus: 'queued', createdAt: T0, carried: compactState(asked) },
-      T0,
-      settings,
+      { now: T0, settings },
     );
     expect(carried.cancelRequested).toEqual(asked.cancelRequested);
   });
@@ -482,11 +491,11 @@ describe('run state: a cancel request', () => {
 
 describe('run state: liveness', () => {
   it('heartbeats and events move the lease, never backwards', () => {
-    let s = applyHeartbeat(running(), { attempt: 1, receivedAt: 0 }, T0 + 1000, settings);
+    let s = applyHeartbeat(running(), { heartbeat: { attempt: 1, receivedAt: 0 } }, { now: T0 + 1000, settings });
     expect(s.leaseExpiresAt).toBe(T0 + 61_000);
     s = nextState(s, ev(1, 1), T0 + 2000, settings);
     expect(s.leaseExpiresAt).toBe(T0 + 62_000);
-    s = applyHeartbeat(s, { attempt: 1, receivedAt: 0 }, T0 + 1500, settings);
+    s = applyHeartbeat(s, { heartbeat: { attempt: 1, receivedAt: 0 } }, { now: T0 + 1500, settings });
     expect(s.leaseExpiresAt).toBe(T0 + 62_000);
     expect(s.lastHeartbeatAt).toBe(T0 + 1500);
   });
@@ -499,14 +508,16 @@ describe('run state: liveness', () => {
     // The lost attempt cannot come back.
     const late = applyAll(lost, [ev(1, 2)]);
     expect(late).toMatchObject({ status: 'awaiting_retry', eventCount: 1 });
-    expect(applyHeartbeat(lost, { attempt: 1, receivedAt: 0 }, T0 + 61_000, settings).status).toBe('awaiting_retry');
+    expect(applyHeartbeat(lost, { heartbeat: { attempt: 1, receivedAt: 0 } }, { now: T0 + 61_000, settings }).status).toBe(
+      'awaiting_retry',
+    );
     expect(tick(lost, T0 + 359_999, settings).status).toBe('awaiting_retry');
     expect(tick(lost, T0 + 360_000, settings)).toMatchObject({ status: 'failed', error: 'lease_lost' });
   });
 
   it('a newer attempt resumes a run awaiting retry', () => {
     const lost = tick(applyAll(running(), [ev(1, 1)]), T0 + 60_000, settings);
-    const resumed = applyHeartbeat(lost, { attempt: 2, receivedAt: 0 }, T0 + 70_000, settings);
+    const resumed = applyHeartbeat(lost, { heartbeat: { attempt: 2, receivedAt: 0 } }, { now: T0 + 70_000, settings });
     expect(resumed).toMatchObject({ status: 'running', attempt: 2, nextSequence: 1, retryDeadline: null, leaseExpiresAt: T0 + 130_000 });
   });
 
@@ -517,7 +528,8 @@ describe('run state: liveness', () => {
 
   it('a run longer than maxDuration is timed_out, whatever its lease', () => {
     let s = running();
-    for (let t = T0; t < T0 + settings.maxDurationMs; t += 30_000) s = applyHeartbeat(s, { attempt: 1, receivedAt: 0 }, t, settings);
+    for (let t = T0; t < T0 + settings.maxDurationMs; t += 30_000)
+      s = applyHeartbeat(s, { heartbeat: { attempt: 1, receivedAt: 0 } }, { now: t, settings });
     expect(nextDeadline(s, settings)).toBe(T0 + settings.maxDurationMs);
     expect(tick(s, T0 + settings.maxDurationMs, settings)).toMatchObject({ status: 'timed_out', error: 'max_duration_exceeded' });
   });
@@ -548,8 +560,7 @@ describe('run state: persistence and continue-as-new', () => {
     expect(carried.outbox).toEqual([]);
     const resumed = initialState(
       { organizationId: 'org', runId: 'r', initialStatus: 'running', createdAt: 0, carried },
-      T0 + 999,
-      settings,
+      { now: T0 + 999, settings },
     );
     expect(resumed).toMatchObject({ eventCount: 2, nextSequence: 3, signalsThisExecution: 0, startedAt: T0 });
     expect(resumed.buffer.map((b) => b.event.sequence)).toEqual([4]);
