@@ -602,44 +602,50 @@ const coalesced = (leaseExpiresAt: number, cancelRequested = false, attempt = 1,
 });
 
 /** A key as the heartbeat route makes one (the coalescer reads the attempt from it). */
-const K = HeartbeatCoalescer.key('org-k', 'run-k', 1, 'm');
+const K = HeartbeatCoalescer.key({ organizationId: 'org-k', runId: 'run-k', attempt: 1, memberId: 'm' });
 
 describe('heartbeat coalescer', () => {
   it('forwards once per window per key', () => {
     const c = new HeartbeatCoalescer(15_000, undefined, 0.25);
-    const key = HeartbeatCoalescer.key('org', 'run', 1, 'm');
+    const key = HeartbeatCoalescer.key({ organizationId: 'org', runId: 'run', attempt: 1, memberId: 'm' });
     expect(c.admit(key, 0)).toEqual({ forward: true });
-    c.forwarded(key, 0, 60_000);
+    c.forwarded(key, 0, { leaseTimeoutMs: 60_000 });
     for (let t = 1; t < 15_000; t += 1000) expect(c.admit(key, t)).toEqual(coalesced(60_000));
     // The next forward knows the lease the last one set.
     expect(c.admit(key, 15_000)).toEqual({ forward: true, leaseFloor: 60_000 });
-    expect(c.admit(HeartbeatCoalescer.key('org', 'run', 2, 'm'), 15_001)).toEqual({ forward: true });
-    expect(c.admit(HeartbeatCoalescer.key('other', 'run', 1, 'm'), 15_001)).toEqual({ forward: true });
+    expect(c.admit(HeartbeatCoalescer.key({ organizationId: 'org', runId: 'run', attempt: 2, memberId: 'm' }), 15_001)).toEqual({
+      forward: true,
+    });
+    expect(c.admit(HeartbeatCoalescer.key({ organizationId: 'other', runId: 'run', attempt: 1, memberId: 'm' }), 15_001)).toEqual({
+      forward: true,
+    });
   });
 
   it("never answers one member's heartbeat with another's, nor before a forward succeeded", () => {
     const c = new HeartbeatCoalescer(15_000, undefined, 0.25);
-    const mine = HeartbeatCoalescer.key('org', 'run', 1, 'me');
+    const mine = HeartbeatCoalescer.key({ organizationId: 'org', runId: 'run', attempt: 1, memberId: 'me' });
     expect(c.admit(mine, 0)).toEqual({ forward: true });
     // Still in flight: the next heartbeat waits for its answer.
     expect(c.admit(mine, 1)).toEqual({ forward: false, pending: true });
-    c.forwarded(mine, 0, 60_000);
+    c.forwarded(mine, 0, { leaseTimeoutMs: 60_000 });
     expect(c.admit(mine, 2)).toEqual(coalesced(60_000));
     c.markClosed(mine, 'succeeded', 3);
-    expect(c.admit(HeartbeatCoalescer.key('org', 'run', 1, 'other'), 4)).toEqual({ forward: true });
+    expect(c.admit(HeartbeatCoalescer.key({ organizationId: 'org', runId: 'run', attempt: 1, memberId: 'other' }), 4)).toEqual({
+      forward: true,
+    });
   });
 
   it("answers a cancel it learnt: from the forward that read it, or from this process's cancel of that run only", () => {
     const c = new HeartbeatCoalescer(15_000, undefined, 0.25);
     const [a1, a2, b] = [
-      HeartbeatCoalescer.key('org', 'run', 1, 'm'),
-      HeartbeatCoalescer.key('org', 'run', 2, 'admin'),
-      HeartbeatCoalescer.key('org', 'run-2', 1, 'm'),
+      HeartbeatCoalescer.key({ organizationId: 'org', runId: 'run', attempt: 1, memberId: 'm' }),
+      HeartbeatCoalescer.key({ organizationId: 'org', runId: 'run', attempt: 2, memberId: 'admin' }),
+      HeartbeatCoalescer.key({ organizationId: 'org', runId: 'run-2', attempt: 1, memberId: 'm' }),
     ];
     for (const key of [a1, a2, b]) c.admit(key, 0);
-    c.forwarded(a1, 0, 60_000);
-    c.forwarded(a2, 0, 60_000, true);
-    c.forwarded(b, 0, 60_000);
+    c.forwarded(a1, 0, { leaseTimeoutMs: 60_000 });
+    c.forwarded(a2, 0, { leaseTimeoutMs: 60_000, cancelRequested: true });
+    c.forwarded(b, 0, { leaseTimeoutMs: 60_000 });
     // Attempt 2 holds the run now: attempt 1's heartbeats are told their lease is not valid.
     expect(c.admit(a1, 1)).toEqual(coalesced(60_000, false, 2, false));
     expect(c.admit(a2, 1)).toEqual(coalesced(60_000, true, 2));
@@ -655,11 +661,14 @@ describe('heartbeat coalescer', () => {
     const [c, d] = [new HeartbeatCoalescer(15_000, undefined, 0.25), new HeartbeatCoalescer(15_000, undefined, 0.25)];
     for (const coalescer of [c, d])
       notices.subscribe(runCancelRequested, (run) => coalescer.noteCancelRequested(run.organizationId, run.runId));
-    const [mine, other] = [HeartbeatCoalescer.key('org-n', 'run-n', 1, 'm'), HeartbeatCoalescer.key('org-n', 'run-o', 1, 'm')];
+    const [mine, other] = [
+      HeartbeatCoalescer.key({ organizationId: 'org-n', runId: 'run-n', attempt: 1, memberId: 'm' }),
+      HeartbeatCoalescer.key({ organizationId: 'org-n', runId: 'run-o', attempt: 1, memberId: 'm' }),
+    ];
     for (const coalescer of [c, d]) {
       for (const key of [mine, other]) {
         coalescer.admit(key, 0);
-        coalescer.forwarded(key, 0, 60_000);
+        coalescer.forwarded(key, 0, { leaseTimeoutMs: 60_000 });
       }
     }
     notices.publish(runCancelRequested, { organizationId: 'org-n', runId: 'run-n' });
@@ -670,8 +679,12 @@ describe('heartbeat coalescer', () => {
   });
 
   it('keys cannot collide through separators in ids', () => {
-    expect(HeartbeatCoalescer.key('a/b', 'c', 1, 'm')).not.toBe(HeartbeatCoalescer.key('a', 'b/c', 1, 'm'));
-    expect(HeartbeatCoalescer.key('a', 'b', 1, 'm')).not.toBe(HeartbeatCoalescer.key('a', 'b', 1, 'n'));
+    expect(HeartbeatCoalescer.key({ organizationId: 'a/b', runId: 'c', attempt: 1, memberId: 'm' })).not.toBe(
+      HeartbeatCoalescer.key({ organizationId: 'a', runId: 'b/c', attempt: 1, memberId: 'm' }),
+    );
+    expect(HeartbeatCoalescer.key({ organizationId: 'a', runId: 'b', attempt: 1, memberId: 'm' })).not.toBe(
+      HeartbeatCoalescer.key({ organizationId: 'a', runId: 'b', attempt: 1, memberId: 'n' }),
+    );
   });
 
   it('a failed forward is released so the next heartbeat is forwarded', () => {
@@ -682,7 +695,7 @@ describe('heartbeat coalescer', () => {
     // A release for an older admission does not undo a newer one.
     c.release(K, 100);
     expect(c.admit(K, 102)).toEqual({ forward: false, pending: true });
-    c.forwarded(K, 101, 60_000);
+    c.forwarded(K, 101, { leaseTimeoutMs: 60_000 });
     expect(c.admit(K, 103)).toEqual(coalesced(60_101));
   });
 
@@ -706,11 +719,11 @@ describe('heartbeat coalescer', () => {
 describe("heartbeat coalescer: the window is the run's own", () => {
   it('takes the window as a configured fraction of the lease', () => {
     const c = new HeartbeatCoalescer(HeartbeatCoalescer.windowFor(60_000, 0.6), undefined, 0.6);
-    const key = HeartbeatCoalescer.key('org', 'run', 1, 'm');
+    const key = HeartbeatCoalescer.key({ organizationId: 'org', runId: 'run', attempt: 1, memberId: 'm' });
     // Heartbeats every 10 s against a 60 s lease: one in four is forwarded.
     const forwarded = [0, 10_000, 20_000, 30_000, 40_000, 50_000, 60_000, 70_000].filter((t) => {
       const admission = c.admit(key, t);
-      if (admission.forward) c.forwarded(key, t, 60_000);
+      if (admission.forward) c.forwarded(key, t, { leaseTimeoutMs: 60_000 });
       return admission.forward;
     });
     expect(forwarded).toEqual([0, 40_000]);
@@ -718,12 +731,12 @@ describe("heartbeat coalescer: the window is the run's own", () => {
 
   it("learns a forwarded run's lease and coalesces its heartbeats for a quarter of it", () => {
     const c = new HeartbeatCoalescer(15_000, undefined, 0.25);
-    const key = HeartbeatCoalescer.key('org', 'run', 1, 'm');
+    const key = HeartbeatCoalescer.key({ organizationId: 'org', runId: 'run', attempt: 1, memberId: 'm' });
     expect(c.admit(key, 0)).toEqual({ forward: true });
-    c.forwarded(key, 0, 4_000); // the run's lease is 4 s, not the process's 60 s
+    c.forwarded(key, 0, { leaseTimeoutMs: 4_000 }); // the run's lease is 4 s, not the process's 60 s
     expect(c.admit(key, 999)).toEqual(coalesced(4_000));
     expect(c.admit(key, 1_000)).toEqual({ forward: true, leaseFloor: 4_000 });
-    c.forwarded(key, 1_000, 120_000);
+    c.forwarded(key, 1_000, { leaseTimeoutMs: 120_000 });
     expect(c.admit(key, 29_999)).toEqual(coalesced(121_000));
     expect(c.admit(key, 31_000)).toEqual({ forward: true, leaseFloor: 121_000 });
   });
