@@ -123,7 +123,7 @@ async function runGate(deps: ConversationDeps, input: { organizationId: string; 
   const now = Date.now();
   const member = { organizationId: input.organizationId, memberId: input.memberId };
   const { breaker, presenceWindowMs } = deps.settings.runners;
-  if (!(await startRunUnderBreaker(deps.db, { ...member, runId: input.runId }, now, breaker))) {
+  if (!(await startRunUnderBreaker(deps.db, { ...member, runId: input.runId }, { now, settings: breaker }))) {
     const state = await memberBreaker(deps.db, member, now);
     const phase = state.phase === 'closed' ? 'open' : state.phase;
     return { start: false as const, phase, notice: pausedText({ ...state, phase, now }) };

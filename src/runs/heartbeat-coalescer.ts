@@ -92,15 +92,45 @@ export function coalesceMarginMs(leaseTimeoutMs: number, gapMs: number): number 
   return Math.floor(Math.max(leaseTimeoutMs / 8, gapMs / 2 + leaseTimeoutMs / 16, MIN_LANDING_MS));
 }
 
+/** A lease as the last forward learnt it: when it ends (ms), and the run's lease timeout. */
+export interface KnownLease {
+  leaseExpiresAt: number;
+  leaseTimeoutMs: number;
+}
+
 /**
  * Whether a heartbeat at `now` may be answered with a lease that ends at `leaseExpiresAt`: only
  * while that lease outlasts the caller's next heartbeat by the margin. A caller whose cadence is not
  * known yet is forwarded.
  */
-export function mayAnswerFromMemory(leaseExpiresAt: number, leaseTimeoutMs: number, now: number, cadence: Cadence | undefined): boolean {
+export function mayAnswerFromMemory({ leaseExpiresAt, leaseTimeoutMs }: KnownLease, now: number, cadence: Cadence | undefined): boolean {
   const gap = expectedGapMs(cadence);
   if (gap === undefined) return false;
   return leaseExpiresAt - (now + gap) >= coalesceMarginMs(leaseTimeoutMs, gap);
+}
+
+/** A refusal the coalescer repeats without forwarding, until `until` (ms; its Retry-After). */
+export interface HeldRefusal {
+  error: unknown;
+  until: number;
+}
+
+/** Whose heartbeats share an answer: one member's heartbeats of one attempt of one run. */
+export interface HeartbeatSender {
+  organizationId: string;
+  runId: string;
+  attempt: number;
+  memberId: string;
+}
+
+/**
+ * What a successful forward learnt: the run's own lease timeout, whether a cancel was requested
+ * (default no), and the lease as the run sees it (default: this key's attempt holds it).
+ */
+export interface ForwardAnswer {
+  leaseTimeoutMs: number;
+  cancelRequested?: boolean;
+  lease?: { attempt: number; leaseValid: boolean };
 }
 
 interface Entry {
@@ -117,7 +147,7 @@ interface Entry {
   /** The least lease end this process's forwards are known to have set (a forward lands before it), carried across windows. */
   leaseFloor?: number;
   /** A refusal to repeat until `until` (its Retry-After), without forwarding. */
-  refused?: { error: unknown; until: number };
+  refused?: HeldRefusal;
   /** When this caller's heartbeats came, carried across windows. */
   cadence?: Cadence;
 }
@@ -136,7 +166,7 @@ export class HeartbeatCoalescer {
   ) {}
 
   /** The member is part of the key: one member's answer is never another's. */
-  static key(organizationId: string, runId: string, attempt: number, memberId: string): string {
+  static key({ organizationId, runId, attempt, memberId }: HeartbeatSender): string {
     return JSON.stringify([organizationId, runId, attempt, memberId]);
   }
 
@@ -162,15 +192,21 @@ export class HeartbeatCoalescer {
   private static answerHolds(entry: Entry, now: number, cadence: Cadence): boolean {
     const answer = entry.answer!;
     if (!answer.leaseValid) return true;
-    return mayAnswerFromMemory(answer.leaseExpiresAt, entry.leaseTimeoutMs ?? 0, now, cadence);
+    return mayAnswerFromMemory({ leaseExpiresAt: answer.leaseExpiresAt, leaseTimeoutMs: entry.leaseTimeoutMs ?? 0 }, now, cadence);
   }
 
   /** The forward was refused for a while (429 with Retry-After): the member's next heartbeats get the same until then. */
-  markRefused(key: string, at: number, error: unknown, untilMs: number): void {
+  markRefused(key: string, at: number, refused: HeldRefusal): void {
     const entry = this.entries.get(key);
     if (entry?.at !== at) return;
-    const windowMs = Math.max(1, untilMs - at);
-    this.entries.set(key, { at, windowMs, confirmed: true, refused: { error, until: untilMs }, cadence: entry.cadence });
+    const windowMs = Math.max(1, refused.until - at);
+    this.entries.set(key, {
+      at,
+      windowMs,
+      confirmed: true,
+      refused: { error: refused.error, until: refused.until },
+      cadence: entry.cadence,
+    });
   }
 
   /**
@@ -182,9 +218,7 @@ export class HeartbeatCoalescer {
   forwarded(
     key: string,
     at: number,
-    leaseTimeoutMs: number,
-    cancelRequested = false,
-    lease: { attempt: number; leaseValid: boolean } = { attempt: HeartbeatCoalescer.attemptOf(key), leaseValid: true },
+    { leaseTimeoutMs, cancelRequested = false, lease = { attempt: HeartbeatCoalescer.attemptOf(key), leaseValid: true } }: ForwardAnswer,
   ): void {
     const entry = this.entries.get(key);
     if (entry?.at !== at) return;

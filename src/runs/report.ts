@@ -38,12 +38,12 @@ import {
   type RunSummary,
   type RunWorkflowInput,
 } from './contract';
-import { canSee, runCaller } from './access';
+import { canSee, runCaller, type RunAsk } from './access';
 import type { BacklogGate } from './backlog';
 import type { RunCapacity } from './capacity';
 import type { RunDeps } from './deps';
 import { outlivedMs, reconcileRun } from './reconcile';
-import { findRun, type RunRow } from './store';
+import { findRun, type RunKey, type RunRow } from './store';
 import type { EventRefusal } from './state';
 
 export type RunReport = { kind: 'event'; event: RunEventReport } | { kind: 'heartbeat'; heartbeat: RunHeartbeat };
@@ -74,18 +74,19 @@ export interface HeartbeatKnowledge {
   leaseFloor?: number;
 }
 
-export async function deliverReport(
-  deps: RunDeps,
-  principal: Principal,
-  runId: string,
-  report: RunReport,
-  gates: ReportGates,
-  knowledge: HeartbeatKnowledge = {},
-): Promise<ReportOutcome> {
+/** A report on its way to its run: who sends it, to which run, and what the sender's process knows of the lease. */
+export interface ReportDelivery extends RunAsk {
+  report: RunReport;
+  knowledge?: HeartbeatKnowledge;
+}
+
+export async function deliverReport(deps: RunDeps, delivery: ReportDelivery, gates: ReportGates): Promise<ReportOutcome> {
+  const { principal, runId, report } = delivery;
   const { settings, ingress } = deps;
+  const run = { organizationId: principal.organizationId, runId };
   // An event of an organization whose share is known spent is refused before any Postgres read.
   if (report.kind === 'event') ingress.shedIfSpent({ tenant: principal.organizationId, admission: 'shed' });
-  const row = await readRow(deps, principal.organizationId, runId, report);
+  const row = await readRow(deps, run, report);
   // Another member's run does not exist for this caller (never 403: that would say it does).
   if (row && !canSee(principal, row.memberId)) throw errors.notFound('No such automation run.');
   // Without a row (a new run, or Postgres cannot answer) a heartbeat asks the run who owns it.
@@ -105,28 +106,22 @@ export async function deliverReport(
   if (starts) {
     // A heartbeat without a row already asked the run; an event asks only at the limit.
     const exists = report.kind === 'event' && !row ? () => runIsLive(deps, principal, runId) : undefined;
-    await gates.capacity.admit(principal.organizationId, runId, 'report', exists);
+    await gates.capacity.admit(run, 'report', exists);
   }
   try {
-    const outcome = await sendReport(deps, principal, runId, report, known, knowledge);
-    if (starts && outcome.result === 'closed') gates.capacity.release(principal.organizationId, runId);
+    const outcome = await sendReport(deps, delivery, known);
+    if (starts && outcome.result === 'closed') gates.capacity.release(run);
     return outcome;
   } catch (error) {
     // Not started after all (refused, or Temporal did not take it): its place is given back.
-    if (starts) gates.capacity.release(principal.organizationId, runId);
+    if (starts) gates.capacity.release(run);
     throw error;
   }
 }
 
 /** The report to the run's workflow: a heartbeat as a signal, an event as an Update, each with its start. */
-async function sendReport(
-  deps: RunDeps,
-  principal: Principal,
-  runId: string,
-  report: RunReport,
-  known: RunSummary | undefined,
-  knowledge: HeartbeatKnowledge,
-): Promise<ReportOutcome> {
+async function sendReport(deps: RunDeps, delivery: ReportDelivery, known: RunSummary | undefined): Promise<ReportOutcome> {
+  const { principal, runId, report } = delivery;
   const { settings, ingress } = deps;
   const input: RunWorkflowInput = {
     organizationId: principal.organizationId,
@@ -144,7 +139,8 @@ async function sendReport(
     // Heartbeats stay signals: they carry no data, so one that races the close loses nothing,
     // and a signal to a run whose row showed the caller may reach it needs no worker to answer.
     // A run that holds a lease must never lose a heartbeat to admission: it could cost the lease.
-    const budget = await heartbeatBudget(deps, principal, runId, known, report.heartbeat.attempt, knowledge.leaseFloor);
+    const forward = { known, attempt: report.heartbeat.attempt, leaseFloor: delivery.knowledge?.leaseFloor };
+    const budget = await heartbeatBudget(deps, { principal, runId }, forward);
     const outcome = await ingress.signalWithStart({
       ...start,
       signal: runHeartbeatSignal,
@@ -211,6 +207,13 @@ const MIN_FORWARD_MS = 100;
  */
 const LATE_FORWARD_MS = 1_000;
 
+/** What a heartbeat's forward knows of the lease it extends: the run as last seen, the heartbeat's attempt, and the least end this process's forwards set. */
+interface ForwardLease {
+  known: RunSummary | undefined;
+  attempt: number;
+  leaseFloor: number | undefined;
+}
+
 /**
  * How long a heartbeat's forward may take (undefined: the gateway's own bound) so that it lands
  * in the run's history before the lease it extends runs out: what this process knows of that
@@ -220,11 +223,8 @@ const LATE_FORWARD_MS = 1_000;
  */
 async function heartbeatBudget(
   deps: RunDeps,
-  principal: Principal,
-  runId: string,
-  known: RunSummary | undefined,
-  attempt: number,
-  leaseFloor: number | undefined,
+  { principal, runId }: RunAsk,
+  { known, attempt, leaseFloor }: ForwardLease,
 ): Promise<{ maxTimeoutMs?: number; live?: RunSummary; late?: true }> {
   // Only the running attempt's lease can be lost; any other heartbeat starts or changes nothing it could lose.
   if (known?.status !== 'running' || attempt !== known.attempt) return {};
@@ -291,7 +291,7 @@ function refusedEvent(refusal: ApplicationFailure, leaseTimeoutMs: number): Repo
  * outage never costs a live run its lease.
  * Events carry data Postgres must take anyway: they get the 503.
  */
-async function readRow(deps: RunDeps, organizationId: string, runId: string, report: RunReport): Promise<RunRow | undefined> {
+async function readRow(deps: RunDeps, { organizationId, runId }: RunKey, report: RunReport): Promise<RunRow | undefined> {
   try {
     return await findRun(deps.db, organizationId, runId);
   } catch (error) {

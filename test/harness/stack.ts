@@ -125,7 +125,7 @@ export async function startTestStack(
     });
   }
   const api = createApi(services, { now: options.now, removedRoutes: options.removedRoutes });
-  const http = await listen(api, '127.0.0.1', options.port ?? 0, config.http);
+  const http = await listen(api, { ...config.http, host: '127.0.0.1', port: options.port ?? 0 });
 
   return {
     config,

@@ -35,7 +35,7 @@ interface Outcome {
 function simulate(options: { leaseMs: number; fraction: number; latencyMs: number; beats: Beat[] }): Outcome {
   const { leaseMs, fraction, latencyMs } = options;
   const coalescer = new HeartbeatCoalescer(HeartbeatCoalescer.windowFor(leaseMs, fraction), undefined, fraction);
-  const key = HeartbeatCoalescer.key('org', 'run', 1, 'member');
+  const key = HeartbeatCoalescer.key({ organizationId: 'org', runId: 'run', attempt: 1, memberId: 'member' });
   // The claim set the lease at time 0.
   let leaseEnd = leaseMs;
   const outcome: Outcome = { received: 0, forwarded: 0, lost: 0, overstated: 0 };
@@ -55,7 +55,7 @@ function simulate(options: { leaseMs: number; fraction: number; latencyMs: numbe
       }
       const landed = beat.at + latencyMs;
       if (landed < leaseEnd) leaseEnd = Math.max(leaseEnd, landed + leaseMs);
-      coalescer.forwarded(key, beat.at, leaseMs);
+      coalescer.forwarded(key, beat.at, { leaseTimeoutMs: leaseMs });
     } else if ('leaseExpiresAt' in verdict && verdict.leaseValid && verdict.leaseExpiresAt > leaseEnd) {
       outcome.overstated += 1;
     }
@@ -89,9 +89,9 @@ describe('the rule', () => {
     expect(coalesceMarginMs(3_000, 1_000)).toBe(2_000);
     expect(coalesceMarginMs(16_000, 1_000)).toBe(2_000);
     expect(coalesceMarginMs(24_000, 1_000)).toBe(3_000);
-    expect(mayAnswerFromMemory(60_000, 60_000, 40_000, c)).toBe(true); // 10 s left after the next beat
-    expect(mayAnswerFromMemory(60_000, 60_000, 42_000, c)).toBe(false); // 8 s left
-    expect(mayAnswerFromMemory(60_000, 60_000, 0, undefined)).toBe(false); // cadence unknown
+    expect(mayAnswerFromMemory({ leaseExpiresAt: 60_000, leaseTimeoutMs: 60_000 }, 40_000, c)).toBe(true); // 10 s left after the next beat
+    expect(mayAnswerFromMemory({ leaseExpiresAt: 60_000, leaseTimeoutMs: 60_000 }, 42_000, c)).toBe(false); // 8 s left
+    expect(mayAnswerFromMemory({ leaseExpiresAt: 60_000, leaseTimeoutMs: 60_000 }, 0, undefined)).toBe(false); // cadence unknown
   });
 });
 

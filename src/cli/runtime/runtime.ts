@@ -64,7 +64,7 @@ async function openCredential(options: RuntimeOptions): Promise<RunnerCredential
   const apiKey = options.credentials.takeApiKey();
   const given = apiKey !== undefined ? { apiKey } : { token: options.credentials.token ?? '' };
   try {
-    return new RunnerCredential(await firstToken(options.apiUrl, given, options.label), options.apiUrl, options.log);
+    return new RunnerCredential(await firstToken(options.apiUrl, given, options.label), { apiUrl: options.apiUrl, log: options.log });
   } catch (error) {
     if (error instanceof RuntimeError) throw error;
     // fetch reports an unreachable API as a TypeError; any other failure is the API's answer.
@@ -128,7 +128,7 @@ async function runOne(options: RuntimeOptions, api: ApiClient, claim: RunClaim):
   const seen: Interruptions = { cancelled: false, killedAfterGrace: false };
 
   const stream = setInterval(() => reporter.progress(command.text()), options.streamIntervalMs);
-  const heartbeat = setInterval(() => void heartbeatOnce(options, api, command, runId, attempt, seen), options.heartbeatMs);
+  const heartbeat = setInterval(() => void heartbeatOnce(options, api, { command, runId, attempt, seen }), options.heartbeatMs);
   // Ctrl-C: the current command gets the grace period, then is killed and reported failed.
   const onStop = () => {
     options.log(`stopping: run ${runId} has ${options.graceMs} ms to finish`);
@@ -152,18 +152,19 @@ async function runOne(options: RuntimeOptions, api: ApiClient, claim: RunClaim):
   options.log(`run ${runId}: ${String(completion.status)}`);
 }
 
+/** The attempt a heartbeat is for: its command, its run and number, and what interrupted it so far. */
+interface LiveAttempt {
+  command: RunningCommand;
+  runId: string;
+  attempt: number;
+  seen: Interruptions;
+}
+
 /**
  * One heartbeat. A refusal (the lease was lost, the run ended) means another attempt owns the
  * run: stop the command. A reply saying the run was asked to stop: stop it, to report `cancelled`.
  */
-async function heartbeatOnce(
-  options: RuntimeOptions,
-  api: ApiClient,
-  command: RunningCommand,
-  runId: string,
-  attempt: number,
-  seen: Interruptions,
-): Promise<void> {
+async function heartbeatOnce(options: RuntimeOptions, api: ApiClient, { command, runId, attempt, seen }: LiveAttempt): Promise<void> {
   let result;
   // A failed heartbeat (503, or no answer) is sent again once, half an interval later: with the
   // API forwarding one heartbeat in five to a run's workflow, waiting for the next interval could

@@ -59,7 +59,8 @@ type WebhookDeps = Pick<GithubRouteDeps, 'settings' | 'db' | 'ingress' | 'metric
  * signed delivery always gets through, whatever its address sent before.
  */
 function admitDelivery(deps: Pick<GithubRouteDeps, 'settings' | 'metrics'>, ctx: AppContext): void {
-  if (!deps.settings.webhookSecret) throw errors.webhook('webhook_secret_not_configured', 503, { error: 'webhook secret not configured' });
+  if (!deps.settings.webhookSecret)
+    throw errors.webhook('webhook_secret_not_configured', 503, { fields: { error: 'webhook secret not configured' } });
   const failure = signatureHeaderFailure(ctx.headers[SIGNATURE_HEADER]);
   if (failure) rejectSignature(deps, ctx, failure);
 }
@@ -68,7 +69,7 @@ function rejectSignature(deps: Pick<GithubRouteDeps, 'metrics'>, ctx: AppContext
   deps.metrics.authFailures.inc({ surface: 'github', outcome: 'rejected' });
   deps.metrics.signatureFailures.inc({ route: GITHUB_WEBHOOK_PATH, reason });
   ctx.state.log.info({ reason }, 'github webhook signature rejected');
-  throw errors.webhook('invalid_signature', 401, { error: 'invalid signature' });
+  throw errors.webhook('invalid_signature', 401, { fields: { error: 'invalid signature' } });
 }
 
 /** 401 unless the current or the previous secret signed the raw body (admitDelivery ran before it was read). */
