@@ -146,6 +146,9 @@ it('a token GitHub refuses because the installation is gone disconnects its targ
     synced_sha: expect.not.stringMatching(push.sha),
   });
   expect(await installationOwner(db(), r.installationId)).toBeUndefined();
-  const row = await db().selectFrom('github_sync_events').selectAll().where('delivery_id', '=', push.deliveryId).executeTakeFirstOrThrow();
-  expect(row).toMatchObject({ status: 'failed', error_code: 'installation_deleted' });
+  // The sync's own record of the push is written after the target's state, by the same sync.
+  const syncEvent = () =>
+    db().selectFrom('github_sync_events').selectAll().where('delivery_id', '=', push.deliveryId).executeTakeFirstOrThrow();
+  await waitFor(async () => (await syncEvent()).status !== 'running', 20_000, { what: "the push's sync event to end" });
+  expect(await syncEvent()).toMatchObject({ status: 'failed', error_code: 'installation_deleted' });
 });
