@@ -51,7 +51,7 @@ import { asLoadStack, startBenchStack, type LoadStack } from './lib/stack';
 type Kind = 'push' | 'mention' | 'event' | 'heartbeat';
 const KINDS: Kind[] = ['push', 'mention', 'event', 'heartbeat'];
 
-interface Tenant {
+export interface Tenant {
   organizationId: string;
   apiKey: string;
   push: Record<string, unknown>;
@@ -72,7 +72,7 @@ interface Sample {
   shed: number;
 }
 
-function pushRequest(stack: LoadStack, tenant: Tenant): GeneratedRequest {
+export function pushRequest(stack: LoadStack, tenant: Tenant): GeneratedRequest {
   const deliveryId = randomUUID();
   const body = JSON.stringify({ ...tenant.push, after: randomBytes(20).toString('hex') });
   return {
@@ -99,7 +99,7 @@ function eventRequest(tenant: Tenant, runId: string, sequence: number): Generate
   };
 }
 
-function mentionRequest(tenant: Tenant): GeneratedRequest {
+export function mentionRequest(tenant: Tenant): GeneratedRequest {
   const eventId = `Ev${randomUUID().replace(/-/g, '')}`;
   const user = `UB${randomUUID().replace(/-/g, '').slice(0, 8).toUpperCase()}`;
   const body = JSON.stringify({
@@ -126,7 +126,7 @@ function slackSignature(tenant: Tenant, body: string): Record<string, string> {
 }
 
 /** Slack's retry of an event: the same body, signed again now, with its retry headers. */
-function slackRetry(tenant: Tenant, request: GeneratedRequest, retryNum: number): GeneratedRequest {
+export function slackRetry(tenant: Tenant, request: GeneratedRequest, retryNum: number): GeneratedRequest {
   return {
     ...request,
     headers: {
@@ -157,7 +157,7 @@ function nextOf(stack: LoadStack, tenant: Tenant, kind: Kind): GeneratedRequest 
   }
 }
 
-async function sendOnce(url: string, request: GeneratedRequest): Promise<{ status: number; ms: number; retryAfter?: number }> {
+export async function sendOnce(url: string, request: GeneratedRequest): Promise<{ status: number; ms: number; retryAfter?: number }> {
   const started = performance.now();
   try {
     const res = await fetch(`${url}${request.path}`, {
@@ -199,7 +199,7 @@ async function send(
   }
 }
 
-async function tenant(stack: LoadStack, name: string): Promise<Tenant> {
+export async function tenant(stack: LoadStack, name: string): Promise<Tenant> {
   const org = await createTestOrg(stack.database.db, name);
   const secret = randomUUID();
   const teamId = `T${name.toUpperCase()}${randomBytes(3).toString('hex').toUpperCase()}`;
@@ -439,7 +439,7 @@ interface KindResult {
   unprocessed: number;
 }
 
-interface PhaseResult {
+export interface PhaseResult {
   phase: Phase;
   mechanism: Mechanism;
   b?: Record<string, KindResult>;
@@ -500,7 +500,7 @@ async function startStack(cluster: boolean, env: Record<string, string>, serverD
     : asLoadStack(await startBenchStack({ apiEnv: base, workerEnv: base, serverDynamicConfig }));
 }
 
-interface MeasureOptions {
+export interface MeasureOptions {
   cluster: boolean;
   seconds: number;
   connections: number;
@@ -513,7 +513,7 @@ interface MeasureOptions {
 }
 
 /** One phase on a running stack. */
-async function phase(
+export async function phase(
   stack: LoadStack,
   a: Tenant,
   b: Tenant,

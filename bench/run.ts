@@ -5,6 +5,8 @@
  * `npm run bench -- unauthenticated`: the API's memory under unsigned 25 MB uploads (bench/unauthenticated-memory.ts)
  * `npm run bench -- fairness [--duration 20 --connections 32 --interval 250] [--cluster] [--mechanism on|off|both] [--env NAME=VALUE …] [--server-config key=value …]`:
  *   two tenants (bench/fairness.ts)
+ * `npm run bench -- admission [--duration 15 --connections 16 --flood-connections 32]`: admission as a user meets it,
+ *   in one run (bench/admission.ts)
  *
  * Drives the real API process (a separate `serve`, with a separate `worker`) — or with `--cluster`
  * the production topology of `npm run cluster`, the load spread over its API replicas — with signed,
@@ -63,7 +65,7 @@ interface ScenarioResult {
   cpuPercent: Record<string, number>;
 }
 
-interface Fixtures {
+export interface Fixtures {
   apiKey: string;
   organizationId: string;
   slack: { connectionId: string; secret: string; teamId: string; appId: string };
@@ -129,7 +131,7 @@ async function runEventsStored(stack: LoadStack, f: Fixtures, acked: string[]): 
   return missing;
 }
 
-const SCENARIOS: Scenario[] = [
+export const SCENARIOS: Scenario[] = [
   {
     name: 'slack-events',
     compareNoEnqueue: true,
@@ -241,7 +243,7 @@ const SCENARIOS: Scenario[] = [
   },
 ];
 
-const benchSecrets = { github: '' };
+export const benchSecrets = { github: '' };
 
 /** The embedded stack, or with `--cluster` the production topology; `env` reaches every API and worker. */
 async function startLoadStack(
@@ -258,7 +260,7 @@ async function startLoadStack(
   return stack;
 }
 
-async function ceiling(stack: LoadStack, connections: number, durationSeconds: number) {
+export async function ceiling(stack: LoadStack, connections: number, durationSeconds: number) {
   // Workflow starts on a queue no worker polls: the cost of making work durable, nothing else.
   return runClosedLoop({
     concurrency: connections,
@@ -274,7 +276,7 @@ async function ceiling(stack: LoadStack, connections: number, durationSeconds: n
  * trip is quick again), so every phase is measured on the same, idle machine. Without it the
  * dev server's single SQLite connection is still busy with the last phase's workflows.
  */
-async function settle(stack: LoadStack): Promise<void> {
+export async function settle(stack: LoadStack): Promise<void> {
   await waitFor(
     async () => {
       const started = Date.now();
@@ -295,7 +297,7 @@ async function settle(stack: LoadStack): Promise<void> {
  * After the load stops: how long the worker takes to finish what was acked. The count is
  * cumulative, so it is taken from the baseline counted before the load; bounded at 3 minutes.
  */
-async function drainAfterLoad(
+export async function drainAfterLoad(
   baseline: number,
   count: () => Promise<number>,
   acked: number,
@@ -331,7 +333,7 @@ async function rssMiB(url: string): Promise<number> {
   return Math.round(Number(line?.split(' ')[1] ?? 0) / 2 ** 20);
 }
 
-async function fixtures(stack: LoadStack): Promise<Fixtures> {
+export async function fixtures(stack: LoadStack): Promise<Fixtures> {
   const org = await createTestOrg(stack.database.db, 'bench');
   const secret = randomUUID();
   const key = Buffer.from(stack.secretKey, 'hex');
@@ -800,12 +802,16 @@ async function printLeaseTimeline(stack: LoadStack, organizationId: string, id: 
   console.log(`lease timeline of ${id} (${status}):\n${lines.join('\n')}`);
 }
 
-const [first, ...rest] = process.argv.slice(2);
-const commands: Record<string, (argv: string[]) => Promise<number>> = {
-  heartbeats,
-  histories: () => printHistoryCosts(),
-  unauthenticated: unauthenticatedMemory,
-  fairness: fairnessBench,
-};
-const run = first && commands[first] ? commands[first](rest) : loadScenarios(first ? [first, ...rest] : rest);
-exitWith(run);
+// Run as `npm run bench`, not when bench/admission.ts borrows its scenarios.
+if (require.main === module) {
+  const [first, ...rest] = process.argv.slice(2);
+  const commands: Record<string, (argv: string[]) => Promise<number>> = {
+    heartbeats,
+    histories: () => printHistoryCosts(),
+    unauthenticated: unauthenticatedMemory,
+    fairness: fairnessBench,
+    admission: async (argv) => (await import('./admission')).admissionBench(argv),
+  };
+  const run = first && commands[first] ? commands[first](rest) : loadScenarios(first ? [first, ...rest] : rest);
+  exitWith(run);
+}

@@ -10,19 +10,20 @@
  *   them locally, so the count costs Postgres one write per batch, not per request; units a
  *   replica took and did not spend lapse with their window (the error is on the strict side).
  *
- * - **Measured delay, per API process**: while the engine's measured delay (src/app/engine-delay.ts)
- *   is past ADMISSION_DELAY_TARGET, new work is limited, and the limit is shared between the
- *   organizations that ask by weighted max-min fairness (src/app/delay-limiter.ts): the ones using
- *   the most beyond their share are cut first, a quiet one under its share never. The fixed rate
- *   above is then only a ceiling.
+ * - **Measured delay, per API process**: once the engine saturates (its measured delay,
+ *   src/app/engine-delay.ts, past ADMISSION_DELAY_TARGET and rising), new work is limited to the
+ *   engine's measured throughput, shared between the organizations that ask by weighted max-min
+ *   fairness (src/app/delay-limiter.ts): only those asking beyond their weighted part of it are
+ *   refused. The fixed rate above is then only a ceiling.
  *
  * What a request does when its organization is at a bound is its sender's business: `shed` waits
  * up to ADMISSION_QUEUE_WAIT for an in-flight slot, and otherwise (or when the rate is spent)
- * answers with a coded error carrying Retry-After (the routes give Slack 503, runtimes 429);
+ * answers with a coded error carrying Retry-After (the routes give GitHub 503, runtimes 429);
  * `wait` waits for a slot and for the next window up to ADMISSION_WAIT_MAX, then goes through
  * anyway (an operator's forced GitHub sync, which nobody would retry); `bypass` is
  * never limited nor counted against the bound (heartbeats of a run that holds a lease: dropping
- * one could cost the run its lease; an admin's MCP resolve, rare and waited on).
+ * one could cost the run its lease; signed Slack events, which Slack bounds and cannot resend for
+ * long; an admin's MCP resolve, rare and waited on).
  *
  * When Postgres cannot count, the request goes through unmetered: admission shares the engine
  * fairly, it is not what makes an ack durable, and refusing everything during a Postgres blip
@@ -49,7 +50,7 @@ export interface AdmissionSettings {
   waitMaxMs: number;
   /** How long a request that would be shed waits for an in-flight slot first (a burst queues briefly). */
   queueWaitMs: number;
-  /** ADMISSION_DELAY_TARGET: the engine delay past which new work is limited. */
+  /** ADMISSION_DELAY_TARGET: the engine delay past which, rising, the engine is saturated and new work limited. */
   delayTargetMs: number;
 }
 

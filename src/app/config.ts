@@ -100,13 +100,14 @@ export const platformSettings = defineSettings(
     ADMISSION_RATE_BATCH: int(5, 1, 1000),
     ADMISSION_WAIT_MAX: duration('8s'),
     ADMISSION_QUEUE_WAIT: duration('1s'),
-    // A refusal of load is answered after this long (at most its Retry-After), so a sender that
-    // ignores Retry-After cannot spin the API on refusals; 0 answers at once.
+    // A sender that comes back before its Retry-After waits this long (at most that Retry-After)
+    // before its next refusal, so it cannot spin the API on refusals; 0 answers at once.
     ADMISSION_REFUSAL_HOLD: duration('1s'),
-    // Past this engine delay (the workers' measured backlog age and report lag), new work is
-    // limited and shared between organizations; ENGINE_DELAY_INTERVAL is how often workers
-    // publish the delay and API processes read it.
-    ADMISSION_DELAY_TARGET: duration('200ms'),
+    // Past this engine delay (the workers' measured backlog age and report lag), and rising, the
+    // engine is saturated: new work is limited to its measured throughput and shared between
+    // organizations (docs/capacity.md says where 2 s comes from); ENGINE_DELAY_INTERVAL is how
+    // often workers publish the delay and API processes read it.
+    ADMISSION_DELAY_TARGET: duration('2s'),
     ENGINE_DELAY_INTERVAL: duration('1s'),
 
     // Benchmarks only: verify and ack without the durable enqueue, to measure its cost.

@@ -1,34 +1,33 @@
 /**
  * Admission by measured delay, per API process: how much new work the process lets through to the
- * engine, and how that is shared between organizations. Pure and clock-injected.
+ * engine while the engine falls behind, and how that is shared between organizations. Pure and
+ * clock-injected.
  *
- * - **The limit** is a rate of new work (requests a second, every organization together). It is
- *   off while the engine keeps up. When the measured delay (src/app/engine-delay.ts) rises past
- *   its target, the limit starts at a fraction of what was admitted over the last interval, and
- *   while the delay stays past the target it is cut again, multiplicatively, at most every
- *   CUT_EVERY_INTERVALS intervals and not while the delay is already falling (the work admitted
- *   before the cut is still draining). Under the target it
- *   grows again, additively, and once it is twice what is asked of it, it is off again.
+ * - **Saturation.** The engine is saturated while its measured delay (src/app/engine-delay.ts) is
+ *   past its target *and* rising. Past the target but stable or falling, it keeps up at the rate
+ *   admitted; under the target it has room. Work is limited only from the moment it saturates.
+ * - **Measured throughput.** What the engine completes, in requests a second (`measuredThroughput`):
+ *   the oldest waiting request was admitted `delay` ago, and a queue whose head ages by g seconds
+ *   each second moves through that work at (1 − g) of the rate it was admitted at then. So this is
+ *   the engine's pace whatever the work costs it, with no model of that cost.
+ * - **The limit** is that throughput, set when the engine saturates and following it from then on
+ *   while the delay is past its target; under the target it is off. It is never a fraction of a
+ *   limit already cut: a lone organization is held at the engine's pace, not below it.
  * - **The shares**: the limit is divided between the organizations that ask, by weighted max-min
- *   fairness on what each asked over the last interval: an organization that asks for less than
- *   its weighted part of the limit gets all it asks, and the rest is split among the others in
- *   proportion to their weights. So the organizations using the most beyond their share are cut
- *   first, and a quiet organization under its share is never shed: one that was not asking (new,
- *   or idle) gets its weighted part of the limit from its first request.
- * - **Enforcement** is a token bucket per limited organization, checked in memory: a sender that
- *   ignores Retry-After only meets empty buckets.
+ *   fairness on what each asked over the last interval, and each gets at least its weighted part of
+ *   it. An organization asking within its weighted part of the engine's throughput is never
+ *   refused; one that was not asking (new, or idle) gets that part from its first request.
+ * - **Enforcement** is a token bucket per limited organization, checked in memory.
  */
 
-/** The limit is cut to this fraction of what was admitted (the first cut) or of itself (later cuts). */
-export const DELAY_DECREASE = 0.7;
-/** An interval after a cut whose delay fell at least this much is still draining: no new cut. */
-const FALLING = 0.9;
-/** Cuts are at least this many intervals apart: the delay shows a cut only once the engine works off what came before. */
-const CUT_EVERY_INTERVALS = 2;
-/** Each interval under the target adds this fraction of the limit the first cut set. */
-const INCREASE_FRACTION = 0.05;
-/** A limit this many times what every organization asks together binds nothing: it is switched off. */
-const RELEASE_FACTOR = 2;
+/** A delay growing by this much a second (ms per s) or more is rising; less is noise or a stable queue. */
+const RISING_MS_PER_S = 50;
+/** The growth is measured over this many readings back (two intervals): one slow reading is not a trend. */
+const TREND_READINGS = 3;
+/** However fast the delay grows, the engine is taken to serve at least this fraction of what it is fed. */
+const MIN_SERVED = 0.05;
+/** The limit is the median of this many interval estimates of the throughput: one odd reading moves nothing. */
+const ESTIMATES = 5;
 /** At least this many requests a second for each organization of weight 1 that asks. */
 const FLOOR_PER_WEIGHT = 1;
 /** The longest wait a refusal names. */
@@ -58,6 +57,21 @@ interface TenantState {
   lastSeen: number;
 }
 
+interface Reading {
+  at: number;
+  delayMs: number;
+}
+
+/** What this process admitted over one interval, in requests a second. */
+interface AdmittedSpan {
+  from: number;
+  to: number;
+  perSecond: number;
+}
+
+/** How far back admitted rates are kept: the delay the throughput can still be measured across. */
+const HISTORY_MS = 10 * 60_000;
+
 export type DelayVerdict = { ok: true } | { ok: false; retryAfterSeconds: number };
 
 /** Weighted max-min fairness: each demand met up to the water level, the level set so the shares sum to `limit`. */
@@ -82,14 +96,44 @@ export function weightedShares(limit: number, demands: readonly { demand: number
   return shares;
 }
 
+/** How fast the delay grew over `readings` (oldest first), in ms per second; 0 with fewer than two. */
+export function delayGrowth(readings: readonly Pick<Reading, 'at' | 'delayMs'>[]): number {
+  const first = readings[0];
+  const last = readings[readings.length - 1];
+  if (!first || !last || last.at <= first.at) return 0;
+  return ((last.delayMs - first.delayMs) * 1000) / (last.at - first.at);
+}
+
+/**
+ * The engine's pace in requests a second, from the last readings (oldest first) and the history of
+ * what was admitted. The oldest waiting request was admitted `delay` ago; first in first out, the
+ * head of the queue moves through work admitted at that time's rate, so the queue is served at
+ * that rate times one less the delay's growth a second (a falling delay: more than it). At least
+ * MIN_SERVED of it.
+ */
+export function measuredThroughput(readings: readonly Reading[], admittedAt: (at: number) => number): number {
+  const last = readings[readings.length - 1];
+  if (!last) return 0;
+  const served = 1 - delayGrowth(readings) / 1000;
+  return admittedAt(last.at - last.delayMs) * Math.max(MIN_SERVED, served);
+}
+
+const median = (values: readonly number[]) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.floor(sorted.length / 2)] ?? 0;
+};
+
 export class DelayLimiter {
   private readonly tenants = new Map<string, TenantState>();
   /** Requests a second of new work, every organization together; undefined while off. */
   private limit: number | undefined;
-  private step = 1;
+  private readonly readings: Reading[] = [];
+  private readonly admitted: AdmittedSpan[] = [];
+  /** The last few estimates of the engine's throughput, while the delay is past its target. */
+  private readonly estimates: number[] = [];
   private lastUpdate: number | undefined;
+  /** When the limit was last set by a cut: the next cut waits until the trend holds only readings since. */
   private lastCut = Number.NEGATIVE_INFINITY;
-  private delayAtCut = 0;
 
   constructor(private readonly settings: DelayLimiterSettings) {}
 
@@ -130,37 +174,52 @@ export class DelayLimiter {
   update(delayMs: number | undefined, now: number): void {
     const seconds = this.lastUpdate === undefined ? this.settings.intervalMs / 1000 : Math.max(0.001, (now - this.lastUpdate) / 1000);
     this.lastUpdate = now;
-    let asked = 0;
     let admitted = 0;
     for (const [tenant, state] of this.tenants) {
       state.askedRate = state.asked / seconds;
       state.admittedRate = state.admitted / seconds;
       state.asked = 0;
       state.admitted = 0;
-      asked += state.askedRate;
       admitted += state.admittedRate;
       if (now - state.lastSeen > IDLE_MS) this.tenants.delete(tenant);
     }
-    if (delayMs !== undefined) this.move(delayMs, now, { asked, admitted });
+    this.admitted.push({ from: now - seconds * 1000, to: now, perSecond: admitted });
+    while (this.admitted.length > 1 && this.admitted[0]!.to < now - HISTORY_MS) this.admitted.shift();
+    if (delayMs !== undefined) {
+      this.readings.push({ at: now, delayMs });
+      if (this.readings.length > TREND_READINGS) this.readings.shift();
+      this.move(delayMs, now);
+    }
     this.share(now);
   }
 
-  private move(delayMs: number, now: number, rates: { asked: number; admitted: number }): void {
-    const floor = this.floor();
-    if (delayMs > this.settings.targetMs) {
-      const due = now - this.lastCut >= CUT_EVERY_INTERVALS * this.settings.intervalMs;
-      const draining = this.limit !== undefined && delayMs <= this.delayAtCut * FALLING;
-      if (!due || draining) return;
-      const base = this.limit === undefined ? rates.admitted : Math.min(this.limit, Math.max(rates.admitted, floor));
-      if (this.limit === undefined) this.step = Math.max(1, base * DELAY_DECREASE * INCREASE_FRACTION);
-      this.limit = Math.max(floor, base * DELAY_DECREASE);
-      this.lastCut = now;
-      this.delayAtCut = delayMs;
+  /**
+   * Off under the target. Past it, the limit is set to the measured throughput once the engine
+   * saturates (the delay rising), and from then on follows that throughput each interval, except
+   * while a cut is still settling. Past the target but never saturated, nothing is limited.
+   */
+  private move(delayMs: number, now: number): void {
+    if (delayMs <= this.settings.targetMs) {
+      this.limit = undefined;
+      this.estimates.length = 0;
       return;
     }
-    if (this.limit === undefined) return;
-    this.limit += this.step * (this.settings.intervalMs / 1000);
-    if (this.limit >= RELEASE_FACTOR * Math.max(rates.asked, floor)) this.limit = undefined;
+    this.estimates.push(measuredThroughput(this.readings, (at) => this.admittedAt(at)));
+    if (this.estimates.length > ESTIMATES) this.estimates.shift();
+    const rising = this.readings.length >= 2 && delayGrowth(this.readings) >= RISING_MS_PER_S;
+    if (this.limit === undefined && !rising) return;
+    // The work admitted before a cut still ages the queue: the trend speaks for the cut only once
+    // every reading it holds came after it.
+    const settling = this.readings[0]!.at <= this.lastCut;
+    if (this.limit !== undefined && settling) return;
+    if (this.limit === undefined || rising) this.lastCut = now;
+    this.limit = Math.max(this.floor(), median(this.estimates));
+  }
+
+  /** What this process admitted a second around `at` (the oldest or newest interval kept, outside them). */
+  private admittedAt(at: number): number {
+    const span = this.admitted.find((s) => at < s.to) ?? this.admitted[this.admitted.length - 1];
+    return span?.perSecond ?? 0;
   }
 
   private floor(): number {
@@ -215,7 +274,7 @@ export class DelayLimiter {
   /**
    * What an organization not seen asking gets until the next interval shares the limit again: its
    * weighted part of the limit beside the ones asking, as `share` would give it, so a quiet
-   * organization's first requests are never refused while a flooder is being cut.
+   * organization's first requests are never refused while a flooder is held.
    */
   private newcomerShare(weight: number): number {
     if (this.limit === undefined) return FLOOR_PER_WEIGHT * weight;

@@ -1,18 +1,27 @@
 /**
- * Heartbeat coalescing: a process forwards a heartbeat of (run, attempt, member) to Temporal
- * at most once per window (a fraction of the run's own lease, RUN_HEARTBEAT_COALESCE_FRACTION,
- * 0.7 by default), so Temporal load grows with the number of runs, not with the number of
- * heartbeats. Runners heartbeat about every 10 s against a 60 s lease: a 42 s window forwards one
- * heartbeat in five, 10 s before the lease would run out.
+ * Heartbeat coalescing: a process answers most heartbeats of (run, attempt, member) from memory and
+ * forwards one to Temporal only when the lease needs it, so Temporal load grows with the number of
+ * runs, not with the number of heartbeats.
  *
- * The others are answered at once once a forward for the same member succeeded, which is when
- * the API checked that the member may reach the run; while that forward is in flight they are
- * `pending` and share its answer. If a forward fails, `release` forgets it, so the next one is
+ * The rule (`mayAnswerFromMemory`): a heartbeat is answered from memory only while the lease the
+ * last forward set still outlasts the caller's next heartbeat by a margin (`coalesceMarginMs`: an
+ * eighth of the lease, or half an interval and a sixteenth of the lease if that is more). The next
+ * heartbeat is expected after the largest of the caller's last few gaps (`Cadence`), learnt per
+ * key, since a runtime picks its own interval and `den runtime` sends a failed heartbeat again after
+ * half of one. So the heartbeat that is forwarded is the last one before the lease gets that
+ * tight, and a forward always has at least the margin left to land: a runtime that beats at least
+ * every third of its lease never loses it to coalescing, whatever the lease. At 10 s against a
+ * 60 s lease one heartbeat in five is forwarded, 10 s before the lease ends; at 20 s against 60 s
+ * and at 1 s against 3 s, one in two.
+ *
+ * RUN_HEARTBEAT_COALESCE_FRACTION is a cap on top: no answer from memory rests on a forward older
+ * than that fraction of the run's lease (0.7 by default), so a cancel taken by another process is
+ * learnt within it, and a caller with a very short interval still reaches the run.
+ *
+ * Answers from memory go only to a member whose own forward succeeded within the window, which is
+ * when the API checked that the member may reach the run; while that forward is in flight the others
+ * are `pending` and share its answer. If a forward fails, `release` forgets it, so the next one is
  * forwarded.
- *
- * A coalesced answer is what this process last learnt of the run: the lease its last forward set,
- * and whether a cancel was requested (read with that forward, or told by this process's cancel
- * route). Entries live one window, so another process's cancel is learnt within one window.
  *
  * Two more things it remembers for the forward path: the least lease its forwards are known to
  * have set (`leaseFloor`, kept past the window, so the next forward knows how long it may take
@@ -42,19 +51,66 @@ export type HeartbeatVerdict =
   | { forward: false; refusal: unknown }
   | ({ forward: false } & HeartbeatAnswer);
 
+/** The gaps between a caller's last heartbeats: how soon its next one is due. */
+export interface Cadence {
+  lastAt: number;
+  /** The newest gaps, at most CADENCE_GAPS of them. */
+  gaps: number[];
+}
+
+/** Enough gaps to see a full interval past a resent heartbeat (half an interval) or two. */
+const CADENCE_GAPS = 4;
+
+/** The cadence with one more heartbeat, received at `now`. */
+export function observeHeartbeat(cadence: Cadence | undefined, now: number): Cadence {
+  if (!cadence) return { lastAt: now, gaps: [] };
+  const gaps = [...cadence.gaps, Math.max(0, now - cadence.lastAt)].slice(-CADENCE_GAPS);
+  return { lastAt: Math.max(now, cadence.lastAt), gaps };
+}
+
+/** How long after its last heartbeat the caller's next one is due: the largest recent gap (none yet: unknown). */
+export function expectedGapMs(cadence: Cadence | undefined): number | undefined {
+  return cadence && cadence.gaps.length > 0 ? Math.max(...cadence.gaps) : undefined;
+}
+
+/**
+ * What a lease must still hold after the caller's next heartbeat for this one to be answered from
+ * memory. It is the least time a forward ever has to land, so it covers one failed forward sent
+ * again half an interval later (as `den runtime` does) and that one's landing, a sixteenth of the
+ * lease; and never less than an eighth of the lease, the most a heartbeat may come late.
+ */
+export function coalesceMarginMs(leaseTimeoutMs: number, gapMs: number): number {
+  return Math.floor(Math.max(leaseTimeoutMs / 8, gapMs / 2 + leaseTimeoutMs / 16));
+}
+
+/**
+ * Whether a heartbeat at `now` may be answered with a lease that ends at `leaseExpiresAt`: only
+ * while that lease outlasts the caller's next heartbeat by the margin. A caller whose cadence is not
+ * known yet is forwarded.
+ */
+export function mayAnswerFromMemory(leaseExpiresAt: number, leaseTimeoutMs: number, now: number, cadence: Cadence | undefined): boolean {
+  const gap = expectedGapMs(cadence);
+  if (gap === undefined) return false;
+  return leaseExpiresAt - (now + gap) >= coalesceMarginMs(leaseTimeoutMs, gap);
+}
+
 interface Entry {
   at: number;
-  /** The run's own window (a fraction of its lease), learned when a heartbeat is forwarded. */
+  /** The cap: how long after a forward an answer may rest on it (a fraction of the run's lease). */
   windowMs: number;
   /** A forward of this key succeeded: the caller may reach the run, so its answer can be reused. */
   confirmed: boolean;
   closedStatus?: string;
   /** What the last successful forward learnt (set with `confirmed`). */
   answer?: HeartbeatAnswer;
+  /** The run's own lease, learnt with the answer. */
+  leaseTimeoutMs?: number;
   /** The least lease end this process's forwards are known to have set (a forward lands before it), carried across windows. */
   leaseFloor?: number;
   /** A refusal to repeat until `until` (its Retry-After), without forwarding. */
   refused?: { error: unknown; until: number };
+  /** When this caller's heartbeats came, carried across windows. */
+  cadence?: Cadence;
 }
 
 export class HeartbeatCoalescer {
@@ -66,7 +122,7 @@ export class HeartbeatCoalescer {
     readonly defaultWindowMs: number,
     /** Above this many remembered keys, stale ones are swept at once (memory stays bounded). */
     private readonly sweepAbove = 10_000,
-    /** The window as a fraction of a run's lease. */
+    /** The cap on the window, as a fraction of a run's lease. */
     private readonly leaseFraction = 0.7,
   ) {}
 
@@ -79,29 +135,40 @@ export class HeartbeatCoalescer {
   admit(key: string, now: number): HeartbeatVerdict {
     this.maybeSweep(now);
     const entry = this.entries.get(key);
+    const cadence = observeHeartbeat(entry?.cadence, now);
+    if (entry) entry.cadence = cadence;
     if (entry?.refused && now < entry.refused.until) return { forward: false, refusal: entry.refused.error };
     if (entry && !entry.refused && now - entry.at < entry.windowMs) {
       if (!entry.confirmed) return { forward: false, pending: true };
       if (entry.closedStatus !== undefined) return { forward: false, closedStatus: entry.closedStatus };
-      return { forward: false, ...entry.answer! };
+      if (HeartbeatCoalescer.answerHolds(entry, now, cadence)) return { forward: false, ...entry.answer! };
     }
     const leaseFloor = entry?.leaseFloor;
-    this.entries.set(key, { at: now, windowMs: entry?.windowMs ?? this.defaultWindowMs, confirmed: false, leaseFloor });
+    const windowMs = entry?.windowMs ?? this.defaultWindowMs;
+    this.entries.set(key, { at: now, windowMs, confirmed: false, leaseFloor, cadence });
     return leaseFloor === undefined ? { forward: true } : { forward: true, leaseFloor };
+  }
+
+  /** An answer that holds no lease has nothing to lose; one that holds it must outlast the next heartbeat. */
+  private static answerHolds(entry: Entry, now: number, cadence: Cadence): boolean {
+    const answer = entry.answer!;
+    if (!answer.leaseValid) return true;
+    return mayAnswerFromMemory(answer.leaseExpiresAt, entry.leaseTimeoutMs ?? 0, now, cadence);
   }
 
   /** The forward was refused for a while (429 with Retry-After): the member's next heartbeats get the same until then. */
   markRefused(key: string, at: number, error: unknown, untilMs: number): void {
     const entry = this.entries.get(key);
     if (entry?.at !== at) return;
-    this.entries.set(key, { at, windowMs: Math.max(1, untilMs - at), confirmed: true, refused: { error, until: untilMs } });
+    const windowMs = Math.max(1, untilMs - at);
+    this.entries.set(key, { at, windowMs, confirmed: true, refused: { error, until: untilMs }, cadence: entry.cadence });
   }
 
   /**
-   * The forward succeeded, and the run's lease is known: coalesce its heartbeats for the fraction
-   * of it. Each run carries its own lease, so a deploy that changes the default never shortens
-   * the window of a live run into a lost lease, nor stretches it past one. The heartbeat moved
-   * the lease to at least `at + leaseTimeoutMs`.
+   * The forward succeeded, and the run's lease is known: answer its heartbeats from memory while
+   * that lease allows, for at most the capped fraction of it. Each run carries its own lease, so a
+   * deploy that changes the default never shortens the window of a live run into a lost lease, nor
+   * stretches it past one. The heartbeat moved the lease to at least `at + leaseTimeoutMs`.
    */
   forwarded(
     key: string,
@@ -114,6 +181,7 @@ export class HeartbeatCoalescer {
     if (entry?.at !== at) return;
     entry.windowMs = HeartbeatCoalescer.windowFor(leaseTimeoutMs, this.leaseFraction);
     entry.confirmed = true;
+    entry.leaseTimeoutMs = leaseTimeoutMs;
     entry.answer = { leaseExpiresAt: at + leaseTimeoutMs, cancelRequested, ...lease };
     if (lease.leaseValid) entry.leaseFloor = Math.max(entry.leaseFloor ?? 0, at + leaseTimeoutMs);
     this.noteAttempt(key, lease.attempt);
@@ -147,12 +215,11 @@ export class HeartbeatCoalescer {
     return Math.max(1, Math.floor(leaseTimeoutMs * leaseFraction));
   }
 
-  /** The forward failed: let the next heartbeat try again (what is known of the lease stays). */
+  /** The forward failed: let the next heartbeat try again (what is known of the lease and the cadence stays). */
   release(key: string, at: number): void {
     const entry = this.entries.get(key);
     if (entry?.at !== at) return;
-    if (entry.leaseFloor === undefined) this.entries.delete(key);
-    else this.entries.set(key, { at: 0, windowMs: 0, confirmed: false, leaseFloor: entry.leaseFloor });
+    this.entries.set(key, { ...entry, at: Number.NEGATIVE_INFINITY, confirmed: false, answer: undefined });
   }
 
   /** The run turned out to be closed: coalesced heartbeats get the same answer for the window. */

@@ -83,9 +83,9 @@ beforeAll(async () => {
     RUN_MAX_ATTEMPTS: '1',
     ADMISSION_ORG_RATE: '50',
     ADMISSION_RATE_WINDOW: `${ADMISSION_WINDOW_MS / 1000}s`,
-    // The rate test sends its mentions back to back within one window, and counts the rate alone:
-    // a held refusal would carry them into the next window, and the limit by delay is the delay
-    // tests' (test/platform/admission-delay.test.ts).
+    // The rate test sends its events back to back within one window without waiting out
+    // Retry-After, and counts the rate alone: a held refusal would carry them into the next
+    // window, and the limit by delay is the delay tests' (test/platform/admission-delay.test.ts).
     ADMISSION_REFUSAL_HOLD: '0s',
     ADMISSION_DELAY_TARGET: '1h',
     LOG_LEVEL: 'info',
@@ -219,21 +219,21 @@ describe('Slack quotas are shared by the replicas', () => {
 });
 
 describe("an organization's admission rate is shared by the replicas", () => {
-  it(`admits ${LOWERED_UNITS} of ${3 * LOWERED_UNITS} mentions in one window, alternating replicas, and sheds the rest 503 with Retry-After`, async () => {
+  it(`admits ${LOWERED_UNITS} of ${3 * LOWERED_UNITS} new runs' events in one window, alternating replicas, and sheds the rest 429 with Retry-After`, async () => {
     const org = await createTestOrg(database.db);
     // Weight 0.02: ADMISSION_ORG_RATE (50/s) × 10 s × 0.02 = 10 units a window, taken by each replica
-    // in batches of ADMISSION_RATE_BATCH (5).
+    // in batches of ADMISSION_RATE_BATCH (5). (Slack events, never shed, cannot show it.)
     await setFairnessWeight(database.db, org.organizationId, 0.02);
-    const connectionRow = await createTestSlackConnection(database.db, parseSecretKey(SECRET_KEY), org.organizationId);
     await waitFor(() => Date.now() % ADMISSION_WINDOW_MS < 2000, ADMISSION_WINDOW_MS + 1000, { what: 'a window to start', intervalMs: 50 });
     const answers = [];
     for (let i = 0; i < 3 * LOWERED_UNITS; i++) {
-      answers.push(await postSlackEvent(apis[i % 2]!, connectionRow, eventEnvelope(connectionRow, appMention(newSlackUserId()))));
+      const body = { attempt: 1, sequence: 1, type: 'user', payload: { n: i }, createdAt: Date.now() };
+      answers.push(await apis[i % 2]!.request('POST', `/v1/automation-runs/run-${randomUUID()}/events`, { headers: org.owner.headers, body }));
     }
     const statuses = answers.map((a) => a.status);
     expect(statuses.filter((s) => s === 200)).toHaveLength(LOWERED_UNITS);
-    expect(statuses.filter((s) => s === 503)).toHaveLength(2 * LOWERED_UNITS);
-    expect(answers.filter((a) => a.status === 503).every((a) => Number(a.headers.get('retry-after')) >= 1)).toBe(true);
+    expect(statuses.filter((s) => s === 429)).toHaveLength(2 * LOWERED_UNITS);
+    expect(answers.filter((a) => a.status === 429).every((a) => Number(a.headers.get('retry-after')) >= 1)).toBe(true);
     // Both replicas admitted some: the units are the cluster's, not each replica's own.
     expect(statuses.filter((s, i) => s === 200 && i % 2 === 1).length).toBeGreaterThan(0);
     expect(statuses.filter((s, i) => s === 200 && i % 2 === 0).length).toBeGreaterThan(0);

@@ -42,22 +42,25 @@ export function spawnDen(args: string[], env: Record<string, string | undefined>
 
 /**
  * `den runtime --exec "sh <script>"` for one member, a real child process on short test intervals
- * (2 s claim wait, 1 s heartbeats, 5 s grace, output reported every 100 ms), resolved once it
- * claims runs. The script is written to `dir`; the process goes into `spawned` at once, so the
- * caller stops it even if it never started.
+ * (2 s claim wait, 1 s heartbeats unless `heartbeatSeconds` says otherwise, 5 s grace, output
+ * reported every 100 ms), resolved once it claims runs. The script is written to `dir`; the
+ * process goes into `spawned` at once, so the caller stops it even if it never started.
  */
 export async function startScriptRuntime(
-  target: { url: string; apiKey: string },
+  target: { url: string; apiKey: string; heartbeatSeconds?: number },
   script: { dir: string; name: string; text: string },
   spawned: Spawned[],
 ): Promise<Spawned> {
   const file = path.join(script.dir, `${script.name}.sh`);
   fs.writeFileSync(file, script.text);
-  const proc = spawnDen(['runtime', '--exec', `sh ${file}`, '--wait', '2', '--heartbeat-interval', '1', '--grace', '5'], {
-    DEN_API_KEY: target.apiKey,
-    DEN_API_URL: target.url,
-    DEN_RUNTIME_STREAM_INTERVAL: '100ms',
-  });
+  const proc = spawnDen(
+    ['runtime', '--exec', `sh ${file}`, '--wait', '2', '--heartbeat-interval', String(target.heartbeatSeconds ?? 1), '--grace', '5'],
+    {
+      DEN_API_KEY: target.apiKey,
+      DEN_API_URL: target.url,
+      DEN_RUNTIME_STREAM_INTERVAL: '100ms',
+    },
+  );
   spawned.push(proc);
   await waitFor(() => proc.output().includes('claiming runs from'), 90_000, { what: 'den runtime to start' });
   return proc;

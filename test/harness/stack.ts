@@ -100,9 +100,6 @@ export async function startTestStack(
     RUN_CAPACITY: '0',
     // Tests that count refusals send them back to back; the test of the hold sets it.
     ADMISSION_REFUSAL_HOLD: '0s',
-    // Tests with leases of a few seconds beat a few times a window: they keep the quarter-lease
-    // window they were written for; the tests of the default set it themselves.
-    RUN_HEARTBEAT_COALESCE_FRACTION: '0.25',
     DASHBOARD_URL: 'https://dashboard.den.test',
     ...options.env,
   });

@@ -1,9 +1,9 @@
 /** Unit tests of admission by measured delay (src/app/delay-limiter.ts) and of the delay's measure (src/app/engine-delay.ts). */
-import { DELAY_DECREASE, DelayLimiter, weightedShares } from '../../src/app/delay-limiter';
+import { DelayLimiter, delayGrowth, measuredThroughput, weightedShares } from '../../src/app/delay-limiter';
 import { LagRecorder, quantile } from '../../src/app/engine-delay';
 
 const INTERVAL = 1000;
-const TARGET = 200;
+const TARGET = 2_000;
 
 /** `n` requests of `tenant` spread over one interval from `start`; how many were admitted. */
 function send(limiter: DelayLimiter, tenant: string, n: number, start: number, weight = 1): number {
@@ -41,109 +41,171 @@ describe('weighted max-min shares', () => {
   });
 });
 
+/**
+ * An engine that serves `perSecond` requests a second, first in first out, as a Temporal task
+ * queue serves its backlog; its delay is the age of the oldest request waiting.
+ */
+class SimulatedEngine {
+  private readonly queue: number[] = [];
+  private credit = 0;
+  constructor(private readonly perSecond: number) {}
+  feed(at: number): void {
+    this.queue.push(at);
+  }
+  /** Serves one interval's worth and answers the delay at `now`. */
+  serve(now: number, intervalMs: number): number {
+    this.credit += (this.perSecond * intervalMs) / 1000;
+    while (this.credit >= 1 && this.queue.length > 0) {
+      this.queue.shift();
+      this.credit -= 1;
+    }
+    if (this.queue.length === 0) this.credit = Math.min(this.credit, 1);
+    return this.queue.length === 0 ? 0 : now - this.queue[0]!;
+  }
+}
+
+/** Tenants asking `perSecond` each, spread over each interval, against an engine: what each got admitted, per interval. */
+function drive(options: {
+  limiter: DelayLimiter;
+  engine: SimulatedEngine;
+  intervals: number;
+  tenants: Record<string, { perSecond: number; weight?: number; from?: number }>;
+}): Record<string, number[]> {
+  const admitted: Record<string, number[]> = Object.fromEntries(Object.keys(options.tenants).map((t) => [t, []]));
+  for (let i = 0; i < options.intervals; i++) {
+    const start = i * INTERVAL;
+    const counts: Record<string, number> = {};
+    const requests: { at: number; tenant: string; weight: number }[] = [];
+    for (const [tenant, spec] of Object.entries(options.tenants)) {
+      counts[tenant] = 0;
+      if (i < (spec.from ?? 0)) continue;
+      for (let k = 0; k < spec.perSecond; k++) requests.push({ at: start + (k * INTERVAL) / spec.perSecond, tenant, weight: spec.weight ?? 1 });
+    }
+    requests.sort((a, b) => a.at - b.at);
+    for (const r of requests) {
+      if (!options.limiter.take(r.tenant, r.weight, r.at).ok) continue;
+      counts[r.tenant]! += 1;
+      options.engine.feed(r.at);
+    }
+    for (const tenant of Object.keys(counts)) admitted[tenant]!.push(counts[tenant]!);
+    options.limiter.update(options.engine.serve(start + INTERVAL, INTERVAL), start + INTERVAL);
+  }
+  return admitted;
+}
+
+const mean = (values: number[]) => values.reduce((a, b) => a + b, 0) / Math.max(1, values.length);
+
+describe('what the engine completed, measured', () => {
+  it('is the rate admitted when the oldest waiting request came in, times one less the delay growth a second', () => {
+    expect(delayGrowth([])).toBe(0);
+    expect(delayGrowth([{ at: 0, delayMs: 1000 }, { at: 2000, delayMs: 2000 }])).toBe(500);
+    const readings = [
+      { at: 10_000, delayMs: 1000 },
+      { at: 11_000, delayMs: 1500 },
+      { at: 12_000, delayMs: 2000 },
+    ];
+    // The oldest waiting request came in at 10 s, when 100 a second were admitted; 40 a second are now.
+    const admittedAt = (at: number) => (at <= 10_500 ? 100 : 40);
+    expect(measuredThroughput(readings, admittedAt)).toBeCloseTo(50);
+    // A falling delay: the engine served more than it was fed.
+    const falling = readings.map((r, i) => ({ ...r, delayMs: 2000 - i * 250 }));
+    expect(measuredThroughput(falling, admittedAt)).toBeCloseTo(125);
+  });
+});
+
 describe('the delay limiter', () => {
   it('limits nothing while the delay stays under the target', () => {
     const limiter = new DelayLimiter({ targetMs: TARGET, intervalMs: INTERVAL });
     for (let t = 0; t < 5; t++) {
       expect(send(limiter, 'a', 100, t * INTERVAL)).toBe(100);
-      limiter.update(50, (t + 1) * INTERVAL);
+      limiter.update(TARGET / 2, (t + 1) * INTERVAL);
     }
     expect(limiter.currentLimit).toBeUndefined();
   });
 
-  it('past the target cuts the limit to a fraction of what was admitted, the flooder first, never the quiet one under its share', () => {
+  it('limits nothing past the target while the delay is stable or falling: the engine keeps up at the rate admitted', () => {
     const limiter = new DelayLimiter({ targetMs: TARGET, intervalMs: INTERVAL });
-    send(limiter, 'a', 90, 0);
-    send(limiter, 'b', 10, 0);
-    limiter.update(500, INTERVAL);
-    expect(limiter.currentLimit).toBeCloseTo(100 * DELAY_DECREASE);
-    // The quiet organization keeps all it asked; the flooder gets the rest.
-    let t = INTERVAL;
-    for (let i = 0; i < 6; i++, t += INTERVAL) {
-      expect(send(limiter, 'b', 10, t)).toBe(10);
-      expect(send(limiter, 'a', 500, t)).toBeLessThanOrEqual(Math.ceil(limiter.currentLimit! - 10) + 1);
-      limiter.update(500, t + INTERVAL);
+    for (let t = 0; t < 10; t++) {
+      expect(send(limiter, 'a', 100, t * INTERVAL)).toBe(100);
+      limiter.update(TARGET * 3 - t * 10, (t + 1) * INTERVAL);
     }
-    // Still past the target, cut again every other interval: the flooder is at the floor, the quiet one untouched.
-    expect(limiter.currentLimit).toBeLessThan(100 * DELAY_DECREASE ** 3);
-    expect(send(limiter, 'b', 10, t)).toBe(10);
+    expect(limiter.currentLimit).toBeUndefined();
+  });
+
+  it('holds a lone organization at the engine’s pace, never below it, at loads users will send', () => {
+    for (const [pace, asked] of [
+      [50, 60],
+      [50, 100],
+      [50, 500],
+      [200, 1_000],
+    ] as const) {
+      const limiter = new DelayLimiter({ targetMs: TARGET, intervalMs: INTERVAL });
+      const admitted = drive({ limiter, engine: new SimulatedEngine(pace), intervals: 120, tenants: { a: { perSecond: asked } } });
+      // Once it has settled, the organization gets the engine's pace: at least 0.9 of it.
+      const settled = mean(admitted.a!.slice(40));
+      expect({ pace, asked, ratio: settled / pace >= 0.9 && settled / pace <= 1.25 }).toEqual({ pace, asked, ratio: true });
+    }
+  });
+
+  it('never refuses an organization within its weighted part of the engine’s throughput while another floods', () => {
+    for (const quiet of [2, 10, 20]) {
+      const limiter = new DelayLimiter({ targetMs: TARGET, intervalMs: INTERVAL });
+      const engine = new SimulatedEngine(50);
+      const admitted = drive({ limiter, engine, intervals: 90, tenants: { flood: { perSecond: 400 }, quiet: { perSecond: quiet, from: 30 } } });
+      expect(admitted.quiet!.slice(30)).toEqual(admitted.quiet!.slice(30).map(() => quiet));
+      expect(admitted.flood!.slice(20).some((n) => n < 400)).toBe(true);
+    }
   });
 
   it('gives an organization that starts asking while the limit is on its weighted part at once, not the floor', () => {
     const limiter = new DelayLimiter({ targetMs: TARGET, intervalMs: INTERVAL });
-    send(limiter, 'a', 100, 0);
-    limiter.update(500, INTERVAL);
+    drive({ limiter, engine: new SimulatedEngine(40), intervals: 20, tenants: { a: { perSecond: 200 } } });
     const limit = limiter.currentLimit!;
-    expect(limit).toBeCloseTo(100 * DELAY_DECREASE);
+    expect(limit).toBeGreaterThan(10);
     // Its weighted part beside the flooder is half the limit: a burst of that many within its first second all pass.
     const part = Math.floor(limit / 2);
-    expect(part).toBeGreaterThan(5);
     let admitted = 0;
-    for (let i = 0; i < part; i++) if (limiter.take('newcomer', 1, INTERVAL + i).ok) admitted++;
+    for (let i = 0; i < part; i++) if (limiter.take('newcomer', 1, 20 * INTERVAL + i).ok) admitted++;
     expect(admitted).toBe(part);
   });
 
-  it('a refusal names how long until the organization has a request again, and check() takes nothing', () => {
+  it('a refusal names a wait of a second or more, longer the further past its share, and check() takes nothing', () => {
     const limiter = new DelayLimiter({ targetMs: TARGET, intervalMs: INTERVAL });
-    send(limiter, 'a', 10, 0);
-    limiter.update(1000, INTERVAL);
-    send(limiter, 'a', 50, INTERVAL);
-    const refused = limiter.take('a', 1, INTERVAL * 2 - 1);
-    expect(refused).toEqual({ ok: false, retryAfterSeconds: expect.any(Number) });
-    expect((refused as { retryAfterSeconds: number }).retryAfterSeconds).toBeGreaterThanOrEqual(1);
-    const other = new DelayLimiter({ targetMs: TARGET, intervalMs: INTERVAL });
-    send(other, 'a', 10, 0);
-    other.update(1000, INTERVAL);
-    for (let i = 0; i < 100; i++) expect(other.check('a', 1, INTERVAL + 500).ok).toBe(true);
-  });
-
-  it('names a longer wait the further an organization asks beyond its share, so senders that honour it spread out', () => {
-    const limiter = new DelayLimiter({ targetMs: TARGET, intervalMs: INTERVAL });
-    send(limiter, 'a', 20, 0);
-    limiter.update(1000, INTERVAL);
-    // Its share is now 14 a second; it asks 280 a second (20 times that).
-    send(limiter, 'a', 280, INTERVAL);
-    limiter.update(1000, INTERVAL * 2);
-    expect(send(limiter, 'a', 100, INTERVAL * 2)).toBeLessThan(100);
-    const refused = limiter.take('a', 1, INTERVAL * 3 - 1);
+    drive({ limiter, engine: new SimulatedEngine(20), intervals: 20, tenants: { a: { perSecond: 400 } } });
+    expect(limiter.currentLimit).toBeDefined();
+    // Within a second of its 20-a-second share, the organization that asked 400 a second is refused.
+    let refused = limiter.take('a', 1, 20 * INTERVAL + 1);
+    for (let i = 2; refused.ok && i < 100; i++) refused = limiter.take('a', 1, 20 * INTERVAL + i);
     expect(refused.ok).toBe(false);
-    expect((refused as { retryAfterSeconds: number }).retryAfterSeconds).toBeGreaterThanOrEqual(15);
+    expect((refused as { retryAfterSeconds: number }).retryAfterSeconds).toBeGreaterThanOrEqual(10);
     expect((refused as { retryAfterSeconds: number }).retryAfterSeconds).toBeLessThanOrEqual(60);
+    const other = new DelayLimiter({ targetMs: TARGET, intervalMs: INTERVAL });
+    drive({ limiter: other, engine: new SimulatedEngine(20), intervals: 20, tenants: { a: { perSecond: 400 } } });
+    for (let i = 0; i < 100; i++) other.check('b', 1, 20 * INTERVAL + 500);
+    expect(other.take('b', 1, 20 * INTERVAL + 501).ok).toBe(true);
   });
 
-  it('does not cut again while the delay is falling, grows back additively under the target, then switches off', () => {
+  it('switches off once the delay is back under the target', () => {
     const limiter = new DelayLimiter({ targetMs: TARGET, intervalMs: INTERVAL });
-    send(limiter, 'a', 100, 0);
-    limiter.update(1000, INTERVAL);
-    const first = limiter.currentLimit!;
-    send(limiter, 'a', 100, INTERVAL);
-    limiter.update(1000, 2 * INTERVAL);
-    send(limiter, 'a', 100, 2 * INTERVAL);
-    // Two intervals later, but the delay fell by more than a tenth: the work before the cut is still draining.
-    limiter.update(800, 3 * INTERVAL);
-    expect(limiter.currentLimit).toBe(first);
-    let t = 3 * INTERVAL;
-    const limits: number[] = [];
-    for (let i = 0; i < 200 && limiter.currentLimit !== undefined; i++, t += INTERVAL) {
-      send(limiter, 'a', 40, t);
-      limiter.update(100, t + INTERVAL);
-      if (limiter.currentLimit !== undefined) limits.push(limiter.currentLimit);
-    }
-    // Raised by the same step each interval, and switched off once it binds nothing (twice what is asked).
-    const steps = limits.slice(1).map((v, i) => Math.round((v - limits[i]!) * 1000) / 1000);
-    expect(new Set(steps).size).toBe(1);
+    const engine = new SimulatedEngine(50);
+    drive({ limiter, engine, intervals: 30, tenants: { a: { perSecond: 200 } } });
+    expect(limiter.currentLimit).toBeDefined();
+    // The flood stops; the backlog drains and the limit goes.
+    for (let t = 30; t < 60 && limiter.currentLimit !== undefined; t++) limiter.update(engine.serve((t + 1) * INTERVAL, INTERVAL), (t + 1) * INTERVAL);
     expect(limiter.currentLimit).toBeUndefined();
   });
 
   it("gives an organization its weight's part", () => {
     const limiter = new DelayLimiter({ targetMs: TARGET, intervalMs: INTERVAL });
-    send(limiter, 'heavy', 200, 0, 2);
-    send(limiter, 'light', 200, 0, 1);
-    limiter.update(1000, INTERVAL);
-    const heavy = send(limiter, 'heavy', 400, INTERVAL, 2);
-    const light = send(limiter, 'light', 400, INTERVAL, 1);
-    expect(heavy / light).toBeGreaterThan(1.7);
-    expect(heavy / light).toBeLessThan(2.3);
+    const admitted = drive({
+      limiter,
+      engine: new SimulatedEngine(60),
+      intervals: 90,
+      tenants: { heavy: { perSecond: 400, weight: 2 }, light: { perSecond: 400, weight: 1 } },
+    });
+    const ratio = mean(admitted.heavy!.slice(40)) / mean(admitted.light!.slice(40));
+    expect(ratio).toBeGreaterThan(1.7);
+    expect(ratio).toBeLessThan(2.3);
   });
 });
 

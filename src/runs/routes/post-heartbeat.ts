@@ -10,10 +10,11 @@ import { HEARTBEAT_BODY_LIMIT_BYTES, RunHeartbeatBody, RunHeartbeatReply, RunIdP
 import { RUN_TAGS, reportResponses, runClosed } from './shared';
 
 /**
- * Heartbeats are coalesced per process: at most one forwarded per (run, attempt, member) per window, a
- * fraction of the run's own lease (learned from its row when a heartbeat is forwarded). The run
- * routes subscribe it to the process's cancels (src/runs/cancel.ts), to tell the run's coalesced
- * heartbeats at once.
+ * Heartbeats are coalesced per process: one is forwarded per (run, attempt, member) when the lease
+ * the last forward set would not outlast the caller's next heartbeat by a margin, and at least once
+ * per RUN_HEARTBEAT_COALESCE_FRACTION of the run's own lease (learned from its row when a heartbeat
+ * is forwarded). The run routes subscribe it to the process's cancels (src/runs/cancel.ts), to tell
+ * the run's coalesced heartbeats at once.
  */
 export function createHeartbeatCoalescer(settings: RunsSettings): HeartbeatCoalescer {
   const fraction = settings.admission.heartbeatCoalesceFraction;
@@ -113,7 +114,9 @@ export function createPostHeartbeatRoute(deps: RunDeps, report: ReportGates, coa
     summary: 'Send a heartbeat for an automation run',
     description:
       "Extends the current attempt's lease; the first heartbeat of a newer attempt starts it. Each process " +
-      "forwards at most one heartbeat per (run, attempt, member) per `RUN_HEARTBEAT_COALESCE_FRACTION` (default 0.7) of the run's own lease and answers the others at once. " +
+      "answers a heartbeat at once while the lease its last forward set outlasts the caller's next heartbeat (expected after the largest of its last few gaps) by a margin, " +
+      "and forwards it to the run otherwise, and at least once per `RUN_HEARTBEAT_COALESCE_FRACTION` (default 0.7) of the run's own lease: " +
+      'a runtime that heartbeats at least every third of its lease keeps it. ' +
       'A heartbeat that could not reach the run before the lease it extends runs out is answered 503, never 200. ' +
       'A first heartbeat that would start a run beyond the live-run capacity (`RUN_CAPACITY`) gets 429 `capacity` with `Retry-After`. ' +
       "The reply adds to `{ok:true}` the lease the heartbeat set, whether a cancel was requested, the run's current `attempt` and " +

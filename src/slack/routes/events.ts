@@ -79,8 +79,14 @@ function slackEventInput(
   };
 }
 
-/** An event's share of the engine: its organization's, shed with the webhook's 503 so Slack sends it again. */
-const tenancyOf = (input: SlackEventInput): Tenancy => ({ tenant: input.organizationId, admission: 'shed', shedAs: { webhook: {} } });
+/**
+ * An event's tenancy: its organization's fairness key, and never shed for its share. Slack
+ * retries a failed event only three times, ignores Retry-After and keeps no log to recover it
+ * from, and it already bounds what it sends (30,000 events per workspace an hour): a refusal here
+ * would lose a mention. The event is acked once Temporal holds it; its processing waits its turn
+ * among the organizations on the task queue.
+ */
+const tenancyOf = (input: SlackEventInput): Tenancy => ({ tenant: input.organizationId, admission: 'bypass' });
 
 /**
  * Starts the event's workflow once, under the workspace's and the user's quotas. Quota applies
@@ -92,8 +98,6 @@ async function enqueueEvent(
 ): Promise<{ ok: true; outcome: StartOutcome } | { ok: false; reason: IneligibleReason }> {
   const { settings, ingress, now, quota } = deps;
   let release: (() => Promise<void>) | undefined;
-  // A share known spent is refused before the quota's Postgres write.
-  ingress.shedIfSpent(tenancyOf(input));
   if (input.invocation) {
     const verdict = await quota.tryTake(slackQuotaChecks(settings, input.teamId, input.invocation.user), now());
     if (!verdict.ok) return { ok: false, reason: verdict.key.startsWith('workspace:') ? 'workspace_quota' : 'user_quota' };

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { Next } from 'koa';
 import { AppError, errors } from '../../errors';
 import type { AppContext } from '../context';
@@ -26,7 +27,7 @@ export async function errorMapper(ctx: AppContext, next: Next, refusals?: Refusa
     // A full unauthenticated budget is load, not a fault: den_unauthenticated_body_refusals_total counts it.
     if (error.status === 503 && error.code !== 'busy' && error.code !== 'overloaded')
       ctx.state.log?.warn({ err: error.cause ?? error }, 'dependency unavailable');
-    await refusals?.hold(error);
+    await refusals?.hold(error, senderOf(ctx));
     ctx.status = error.status;
     for (const [name, value] of Object.entries(error.headers)) ctx.set(name, value);
     if (typeof error.body === 'string') {
@@ -36,4 +37,16 @@ export async function errorMapper(ctx: AppContext, next: Next, refusals?: Refusa
       ctx.body = error.body;
     }
   }
+}
+
+/**
+ * Who sent a request, for the refusal hold: the route with the credential it carried (hashed, never
+ * kept), or, on the signed webhook routes, which carry none, its path (a Slack connection's names
+ * the connection; GitHub's, the one App).
+ */
+function senderOf(ctx: AppContext): string {
+  const credential = ctx.get('x-api-key') || ctx.get('authorization');
+  const route = ctx.state.routeTemplate ?? ctx.path;
+  if (!credential) return `${route}|${ctx.path}`;
+  return `${route}|${createHash('sha256').update(credential).digest('base64url').slice(0, 22)}`;
 }
