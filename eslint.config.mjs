@@ -59,6 +59,7 @@ const PURE_MODULES = [
   'src/*/contract',
   'src/app/temporal/contract',
   'src/runs/state',
+  'src/runs/completion',
   'src/runs/log-text',
   'src/slack/texts',
   'src/slack/progress',

@@ -26,7 +26,7 @@ import { measureCpu } from './lib/cpu';
 import { envOptions } from './lib/env-options';
 import { runLoad, findMissing, type GeneratedRequest } from './lib/load';
 import { asLoadStack, startBenchStack, type LoadStack } from './lib/stack';
-import { benchSecrets, ceiling, drainAfterLoad, fixtures, SCENARIOS, settle } from './run';
+import { benchSecrets, ceiling, drainAfterLoad, exists, fixtures, SCENARIOS, settle } from './run';
 import { mentionRequest, phase, pushRequest, sendOnce, tenant, type MeasureOptions, type PhaseResult, type Tenant } from './fairness';
 
 interface LoneResult {
@@ -102,10 +102,7 @@ async function slackUnderFlood(stack: LoadStack, a: Tenant, b: Tenant, connectio
   const statuses: Record<string, number> = {};
   for (const { status } of answers) statuses[status] = (statuses[status] ?? 0) + 1;
   const acked = answers.filter((x) => x.status === 200).map((x) => x.id);
-  const missing = await findMissing(acked, async (id) => {
-    await stack.temporal.client.workflow.getHandle(slackEventWorkflowId(a.slack.connectionId, id)).describe();
-    return true;
-  });
+  const missing = await findMissing(acked, (id) => exists(stack)(slackEventWorkflowId(a.slack.connectionId, id)));
   return {
     sent: answers.length,
     statuses,

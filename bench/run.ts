@@ -85,7 +85,7 @@ interface Scenario {
 
 const visibleCount = async (stack: LoadStack, query: string) => (await stack.temporal.client.workflow.count(query)).count;
 
-const exists = (stack: LoadStack) => async (workflowId: string) => {
+export const exists = (stack: LoadStack) => async (workflowId: string) => {
   await stack.temporal.client.workflow.getHandle(workflowId).describe();
   return true;
 };

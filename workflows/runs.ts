@@ -44,6 +44,7 @@ import {
   RUN_OUTCOME_PATCH,
   RUN_TELLS_END_PATCH,
   claimRunUpdate,
+  completeRunUpdate,
   reportRunEventUpdate,
   requestRunCancelUpdate,
   runEventSignal,
@@ -56,6 +57,8 @@ import {
   type RunCancelRequest,
   type RunCaller,
   type RunClaimRequest,
+  type RunCompletion,
+  type RunEventAck,
   type RunEventReport,
   type RunHeartbeat,
   type RunProgress,
@@ -85,6 +88,7 @@ import {
   unpersistedOf,
   type RunState,
 } from '../src/runs/state';
+import { completionEvent, decideCompletion } from '../src/runs/completion';
 import { implementsWorkflow, type EngineDelaySinks } from '../src/app/temporal/contract';
 import { automationRunWorkflow } from '../src/runs/contract';
 
@@ -266,10 +270,7 @@ function setRunHandlers(run: Run): void {
     reportRunEventUpdate,
     (event) => {
       reportLag(event.receivedAt);
-      const applied = run.state.outbox.length;
-      run.state = decideEvent(run.state, event, Date.now(), settings).next;
-      tellParent(run, run.state.outbox.slice(applied));
-      return { disposition: run.state.nextSequence > event.sequence ? 'applied' : 'buffered', status: run.state.status };
+      return takeEvent(run, (state) => decideEvent(state, event, Date.now(), settings).next, event.sequence);
     },
     {
       validator: (event: RunEventReport, caller?: RunCaller) => {
@@ -278,6 +279,7 @@ function setRunHandlers(run: Run): void {
       },
     },
   );
+  setCompleteHandler(run);
   setHandler(runHeartbeatSignal, (heartbeat: RunHeartbeat, caller?: RunCaller) => {
     reportLag(heartbeat.receivedAt);
     // A worker from before the check applied every heartbeat, so a stranger's is ignored only
@@ -306,6 +308,37 @@ function setRunHandlers(run: Run): void {
     },
   );
   setCancelHandler(run);
+}
+
+/** An accepted event's next state, the progress it tells a parent, and its ack: applied, or buffered for its gap. */
+function takeEvent(run: Run, next: (state: RunState) => RunState, sequence: number): RunEventAck {
+  const applied = run.state.outbox.length;
+  run.state = next(run.state);
+  tellParent(run, run.state.outbox.slice(applied));
+  return { disposition: run.state.nextSequence > sequence ? 'applied' : 'buffered', status: run.state.status };
+}
+
+/**
+ * A runtime's completion: the terminal event with the attempt's next sequence (src/runs/completion.ts),
+ * decided and taken like any event. It needed no patch: no history recorded before it holds the
+ * Update, and a worker of an older release refuses it (no handler), which the API answers 503.
+ */
+function setCompleteHandler(run: Run): void {
+  const { settings } = run;
+  setHandler(
+    completeRunUpdate,
+    (completion) => {
+      reportLag(completion.receivedAt);
+      const sequence = completionEvent(run.state, completion).sequence;
+      return takeEvent(run, (state) => decideCompletion(state, completion, Date.now(), settings).next, sequence);
+    },
+    {
+      validator: (completion: RunCompletion, caller: RunCaller) => {
+        refuseStranger(run, caller);
+        refuseUpdate(decideCompletion(run.state, completion, Date.now(), settings).verdict);
+      },
+    },
+  );
 }
 
 /**

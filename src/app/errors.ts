@@ -44,7 +44,9 @@ function zodDetails(error: ZodError, prefix: (string | number)[] = []): InvalidR
 export const errors = {
   invalidRequest: (details: InvalidRequestDetail[]) => new AppError('invalid_request', 400, { error: 'invalid_request', details }),
   invalidRequestFromZod: (error: ZodError, prefix: (string | number)[] = []) => errors.invalidRequest(zodDetails(error, prefix)),
-  unauthorized: () => new AppError('unauthorized', 401, { error: 'unauthorized' }),
+  /** `reason` and `message` when the credential was found but no longer works (an expired or revoked runner token). */
+  unauthorized: (reason?: string, message?: string) =>
+    new AppError('unauthorized', 401, { error: 'unauthorized', ...(reason === undefined ? {} : { reason, message }) }),
   forbidden: (reason: string, message: string) => new AppError('forbidden', 403, { error: 'forbidden', reason, message }),
   notFound: (message = 'Not found') => new AppError('not_found', 404, { error: 'not_found', message }),
   conflict: (error: string, extra: Record<string, unknown> = {}) => new AppError(error, 409, { error, ...extra }),

@@ -59,6 +59,11 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}) {
       labelNames: ['result'] as const,
       registers: [registry],
     }),
+    presenceWrites: new Counter({
+      name: 'den_runner_presence_writes_total',
+      help: "Writes of a runtime's presence to Postgres (at most one per half presence window per runtime and process, and one per run it starts).",
+      registers: [registry],
+    }),
     admission: new Counter({
       name: 'den_admission_total',
       help: "Admission decisions per organization class (its fairness weight's class, never its id), sender mode and result.",

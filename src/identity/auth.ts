@@ -1,5 +1,6 @@
 /**
- * Two credentials: `Authorization: Bearer <session>` (bearerAuth) or `x-api-key: <raw key>` (denApiKey).
+ * Three credentials: `Authorization: Bearer <session>` (bearerAuth), `x-api-key: <raw key>` (denApiKey),
+ * and `Authorization: Bearer den_rt_…`, a runner token (src/identity/runner-auth.ts).
  * A present-but-malformed header is a 401, never a 500.
  *
  * A valid credential is never refused because of other requests' failures, whatever address they
@@ -16,7 +17,10 @@ import { boundedCache, createRecentSet, createUnknownCache, type BoundedCache, t
 import type { Authenticator, Principal } from '../app/http/auth';
 import type { Logger } from '../app/log';
 import type { Metrics } from '../app/metrics';
+import type { Channels } from '../app/store/channels';
 import type { Db } from '../app/store/db';
+import { createRunnerTokenAuth, isRunnerBearer, unknownRunnerToken } from './runner-auth';
+import { findRunnerTokens } from './runner-tokens';
 import { hashesEqual, hashSecret, isWellFormedApiKey, isWellFormedSessionToken } from './credentials';
 import { findApiKeys, findSessions, touchApiKey, type ResolvedCredential } from './store';
 
@@ -56,6 +60,7 @@ interface Memory {
   trusted: { has(hash: string): boolean; add(hash: string): void; delete(hash: string): void };
   apiKeys: CredentialLookups;
   sessions: CredentialLookups;
+  runnerTokens: CredentialLookups;
 }
 
 interface AuthDeps {
@@ -64,6 +69,8 @@ interface AuthDeps {
   metrics: Metrics;
   now: () => number;
   platform: Pick<PlatformValues, 'authCaches'>;
+  /** Announcements that runner tokens stopped, so the process forgets the ones it remembered (src/identity/runner-auth.ts). */
+  channels?: Channels;
 }
 
 /** Both lookups of one credential kind, from its query over any number of hashes. */
@@ -87,17 +94,19 @@ export function createAuthenticator(deps: AuthDeps): Authenticator {
     trusted: createRecentSet(caches.maxKeys),
     apiKeys: lookups(deps, findApiKeys),
     sessions: lookups(deps, findSessions),
+    runnerTokens: lookups(deps, findRunnerTokens),
   };
-  return (headers) => authenticate(deps, memory, headers);
+  const runnerToken = createRunnerTokenAuth(deps, (hash, at) => resolve(memory, memory.runnerTokens, hash, at));
+  return (headers) => authenticate(deps, memory, headers, runnerToken);
 }
 
 /** The raw credentials a request presents (each header at most once), before any check of their form. */
-function presented(headers: IncomingHttpHeaders): { apiKey?: string; authorization?: string; hashes: string[] } {
+function presented(headers: IncomingHttpHeaders): { apiKey?: string; authorization?: string; bearer?: string; hashes: string[] } {
   const apiKey = onlyValue(headers['x-api-key']);
   const authorization = onlyValue(headers.authorization);
   const bearer = authorization === undefined ? undefined : /^Bearer ([^\s]+)$/i.exec(authorization.trim())?.[1];
   const hashes = [apiKey?.trim(), bearer ?? authorization].flatMap((raw) => (raw === undefined ? [] : [hashSecret(raw)]));
-  return { apiKey, authorization, hashes };
+  return { apiKey, authorization, bearer, hashes };
 }
 
 /** A 401 for a credential that was looked up, or is known from a moment ago not to exist. */
@@ -150,23 +159,37 @@ async function findKeyOrRemembered(memory: Memory, raw: string, at: Date): Promi
     memberId: found.memberId,
     role: found.role,
     via: 'api_key',
+    apiKeyId: found.keyId,
   };
   // The least recently verified is dropped first.
   memory.verifiedKeys.set(hash, { principal, expiresAt: found.expiresAt?.getTime() ?? 0 });
   return { principal, keyId: found.keyId };
 }
 
-async function authenticate(deps: AuthDeps, memory: Memory, headers: IncomingHttpHeaders): Promise<Principal> {
+async function authenticate(
+  deps: AuthDeps,
+  memory: Memory,
+  headers: IncomingHttpHeaders,
+  runnerToken: (raw: string, at: Date) => Promise<Principal>,
+): Promise<Principal> {
   const { db, log, now } = deps;
   const { lastTouched } = memory;
-  const { apiKey, authorization, hashes } = presented(headers);
-  if (hashes.some((hash) => memory.unknown.has(hash))) throw authRefusal(deps, 'unknown_cached');
+  const { apiKey, authorization, bearer, hashes } = presented(headers);
+  if (hashes.some((hash) => memory.unknown.has(hash))) {
+    const error = authRefusal(deps, 'unknown_cached');
+    throw isRunnerBearer(bearer) ? unknownRunnerToken() : error;
+  }
   const at = new Date(now());
 
   // All or nothing: every credential presented must be valid, whatever else the request
   // carries (a bad one is an attack or a bug, never something to fall back from). When both are
   // valid, the API key is the principal.
-  const session = authorization === undefined ? undefined : await sessionPrincipal(deps, memory, authorization, at);
+  const session =
+    authorization === undefined
+      ? undefined
+      : isRunnerBearer(bearer)
+        ? await runnerToken(bearer!, at)
+        : await sessionPrincipal(deps, memory, authorization, at);
   if (apiKey !== undefined) {
     const raw = apiKey.trim();
     if (!isWellFormedApiKey(raw)) throw errors.unauthorized();

@@ -1,5 +1,5 @@
 /**
- * API keys and session tokens. Only SHA-256 hashes are stored; lookups go by hash, and the
+ * API keys, session tokens and runner tokens. Only SHA-256 hashes are stored; lookups go by hash, and the
  * found hash is compared again in constant time so no timing difference leaks through a
  * database index.
  */
@@ -10,6 +10,10 @@ const API_KEY_PREFIX = 'den_';
 /** `den_` + base64url(32 random bytes) = 47 characters. */
 const API_KEY_SHAPE = /^den_[A-Za-z0-9_-]{43,}$/;
 const SESSION_TOKEN_SHAPE = /^[A-Za-z0-9_-]{43,}$/;
+/** Runner tokens are sent as `Authorization: Bearer`, like sessions: the prefix tells them apart. */
+export const RUNNER_TOKEN_PREFIX = 'den_rt_';
+/** `den_rt_` + base64url(32 random bytes) = 50 characters. */
+const RUNNER_TOKEN_SHAPE = /^den_rt_[A-Za-z0-9_-]{43}$/;
 
 export function hashSecret(raw: string): string {
   return createHash('sha256').update(raw, 'utf8').digest('hex');
@@ -31,7 +35,13 @@ export function newSessionToken(): { raw: string; hash: string } {
   return { raw, hash: hashSecret(raw) };
 }
 
+export function newRunnerToken(): { raw: string; hash: string } {
+  const raw = `${RUNNER_TOKEN_PREFIX}${randomBytes(32).toString('base64url')}`;
+  return { raw, hash: hashSecret(raw) };
+}
+
 export const isWellFormedApiKey = (value: string) => API_KEY_SHAPE.test(value);
 export const isWellFormedSessionToken = (value: string) => SESSION_TOKEN_SHAPE.test(value);
+export const isWellFormedRunnerToken = (value: string) => RUNNER_TOKEN_SHAPE.test(value);
 
-export const newId = (prefix: 'org' | 'usr' | 'mem' | 'key' | 'ses') => typeid(prefix).toString();
+export const newId = (prefix: 'org' | 'usr' | 'mem' | 'key' | 'ses' | 'rnr') => typeid(prefix).toString();

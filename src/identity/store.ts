@@ -2,6 +2,9 @@ import type { Db } from '../app/store/db';
 import type { Role } from '../app/http/auth';
 import { newApiKey, newId, newSessionToken } from './credentials';
 
+/** Why a stored runner token no longer works (src/identity/runner-tokens.ts `runnerTokenRefusal`). */
+export type RunnerTokenRefusal = { reason: 'runner_token_expired'; message: string } | { reason: 'runner_token_revoked'; message: string };
+
 export interface ResolvedCredential {
   hash: string;
   userId: string;
@@ -9,8 +12,10 @@ export interface ResolvedCredential {
   memberId: string;
   role: Role;
   keyId?: string;
-  /** API keys: when the key expires. */
+  /** API keys and runner tokens: when the credential expires. */
   expiresAt?: Date;
+  /** Runner tokens (src/identity/runner-tokens.ts): the runner, and why the token no longer works, if it does not. */
+  runner?: { id: string; label: string | null; refusal?: RunnerTokenRefusal };
 }
 
 /**

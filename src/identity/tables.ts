@@ -1,4 +1,7 @@
-/** The identity feature's tables as Kysely sees them; the DDL is in src/app/store/migrations/0001_identity.ts. */
+/**
+ * The identity feature's tables as Kysely sees them; the DDL is in src/app/store/migrations/0001_identity.ts
+ * (runners and their tokens: src/app/store/migrations/0016_runners.ts).
+ */
 import type { ColumnType } from 'kysely';
 import type { Timestamp, NullableTimestamp } from '../app/store/columns';
 import type { Role } from '../app/http/auth';
@@ -35,6 +38,25 @@ export interface IdentityTables {
     expires_at: Timestamp;
     last_used_at: NullableTimestamp;
     revoked_at: NullableTimestamp;
+  };
+  /** A runtime a member registered by minting a runner token (src/identity/runner-tokens.ts). */
+  runners: {
+    id: string;
+    organization_id: string;
+    member_id: string;
+    label: string | null;
+    /** The API key that minted its first token (null: a session did); revoking the key stops the runner. */
+    api_key_id: string | null;
+    created_at: Timestamp;
+    /** `DELETE /v1/automation-runners/{runnerId}`: every token of the runner stops. */
+    revoked_at: NullableTimestamp;
+  };
+  runner_tokens: {
+    /** SHA-256 of the raw token, hex. The raw token is never stored. */
+    token_hash: string;
+    runner_id: string;
+    created_at: Timestamp;
+    expires_at: Timestamp;
   };
   sessions: {
     id: string;

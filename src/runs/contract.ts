@@ -26,6 +26,15 @@ export const isClosedRunStatus = (status: string): boolean => (CLOSED_RUN_STATUS
 /** `payload.status` values a `terminal` event may carry (default `succeeded`). */
 export const TERMINAL_EVENT_STATUSES = ['succeeded', 'failed', 'cancelled'] as const;
 
+/**
+ * Why a run failed, as its runtime says in a failed terminal (`payload.failure`) or completion:
+ * `runtime`, the runtime broke (the command crashed or exited without an answer, the runner failed
+ * on its own); `task`, the work itself failed and the runtime answered. It decides whether the
+ * failure counts toward the member's breaker (src/runs/breaker.ts).
+ */
+export const RUN_FAILURE_KINDS = ['runtime', 'task'] as const;
+export type RunFailureKind = (typeof RUN_FAILURE_KINDS)[number];
+
 /** The organization is part of the id so two organizations can use the same run id. */
 export function runWorkflowId(organizationId: string, runId: string): string {
   return `automation-run/${organizationId}/${runId}`;
@@ -130,6 +139,11 @@ export interface RunSummary {
   unpersisted?: { events: number; bytes: number };
   /** Someone asked the run to stop (requestRunCancelUpdate); its runtime learns it from the heartbeat reply. */
   cancelRequested?: { at: number; reason: string | null; memberId: string } | null;
+  /**
+   * A run its terminal event (or completion) ended `failed`: what failed, as the runtime said, else
+   * `task` when it answered (an `assistant` text or a `result`) and `runtime` when it did not.
+   */
+  failure?: RunFailureKind;
 }
 
 export interface RunIgnoredCounts {
@@ -287,6 +301,27 @@ export const runEndedSignal = defineSignal<[RunSummary]>('runEnded');
  * execution that started it), marks it `tellsEnd`, and sends its summary when it ends.
  */
 export const RUN_TELLS_END_PATCH = 'run-tells-end';
+
+/**
+ * A runtime's completion of its attempt (`POST /v1/automation-runs/{id}/complete`): the run takes it
+ * as a `terminal` event with the next sequence of the attempt, after every event it already holds
+ * (src/runs/completion.ts). `result` is kept in that event's payload.
+ */
+export interface RunCompletion {
+  attempt: number;
+  status: (typeof TERMINAL_EVENT_STATUSES)[number];
+  error?: string;
+  failure?: RunFailureKind;
+  result?: unknown;
+  /** When the front door received it (ms), stamped by the server. */
+  receivedAt: number;
+}
+
+/** What a completion did: closed the run (`status` its final one), or wait in the buffer for earlier events (`buffered`, still `running`). */
+export type RunCompleteAck = RunEventAck;
+
+/** The validator refuses as it would a terminal event with the next sequence (EVENT_REFUSALS), or a caller who may not reach the run. */
+export const completeRunUpdate = defineUpdate<RunCompleteAck, [RunCompletion, RunCaller]>('completeRun');
 
 /** Exclusive claim: the validator refuses unless the run waits for an attempt. */
 export const claimRunUpdate = defineUpdate<RunClaim, [RunClaimRequest, RunCaller?]>('claimRun');

@@ -7,6 +7,11 @@ import { runsSettings } from './settings';
 
 export { runDefaults } from './settings';
 export { acceptCancel } from './cancel';
+// For the features that answer a member before a run starts (Slack): whether one of their runtimes
+// is online, and whether their breaker lets a run start (the half-open probe included).
+export { runnerSettings } from './runner-settings';
+export { runtimeOnline } from './presence';
+export { memberBreaker, startRunUnderBreaker, type MemberBreaker } from './breaker-store';
 
 /** How often a worker process reconciles runs that ended outside their own logic. */
 const RUN_SWEEP_INTERVAL_MS = 60_000;

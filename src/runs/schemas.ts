@@ -3,7 +3,7 @@
  * unknown fields are dropped.
  */
 import { z } from '../app/http/zod';
-import { RUN_EVENT_TYPES, RUN_STATUSES, TERMINAL_EVENT_STATUSES, type RunEventType } from './contract';
+import { RUN_EVENT_TYPES, RUN_FAILURE_KINDS, RUN_STATUSES, TERMINAL_EVENT_STATUSES, type RunEventType } from './contract';
 
 /** Body limit of the event route: Temporal warns at 256 KB payloads and fails at 2 MB. */
 export const EVENT_BODY_LIMIT_BYTES = 256 * 1024;
@@ -69,6 +69,7 @@ const runEventKindDocument = {
         properties: {
           status: { enum: [...TERMINAL_EVENT_STATUSES] },
           error: { type: 'string', maxLength: TERMINAL_ERROR_MAX_LENGTH },
+          failure: { enum: [...RUN_FAILURE_KINDS] },
         },
       },
     },
@@ -92,7 +93,7 @@ const RunEventKind = z
       ctx.addIssue({ code: 'custom', path: ['kind'], message: '`type` and `kind` disagree; send one of them.' });
     }
     if ((type ?? kind) !== 'terminal' || !payload || typeof payload !== 'object') return;
-    const { status, error } = payload as { status?: unknown; error?: unknown };
+    const { status, error, failure } = payload as { status?: unknown; error?: unknown; failure?: unknown };
     if (status !== undefined && !(TERMINAL_EVENT_STATUSES as readonly unknown[]).includes(status)) {
       ctx.addIssue({
         code: 'custom',
@@ -105,6 +106,13 @@ const RunEventKind = z
         code: 'custom',
         path: ['payload', 'error'],
         message: `A terminal event's error is a string of at most ${TERMINAL_ERROR_MAX_LENGTH} characters.`,
+      });
+    }
+    if (failure !== undefined && !(RUN_FAILURE_KINDS as readonly unknown[]).includes(failure)) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['payload', 'failure'],
+        message: `A terminal event's failure is one of ${RUN_FAILURE_KINDS.join(', ')}.`,
       });
     }
   })
@@ -122,6 +130,21 @@ export const RunEventBody = z
   .openapi('AutomationRunEventInput');
 
 export const RunHeartbeatBody = z.object({ attempt: safeInt(1) }).openapi('AutomationRunHeartbeatInput');
+
+const failureDescription =
+  'For `failed`: `runtime` when the runtime broke (the command crashed or exited without an answer, the runner failed on ' +
+  "its own), `task` when the work failed and the runtime answered. Runtime failures count toward the member's breaker; " +
+  'without it, a failed run counts unless it answered (an `assistant` text or a `result`).';
+
+export const RunCompleteBody = z
+  .object({
+    attempt: safeInt(1),
+    status: z.enum(TERMINAL_EVENT_STATUSES),
+    error: z.string().max(TERMINAL_ERROR_MAX_LENGTH).optional(),
+    failure: z.enum(RUN_FAILURE_KINDS).optional().openapi({ description: failureDescription }),
+    result: z.unknown().optional().openapi({ description: "Any JSON value: kept in the terminal event's payload." }),
+  })
+  .openapi('AutomationRunCompletion');
 
 export const RunCancelBody = z
   .object({
@@ -278,6 +301,15 @@ export const RunHeartbeatReply = z
     description:
       'Added to `{ok:true}`: clients that read only `ok` keep working. Coalesced heartbeats answer from what this process last learnt.',
   });
+
+export const RunCompleteReply = z
+  .object({
+    ok: z.literal(true),
+    status: z.enum(RUN_STATUSES).openapi({
+      description: "The run's status: its final one once the completion closed it; `running` while it waits for earlier events.",
+    }),
+  })
+  .openapi('AutomationRunCompleteReply');
 
 export const RunCancelAckBody = z
   .object({

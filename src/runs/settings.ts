@@ -2,6 +2,7 @@
 import { z } from 'zod';
 import { defineSettings, duration, int } from '../app/settings';
 import type { RunSettings } from './contract';
+import { runnerSettings } from './runner-settings';
 
 /** What a new run is started with; each run keeps its own copy for life (RunSettings). */
 export const runDefaults = defineSettings(
@@ -28,6 +29,7 @@ export const runDefaults = defineSettings(
 export const runsSettings = defineSettings(
   {
     ...runDefaults.shape,
+    ...runnerSettings.shape,
     // Applied events a run may hold unpersisted (Postgres refusing its writes) before the API
     // answers 503 for it, so senders retry instead of piling acked work into its history.
     RUN_UNPERSISTED_MAX_EVENTS: int(1000, 1),
@@ -44,6 +46,7 @@ export const runsSettings = defineSettings(
     defaults: runDefaults.build(e),
     admission: { unpersistedMaxEvents: e.RUN_UNPERSISTED_MAX_EVENTS, heartbeatCoalesceFraction: e.RUN_HEARTBEAT_COALESCE_FRACTION },
     capacity: { liveRuns: e.RUN_CAPACITY },
+    runners: runnerSettings.build(e),
   }),
 );
 

@@ -20,12 +20,14 @@ import {
   type RunCaller,
   type RunEventReport,
   type RunEventType,
+  type RunFailureKind,
   type RunHeartbeat,
   type RunIgnoredCounts,
   type RunSettings,
   type RunStatus,
   type RunSummary,
   type RunWorkflowInput,
+  RUN_FAILURE_KINDS,
   TERMINAL_EVENT_STATUSES,
   isClosedRunStatus,
 } from './contract';
@@ -89,6 +91,8 @@ export interface RunState {
   claimRequired?: boolean;
   /** A member's or admin's request to stop the run (applyCancelRequest); absent until one is made. */
   cancelRequested?: RunCancelRecord;
+  /** A run a terminal event ended `failed`: what failed (runFailureOf); absent otherwise. */
+  failure?: RunFailureKind;
 }
 
 /** Who asked the run to stop, when and why: the summary shows it, the heartbeat reply tells the runtime. */
@@ -441,7 +445,17 @@ function applyInOrder(state: RunState, event: RunEventReport, now: number): RunS
       : status === 'failed' && requested !== 'failed'
         ? 'invalid_terminal_status'
         : null;
-  return closeRun(next, status, error, now);
+  const closed = closeRun(next, status, error, now);
+  return status === 'failed' ? { ...closed, failure: runFailureOf(event.payload, next.lastAssistantText) } : closed;
+}
+
+/**
+ * What failed, for a failed terminal: as its runtime says (`payload.failure`), else `task` when the
+ * run answered (an `assistant` text that is not blank, or a `result`) and `runtime` when it did not.
+ */
+function runFailureOf(payload: Record<string, unknown>, lastAssistantText: string | null): RunFailureKind {
+  if ((RUN_FAILURE_KINDS as readonly unknown[]).includes(payload.failure)) return payload.failure as RunFailureKind;
+  return (lastAssistantText ?? '').trim() !== '' || payload.result !== undefined ? 'task' : 'runtime';
 }
 
 /** Sums the finite numeric top-level fields of a `usage` payload into the run's totals. */
@@ -603,6 +617,7 @@ export function summaryOf(state: RunState): RunSummary {
     ...(state.input !== undefined ? { input: state.input } : {}),
     ...(state.claimRequired ? { claimRequired: true } : {}),
     ...(state.cancelRequested ? { cancelRequested: { ...state.cancelRequested } } : {}),
+    ...(state.failure !== undefined ? { failure: state.failure } : {}),
   };
 }
 

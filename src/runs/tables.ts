@@ -44,6 +44,30 @@ export interface RunTables {
     received_at_ms: Int8;
     persisted_at: Timestamp;
   };
+  /**
+   * When each runtime was last seen claiming or heartbeating (src/runs/presence.ts; DDL in
+   * src/app/store/migrations/0016_runners.ts), and the runs it was last seen working on, as
+   * `attempt:runId`, newest last.
+   */
+  runner_presence: {
+    organization_id: string;
+    runner_id: string;
+    member_id: string;
+    credential: 'runner_token' | 'api_key';
+    label: string | null;
+    version: string | null;
+    first_seen_at: Timestamp;
+    last_seen_at: Timestamp;
+    runs: ColumnType<string[], string[] | undefined, string[]>;
+  };
+  /** Each member's breaker (src/runs/breaker.ts): `state` is its BreakerState; `paused_until` repeats its pause. */
+  runner_breakers: {
+    organization_id: string;
+    member_id: string;
+    state: ColumnType<unknown, string, string>;
+    paused_until: NullableTimestamp;
+    updated_at: Timestamp;
+  };
 }
 
 declare module '../app/store/schema' {

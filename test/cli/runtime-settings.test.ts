@@ -1,18 +1,30 @@
-/** `den runtime`'s own settings: DEN_API_URL, DEN_API_KEY, DEN_RUNTIME_KILL_GRACE and DEN_RUNTIME_STREAM_INTERVAL, and nothing of the service's config. */
+/**
+ * `den runtime`'s own settings: DEN_API_URL, DEN_API_KEY, DEN_RUNNER_TOKEN, DEN_RUNTIME_KILL_GRACE and
+ * DEN_RUNTIME_STREAM_INTERVAL, and nothing of the service's config.
+ */
 import { ConfigError } from '../../src/app/settings';
 import { retryAfterMs } from '../../src/cli/runtime/api-client';
 import { loadRuntimeSettings, runtimeSettings } from '../../src/cli/runtime/settings';
 
-it('reads exactly DEN_API_URL, DEN_API_KEY, DEN_RUNTIME_KILL_GRACE and DEN_RUNTIME_STREAM_INTERVAL', () => {
+it('reads exactly DEN_API_URL, DEN_API_KEY, DEN_RUNNER_TOKEN, DEN_RUNTIME_KILL_GRACE and DEN_RUNTIME_STREAM_INTERVAL', () => {
   expect(Object.keys(runtimeSettings.shape).sort()).toEqual([
     'DEN_API_KEY',
     'DEN_API_URL',
+    'DEN_RUNNER_TOKEN',
     'DEN_RUNTIME_KILL_GRACE',
     'DEN_RUNTIME_STREAM_INTERVAL',
   ]);
-  expect(loadRuntimeSettings({ DEN_API_URL: 'https://den.example/', DEN_API_KEY: 'den_abc', DEN_RUNTIME_KILL_GRACE: '10s' })).toEqual({
+  expect(
+    loadRuntimeSettings({
+      DEN_API_URL: 'https://den.example/',
+      DEN_API_KEY: 'den_abc',
+      DEN_RUNNER_TOKEN: 'den_rt_x',
+      DEN_RUNTIME_KILL_GRACE: '10s',
+    }),
+  ).toEqual({
     apiUrl: 'https://den.example/',
     apiKey: 'den_abc',
+    runnerToken: 'den_rt_x',
     killGraceMs: 10_000,
     streamIntervalMs: 1_000,
   });
@@ -35,12 +47,14 @@ it('defaults the URL to the local API, and an empty variable counts as unset', (
   expect(loadRuntimeSettings({})).toEqual({
     apiUrl: 'http://127.0.0.1:8080',
     apiKey: undefined,
+    runnerToken: undefined,
     killGraceMs: 5_000,
     streamIntervalMs: 1_000,
   });
   expect(loadRuntimeSettings({ DEN_API_URL: '', DEN_API_KEY: '  ' })).toEqual({
     apiUrl: 'http://127.0.0.1:8080',
     apiKey: undefined,
+    runnerToken: undefined,
     killGraceMs: 5_000,
     streamIntervalMs: 1_000,
   });

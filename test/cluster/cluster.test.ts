@@ -228,7 +228,9 @@ describe("an organization's admission rate is shared by the replicas", () => {
     const answers = [];
     for (let i = 0; i < 3 * LOWERED_UNITS; i++) {
       const body = { attempt: 1, sequence: 1, type: 'user', payload: { n: i }, createdAt: Date.now() };
-      answers.push(await apis[i % 2]!.request('POST', `/v1/automation-runs/run-${randomUUID()}/events`, { headers: org.owner.headers, body }));
+      answers.push(
+        await apis[i % 2]!.request('POST', `/v1/automation-runs/run-${randomUUID()}/events`, { headers: org.owner.headers, body }),
+      );
     }
     const statuses = answers.map((a) => a.status);
     expect(statuses.filter((s) => s === 200)).toHaveLength(LOWERED_UNITS);

@@ -81,7 +81,12 @@ async function flood(client: ReturnType<typeof runsClient>, connections: number,
       while (Date.now() < end) {
         const sentAt = Date.now();
         const res = await client.postEvent(newRunId(), event(1, 1));
-        answers.push({ status: res.status, reason: res.json?.reason, retryAfter: res.headers.get('retry-after'), tookMs: Date.now() - sentAt });
+        answers.push({
+          status: res.status,
+          reason: res.json?.reason,
+          retryAfter: res.headers.get('retry-after'),
+          tookMs: Date.now() - sentAt,
+        });
         await sleep(10);
       }
     }),

@@ -79,7 +79,8 @@ function drive(options: {
     for (const [tenant, spec] of Object.entries(options.tenants)) {
       counts[tenant] = 0;
       if (i < (spec.from ?? 0)) continue;
-      for (let k = 0; k < spec.perSecond; k++) requests.push({ at: start + (k * INTERVAL) / spec.perSecond, tenant, weight: spec.weight ?? 1 });
+      for (let k = 0; k < spec.perSecond; k++)
+        requests.push({ at: start + (k * INTERVAL) / spec.perSecond, tenant, weight: spec.weight ?? 1 });
     }
     requests.sort((a, b) => a.at - b.at);
     for (const r of requests) {
@@ -98,7 +99,12 @@ const mean = (values: number[]) => values.reduce((a, b) => a + b, 0) / Math.max(
 describe('what the engine completed, measured', () => {
   it('is the rate admitted when the oldest waiting request came in, times one less the delay growth a second', () => {
     expect(delayGrowth([])).toBe(0);
-    expect(delayGrowth([{ at: 0, delayMs: 1000 }, { at: 2000, delayMs: 2000 }])).toBe(500);
+    expect(
+      delayGrowth([
+        { at: 0, delayMs: 1000 },
+        { at: 2000, delayMs: 2000 },
+      ]),
+    ).toBe(500);
     const readings = [
       { at: 10_000, delayMs: 1000 },
       { at: 11_000, delayMs: 1500 },
@@ -151,7 +157,12 @@ describe('the delay limiter', () => {
     for (const quiet of [2, 10, 20]) {
       const limiter = new DelayLimiter({ targetMs: TARGET, intervalMs: INTERVAL });
       const engine = new SimulatedEngine(50);
-      const admitted = drive({ limiter, engine, intervals: 90, tenants: { flood: { perSecond: 400 }, quiet: { perSecond: quiet, from: 30 } } });
+      const admitted = drive({
+        limiter,
+        engine,
+        intervals: 90,
+        tenants: { flood: { perSecond: 400 }, quiet: { perSecond: quiet, from: 30 } },
+      });
       expect(admitted.quiet!.slice(30)).toEqual(admitted.quiet!.slice(30).map(() => quiet));
       expect(admitted.flood!.slice(20).some((n) => n < 400)).toBe(true);
     }
@@ -191,7 +202,8 @@ describe('the delay limiter', () => {
     drive({ limiter, engine, intervals: 30, tenants: { a: { perSecond: 200 } } });
     expect(limiter.currentLimit).toBeDefined();
     // The flood stops; the backlog drains and the limit goes.
-    for (let t = 30; t < 60 && limiter.currentLimit !== undefined; t++) limiter.update(engine.serve((t + 1) * INTERVAL, INTERVAL), (t + 1) * INTERVAL);
+    for (let t = 30; t < 60 && limiter.currentLimit !== undefined; t++)
+      limiter.update(engine.serve((t + 1) * INTERVAL, INTERVAL), (t + 1) * INTERVAL);
     expect(limiter.currentLimit).toBeUndefined();
   });
 

@@ -112,6 +112,20 @@ it('records a run with events, out of order, to its terminal', async () => {
   await save('runs-events', stack.services.temporal.client.workflow.getHandle(runWorkflowId(org.organizationId, id)));
 });
 
+it('records a claimed run its runtime completes behind an out-of-order event, the completion repeated', async () => {
+  const org = await createTestOrg(stack.services.database.db);
+  const runs = runsClient(stack, org.owner.headers);
+  const { runId, handle } = await startQueuedRun(stack, { organizationId: org.organizationId, memberId: org.owner.memberId });
+  expect((await runs.claim(runId)).status).toBe(200);
+  expect((await runs.postEvent(runId, event(1, 2, 'assistant', { text: 'done' }))).status).toBe(200);
+  const complete = (body: unknown) => stack.request('POST', `/v1/automation-runs/${runId}/complete`, { headers: org.owner.headers, body });
+  expect((await complete({ attempt: 1, status: 'succeeded', result: { ok: 1 } })).json.status).toBe('running');
+  expect((await complete({ attempt: 1, status: 'succeeded' })).status).toBe(200);
+  expect((await runs.postEvent(runId, event(1, 1, 'user'))).status).toBe(200);
+  expect((await runResult(stack, org.organizationId, runId)).status).toBe('succeeded');
+  await save('runs-complete', handle);
+});
+
 it('records a claimed run that loses its lease, is claimed again, and succeeds', async () => {
   const org = await createTestOrg(stack.services.database.db);
   const runs = runsClient(stack, org.owner.headers);

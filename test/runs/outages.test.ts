@@ -3,10 +3,12 @@
  * - heartbeats do not need Postgres: the API loses Postgres for longer than the run's lease
  *   (its connections go through a proxy the test cuts) while the worker keeps its own, and the
  *   run's heartbeats still reach Temporal, so the run stays `running`; another member's do not
- *   (the run's query says whose it is);
+ *   (the run's query says whose it is); a runner token keeps working through it, but not one
+ *   revoked before it: the revocation's announcement made the API forget it;
  * - the coalescing window comes from the run, not the API's current settings: a run with a 4 s
  *   lease, heartbeating every 500 ms through an API whose default lease is 60 s, keeps its lease.
  */
+import { Client } from 'pg';
 import { runSummaryQuery, runWorkflowId } from '../../src/runs/contract';
 import { createTestOrg } from '../harness/identity';
 import { newRunId, runsClient, startQueuedRun } from '../harness/runs';
@@ -61,6 +63,50 @@ describe('a Postgres outage of the API longer than the lease', () => {
     await api.stop();
     await proxy.close();
   });
+
+  // First in this block: a cut leaves the API's notification connection reopening with a backoff
+  // (up to 30 s), and a token verified while it is not listening is not remembered for an outage.
+  it('keeps a runner token working, but not one whose runner was deleted before it', async () => {
+    const org = await createTestOrg(worker.services.database.db);
+    const mint = async () =>
+      (await api.request('POST', '/v1/automation-runners/token', { headers: org.owner.headers, body: {} })).json as {
+        token: string;
+        runnerId: string;
+      };
+    const [kept, deleted] = [await mint(), await mint()];
+    const keptRuns = runsClient(api, { authorization: `Bearer ${kept.token}` });
+    const deletedRuns = runsClient(api, { authorization: `Bearer ${deleted.token}` });
+    const [keptRun, deletedRun] = [newRunId(), newRunId()];
+    // Each token verified once (and so remembered for an outage), each starting a run of its own.
+    expect((await keptRuns.heartbeat(keptRun, 1)).status).toBe(200);
+    expect((await deletedRuns.heartbeat(deletedRun, 1)).status).toBe(200);
+    await keptRuns.waitForStatus(keptRun, ['running']);
+
+    // A listener of the test's own says when the deletion was announced; the API's hears it at the same time.
+    const listener = new Client({ connectionString: worker.config.database.url });
+    await listener.connect();
+    await listener.query('LISTEN runner_tokens');
+    const announced = new Promise((resolve) => listener.once('notification', resolve));
+    expect((await api.request('DELETE', `/v1/automation-runners/${deleted.runnerId}`, { headers: org.owner.headers })).status).toBe(204);
+    await announced;
+    await listener.end();
+    await sleep(300);
+    // Every remembered token was forgotten: the kept one is verified (and remembered) again by its next call.
+    expect((await keptRuns.heartbeat(keptRun, 1)).status).toBe(200);
+
+    proxy.cut();
+    let during: string[];
+    let refused;
+    try {
+      refused = await deletedRuns.heartbeat(deletedRun, 1);
+      during = await heartbeatFor(5_000, 500, () => keptRuns.heartbeat(keptRun, 1));
+    } finally {
+      proxy.restore();
+    }
+    expect(refused).toMatchObject({ status: 503, json: { error: 'unavailable', dependency: 'postgres' } });
+    expectHeartbeatsThrough(during);
+    expect(await deletedRuns.heartbeat(deletedRun, 1)).toMatchObject({ status: 401, json: { reason: 'runner_token_revoked' } });
+  }, 40_000);
 
   it('does not cost a live run its lease: heartbeats still reach the run', async () => {
     const org = await createTestOrg(worker.services.database.db);

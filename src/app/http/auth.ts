@@ -20,10 +20,15 @@ export interface Principal {
   userId: string;
   organizationId: string;
   memberId: string;
+  /** A runner token's is always `member`, whatever its member's role: it reaches only the member's own runs. */
   role: Role;
-  via: 'api_key' | 'session';
+  via: 'api_key' | 'session' | 'runner_token';
   /** Present for sessions: the hash that identifies the session row. */
   sessionTokenHash?: string;
+  /** Present for API keys this process verified against Postgres: the key's id. */
+  apiKeyId?: string;
+  /** Present for runner tokens: the runner the token is bound to, and the label it was minted with. */
+  runner?: { id: string; label: string | null };
 }
 
 /** Resolves the request's credentials to a principal, or throws 401. */
@@ -34,10 +39,14 @@ export async function requireAuth(
   headers: IncomingHttpHeaders,
   mode: AuthMode,
   authenticate: Authenticator,
-  options: { sessionOnly?: boolean },
+  options: { sessionOnly?: boolean; runnerToken?: boolean },
 ): Promise<Principal | undefined> {
   if (mode === 'public' || mode === 'signature') return undefined;
   const principal = await authenticate(headers);
+  // A runner token runs on a machine that runs arbitrary commands: it opens the run routes only.
+  if (principal.via === 'runner_token' && !options.runnerToken) {
+    throw errors.forbidden('runner_token', 'A runner token opens only the automation-run routes; use an API key or a session.');
+  }
   if (options.sessionOnly && principal.via !== 'session') {
     throw errors.forbidden('session_required', 'This action needs a signed-in session; API keys cannot perform it.');
   }

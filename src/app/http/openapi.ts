@@ -8,7 +8,9 @@ export function createOpenApi(routes: Route[]) {
   registry.registerComponent('securitySchemes', 'bearerAuth', {
     type: 'http',
     scheme: 'bearer',
-    description: 'A session token: `Authorization: Bearer <session-token>`.',
+    description:
+      'A session token, `Authorization: Bearer <session-token>`; or, on the automation-run routes, a runner token ' +
+      '(`Bearer den_rt_…`, from `POST /v1/automation-runners/token`).',
   });
   registry.registerComponent('securitySchemes', 'denApiKey', {
     type: 'apiKey',

@@ -47,10 +47,7 @@ export function holdMsFor(error: Pick<AppError, 'code' | 'headers'>, holdMs: num
   return Math.min(holdMs, retryAfterMs);
 }
 
-export function createRefusalHold(
-  holdMs: number,
-  bounds: { maxHeld?: number; maxSenders?: number; now?: () => number } = {},
-): RefusalHold {
+export function createRefusalHold(holdMs: number, bounds: { maxHeld?: number; maxSenders?: number; now?: () => number } = {}): RefusalHold {
   const { maxHeld = MAX_HELD_REFUSALS, maxSenders = MAX_SENDERS, now = Date.now } = bounds;
   /** Per sender, until when its last refusal asked it to wait. */
   const waitUntil = new Map<string, number>();

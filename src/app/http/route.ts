@@ -71,6 +71,8 @@ export interface RouteDefinition<
   auth: A;
   /** Flows that need a signed-in session reject API keys with 403. */
   sessionOnly?: boolean;
+  /** Runner tokens (`den_rt_…`) may call it; every other route refuses them 403 `runner_token`. */
+  runnerToken?: boolean;
   params?: P;
   query?: Q;
   /** Request headers the handler reads, keyed by their lowercase names: validated like the query (a 400), and documented. */
@@ -196,7 +198,7 @@ function pipelineResponses(route: Route): Record<number, ResponseSpec> {
   if (route.auth === 'authenticated' || route.auth === 'admin') {
     implied[401] = authResponses[401];
     implied[429] = authResponses[429];
-    if (route.auth === 'admin' || route.sessionOnly) implied[403] = authResponses[403];
+    if (route.auth === 'admin' || route.sessionOnly || !route.runnerToken) implied[403] = authResponses[403];
     // Credentials are looked up in Postgres on every request (src/identity/auth.ts).
     implied[503] = authResponses[503];
   }
@@ -279,6 +281,7 @@ export function mountRoute(router: Router<AppState>, route: Route, deps: MountDe
     const serve = async (): Promise<Reply> => {
       const principal = await requireAuth(withCredentialLines(ctx.headers, ctx.req.rawHeaders), route.auth, deps.authenticate, {
         sessionOnly: route.sessionOnly,
+        runnerToken: route.runnerToken,
       });
       ctx.state.principal = principal;
       return route.serve(ctx, principal, deps.pipeline);

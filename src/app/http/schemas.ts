@@ -19,7 +19,14 @@ export const InvalidRequestError = z
   })
   .openapi('InvalidRequestError');
 
-const Unauthorized = z.object({ error: z.literal('unauthorized') }).openapi('Unauthorized');
+/** `reason` and `message` only for a runner token that was found but no longer works, or that is unknown. */
+const Unauthorized = z
+  .object({
+    error: z.literal('unauthorized'),
+    reason: z.enum(['runner_token_expired', 'runner_token_revoked', 'runner_token_unknown']).optional(),
+    message: z.string().optional(),
+  })
+  .openapi('Unauthorized');
 
 const Forbidden = z.object({ error: z.literal('forbidden'), reason: z.string(), message: z.string() }).openapi('Forbidden');
 
@@ -44,7 +51,11 @@ const Busy = z.object({ error: z.literal('busy'), message: z.string() }).openapi
 /** The 401/403/429/503 rows every authenticated route shares. */
 export const authResponses = {
   401: { description: 'No or invalid credentials.', schema: Unauthorized },
-  403: { description: 'Authenticated, but not allowed.', schema: Forbidden },
+  403: {
+    description:
+      'Authenticated, but not allowed: `admin_required`, `session_required`, or `runner_token` (a runner token opens only the automation-run routes).',
+    schema: Forbidden,
+  },
   429: {
     description:
       'On routes that hand work to Temporal: the organization is at its share of the service (`reason: share`), or, for a ' +

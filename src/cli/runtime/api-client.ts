@@ -1,7 +1,8 @@
 /**
- * The runtime's client of the run API: claim-next, heartbeats and events, each bounded in time.
- * A 429 is waited out for its Retry-After and sent again; a 401 is a RuntimeError (no retry fixes
- * a refused key).
+ * The runtime's client of the run API: claim-next, heartbeats, events and the completion, each
+ * bounded in time, with the runtime's runner token (src/cli/runtime/credential.ts). A 429 is
+ * waited out for its Retry-After and sent again; a 401 is a RuntimeError (no retry fixes a
+ * refused token).
  */
 import type { RunClaim } from '../../runs/contract';
 
@@ -10,7 +11,8 @@ export class RuntimeError extends Error {}
 
 export interface ApiClientOptions {
   apiUrl: string;
-  apiKey: string;
+  /** The credential's headers, read for every call (the token is renewed in the background). */
+  headers: () => Record<string, string>;
   /** The claim long-poll (0 to 30 s). */
   waitSeconds: number;
   /** Aborted by Ctrl-C: a claim in flight, or a wait for Retry-After before one, ends at once. */
@@ -42,6 +44,12 @@ export function sleepUnlessStopped(ms: number, stop?: AbortSignal): Promise<void
 
 export type ApiClient = ReturnType<typeof apiClient>;
 
+/** Why a token was refused, from the API's 401 (`reason`, `message`), for the operator. */
+export function tokenRefusal(json: Record<string, unknown> | undefined): string {
+  const reason = typeof json?.reason === 'string' ? json.reason : 'unauthorized';
+  return typeof json?.message === 'string' ? `${reason}: ${json.message}` : reason;
+}
+
 export function apiClient(options: ApiClientOptions) {
   const base = options.apiUrl.replace(/\/+$/, '');
   const once = async (method: string, path: string, body: unknown, stop?: AbortSignal) => {
@@ -49,7 +57,7 @@ export function apiClient(options: ApiClientOptions) {
     const timeout = AbortSignal.timeout((options.waitSeconds + REQUEST_SLACK_SECONDS) * 1000);
     return fetch(`${base}${path}`, {
       method,
-      headers: { 'x-api-key': options.apiKey, 'content-type': 'application/json' },
+      headers: { ...options.headers(), 'content-type': 'application/json' },
       body: JSON.stringify(body),
       signal: stop ? AbortSignal.any([stop, timeout]) : timeout,
     });
@@ -63,12 +71,29 @@ export function apiClient(options: ApiClientOptions) {
       await sleepUnlessStopped(wait, stop);
       response = await once(method, path, body, stop);
     }
-    if (response.status === 401) throw new RuntimeError(`the API at ${base} refused the API key (401): check DEN_API_KEY`);
     const text = await response.text();
-    return { status: response.status, json: text ? (JSON.parse(text) as Record<string, unknown>) : undefined };
+    const json = text ? (JSON.parse(text) as Record<string, unknown>) : undefined;
+    if (response.status === 401) throw new RuntimeError(`the API at ${base} refused the runner token (401 ${tokenRefusal(json)})`);
+    return { status: response.status, json };
   };
-  const report = async (runId: string, kind: 'events' | 'heartbeat', body: unknown) =>
+  const report = async (runId: string, kind: 'events' | 'heartbeat' | 'complete', body: unknown) =>
     call('POST', `/v1/automation-runs/${encodeURIComponent(runId)}/${kind}`, body);
+  /** Retried until the API takes it (an ack is durable): a lost report would leave the run hanging. */
+  const deliver = async (runId: string, kind: 'events' | 'complete', body: () => Record<string, unknown>): Promise<void> => {
+    for (let delay = BACKOFF_MS.initial; ; delay = Math.min(BACKOFF_MS.max, delay * 2)) {
+      const res = await report(runId, kind, body()).catch((error: unknown) => {
+        if (error instanceof RuntimeError) throw error;
+        return { status: 0, json: { error: (error as Error).message } };
+      });
+      if (res.status === 200) return;
+      // 4xx: the run will not take it (ended, or another attempt owns it); retrying won't help.
+      if (res.status >= 400 && res.status < 500) {
+        options.log(`run ${runId}: ${kind === 'events' ? 'event' : 'completion'} refused (${res.status} ${JSON.stringify(res.json)})`);
+        return;
+      }
+      await sleepUnlessStopped(delay);
+    }
+  };
   return {
     async claimNext(): Promise<RunClaim | undefined> {
       const res = await call('POST', '/v1/automation-runs/claim', { waitSeconds: options.waitSeconds }, options.stop);
@@ -83,24 +108,9 @@ export function apiClient(options: ApiClientOptions) {
       if (res.status !== 200) throw new Error(`heartbeat answered ${res.status}`);
       return { cancelRequested: res.json?.cancelRequested === true };
     },
-    /**
-     * Retried until the API takes it (an ack is durable): a lost report would leave the run hanging.
-     * `createdAt` defaults to when it is sent.
-     */
-    async event(runId: string, event: Record<string, unknown>): Promise<void> {
-      for (let delay = BACKOFF_MS.initial; ; delay = Math.min(BACKOFF_MS.max, delay * 2)) {
-        const res = await report(runId, 'events', { createdAt: Date.now(), ...event }).catch((error: unknown) => {
-          if (error instanceof RuntimeError) throw error;
-          return { status: 0, json: { error: (error as Error).message } };
-        });
-        if (res.status === 200) return;
-        // 4xx: the run will not take it (ended, or another attempt owns it); retrying won't help.
-        if (res.status >= 400 && res.status < 500) {
-          options.log(`run ${runId}: event refused (${res.status} ${JSON.stringify(res.json)})`);
-          return;
-        }
-        await sleepUnlessStopped(delay);
-      }
-    },
+    /** One event, retried until the API takes it; `createdAt` defaults to when it is sent. */
+    event: (runId: string, event: Record<string, unknown>) => deliver(runId, 'events', () => ({ createdAt: Date.now(), ...event })),
+    /** The attempt's end (`POST …/complete`), retried until the API takes it; a repeat is answered 200. */
+    complete: (runId: string, completion: Record<string, unknown>) => deliver(runId, 'complete', () => completion),
   };
 }

@@ -1,3 +1,4 @@
+import os from 'node:os';
 import { Command, InvalidArgumentError } from 'commander';
 import { CliError } from '../../app/cli';
 import { RuntimeError, runRuntime } from './runtime';
@@ -11,6 +12,16 @@ function seconds(min: number, max: number) {
   };
 }
 
+interface RuntimeCommandOptions {
+  exec: string;
+  apiUrl?: string;
+  apiKey?: string;
+  label?: string;
+  heartbeatInterval: number;
+  wait: number;
+  grace: number;
+}
+
 /** `den runtime`: the reference runtime (src/cli/runtime/runtime.ts), with its own settings (src/cli/runtime/settings.ts). */
 export function registerRuntimeCommands(program: Command): void {
   program
@@ -22,15 +33,24 @@ export function registerRuntimeCommands(program: Command): void {
     )
     .requiredOption('--exec <command>', 'the shell command to run per run (for example "tr a-z A-Z")')
     .option('--api-url <url>', 'the API (default DEN_API_URL, else http://127.0.0.1:8080)')
-    .option('--api-key <key>', 'an organization API key (default DEN_API_KEY)')
+    .option('--api-key <key>', "the member's API key, used once to mint the runtime's own runner token (default DEN_API_KEY)")
+    .option('--label <name>', "the runtime's name in the runners list (default: this machine's host name)")
     .option('--heartbeat-interval <seconds>', 'heartbeat period while a command runs', seconds(1, 60), 10)
     .option('--wait <seconds>', 'claim long-poll', seconds(0, 30), 20)
     .option('--grace <seconds>', 'after Ctrl-C, how long the current command may still run', seconds(0, 3600), 30)
-    .action(async (options: { exec: string; apiUrl?: string; apiKey?: string; heartbeatInterval: number; wait: number; grace: number }) => {
-      const settings = loadRuntimeSettings();
-      const apiKey = options.apiKey ?? settings.apiKey;
-      if (!apiKey) throw new CliError('no API key: pass --api-key or set DEN_API_KEY (npx den api-keys create …)');
+    .action(async (options: RuntimeCommandOptions) => {
+      const { apiKey: keyFromEnvironment, runnerToken, ...settings } = loadRuntimeSettings();
+      let apiKey = options.apiKey ?? keyFromEnvironment;
+      if (!apiKey && !runnerToken) {
+        throw new CliError('no API key: pass --api-key or set DEN_API_KEY (npx den api-keys create …), or set DEN_RUNNER_TOKEN');
+      }
       const apiUrl = options.apiUrl ?? settings.apiUrl;
+      // Handed over once, to mint the runtime's token: the runtime keeps only the token.
+      const takeApiKey = () => {
+        const key = apiKey;
+        apiKey = undefined;
+        return key;
+      };
       const controller = new AbortController();
       let interrupts = 0;
       const onSignal = () => {
@@ -41,11 +61,11 @@ export function registerRuntimeCommands(program: Command): void {
       };
       process.on('SIGINT', onSignal);
       process.on('SIGTERM', onSignal);
-      process.stderr.write(`den runtime: claiming runs from ${apiUrl}\n`);
       try {
         await runRuntime({
           apiUrl,
-          apiKey,
+          credentials: { takeApiKey, token: runnerToken },
+          label: options.label ?? os.hostname(),
           exec: options.exec,
           heartbeatMs: options.heartbeatInterval * 1000,
           waitSeconds: options.wait,

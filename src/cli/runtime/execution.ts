@@ -79,7 +79,7 @@ function truncateUtf8(text: string, maxBytes: number): string {
  * The events of one attempt, numbered from 1 and sent one after another. Progress is the text so
  * far as an `assistant` event, skipped while one is still on its way (so a slow API never piles
  * them up) or when nothing changed; the finish sends the whole text, unless that was the last
- * one sent, and the terminal event.
+ * one sent (or it is empty), then the attempt's completion, which the run orders after them.
  */
 export class AttemptReporter {
   private sequence = 0;
@@ -102,9 +102,15 @@ export class AttemptReporter {
     this.chain = this.chain.finally(() => (this.sending = false));
   }
 
-  async finish(text: string, terminal: Record<string, unknown>): Promise<void> {
-    if (text !== this.lastText) this.assistant(text);
-    this.send('terminal', terminal);
+  async finish(text: string, completion: Record<string, unknown>): Promise<void> {
+    if (text !== this.lastText && text !== '') this.assistant(text);
+    this.chain = this.chain.then(async () => {
+      if (this.failure === undefined) {
+        await this.api
+          .complete(this.runId, { attempt: this.attempt, ...completion })
+          .catch((error: unknown) => void (this.failure = error));
+      }
+    });
     await this.chain;
     if (this.failure !== undefined) throw this.failure;
   }

@@ -5,23 +5,40 @@
  * client of the API, not part of the service: only the CLI imports it (an ESLint rule keeps the
  * rest of src/ from importing src/cli/runtime/).
  *
+ * It calls the API with a runner token of its own (src/cli/runtime/credential.ts): minted at start
+ * with the member's API key, which it then drops, and renewed before it expires. Neither reaches
+ * its log or the commands it runs (their environment has no DEN_API_KEY or DEN_RUNNER_TOKEN).
+ *
  * Per run: the run's `input.text` on the command's stdin, DEN_RUN_ID and DEN_RUN_ATTEMPT in its
  * environment, a heartbeat every `heartbeatMs` while it runs, its stdout so far as an `assistant`
  * event at most once per `streamIntervalMs` (a member watches the answer grow), then the whole
- * stdout as the last `assistant` event and a `terminal` event: `succeeded` on exit 0, else
- * `failed` with the tail of stderr. A heartbeat reply that says the run was asked to stop ends
- * the command (SIGTERM, SIGKILL after `killGraceMs`) and reports `terminal` `cancelled`.
+ * stdout as the last `assistant` event and the run's completion (`POST …/complete`): `succeeded`
+ * on exit 0, else `failed` with the tail of stderr and what failed (`failure`): `task` when the
+ * command exited non-zero after printing an answer, `runtime` when it crashed (a signal), exited
+ * without an answer, could not start, or the runtime stopped it. A heartbeat reply that says the
+ * run was asked to stop ends the command (SIGTERM, SIGKILL after `killGraceMs`) and completes it
+ * `cancelled`.
  */
 import type { RunClaim } from '../../runs/contract';
 import { TERMINAL_ERROR_MAX_LENGTH } from '../../runs/schemas';
 import { BACKOFF_MS, RuntimeError, apiClient, sleepUnlessStopped, type ApiClient } from './api-client';
+import { RunnerCredential, firstToken } from './credential';
 import { AttemptReporter, startCommand, type Exit, type RunningCommand } from './execution';
 
 export { RuntimeError } from './api-client';
 
+/** The variables that hold the runtime's credentials: never handed to a command. */
+const CREDENTIAL_VARIABLES = ['DEN_API_KEY', 'DEN_RUNNER_TOKEN'];
+
 export interface RuntimeOptions {
   apiUrl: string;
-  apiKey: string;
+  /**
+   * The API key, handed over once (the getter forgets it) to mint the runtime's token; else a
+   * runner token minted elsewhere, renewed at start.
+   */
+  credentials: { takeApiKey: () => string | undefined; token?: string };
+  /** The runner's name in the runners list. */
+  label?: string;
   /** Run with `/bin/sh -c`. */
   exec: string;
   heartbeatMs: number;
@@ -36,8 +53,22 @@ export interface RuntimeOptions {
   /** Aborted by Ctrl-C: stop claiming, finish (or kill after the grace) the current run. */
   stop: AbortSignal;
   log: (line: string) => void;
-  /** The environment the command inherits, plus DEN_RUN_ID and DEN_RUN_ATTEMPT. */
+  /** The environment the command inherits, without the credentials, plus DEN_RUN_ID and DEN_RUN_ATTEMPT. */
   environment: Record<string, string | undefined>;
+}
+
+/** The runtime's own runner token, from the API key (dropped then) or the token it was given. */
+async function openCredential(options: RuntimeOptions): Promise<RunnerCredential> {
+  const apiKey = options.credentials.takeApiKey();
+  const given = apiKey !== undefined ? { apiKey } : { token: options.credentials.token ?? '' };
+  try {
+    return new RunnerCredential(await firstToken(options.apiUrl, given, options.label), options.apiUrl, options.log);
+  } catch (error) {
+    if (error instanceof RuntimeError) throw error;
+    // fetch reports an unreachable API as a TypeError; any other failure is the API's answer.
+    if (error instanceof TypeError) throw new RuntimeError(`cannot reach the API at ${options.apiUrl} (${describe(error)})`);
+    throw new RuntimeError(`the API at ${options.apiUrl} could not give a runner token (${(error as Error).message}); retry later`);
+  }
 }
 
 /** fetch reports network failures as `TypeError: fetch failed` with the reason in `cause`. */
@@ -47,7 +78,12 @@ function describe(error: unknown): string {
 }
 
 export async function runRuntime(options: RuntimeOptions): Promise<void> {
-  const api = apiClient(options);
+  const credential = await openCredential(options);
+  credential.keepRenewed(options.stop);
+  options.log(`claiming runs from ${options.apiUrl} as runner ${credential.runnerId}`);
+  const environment = Object.fromEntries(Object.entries(options.environment).filter(([name]) => !CREDENTIAL_VARIABLES.includes(name)));
+  const api = apiClient({ ...options, headers: () => credential.headers() });
+  const runtime = { ...options, environment };
   let backoff = BACKOFF_MS.initial;
   let reached = false;
   while (!options.stop.aborted) {
@@ -68,7 +104,7 @@ export async function runRuntime(options: RuntimeOptions): Promise<void> {
       continue;
     }
     backoff = BACKOFF_MS.initial;
-    if (claim) await runOne(options, api, claim);
+    if (claim) await runOne(runtime, api, claim);
   }
 }
 
@@ -107,9 +143,9 @@ async function runOne(options: RuntimeOptions, api: ApiClient, claim: RunClaim):
   // Another attempt owns the run now: report nothing.
   if (seen.leaseLost) return;
 
-  const terminal = terminalPayload(result, command, seen);
-  await reporter.finish(command.text(), terminal);
-  options.log(`run ${runId}: ${String(terminal.status)}`);
+  const completion = completionOf(result, command, seen);
+  await reporter.finish(command.text(), completion);
+  options.log(`run ${runId}: ${String(completion.status)}`);
 }
 
 /**
@@ -150,7 +186,12 @@ async function heartbeatOnce(
   }
 }
 
-function terminalPayload(result: Exit, command: RunningCommand, seen: Interruptions): Record<string, unknown> {
+/**
+ * How the run ends. A failure says what failed: `task` for a command that exited non-zero after
+ * printing an answer (the work failed, the runtime did its job); `runtime` for one that could not
+ * start, was killed by a signal, exited without an answer, or that the runtime itself stopped.
+ */
+function completionOf(result: Exit, command: RunningCommand, seen: Interruptions): Record<string, unknown> {
   if (seen.cancelled) return { status: 'cancelled' };
   if (result.code === 0) return { status: 'succeeded' };
   const error = result.error
@@ -158,5 +199,6 @@ function terminalPayload(result: Exit, command: RunningCommand, seen: Interrupti
     : seen.killedAfterGrace
       ? 'the runtime stopped before the command finished'
       : command.stderrTail().trim() || `exit ${result.code ?? result.signal}`;
-  return { status: 'failed', error: error.slice(-TERMINAL_ERROR_MAX_LENGTH) };
+  const answered = result.error === undefined && !seen.killedAfterGrace && result.signal === null && command.text().trim() !== '';
+  return { status: 'failed', error: error.slice(-TERMINAL_ERROR_MAX_LENGTH), failure: answered ? 'task' : 'runtime' };
 }

@@ -1,6 +1,7 @@
 /**
- * What `den runtime` reads from the environment: where the API is, the key it calls it with, and
- * how long a cancelled command has between SIGTERM and SIGKILL. `den slack link` reads the first
+ * What `den runtime` reads from the environment: where the API is, the key it mints its runner
+ * token with (or a runner token minted elsewhere), and how long a cancelled command has between
+ * SIGTERM and SIGKILL. `den slack link` reads the first
  * two. Both are clients of the API, not part of the service, so they parse only this slice and
  * never the service's settings: a service variable they do not use cannot stop them.
  */
@@ -11,6 +12,8 @@ export const runtimeSettings = defineSettings(
   {
     DEN_API_URL: z.string().url().default('http://127.0.0.1:8080'),
     DEN_API_KEY: optionalString,
+    // A runner token minted elsewhere (POST /v1/automation-runners/token): the runtime needs no API key then.
+    DEN_RUNNER_TOKEN: optionalString,
     // A cancelled run's command gets SIGTERM, then SIGKILL once this has passed.
     DEN_RUNTIME_KILL_GRACE: duration('5s'),
     // How often the output so far is reported while a command runs, at most.
@@ -19,6 +22,7 @@ export const runtimeSettings = defineSettings(
   (e) => ({
     apiUrl: e.DEN_API_URL,
     apiKey: e.DEN_API_KEY,
+    runnerToken: e.DEN_RUNNER_TOKEN,
     killGraceMs: e.DEN_RUNTIME_KILL_GRACE,
     streamIntervalMs: e.DEN_RUNTIME_STREAM_INTERVAL,
   }),

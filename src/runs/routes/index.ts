@@ -7,6 +7,10 @@ import { BacklogGate } from '../backlog';
 import { RunCapacity } from '../capacity';
 import { runCancelRequested } from '../cancel';
 import type { RunDeps } from '../deps';
+import { PresenceTracker } from '../presence';
+import { createPostCompleteRoute } from './post-complete';
+import { withPresence } from './presence';
+import { createDeleteRunnerRoute, createListRunnersRoute, createRunnerTokenRoute } from './runners';
 import { createGetEventsRoute } from './get-events';
 import { createGetRunRoute } from './get-run';
 import { createListRunsRoute } from './list-runs';
@@ -22,14 +26,20 @@ export function createRunRoutes(deps: RunDeps): Route[] {
   // A cancel taken in this process, here or from Slack, reaches the run's coalesced heartbeats at once.
   const coalescer = createHeartbeatCoalescer(deps.settings);
   deps.notices.subscribe(runCancelRequested, ({ organizationId, runId }) => coalescer.noteCancelRequested(organizationId, runId));
-  return [
+  // A runtime is online while it claims or heartbeats (src/runs/presence.ts).
+  const presence = new PresenceTracker(deps, deps.settings.runners.presenceWindowMs);
+  const runRoutes = [
     createPostEventRoute(deps, gates),
-    createPostHeartbeatRoute(deps, gates, coalescer),
+    withPresence(createPostHeartbeatRoute(deps, gates, coalescer), presence),
+    createPostCompleteRoute(deps, gates.backlog),
     createPostCancelRoute(deps),
-    createPostClaimNextRoute(deps, gates.capacity),
-    createPostClaimRoute(deps, gates.capacity),
+    withPresence(createPostClaimNextRoute(deps, gates.capacity), presence),
+    withPresence(createPostClaimRoute(deps, gates.capacity), presence),
     createGetRunRoute(deps),
     createGetEventsRoute(deps),
     createListRunsRoute(deps),
+    createRunnerTokenRoute(deps),
   ];
+  // A runner token opens these routes (and renews itself), with its member's reach; every other route refuses it.
+  return [...runRoutes.map((route) => ({ ...route, runnerToken: true })), createListRunnersRoute(deps), createDeleteRunnerRoute(deps)];
 }

@@ -14,6 +14,7 @@ import * as slackDelivery from './0012_slack_delivery';
 import * as githubLimits from './0013_github_limits';
 import * as slackOnboarding from './0014_slack_onboarding';
 import * as engineCapacity from './0015_engine_capacity';
+import * as runners from './0016_runners';
 
 /** Ordered by name. Never edit a migration that has shipped: add a new one. */
 export const migrations: Record<string, Migration> = {
@@ -32,4 +33,5 @@ export const migrations: Record<string, Migration> = {
   '0013_github_limits': githubLimits,
   '0014_slack_onboarding': slackOnboarding,
   '0015_engine_capacity': engineCapacity,
+  '0016_runners': runners,
 };
