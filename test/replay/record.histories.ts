@@ -235,7 +235,7 @@ async function claimRoutedRun(
 it('records a Slack event whose run its runtime reports failed', async () => {
   const org = await createTestOrg(stack.services.database.db);
   const member = await org.addMember('member');
-  const connection = await createTestSlackConnection(stack.services.database.db, stack.services.secretKey, org.organizationId);
+  const connection = await createTestSlackConnection(stack.services.database.db, stack.services.secretKey, org.organizationId, { slack });
   const slackUserId = newSlackUserId();
   await linkSlackUser(connection, member.headers, slackUserId);
   const envelope = eventEnvelope(connection, appMention(slackUserId, 'fail me'));
@@ -251,7 +251,7 @@ it('records a Slack event whose run its runtime reports failed', async () => {
 it('records a Slack event that waits for a link, then routes a run and replies', async () => {
   const org = await createTestOrg(stack.services.database.db);
   const member = await org.addMember('member');
-  const connection = await createTestSlackConnection(stack.services.database.db, stack.services.secretKey, org.organizationId);
+  const connection = await createTestSlackConnection(stack.services.database.db, stack.services.secretKey, org.organizationId, { slack });
   const slackUserId = newSlackUserId();
   const envelope = eventEnvelope(connection, appMention(slackUserId, 'record me'));
   expect((await postSlackEvent(stack, connection, envelope)).status).toBe(200);
@@ -269,7 +269,7 @@ it('records a Slack event that waits for a link, then routes a run and replies',
 it('records a Slack event whose message follows the run: progress edits, a 429, the answer in place', async () => {
   const org = await createTestOrg(stack.services.database.db);
   const member = await org.addMember('member');
-  const connection = await createTestSlackConnection(stack.services.database.db, stack.services.secretKey, org.organizationId);
+  const connection = await createTestSlackConnection(stack.services.database.db, stack.services.secretKey, org.organizationId, { slack });
   const slackUserId = newSlackUserId();
   await linkSlackUser(connection, member.headers, slackUserId);
   const mention = appMention(slackUserId, 'watch me');
@@ -297,7 +297,7 @@ it('records a Slack event whose message follows the run: progress edits, a 429, 
 it('records a Slack event that continues as new while it follows its run (slack-continue-as-new, run-tells-end)', async () => {
   const org = await createTestOrg(stack.services.database.db);
   const member = await org.addMember('member');
-  const connection = await createTestSlackConnection(stack.services.database.db, stack.services.secretKey, org.organizationId);
+  const connection = await createTestSlackConnection(stack.services.database.db, stack.services.secretKey, org.organizationId, { slack });
   const slackUserId = newSlackUserId();
   await linkSlackUser(connection, member.headers, slackUserId);
   const mention = appMention(slackUserId, 'a long one');
@@ -328,7 +328,7 @@ it('records a Slack event that continues as new while it follows its run (slack-
 
 it('records an app_uninstalled that ends an invocation waiting for a link (slack-connection-removal)', async () => {
   const org = await createTestOrg(stack.services.database.db);
-  const connection = await createTestSlackConnection(stack.services.database.db, stack.services.secretKey, org.organizationId);
+  const connection = await createTestSlackConnection(stack.services.database.db, stack.services.secretKey, org.organizationId, { slack });
   const waiting = eventEnvelope(connection, appMention(newSlackUserId(), 'hold me'));
   expect((await postSlackEvent(stack, connection, waiting)).status).toBe(200);
   const held = stack.services.temporal.client.workflow.getHandle(slackEventWorkflowId(connection.connectionId, waiting.event_id));

@@ -238,7 +238,9 @@ describe('den slack connections delete', () => {
     slackApiBaseUrl = slack.url;
     try {
       const org = await createTestOrg(stack.services.database.db);
-      const connection = await createTestSlackConnection(stack.services.database.db, stack.services.secretKey, org.organizationId);
+      const connection = await createTestSlackConnection(stack.services.database.db, stack.services.secretKey, org.organizationId, {
+        slack,
+      });
       expect((await challenge(connection.connectionId, connection.signingSecret)).status).toBe(200);
       const other = await createTestOrg(stack.services.database.db);
       const wrongOrg = await den('slack', 'connections', 'delete', connection.connectionId, '--org', other.organizationId);
@@ -247,10 +249,10 @@ describe('den slack connections delete', () => {
 
       const deleted = await den('slack', 'connections', 'delete', connection.connectionId, '--org', org.organizationId);
       expect(deleted.code).toBe(0);
-      // The fake did not issue this token, so it answers invalid_auth: a token that no longer works counts as revoked.
-      expect(JSON.parse(deleted.stdout)).toEqual({ connectionId: connection.connectionId, token: 'gone', links: 0, waiting: 0 });
+      expect(JSON.parse(deleted.stdout)).toEqual({ connectionId: connection.connectionId, token: 'revoked', links: 0, waiting: 0 });
       const revoke = slack.calls.find((c) => c.method === 'auth.revoke');
       expect(revoke?.authorization).toBe(`Bearer xoxb-test-${connection.teamId.slice(1)}`);
+      expect(slack.tokens.get(`xoxb-test-${connection.teamId.slice(1)}`)?.revoked).toBe(true);
       expect((await challenge(connection.connectionId, connection.signingSecret)).status).toBe(401);
     } finally {
       slackApiBaseUrl = undefined;

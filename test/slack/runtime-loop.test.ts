@@ -5,6 +5,7 @@
  * posts "Working on it…" in the mention's thread of the (local, fake) Slack Web API, and the
  * upper-cased text replaces it.
  */
+import { slackEventWorkflowId } from '../../src/slack/contract';
 import { createTestOrg } from '../harness/identity';
 import { closedPort } from '../harness/ports';
 import { spawnDen } from '../harness/process';
@@ -32,7 +33,9 @@ it('a mention in a thread is answered in that thread by `den runtime --exec "tr 
   const org = await createTestOrg(stack.services.database.db);
   const member = await org.addMember('member');
   const other = await org.addMember('member');
-  const connection = await createTestSlackConnection(stack.services.database.db, stack.services.secretKey, org.organizationId);
+  const connection = await createTestSlackConnection(stack.services.database.db, stack.services.secretKey, org.organizationId, {
+    slack: loop.slack,
+  });
 
   // Link the member's Slack account through a real slash command.
   const slackUserId = await linkSlackUser(stack, connection, member);
@@ -40,7 +43,8 @@ it('a mention in a thread is answered in that thread by `den runtime --exec "tr 
   // A mention inside an existing thread: the answer must go to that thread, not the message's ts.
   const threadTs = `${Math.floor(Date.now() / 1000) - 60}.000100`;
   const mention = { ...appMention(slackUserId, 'shout this please'), thread_ts: threadTs };
-  expect((await postSlackEvent(stack, connection, eventEnvelope(connection, mention))).json).toEqual({ ok: true });
+  const envelope = eventEnvelope(connection, mention);
+  expect((await postSlackEvent(stack, connection, envelope)).json).toEqual({ ok: true });
 
   const queued = await waitFor(
     async () => {
@@ -68,7 +72,7 @@ it('a mention in a thread is answered in that thread by `den runtime --exec "tr 
 
   const runtime = startRuntime(member.apiKey, 'tr a-z A-Z');
   try {
-    // One message in the thread at once, which the answer then replaces.
+    // One message in the thread at once; the answer replaces it, or streams in one reply under it.
     const post = await loop.slack.waitForCall('chat.postMessage', (c) => c.body.thread_ts === threadTs, 30_000);
     expect(post.body).toMatchObject({
       channel: mention.channel,
@@ -76,9 +80,12 @@ it('a mention in a thread is answered in that thread by `den runtime --exec "tr 
       text: 'Working on it…',
       metadata: { event_type: 'den_run_reply', event_payload: { reply_key: expect.stringMatching(/^slack-event\//) } },
     });
-    const answered = () => loop.slack.messages.find((m) => m.thread_ts === threadTs && m.text === 'SHOUT THIS PLEASE');
-    await waitFor(answered, 30_000, { what: 'the answer in the thread' });
-    expect(loop.slack.messages.filter((m) => m.thread_ts === threadTs)).toHaveLength(1);
+    const handle = stack.services.temporal.client.workflow.getHandle(slackEventWorkflowId(connection.connectionId, envelope.event_id));
+    expect(await handle.result()).toMatchObject({ status: 'replied', runStatus: 'succeeded' });
+    const thread = loop.slack.messages.filter((m) => m.thread_ts === threadTs);
+    expect(thread.filter((m) => m.text === 'SHOUT THIS PLEASE')).toHaveLength(1);
+    expect(thread.length).toBeLessThanOrEqual(2);
+    expect(thread.filter((m) => m.stream && loop.slack.streamState(m) !== 'stopped')).toEqual([]);
     const run = await stack.request('GET', `/v1/automation-runs/${queued.id}`, { headers: member.headers });
     expect(run.json).toMatchObject({ status: 'succeeded', attempt: 1, countsByType: { assistant: 1, terminal: 1 } });
   } finally {
@@ -92,7 +99,9 @@ it('a mention in a thread is answered in that thread by `den runtime --exec "tr 
 it('reports a failing command as failed, with the tail of its stderr', async () => {
   const org = await createTestOrg(stack.services.database.db);
   const member = await org.addMember('member');
-  const connection = await createTestSlackConnection(stack.services.database.db, stack.services.secretKey, org.organizationId);
+  const connection = await createTestSlackConnection(stack.services.database.db, stack.services.secretKey, org.organizationId, {
+    slack: loop.slack,
+  });
   const mention = appMention(await linkSlackUser(stack, connection, member), 'fail please');
   await postSlackEvent(stack, connection, eventEnvelope(connection, mention));
 

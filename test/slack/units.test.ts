@@ -148,7 +148,8 @@ describe('the last guard before a message leaves', () => {
     try {
       const raw = '<!channel> @here <@U123> <https://docs.example|docs>';
       const blocks = [{ type: 'section', text: { type: 'mrkdwn', text: raw, verbatim: true } }];
-      const result = await callSlackApi({ baseUrl: slack.url, token: 'xoxb-test' }, 'chat.update', {
+      const token = slack.issueToken({ token: 'xoxb-test', teamId: 'T1', appId: 'A1' });
+      const result = await callSlackApi({ baseUrl: slack.url, token }, 'chat.update', {
         channel: 'C1',
         ts: '1.2',
         text: raw,
