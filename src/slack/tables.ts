@@ -1,7 +1,8 @@
 /**
  * The slack feature's tables as Kysely sees them; the DDL is in src/app/store/migrations/0003_slack.ts,
- * 0006_slack_quotas.ts, 0007_replays.ts, 0012_slack_delivery.ts and 0014_slack_onboarding.ts.
+ * 0006_slack_quotas.ts, 0007_replays.ts, 0012_slack_delivery.ts, 0014_slack_onboarding.ts and 0019_slack_token_rotation.ts.
  */
+import type { ColumnType } from 'kysely';
 import type { Timestamp, NullableTimestamp, Int8 } from '../app/store/columns';
 
 export interface SlackTables {
@@ -20,6 +21,16 @@ export interface SlackTables {
     previous_secret_expires_at: NullableTimestamp;
     /** Sealed `xoxb-` token; without one the service never calls Slack for this connection. */
     bot_token: string | null;
+    /** With token rotation on, the sealed refresh token that trades the bot token for a new pair (src/slack/tokens.ts); null without rotation. */
+    refresh_token: string | null;
+    /** When a rotating bot token expires, and when it was issued; null without rotation. */
+    token_expires_at: NullableTimestamp;
+    token_issued_at: NullableTimestamp;
+    /** An Enterprise Grid org-wide install's organization: events whose authorizations name it are this connection's. */
+    enterprise_id: string | null;
+    /** The last minute Slack said it dropped this app's events (`app_rate_limited`), and how many such minutes it has reported. */
+    events_rate_limited_at: NullableTimestamp;
+    events_rate_limited_minutes: ColumnType<number, number | undefined, number>;
     bot_user_id: string | null;
     /** Channel allowlist; null or empty = every channel. DMs are always allowed. */
     channels: string[] | null;

@@ -76,7 +76,7 @@ export interface OAuthState {
   tokenLifetimeMs: number;
 }
 
-export const TOKEN_LIFETIME_MS = 12 * 3_600_000;
+const TOKEN_LIFETIME_MS = 12 * 3_600_000;
 
 export const newOAuthState = (): OAuthState => ({
   apps: new Map(),

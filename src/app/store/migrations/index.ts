@@ -15,6 +15,7 @@ import * as githubLimits from './0013_github_limits';
 import * as slackOnboarding from './0014_slack_onboarding';
 import * as engineCapacity from './0015_engine_capacity';
 import * as runners from './0016_runners';
+import * as slackTokenRotation from './0019_slack_token_rotation';
 
 /** Ordered by name. Never edit a migration that has shipped: add a new one. */
 export const migrations: Record<string, Migration> = {
@@ -34,4 +35,5 @@ export const migrations: Record<string, Migration> = {
   '0014_slack_onboarding': slackOnboarding,
   '0015_engine_capacity': engineCapacity,
   '0016_runners': runners,
+  '0019_slack_token_rotation': slackTokenRotation,
 };
