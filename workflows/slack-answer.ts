@@ -239,7 +239,8 @@ export class ThreadAnswer {
       const dm = job.invocation.channelType === 'im' || job.invocation.channel.startsWith('D');
       const started = await progressApi.slackStartStream({
         ...this.ref,
-        recipient: dm ? null : { userId: job.invocation.user, teamId: job.input.teamId },
+        // A partner workspace's member in a shared channel is streamed to in their own workspace.
+        recipient: dm ? null : { userId: job.invocation.user, teamId: job.invocation.userTeam ?? job.input.teamId },
         force: view.force,
         chunks: [],
       });

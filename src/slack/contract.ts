@@ -64,6 +64,8 @@ export interface SlackInvocation {
   ts: string;
   threadTs: string | null;
   text: string;
+  /** The asker's own workspace when it is not the connection's (a channel shared with another organization); absent in older events. */
+  userTeam?: string | null;
 }
 
 export type SlackLifecycleType = 'app_uninstalled' | 'tokens_revoked';

@@ -4,6 +4,7 @@
  * is shared state in Postgres (quota.ts).
  */
 import type { SlackInvocation, SlackLifecycleType } from './contract';
+import { userTeamOf } from './ownership';
 
 export type IneligibleReason =
   | 'connection_disabled'
@@ -108,6 +109,7 @@ export function classifyEvent(event: Record<string, unknown>, connection: Eligib
       ts,
       threadTs: str(event.thread_ts) ?? null,
       text: inputText(type === 'app_mention' ? withoutBotMention(text, connection.botUserId) : text.trim(), files),
+      userTeam: userTeamOf(event),
     },
   };
 }

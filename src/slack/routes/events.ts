@@ -3,7 +3,8 @@
  * API request URL.
  *
  * The check order is the contract: id (400) → size (413) → installation (401) → signature (401)
- * → envelope (400) → url_verification (200) → team/app (403) → no event (200) → eligibility
+ * → envelope (400) → url_verification (200) → team/app (403: src/slack/ownership.ts, a shared
+ * channel's event included) → app_rate_limited (recorded, 200) → no event (200) → eligibility
  * (200, not routed) → durable enqueue → 200. The handler calls neither Slack nor a runtime:
  * Slack wants an ack within 3 s, and only the enqueue stands before it.
  */
@@ -13,7 +14,8 @@ import { defineRoute, type Reply, type Route } from '../../app/http/route';
 import { InvalidRequestError, OkFalse, OkResponse, PlainText } from '../../app/http/schemas';
 import { z } from '../../app/http/zod';
 import type { StartOutcome, Tenancy } from '../../app/ingress';
-import type { SlackConnection } from '../connections';
+import { recordEventsRateLimited, type SlackConnection } from '../connections';
+import { isConnectionsEvent } from '../ownership';
 import { slackEventWorkflow, slackEventWorkflowId, slackSearchAttributes, type SlackEventInput } from '../contract';
 import { classifyEvent, type EventClassification, type IneligibleReason } from '../eligibility';
 import { parseEnvelope } from '../envelope';
@@ -44,11 +46,29 @@ async function readEvent(deps: EventsDeps, ctx: AppContext, connectionId: string
   }
   // A draft not installed yet has no workspace: only its url_verification is answered.
   const teamId = connection.teamId;
-  if (teamId === null || envelope.teamId !== teamId || envelope.apiAppId !== connection.apiAppId) {
-    throw errors.webhook('installation_mismatch', 403);
-  }
+  if (teamId === null || !isConnectionsEvent({ ...connection, teamId }, envelope)) throw errors.webhook('installation_mismatch', 403);
+  if (envelope.type === 'app_rate_limited') return { reply: await rateLimitedReply(deps, ctx, connection, envelope.minuteRateLimited) };
   if (!envelope.event || !envelope.eventId) return { reply: { ...ok(), outcome: { outcome: 'acknowledged', reason: 'no_event' } } };
   return { connection, teamId, event: envelope.event, eventId: envelope.eventId };
+}
+
+/**
+ * Slack drops the app's events for the workspace past 30,000 an hour and says so once a minute
+ * (https://docs.slack.dev/reference/events/app_rate_limited/): recorded on the connection (shown
+ * by `GET …/connections/{id}`), counted in den_slack_events_rate_limited_total, and logged.
+ */
+async function rateLimitedReply(
+  deps: EventsDeps,
+  ctx: AppContext,
+  connection: SlackConnection,
+  minute: number | undefined,
+): Promise<Reply> {
+  const at = minute !== undefined ? new Date(minute * 1000) : new Date(Math.floor(deps.now() / 60_000) * 60_000);
+  if (await recordEventsRateLimited(deps.db, connection.id, at)) {
+    deps.metrics.slackEventsRateLimited.inc();
+    ctx.state.log.warn({ connectionId: connection.id, minute: at.toISOString() }, 'slack is dropping this app’s events (app_rate_limited)');
+  }
+  return { ...ok(), outcome: { outcome: 'acknowledged', reason: 'app_rate_limited' } };
 }
 
 /** The slack-event workflow's input: the event's route and the settings it runs under. */
@@ -170,7 +190,10 @@ export function createEventsRoute(deps: EventsDeps): Route {
       200: { description: '`OkResponse`, or `{challenge}` for url_verification.', schema: z.union([OkResponse, Challenge]) },
       400: { description: 'Invalid connection id or payload.', schema: z.union([InvalidRequestError, OkFalse]) },
       401: { description: 'No such installation, or the signature is invalid.', schema: OkFalse },
-      403: { description: 'team_id or api_app_id differs from the installation.', schema: OkFalse },
+      403: {
+        description: "api_app_id differs from the installation's, or neither team_id nor authorizations[] names its workspace.",
+        schema: OkFalse,
+      },
       413: { description: 'Body over 1,000,000 bytes.', schema: PlainText, contentType: 'text/plain' },
       503: {
         description:
