@@ -1,14 +1,16 @@
 /**
  * How the Slack activities reach Slack: each call with the connection's bot token (refreshed first
  * when it rotates and is due, src/slack/tokens.ts), within the workspace's budget
- * (src/slack/budget.ts), counted; and the one look for an earlier attempt's post, by the key its
- * metadata carries, that a retried post makes before it posts once more.
+ * (src/slack/budget.ts), a post at its channel's pace (src/slack/pacing.ts), counted; and the one
+ * look for an earlier attempt's post, by the key its metadata carries, that a retried post makes
+ * before it posts once more.
  */
 import type { Db } from '../app/store/db';
 import type { SecretKeys } from '../app/secrets';
 import type { Logger } from '../app/log';
 import { SlackBudget, type BudgetPriority, type BudgetVerdict } from './budget';
 import { findSlackConnection, type SlackConnection } from './connections';
+import type { ChannelPacer } from './pacing';
 import type { SlackSettings } from './settings';
 import { dueBotToken, freshBotToken, type TokenLifetime } from './tokens';
 import { callSlackApi, findReplies, type SlackApiMethod, type SlackApiResult } from './web-api';
@@ -20,6 +22,8 @@ export interface SlackCallDeps {
   settings: Pick<SlackSettings, 'apiBaseUrl'>;
   log: Logger;
   budget: SlackBudget;
+  /** Posts to one channel at Slack's pace, across every worker. */
+  pacer: ChannelPacer;
   /** Counts a message call (den_slack_messages_total) and shows a bucket's tokens (den_slack_budget_tokens). */
   observe: {
     call(method: SlackApiMethod, outcome: string): void;
@@ -79,7 +83,7 @@ function callOutcome(result: SlackApiResult): string {
 }
 
 /** A call held back, answered as a 429 would be (`ratelimited`, with the wait), and counted as what held it. */
-function heldBack(deps: SlackCallDeps, method: SlackApiMethod, why: 'budget_wait', waitMs: number): SlackApiResult {
+function heldBack(deps: SlackCallDeps, method: SlackApiMethod, why: 'budget_wait' | 'channel_wait', waitMs: number): SlackApiResult {
   if (method !== 'conversations.replies') deps.observe.call(method, why);
   return { ok: false, retryable: true, error: 'ratelimited', retryAfterMs: waitMs };
 }
@@ -92,9 +96,10 @@ async function takeBudget(deps: SlackCallDeps, connectionId: string, method: Sla
 }
 
 /**
- * One Web API call within the workspace's budget. Without a budget token it is not sent and
- * answers as a 429 would (`ratelimited`, with the wait). A 429 from Slack empties the bucket for
- * its Retry-After. A rotating token Slack refuses
+ * One Web API call within the workspace's budget, and a post at its channel's pace. Without a
+ * budget token, or with its channel's slot too far away, it is not sent and answers as a 429
+ * would (`ratelimited`, with the wait); a near slot is waited for here. A 429 from Slack empties
+ * the bucket, and holds the channel's posts, for its Retry-After. A rotating token Slack refuses
  * (`token_expired`, or one another process replaced) is refreshed or read again, and the call
  * sent once more, within the budget again.
  */
@@ -107,6 +112,12 @@ export async function sendWithin(
 ): Promise<SlackApiResult> {
   const held = await takeBudget(deps, connection.id, method, priority);
   if (held) return held;
+  const channel = method === 'chat.postMessage' ? String(body.channel) : undefined;
+  if (channel !== undefined) {
+    const slot = await deps.pacer.reserve(connection.id, channel);
+    if (!slot.reserved) return heldBack(deps, method, 'channel_wait', slot.waitMs);
+    if (slot.waitMs > 0) await new Promise((resolve) => setTimeout(resolve, slot.waitMs));
+  }
   let result = await callSlackApi({ baseUrl: deps.settings.apiBaseUrl, token: connection.botToken }, method, body);
   if (!result.ok && AUTH_ERRORS.has(result.error) && connection.tokenLifetime) {
     const fresh = await freshBotToken(tokenDeps(deps), connection.id, result.error === 'token_expired' ? connection.botToken : undefined);
@@ -117,7 +128,10 @@ export async function sendWithin(
       result = await callSlackApi({ baseUrl: deps.settings.apiBaseUrl, token: connection.botToken }, method, body);
     }
   }
-  if (!result.ok && result.error === 'ratelimited') await deps.budget.drain(connection.id, method, result.retryAfterMs ?? 1000);
+  if (!result.ok && result.error === 'ratelimited') {
+    await deps.budget.drain(connection.id, method, result.retryAfterMs ?? 1000);
+    if (channel !== undefined) await deps.pacer.hold(connection.id, channel, result.retryAfterMs ?? 1000);
+  }
   if (method !== 'conversations.replies') deps.observe.call(method, callOutcome(result));
   return result;
 }

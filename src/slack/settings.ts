@@ -20,6 +20,8 @@ export const slackSettings = defineSettings(
     SLACK_TIER3_PER_WINDOW: int(50, 1),
     SLACK_TIER4_PER_WINDOW: int(100, 1),
     SLACK_FINAL_DELIVERY_DEADLINE: duration('1h'),
+    // chat.postMessage: about one message a second per channel (src/slack/pacing.ts).
+    SLACK_CHANNEL_POST_INTERVAL: duration('1s'),
     SLACK_CONTINUE_AS_NEW_EVENTS: int(4_000, 50),
     SLACK_RESPONSE_URL_PREFIX: z.string().url().default('https://hooks.slack.com/'),
     SLACK_OAUTH_AUTHORIZE_URL: z.string().url().default('https://slack.com/oauth/v2/authorize'),
@@ -42,6 +44,7 @@ export const slackSettings = defineSettings(
       tiers: { 2: e.SLACK_TIER2_PER_WINDOW, 3: e.SLACK_TIER3_PER_WINDOW, 4: e.SLACK_TIER4_PER_WINDOW },
     },
     finalDeliveryDeadlineMs: e.SLACK_FINAL_DELIVERY_DEADLINE,
+    channelPostIntervalMs: e.SLACK_CHANNEL_POST_INTERVAL,
     continueAsNewEvents: e.SLACK_CONTINUE_AS_NEW_EVENTS,
     responseUrlPrefix: e.SLACK_RESPONSE_URL_PREFIX,
     /** Slack's page that asks an admin to install an app (OAuth v2); tests point it at the fake. */
