@@ -64,6 +64,7 @@ const PURE_MODULES = [
   'src/slack/texts',
   'src/slack/progress',
   'src/slack/stream',
+  'src/slack/stream-segments',
   'src/github/delivery',
   'src/mcp/decide',
   'src/mcp/resolution',

@@ -3,6 +3,9 @@ import { z } from 'zod';
 import { defineSettings, duration, int, optionalString } from '../app/settings';
 import { runDefaults } from '../runs';
 
+/** The shortest SLACK_STREAM_MAX_AGE: each streamed reply of a long answer holds at least that much of it. */
+const MIN_STREAM_AGE_MS = 10_000;
+
 export const slackSettings = defineSettings(
   {
     ...runDefaults.shape,
@@ -20,6 +23,10 @@ export const slackSettings = defineSettings(
     SLACK_TIER3_PER_WINDOW: int(50, 1),
     SLACK_TIER4_PER_WINDOW: int(100, 1),
     SLACK_FINAL_DELIVERY_DEADLINE: duration('1h'),
+    // Inside what Slack allows one streamed message: it closes one about 5 minutes after it
+    // starts, and stops one growing at roughly 10.6-12k UTF-8 bytes (src/slack/stream-segments.ts).
+    SLACK_STREAM_MAX_AGE: duration('4m'),
+    SLACK_STREAM_MAX_BYTES: int(9_000, 1_000, 12_000),
     // chat.postMessage: about one message a second per channel (src/slack/pacing.ts).
     SLACK_CHANNEL_POST_INTERVAL: duration('1s'),
     SLACK_CONTINUE_AS_NEW_EVENTS: int(4_000, 50),
@@ -44,6 +51,7 @@ export const slackSettings = defineSettings(
       tiers: { 2: e.SLACK_TIER2_PER_WINDOW, 3: e.SLACK_TIER3_PER_WINDOW, 4: e.SLACK_TIER4_PER_WINDOW },
     },
     finalDeliveryDeadlineMs: e.SLACK_FINAL_DELIVERY_DEADLINE,
+    stream: { maxAgeMs: e.SLACK_STREAM_MAX_AGE, maxBytes: e.SLACK_STREAM_MAX_BYTES },
     channelPostIntervalMs: e.SLACK_CHANNEL_POST_INTERVAL,
     continueAsNewEvents: e.SLACK_CONTINUE_AS_NEW_EVENTS,
     responseUrlPrefix: e.SLACK_RESPONSE_URL_PREFIX,
@@ -55,6 +63,8 @@ export const slackSettings = defineSettings(
     /** What the runs this feature starts are started with. */
     runDefaults: runDefaults.build(e),
   }),
+  // A streamed reply younger than this is not worth the next one's chat.startStream.
+  (e) => (e.SLACK_STREAM_MAX_AGE < MIN_STREAM_AGE_MS ? [`SLACK_STREAM_MAX_AGE: at least ${MIN_STREAM_AGE_MS / 1000}s`] : []),
 );
 
 export type SlackSettings = ReturnType<typeof slackSettings.build>;

@@ -96,7 +96,9 @@ function asPosted(method: SlackApiMethod, body: Record<string, unknown>): Record
   if (!MRKDWN_METHODS.has(method)) return body;
   const text = typeof body.text === 'string' ? { text: defuseMentions(body.text) } : {};
   const blocks = body.blocks === undefined ? {} : { blocks: defuseBlocks(body.blocks) };
-  return { ...body, ...text, ...blocks, parse: 'none' };
+  // chat.update gives a streamed message Slack closed its Markdown back (src/slack/stream-segments.ts).
+  const markdown = typeof body.markdown_text === 'string' ? { markdown_text: defuseMarkdown(body.markdown_text) } : {};
+  return { ...body, ...text, ...blocks, ...markdown, parse: 'none' };
 }
 
 /** The client's own log lines are not the service's: dropped, as its failures come back as results. */

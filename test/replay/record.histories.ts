@@ -21,6 +21,7 @@ import { runHeartbeatSignal, runWorkflowId } from '../../src/runs/contract';
 import { slackEventStateQuery, slackEventWorkflowId } from '../../src/slack/contract';
 import { deliver, freshId, githubExample, ownedTarget } from '../harness/github';
 import { startFakeGithub } from '../harness/fake-github';
+import { STRICT_DEFAULTS } from '../harness/fake-slack-limits';
 import { fakeGithubEnv, redeliverInto, syncedRepo } from '../harness/github-sync';
 import { createTestOrg } from '../harness/identity';
 import { closedPort } from '../harness/ports';
@@ -68,6 +69,9 @@ beforeAll(async () => {
       SLACK_PROGRESS_INTERVAL: '1000',
       // Above the progress recording's history, below the continue-as-new recording's.
       SLACK_CONTINUE_AS_NEW_EVENTS: '150',
+      // The least a streamed reply may hold, so a short recording cuts an answer in several; the
+      // other recordings stream less than this.
+      SLACK_STREAM_MAX_BYTES: '1000',
       GITHUB_TARGET_IDLE: '2s',
     },
   });
@@ -324,6 +328,41 @@ it('records a Slack event that continues as new while it follows its run (slack-
     'slack-event-child-run-tells-end',
     stack.services.temporal.client.workflow.getHandle(runWorkflowId(org.organizationId, runId)),
   );
+});
+
+it('records a Slack event whose answer streams in segments: one stopped at its size, one Slack closed and repaired (slack-stream-segments)', async () => {
+  const org = await createTestOrg(stack.services.database.db);
+  const member = await org.addMember('member');
+  const connection = await createTestSlackConnection(stack.services.database.db, stack.services.secretKey, org.organizationId, { slack });
+  const slackUserId = newSlackUserId();
+  await linkSlackUser(connection, member.headers, slackUserId);
+  const mention = appMention(slackUserId, 'a long answer');
+  const envelope = eventEnvelope(connection, mention);
+  expect((await postSlackEvent(stack, connection, envelope)).status).toBe(200);
+  const handle = stack.services.temporal.client.workflow.getHandle(slackEventWorkflowId(connection.connectionId, envelope.event_id));
+  const { runs, runId } = await claimRoutedRun(handle, member.headers);
+  // Slack closes a streamed reply 6 s after it opened, long before the service's SLACK_STREAM_MAX_AGE.
+  slack.configure({ strict: { streamMaxAgeMs: 6_000 } });
+  try {
+    const words = (n: number) => Array.from({ length: n }, (_, i) => `word${i + 1}`).join(' ');
+    // 700 bytes, then 1,500: the first reply is stopped near SLACK_STREAM_MAX_BYTES and the next takes the rest.
+    expect((await runs.postEvent(runId, event(1, 1, 'assistant', { text: words(100) }))).status).toBe(200);
+    await slack.waitForCall(
+      'chat.appendStream',
+      (c) => c.body.channel === mention.channel && String(c.body.markdown_text ?? '').includes('word100'),
+    );
+    expect((await runs.postEvent(runId, event(1, 2, 'assistant', { text: words(200) }))).status).toBe(200);
+    await slack.waitForCall('chat.appendStream', (c) => String(c.body.markdown_text ?? '').includes('word200'));
+    // Past Slack's 6 s the second reply is closed: the next append is refused, the reply repaired, the answer carried on.
+    await new Promise((resolve) => setTimeout(resolve, 6_500));
+    expect((await runs.postEvent(runId, event(1, 3, 'assistant', { text: `${words(200)} and the end` }))).status).toBe(200);
+    await slack.waitForCall('chat.update', (c) => c.body.channel === mention.channel && typeof c.body.markdown_text === 'string');
+    expect((await runs.postEvent(runId, event(1, 4, 'terminal'))).status).toBe(200);
+    expect(await handle.result()).toMatchObject({ status: 'replied', runStatus: 'succeeded' });
+  } finally {
+    slack.configure({ strict: { streamMaxAgeMs: STRICT_DEFAULTS.streamMaxAgeMs } });
+  }
+  await save('slack-event-stream-segments', handle);
 });
 
 it('records an app_uninstalled that ends an invocation waiting for a link (slack-connection-removal)', async () => {

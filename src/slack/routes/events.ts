@@ -94,6 +94,8 @@ function slackEventInput(
       replyMode: settings.replyMode,
       finalDeliveryDeadlineMs: settings.finalDeliveryDeadlineMs,
       continueAsNewEvents: settings.continueAsNewEvents,
+      streamMaxAgeMs: settings.stream.maxAgeMs,
+      streamMaxBytes: settings.stream.maxBytes,
     },
     ...(classified.route === 'lifecycle' ? { lifecycle: { type: classified.type } } : { invocation: classified.invocation }),
   };
