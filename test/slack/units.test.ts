@@ -58,11 +58,11 @@ describe('quota windows', () => {
     expect(windowStart(-1, QUOTA_WINDOW_MS)).toBe(-60_000);
   });
 
-  it('checks the workspace first, then the user, with the configured limits', () => {
+  it('checks the user first, then the workspace, with the configured limits', () => {
     const config = loadConfigWith({ SLACK_WORKSPACE_QUOTA_PER_MINUTE: '7', SLACK_USER_QUOTA_PER_MINUTE: '3' });
     expect(slackQuotaChecks(config.slack, 'T1', 'U1')).toEqual([
-      { key: 'workspace:T1', limit: 7 },
       { key: 'user:T1:U1', limit: 3 },
+      { key: 'workspace:T1', limit: 7 },
     ]);
   });
 });
