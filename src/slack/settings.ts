@@ -5,6 +5,8 @@ import { runDefaults } from '../runs';
 
 /** The shortest SLACK_STREAM_MAX_AGE: each streamed reply of a long answer holds at least that much of it. */
 const MIN_STREAM_AGE_MS = 10_000;
+/** The longest SLACK_EVENT_ACK_WAIT: Slack wants an event's answer within 3 s, and the route does more than wait. */
+const MAX_ACK_WAIT_MS = 2_500;
 
 export const slackSettings = defineSettings(
   {
@@ -23,6 +25,8 @@ export const slackSettings = defineSettings(
     SLACK_TIER3_PER_WINDOW: int(50, 1),
     SLACK_TIER4_PER_WINDOW: int(100, 1),
     SLACK_FINAL_DELIVERY_DEADLINE: duration('1h'),
+    // How long an event's ack waits for Temporal before the event is kept in Postgres (src/slack/deferred-events.ts).
+    SLACK_EVENT_ACK_WAIT: duration('2s'),
     // Inside what Slack allows one streamed message: it closes one about 5 minutes after it
     // starts, and stops one growing at roughly 10.6-12k UTF-8 bytes (src/slack/stream-segments.ts).
     SLACK_STREAM_MAX_AGE: duration('4m'),
@@ -51,6 +55,7 @@ export const slackSettings = defineSettings(
       tiers: { 2: e.SLACK_TIER2_PER_WINDOW, 3: e.SLACK_TIER3_PER_WINDOW, 4: e.SLACK_TIER4_PER_WINDOW },
     },
     finalDeliveryDeadlineMs: e.SLACK_FINAL_DELIVERY_DEADLINE,
+    eventAckWaitMs: e.SLACK_EVENT_ACK_WAIT,
     stream: { maxAgeMs: e.SLACK_STREAM_MAX_AGE, maxBytes: e.SLACK_STREAM_MAX_BYTES },
     channelPostIntervalMs: e.SLACK_CHANNEL_POST_INTERVAL,
     continueAsNewEvents: e.SLACK_CONTINUE_AS_NEW_EVENTS,
@@ -63,8 +68,13 @@ export const slackSettings = defineSettings(
     /** What the runs this feature starts are started with. */
     runDefaults: runDefaults.build(e),
   }),
-  // A streamed reply younger than this is not worth the next one's chat.startStream.
-  (e) => (e.SLACK_STREAM_MAX_AGE < MIN_STREAM_AGE_MS ? [`SLACK_STREAM_MAX_AGE: at least ${MIN_STREAM_AGE_MS / 1000}s`] : []),
+  (e) => [
+    // A streamed reply younger than this is not worth the next one's chat.startStream.
+    ...(e.SLACK_STREAM_MAX_AGE < MIN_STREAM_AGE_MS ? [`SLACK_STREAM_MAX_AGE: at least ${MIN_STREAM_AGE_MS / 1000}s`] : []),
+    ...(e.SLACK_EVENT_ACK_WAIT < 1 || e.SLACK_EVENT_ACK_WAIT > MAX_ACK_WAIT_MS
+      ? [`SLACK_EVENT_ACK_WAIT: more than 0 and at most ${MAX_ACK_WAIT_MS / 1000}s`]
+      : []),
+  ],
 );
 
 export type SlackSettings = ReturnType<typeof slackSettings.build>;

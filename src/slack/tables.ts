@@ -1,6 +1,7 @@
 /**
  * The slack feature's tables as Kysely sees them; the DDL is in src/app/store/migrations/0003_slack.ts,
- * 0006_slack_quotas.ts, 0007_replays.ts, 0012_slack_delivery.ts, 0014_slack_onboarding.ts and 0019_slack_token_rotation.ts.
+ * 0006_slack_quotas.ts, 0007_replays.ts, 0012_slack_delivery.ts, 0014_slack_onboarding.ts, 0019_slack_token_rotation.ts and
+ * 0020_slack_deferred_events.ts.
  */
 import type { ColumnType } from 'kysely';
 import type { Timestamp, NullableTimestamp, Int8 } from '../app/store/columns';
@@ -125,6 +126,18 @@ export interface SlackTables {
     request_timestamp: Int8;
     signature: string;
     expires_at: Timestamp;
+  };
+  /** Slack events acked before Temporal took their workflow, until it does (src/slack/deferred-events.ts). */
+  slack_deferred_events: {
+    workflow_id: string;
+    connection_id: string;
+    organization_id: string;
+    /** The workflow's input (SlackEventInput), as the events route built it. */
+    input: ColumnType<unknown, string, string>;
+    received_at: Timestamp;
+    next_attempt_at: Timestamp;
+    attempts: ColumnType<number, number | undefined, number>;
+    created_at: ColumnType<Date, Date | undefined, Date>;
   };
   /** A token bucket per connection and Web API method, taken by every worker (src/slack/budget.ts). */
   slack_api_budgets: {

@@ -75,6 +75,19 @@ describe('stream segments', () => {
   });
 });
 
+describe('the ack of an event', () => {
+  it('waits for Temporal 2 s by default, never past what Slack allows the answer', () => {
+    const parsed = slackSettings.parse({});
+    expect(parsed.ok && parsed.settings.eventAckWaitMs).toBe(2_000);
+    expect(slackSettings.parse({ SLACK_EVENT_ACK_WAIT: '3s' })).toEqual({
+      ok: false,
+      problems: ['SLACK_EVENT_ACK_WAIT: more than 0 and at most 2.5s'],
+    });
+    expect(slackSettings.parse({ SLACK_EVENT_ACK_WAIT: '0' }).ok).toBe(false);
+    expect(slackSettings.parse({ SLACK_EVENT_ACK_WAIT: '2500' }).ok).toBe(true);
+  });
+});
+
 describe('token rotation', () => {
   it('refreshes once less than a tenth of the lifetime, at most ten minutes, is left', () => {
     const minute = { issuedAt: 0, expiresAt: 60_000 };

@@ -5,18 +5,19 @@
  * The check order is the contract: id (400) → size (413) → installation (401) → signature (401)
  * → envelope (400) → url_verification (200) → team/app (403: src/slack/ownership.ts, a shared
  * channel's event included) → app_rate_limited (recorded, 200) → no event (200) → eligibility
- * (200, not routed) → durable enqueue → 200. The handler calls neither Slack nor a runtime:
- * Slack wants an ack within 3 s, and only the enqueue stands before it.
+ * (200, not routed) → durable enqueue (the workflow started, or the event kept in Postgres when
+ * Temporal is slow or down) → 200. The handler calls neither Slack nor a runtime: Slack wants an
+ * ack within 3 s, and only the enqueue stands before it.
  */
 import { errors } from '../../app/errors';
 import type { AppContext } from '../../app/http/context';
 import { defineRoute, type Reply, type Route } from '../../app/http/route';
 import { InvalidRequestError, OkFalse, OkResponse, PlainText } from '../../app/http/schemas';
 import { z } from '../../app/http/zod';
-import type { StartOutcome, Tenancy } from '../../app/ingress';
 import { recordEventsRateLimited, type SlackConnection } from '../connections';
 import { isConnectionsEvent } from '../ownership';
-import { slackEventWorkflow, slackEventWorkflowId, slackSearchAttributes, type SlackEventInput } from '../contract';
+import { slackEventWorkflowId, type SlackEventInput } from '../contract';
+import { startOrDefer, type TakenOutcome } from '../deferred-events';
 import { classifyEvent, type EventClassification, type IneligibleReason } from '../eligibility';
 import { parseEnvelope } from '../envelope';
 import { slackQuotaChecks } from '../quota';
@@ -27,7 +28,7 @@ const EVENTS_BODY_LIMIT = 1_000_000;
 
 const Challenge = z.object({ challenge: z.string() }).openapi('SlackUrlVerificationChallenge');
 
-type EventsDeps = Pick<SlackRouteDeps, 'settings' | 'db' | 'secretKey' | 'ingress' | 'metrics' | 'now' | 'verifier' | 'quota'>;
+type EventsDeps = Pick<SlackRouteDeps, 'settings' | 'db' | 'secretKey' | 'ingress' | 'metrics' | 'now' | 'verifier' | 'quota' | 'log'>;
 
 /** A verified callback that carries an event, or the answer to a request that carries none. */
 type ReadEvent = { reply: Reply } | { connection: SlackConnection; teamId: string; event: Record<string, unknown>; eventId: string };
@@ -102,23 +103,15 @@ function slackEventInput(
 }
 
 /**
- * An event's tenancy: its organization's fairness key, and never shed for its share. Slack
- * retries a failed event only three times, ignores Retry-After and keeps no log to recover it
- * from, and it already bounds what it sends (30,000 events per workspace an hour): a refusal here
- * would lose a mention. The event is acked once Temporal holds it; its processing waits its turn
- * among the organizations on the task queue.
- */
-const tenancyOf = (input: SlackEventInput): Tenancy => ({ tenant: input.organizationId, admission: 'bypass' });
-
-/**
- * Starts the event's workflow once, under the workspace's and the user's quotas. Quota applies
- * to invocations only: lifecycle events must always get through.
+ * Takes the event under the workspace's and the user's quotas (invocations only: lifecycle events
+ * must always get through): its workflow started, or the event kept in Postgres until Temporal
+ * takes it (src/slack/deferred-events.ts), so a busy or unreachable engine never costs a mention.
  */
 async function enqueueEvent(
   deps: EventsDeps,
   input: SlackEventInput,
-): Promise<{ ok: true; outcome: StartOutcome } | { ok: false; reason: IneligibleReason }> {
-  const { settings, ingress, now, quota } = deps;
+): Promise<{ ok: true; outcome: TakenOutcome } | { ok: false; reason: IneligibleReason }> {
+  const { settings, now, quota } = deps;
   let release: (() => Promise<void>) | undefined;
   if (input.invocation) {
     const verdict = await quota.tryTake(slackQuotaChecks(settings, input.teamId, input.invocation.user), now());
@@ -128,23 +121,17 @@ async function enqueueEvent(
 
   let outcome;
   try {
-    outcome = await ingress.start({
-      workflow: slackEventWorkflow,
-      id: slackEventWorkflowId(input.connectionId, input.eventId),
-      args: [input],
-      tenancy: tenancyOf(input),
-      searchAttributes: [
-        { key: slackSearchAttributes.ConnectionId, value: input.connectionId },
-        { key: slackSearchAttributes.SlackEventStatus, value: 'received' },
-        ...(input.invocation ? [{ key: slackSearchAttributes.SlackUserId, value: input.invocation.user }] : []),
-      ],
-    });
+    outcome = await startOrDefer(
+      { db: deps.db, ingress: deps.ingress, log: deps.log, ackWaitMs: settings.eventAckWaitMs },
+      slackEventWorkflowId(input.connectionId, input.eventId),
+      input,
+    );
   } catch (error) {
     await release?.();
     throw error;
   }
   // A duplicate was counted against the quota by its first delivery already.
-  if (outcome !== 'enqueued') await release?.();
+  if (outcome === 'duplicate' || outcome === 'not_enqueued') await release?.();
   return { ok: true, outcome };
 }
 

@@ -16,6 +16,7 @@ import * as slackOnboarding from './0014_slack_onboarding';
 import * as engineCapacity from './0015_engine_capacity';
 import * as runners from './0016_runners';
 import * as slackTokenRotation from './0019_slack_token_rotation';
+import * as slackDeferredEvents from './0020_slack_deferred_events';
 
 /** Ordered by name. Never edit a migration that has shipped: add a new one. */
 export const migrations: Record<string, Migration> = {
@@ -36,4 +37,5 @@ export const migrations: Record<string, Migration> = {
   '0015_engine_capacity': engineCapacity,
   '0016_runners': runners,
   '0019_slack_token_rotation': slackTokenRotation,
+  '0020_slack_deferred_events': slackDeferredEvents,
 };
