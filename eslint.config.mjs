@@ -58,6 +58,7 @@ const LOCAL = { rules: { levels } };
 const PURE_MODULES = [
   'src/*/contract',
   'src/app/temporal/contract',
+  'src/app/utf8',
   'src/runs/state',
   'src/runs/completion',
   'src/runs/log-text',

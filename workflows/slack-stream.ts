@@ -21,11 +21,11 @@ import {
   pieceForSegment,
   roomLeft,
   segmentDone,
-  utf8Bytes,
   type StreamLimits,
   type StreamSegment,
 } from '../src/slack/stream-segments';
 import type { RunProgress } from '../src/runs/contract';
+import { utf8Bytes } from '../src/app/utf8';
 import type { SlackThreadView } from '../src/slack/contract';
 import { streamsInSegments } from './slack-legacy';
 import { progressApi, slackApi, type FinalResult, type MessageRef, type RunOutcome } from './slack-invocation';
@@ -47,8 +47,8 @@ export interface StreamPlace {
   limits: StreamLimits;
 }
 
-/** A final answer, or progress that a newer state may replace (the workspace budget's priorities). */
-type BudgetPriority = Parameters<SlackActivities['slackAppendStream']>[0]['priority'];
+/** The workspace budget's priority of a call, as the activities take it: a final answer, or progress a newer state may replace. */
+type CallPriority = Parameters<SlackActivities['slackAppendStream']>[0]['priority'];
 type Stream = NonNullable<SlackThreadView['stream']>;
 type Open = Stream & { segment: StreamSegment };
 /** Where a write stands: go on, wait, or stop streaming (edits and replies take over). */
@@ -221,7 +221,7 @@ export class StreamWriter {
    * and time, a full or old one stopped (or repaired) and the next one started. With `final`, the
    * last piece stops the last segment. `next` once all is written.
    */
-  private async write(stream: Open, priority: BudgetPriority, final: boolean): Promise<Turn> {
+  private async write(stream: Open, priority: CallPriority, final: boolean): Promise<Turn> {
     const api = final ? slackApi : progressApi;
     for (;;) {
       const pending = stream.pending ?? { markdown: '', chunks: [] };
@@ -268,7 +268,7 @@ export class StreamWriter {
     api: typeof slackApi,
     stream: Open,
     pending: NonNullable<Stream['pending']>,
-    priority: BudgetPriority,
+    priority: CallPriority,
   ): Promise<Turn> {
     const segment = stream.segment;
     const limits = this.limitsOf(stream);
@@ -332,7 +332,7 @@ export class StreamWriter {
    * The segment ended: stopped (its open task closed, unless Slack will not grow it), or, once
    * Slack closed it, repaired with chat.update giving it the Markdown it holds.
    */
-  private async stopSegment(stream: Open, priority: BudgetPriority): Promise<Turn> {
+  private async stopSegment(stream: Open, priority: CallPriority): Promise<Turn> {
     const segment = stream.segment;
     const { connectionId, channel } = this.place.ref;
     const api = priority === 'final' ? slackApi : progressApi;
@@ -396,7 +396,7 @@ export class StreamWriter {
     api: typeof slackApi,
     stream: Stream,
     add: { markdown: string; chunks: StreamChunk[] },
-    priority: BudgetPriority,
+    priority: CallPriority,
   ): Promise<StreamStep> {
     const { connectionId, channel } = this.place.ref;
     const appended = await api.slackAppendStream({ connectionId, channel, streamTs: stream.ts, ...add, priority });

@@ -51,7 +51,7 @@ function nonNegativeHours(value: string): number {
   return n;
 }
 
-function seconds(value: string): number {
+function wholeSeconds(value: string): number {
   const n = Number(value);
   if (!Number.isInteger(n) || n < 1 || n > 366 * 86_400) throw new InvalidArgumentError('must be a whole number of seconds, 1 or more');
   return n;
@@ -61,7 +61,7 @@ function seconds(value: string): number {
  * A rotating bot token's options (an app with token rotation on): its refresh token and its
  * lifetime as Slack gave them (`expires_in`), together or not at all, and only with the token itself.
  */
-function rotationOf(opts: { botToken?: string; refreshToken?: string; tokenExpiresIn?: number }): TokenRotation | undefined {
+function rotationOption(opts: { botToken?: string; refreshToken?: string; tokenExpiresIn?: number }): TokenRotation | undefined {
   if (opts.refreshToken === undefined && opts.tokenExpiresIn === undefined) return undefined;
   if (opts.refreshToken === undefined || opts.tokenExpiresIn === undefined || !opts.botToken) {
     throw new CliError('--refresh-token and --token-expires-in go together, with the --bot-token they belong to');
@@ -110,7 +110,7 @@ function registerCreateConnection(connections: Command, context: CliContext<Slac
     .requiredOption('--signing-secret <s>', "the app's signing secret", nonEmpty)
     .option('--bot-token <t>', 'bot token (xoxb-…, or xoxe.xoxb-… with token rotation on), needed to post replies and connect prompts')
     .option('--refresh-token <t>', 'with token rotation on: the refresh token (xoxe-…) Slack issued with the bot token')
-    .option('--token-expires-in <seconds>', "with token rotation on: the bot token's lifetime, Slack's expires_in", seconds)
+    .option('--token-expires-in <seconds>', "with token rotation on: the bot token's lifetime, Slack's expires_in", wholeSeconds)
     .option('--client-id <id>', "the app's client id (a rotating token is refreshed with it)", nonEmpty)
     .option('--client-secret <s>', "the app's client secret (a rotating token is refreshed with it)", nonEmpty)
     .option('--enterprise-id <E>', "an Enterprise Grid org-wide install: the organization's id", slackId('enterprise'))
@@ -142,7 +142,7 @@ interface CreateOptions {
 
 /** What `create` stores; a rotating token needs the client credentials its refresh is made with. */
 function createInput(opts: CreateOptions): CreateSlackConnectionInput {
-  const rotation = rotationOf(opts);
+  const rotation = rotationOption(opts);
   if (rotation && (opts.clientId === undefined || opts.clientSecret === undefined)) {
     throw new CliError('a rotating token (--refresh-token) needs --client-id and --client-secret to be refreshed with');
   }
@@ -176,7 +176,7 @@ function registerUpdateConnection(connections: Command, context: CliContext<Slac
     .option('--channels <C1,C2>', 'replace the channel allowlist ("" clears it)', channels)
     .option('--bot-token <t>', 'replace the bot token ("" removes it); without --refresh-token it never expires')
     .option('--refresh-token <t>', "with --bot-token, for an app with token rotation on: the token's refresh token")
-    .option('--token-expires-in <seconds>', "with --refresh-token: the bot token's lifetime, Slack's expires_in", seconds)
+    .option('--token-expires-in <seconds>', "with --refresh-token: the bot token's lifetime, Slack's expires_in", wholeSeconds)
     .option('--bot-user-id <U>', "replace the bot's user id")
     .action((id: string, opts: UpdateSlackConnectionInput & { refreshToken?: string; tokenExpiresIn?: number }) =>
       context.withDatabase(async ({ db, secretKey }) => {
@@ -186,7 +186,7 @@ function registerUpdateConnection(connections: Command, context: CliContext<Slac
         }
         if (Object.values(opts).every((v) => v === undefined)) throw new CliError('nothing to update: pass at least one option');
         const { refreshToken: _r, tokenExpiresIn: _e, ...update } = opts;
-        const input = { ...update, rotation: rotationOf(opts) };
+        const input = { ...update, rotation: rotationOption(opts) };
         await operatorErrors(async () => print(await updateSlackConnection(db, await secretKey(), id, input)));
       }),
     );

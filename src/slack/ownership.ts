@@ -47,7 +47,7 @@ export function isConnectionsEvent(connection: OwningConnection, envelope: Envel
   );
 }
 
-const str = (value: unknown): string | null => (typeof value === 'string' && value.length > 0 ? value : null);
+const textOrNull = (value: unknown): string | null => (typeof value === 'string' && value.length > 0 ? value : null);
 
 /** An envelope's `authorizations`, the entries that are objects; undefined when it has none. */
 export function parseAuthorizations(value: unknown): EventAuthorization[] | undefined {
@@ -55,8 +55,8 @@ export function parseAuthorizations(value: unknown): EventAuthorization[] | unde
   return value
     .filter((entry): entry is Record<string, unknown> => typeof entry === 'object' && entry !== null && !Array.isArray(entry))
     .map((entry) => ({
-      teamId: str(entry.team_id),
-      enterpriseId: str(entry.enterprise_id),
+      teamId: textOrNull(entry.team_id),
+      enterpriseId: textOrNull(entry.enterprise_id),
       isEnterpriseInstall: entry.is_enterprise_install === true,
     }));
 }
@@ -66,5 +66,5 @@ export function parseAuthorizations(value: unknown): EventAuthorization[] | unde
  * in a shared channel), else none (the connection's own).
  */
 export function userTeamOf(event: Record<string, unknown>): string | null {
-  return str(event.user_team) ?? str(event.team);
+  return textOrNull(event.user_team) ?? textOrNull(event.team);
 }

@@ -7,6 +7,7 @@
  * reaches SLACK_STREAM_MAX_AGE or SLACK_STREAM_MAX_BYTES, the next one carrying on. Pure and free
  * of Node imports: the slack-event workflow uses it.
  */
+import { utf8Bytes } from '../app/utf8';
 import { cutBefore, STREAM_CALL_LIMIT, type StreamChunk } from './stream';
 
 /** When a segment is stopped, by age and by size: both inside what Slack allows. */
@@ -34,21 +35,6 @@ export interface StreamSegment {
 
 /** A new segment, just started. */
 export const freshSegment = (startedAt: number, count: number): StreamSegment => ({ startedAt, bytes: 0, text: '', state: 'open', count });
-
-/** The UTF-8 length of a text, without Node's Buffer (the workflow's sandbox has none). */
-export function utf8Bytes(text: string): number {
-  let bytes = 0;
-  for (let i = 0; i < text.length; i++) {
-    const code = text.charCodeAt(i);
-    if (code < 0x80) bytes += 1;
-    else if (code < 0x800) bytes += 2;
-    else if (code >= 0xd800 && code <= 0xdbff && i + 1 < text.length) {
-      bytes += 4;
-      i++;
-    } else bytes += 3;
-  }
-  return bytes;
-}
 
 /** What chunks add to a streamed message's size: their texts and task titles, as Slack counts them. */
 export function chunkBytes(chunks: StreamChunk[]): number {

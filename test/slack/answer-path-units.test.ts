@@ -10,10 +10,10 @@ import {
   freshSegment,
   pieceForSegment,
   segmentDone,
-  utf8Bytes,
   chunkBytes,
 } from '../../src/slack/stream-segments';
 import { refreshDue } from '../../src/slack/tokens';
+import { utf8Bytes } from '../../src/app/utf8';
 import { holdSchedule, MAX_INLINE_WAIT_MS, reserveSlot } from '../../src/slack/pacing';
 import { slackSettings } from '../../src/slack/settings';
 
