@@ -66,6 +66,7 @@ const PURE_MODULES = [
   'src/slack/progress',
   'src/slack/stream',
   'src/slack/stream-segments',
+  'src/slack/assistant',
   'src/github/delivery',
   'src/mcp/decide',
   'src/mcp/resolution',
@@ -149,6 +150,14 @@ export default tseslint.config(
     // A function over 80 lines (blank lines and comments not counted) is split into named steps.
     files: ['src/**/*.ts', 'workflows/**/*.ts', 'activities/**/*.ts'],
     rules: { 'max-lines-per-function': ['error', { max: 80, skipBlankLines: true, skipComments: true }] },
+  },
+  {
+    // More than three parameters become an options object, whose names say what each value is.
+    // The Slack files ignored here join once the work under way on them lands (and then AppError's
+    // constructor, src/app/errors.ts, which Slack's routes call with four arguments).
+    files: ['src/**/*.ts', 'workflows/**/*.ts', 'activities/**/*.ts'],
+    ignores: ['src/slack/**', 'workflows/slack*.ts', 'activities/slack*.ts'],
+    rules: { 'max-params': ['error', 3] },
   },
   {
     files: [

@@ -10,13 +10,8 @@ import { getTarget } from '../src/github/target-records';
 import { Context } from '@temporalio/activity';
 import { createGithubApi, type GithubApi } from '../src/github/api';
 import type { RateLimitKind } from '../src/github/api-errors';
-import {
-  reconcileDeliveries,
-  reconcileTargets,
-  type DeliveriesReconciled,
-  type RedeliveryMetric,
-  type TargetsReconciled,
-} from '../src/github/reconcile';
+import { reconcileDeliveries, type DeliveriesReconciled } from '../src/github/reconcile-deliveries';
+import { reconcileTargets, type RedeliveryMetric, type TargetsReconciled } from '../src/github/reconcile';
 import type { GithubDeliveryInput, GithubSyncAttempt, GithubSyncEventRecord, GithubSyncRequest } from '../src/github/contract';
 import type { GithubSettings } from '../src/github/settings';
 import { runSyncAttempt } from '../src/github/sync';
@@ -44,7 +39,12 @@ async function notifyTargets(deps: Deps, events: GithubSyncEventRecord[], full: 
     const target = await getTarget(deps.db, event.targetId);
     if (!target) continue;
     // Admitted at the front door already, with the delivery that recorded it.
-    await signalTarget(deps.ingress, { idleMs: deps.settings.sync.idleMs, admission: 'bypass' }, target, { eventId: event.id, full });
+    await signalTarget(deps.ingress, {
+      target,
+      signal: { eventId: event.id, full },
+      idleMs: deps.settings.sync.idleMs,
+      admission: 'bypass',
+    });
     signalled += 1;
   }
   return { signalled };
@@ -82,9 +82,25 @@ function countRedelivery(outcome: RedeliveryMetric): void {
     .metricMeter.createCounter(
       'den_github_redeliveries_total',
       'redeliveries',
-      'Redeliveries the GitHub reconcile asked for, gave up or saw refused.',
+      'Redeliveries the GitHub reconcile asked for, gave up, saw fail or saw refused.',
     )
     .add(1, { outcome });
+}
+
+/**
+ * The reconcile's pace in the worker's metrics: den_github_app_points_total (points spent on the
+ * App's routes) and den_github_redeliveries_waiting (GUIDs owed an ask after the last run).
+ */
+function countPace(result: DeliveriesReconciled): void {
+  const meter = Context.current().metricMeter;
+  meter
+    .createCounter('den_github_app_points_total', 'points', "Points the GitHub reconcile spent on the App's routes (a GET 1, a POST 5).")
+    .add(result.pointsSpent ?? 0);
+  if (result.redeliveriesWaiting !== undefined) {
+    meter
+      .createGauge('den_github_redeliveries_waiting', 'int', 'guids', 'Deliveries owed a redelivery after the last GitHub reconcile.')
+      .set(result.redeliveriesWaiting);
+  }
 }
 
 /** The reconcile's two halves; without App credentials there is nothing it could ask GitHub. */
@@ -94,6 +110,7 @@ function buildReconcileActivities(deps: Deps, api: GithubApi | undefined) {
     api: app,
     now: deps.now,
     limits: deps.settings.reconcile,
+    appId: deps.settings.app!.appId,
     onRedelivery: countRedelivery,
     onRateLimit: countRateLimit,
     resync: async (target: { targetId: string }, eventId: string) => {
@@ -106,6 +123,7 @@ function buildReconcileActivities(deps: Deps, api: GithubApi | undefined) {
       if (!api) return { deliveriesSeen: 0, redeliveriesAsked: 0, error: notConfigured };
       const result = await reconcileDeliveries(reconcileDeps(api));
       countReconcile({ deliveries_seen: result.deliveriesSeen, redeliveries_asked: result.redeliveriesAsked }, result.error, 'deliveries');
+      countPace(result);
       return result;
     },
     async githubReconcileTargets(): Promise<TargetsReconciled> {
@@ -162,7 +180,11 @@ export function createGithubActivities(options: Omit<Deps, 'now'> & { now?: () =
       message: string;
     }): Promise<GithubSyncAttempt> {
       const detail = { code: input.code, message: input.message };
-      return { outcome: 'failed', ...detail, attempts: await recordFailure(deps.db, input.targetId, input.eventIds, detail) };
+      return {
+        outcome: 'failed',
+        ...detail,
+        attempts: await recordFailure(deps.db, { targetId: input.targetId, eventIds: input.eventIds, error: detail }),
+      };
     },
     ...buildReconcileActivities(deps, api),
   };

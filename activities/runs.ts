@@ -24,7 +24,7 @@ const isPermanent = (code: unknown) => typeof code === 'string' && /^(22|23)/.te
 async function recordEnd(deps: Pick<WorkerDeps<RunsSettings>, 'db' | 'log' | 'settings'>, input: PersistRunInput): Promise<void> {
   if (!isClosedRunStatus(input.summary.status)) return;
   try {
-    const { tripped } = await recordRunnerOutcome(deps.db, input.summary, Date.now(), deps.settings.runners.breaker);
+    const { tripped } = await recordRunnerOutcome(deps.db, input.summary, { now: Date.now(), settings: deps.settings.runners.breaker });
     if (!tripped) return;
     deps.log.warn(
       { organizationId: input.organizationId, memberId: input.summary.memberId, runId: input.runId },

@@ -6,7 +6,7 @@ import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import { disableSlackConnection } from '../src/slack/connections';
 import { uninstallSlackConnection } from '../src/slack/connection-lifecycle';
-import { slackConnectionRemovedSignal } from '../src/slack/contract';
+import { slackConnectionRemovedSignal, slackThreadTurnSignal } from '../src/slack/contract';
 import { SlackBudget, type BudgetPriority, type BudgetVerdict } from '../src/slack/budget';
 import { ChannelPacer } from '../src/slack/pacing';
 import { earlierPosts, isConnectionError, postableConnection, sendWithin, type SlackCallDeps } from '../src/slack/outbound';
@@ -18,6 +18,9 @@ import { connectLinkUrl, escapeMrkdwn, heldInvocationText } from '../src/slack/t
 import { replyMetadata, type SlackApiMethod, type SlackApiResult } from '../src/slack/web-api';
 import { finalBlocks, progressBlocks, splitMessage, SUPERSEDED_TEXT, WORKING_TEXT } from '../src/slack/progress';
 import { createStreamActivities } from './slack-stream';
+import { createConversationActivities } from './slack-conversation';
+import { noRuntimeText, QUEUED_TEXT } from '../src/slack/runtime-texts';
+import { firstLinkPromptInThread, recordThreadAsk, recordThreadMessage, threadWaiters, type ThreadKey } from '../src/slack/threads';
 import type { WorkerDeps } from '../src/app/feature';
 import type { SlackSettings } from '../src/slack/settings';
 
@@ -167,9 +170,13 @@ function linkOrWaitActivity(deps: SlackActivityDeps) {
     eventId: string;
     workflowId: string;
     waitMs: number;
-  }): Promise<AccountLink | ConnectionGone | null> {
+    /** The thread it was asked in: its connect prompt is posted once per user and thread. */
+    thread?: ThreadKey;
+  }): Promise<AccountLink | ConnectionGone | { held: true; prompted: boolean } | null> {
     const link = await linkOrWait(deps.db, { ...input, expiresAt: new Date(Date.now() + input.waitMs) });
-    return link ?? null;
+    if (link || input.thread === undefined) return link ?? null;
+    // Held: whether this thread already asked this user to link (then no second prompt).
+    return { held: true, prompted: !(await firstLinkPromptInThread(deps.db, input.thread, input.slackUserId)) };
   };
 }
 
@@ -187,14 +194,40 @@ function reserveInvocationActivity(deps: SlackActivityDeps) {
     memberId: string;
     runId: string;
     limits: MemberLimits;
-  }): Promise<ReservationOutcome> {
-    return reserveMemberInvocation(deps.db, { ...input, now: new Date() });
+    /** The request in its thread: the thread is answered from now on, and this request is one of its messages. */
+    thread?: ThreadKey & { ts: string; text: string; slackUserId: string; workflowId: string };
+  }): Promise<ReservationOutcome & { openedThread?: boolean }> {
+    const { thread, ...reservation } = input;
+    const reserved = await reserveMemberInvocation(deps.db, {
+      ...reservation,
+      now: new Date(),
+      ...(thread ? { thread: { channel: thread.channel, threadTs: thread.threadTs, workflowId: thread.workflowId } } : {}),
+    });
+    if (!reserved.ok || thread === undefined) return reserved;
+    const ask = { ts: thread.ts, slackUserId: thread.slackUserId, memberId: input.memberId, text: thread.text };
+    const { opened } = await recordThreadAsk(deps.db, { ...thread, organizationId: input.organizationId }, ask);
+    return { ...reserved, openedThread: opened };
   };
 }
 
 function releaseInvocationActivity(deps: SlackActivityDeps) {
-  return async function slackReleaseInvocation(input: { connectionId: string; eventId: string }): Promise<void> {
+  return async function slackReleaseInvocation(input: {
+    connectionId: string;
+    eventId: string;
+    /** The answer, kept as the thread's message for the next request's context. */
+    answer?: ThreadKey & { ts: string; text: string };
+  }): Promise<void> {
     await releaseMemberInvocation(deps.db, input.connectionId, input.eventId, new Date());
+    if (input.answer) {
+      const { ts, text, ...thread } = input.answer;
+      await recordThreadMessage(deps.db, thread, { ts, userId: null, bot: true, text });
+    }
+    // The thread's requests queued behind this one look again (they also look on their own, now and then).
+    for (const id of await threadWaiters(deps.db, input)) {
+      await deps.ingress.signal({ id, signal: slackThreadTurnSignal, args: [] }).catch((error: unknown) => {
+        deps.log.warn({ err: error, workflowId: id }, 'could not tell a queued slack request its turn came');
+      });
+    }
   };
 }
 
@@ -273,11 +306,19 @@ interface SlackMessageRef {
  */
 function postAcceptedActivity(deps: SlackActivityDeps, calls: SlackCallDeps) {
   return async function slackPostAccepted(
-    input: SlackMessageRef & { runId: string; replyKey: string; since?: number },
+    input: SlackMessageRef & { runId: string; replyKey: string; since?: number; notice?: FirstMessageNotice },
   ): Promise<SlackPostResult & { ts?: string }> {
-    return replyOnce(deps, calls, input, { text: WORKING_TEXT, blocks: progressBlocks(WORKING_TEXT, input.runId) });
+    if (input.notice?.kind === 'queued') return replyOnce(deps, calls, input, { text: QUEUED_TEXT, blocks: finalBlocks(QUEUED_TEXT) });
+    const text = input.notice?.kind === 'no_runtime' ? noRuntimeText({ ...input.notice, now: Date.now() }) : WORKING_TEXT;
+    return replyOnce(deps, calls, input, { text, blocks: progressBlocks(text, input.runId) });
   };
 }
+
+/**
+ * What the invocation's first message says instead of "Working on it…": no runtime of the member's
+ * is online (it waits `claimDeadlineMs`), or the request is queued behind another in its thread.
+ */
+export type FirstMessageNotice = { kind: 'no_runtime'; claimDeadlineMs: number; lastSeenAt: number | null } | { kind: 'queued' };
 
 /** What an edit did: a 429 (or no budget) and a refusal are answers (the workflow decides), not failures. */
 type EditOutcome =
@@ -310,8 +351,12 @@ async function editMessage(
 
 /** The run's progress in the invocation's message (the Cancel button stays); it yields the budget to final answers. */
 function updateProgressActivity(deps: SlackActivityDeps, calls: SlackCallDeps) {
-  return async function slackUpdateProgress(input: SlackMessageRef & { ts: string; runId: string; text: string }): Promise<EditOutcome> {
-    return editMessage(deps, calls, input, { text: input.text, blocks: progressBlocks(input.text, input.runId) }, 'progress');
+  return async function slackUpdateProgress(
+    input: SlackMessageRef & { ts: string; runId: string; text: string; notice?: FirstMessageNotice },
+  ): Promise<EditOutcome> {
+    // A queued follow-up's message that becomes its first: the notice it opens with, if any, else the text.
+    const text = input.notice?.kind === 'no_runtime' ? noRuntimeText({ ...input.notice, now: Date.now() }) : input.text;
+    return editMessage(deps, calls, input, { text, blocks: progressBlocks(text, input.runId) }, 'progress');
   };
 }
 
@@ -494,6 +539,7 @@ export function createSlackActivities(deps: SlackActivityDeps) {
     slackFinishMessage: finishMessageActivity(deps, calls),
     slackDeliverAnswer: deliverAnswerActivity(deps, calls),
     ...createStreamActivities(deps, calls),
+    ...createConversationActivities(deps, calls),
   };
 }
 

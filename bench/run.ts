@@ -7,6 +7,8 @@
  *   two tenants (bench/fairness.ts)
  * `npm run bench -- admission [--duration 15 --connections 16 --flood-connections 32]`: admission as a user meets it,
  *   in one run (bench/admission.ts)
+ * `npm run bench -- slack-irrelevant [--rate 2000 --duration 60]`: channel messages that are not for the bot, acked
+ *   without a workflow (bench/slack-irrelevant.ts)
  *
  * Drives the real API process (a separate `serve`, with a separate `worker`) — or with `--cluster`
  * the production topology of `npm run cluster`, the load spread over its API replicas — with signed,
@@ -83,7 +85,7 @@ interface Scenario {
   processed?: (stack: LoadStack, fixtures: Fixtures) => Promise<number>;
 }
 
-const visibleCount = async (stack: LoadStack, query: string) => (await stack.temporal.client.workflow.count(query)).count;
+export const visibleCount = async (stack: LoadStack, query: string) => (await stack.temporal.client.workflow.count(query)).count;
 
 export const exists = (stack: LoadStack) => async (workflowId: string) => {
   await stack.temporal.client.workflow.getHandle(workflowId).describe();
@@ -811,6 +813,7 @@ if (require.main === module) {
     unauthenticated: unauthenticatedMemory,
     fairness: fairnessBench,
     admission: async (argv) => (await import('./admission')).admissionBench(argv),
+    'slack-irrelevant': async (argv) => (await import('./slack-irrelevant')).slackIrrelevantBench(argv),
   };
   const run = first && commands[first] ? commands[first](rest) : loadScenarios(first ? [first, ...rest] : rest);
   exitWith(run);

@@ -191,6 +191,16 @@ const reconcileActivities = proxyActivities<GithubActivities>({
   retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '30s', maximumAttempts: 3 },
 });
 
+/** How the run paced its calls to the App's routes (activities from before the pacing report none). */
+function paceOf(deliveries: Awaited<ReturnType<GithubActivities['githubReconcileDeliveries']>>) {
+  return {
+    redeliveriesWaiting: deliveries.redeliveriesWaiting ?? 0,
+    pointsSpent: deliveries.pointsSpent ?? 0,
+    stoppedBy: deliveries.stoppedBy ?? null,
+    resumeAt: deliveries.resumeAt ?? null,
+  };
+}
+
 /** Asks GitHub again for the deliveries it failed to hand us, and resyncs targets whose branch moved unseen. */
 export async function githubReconcile(): Promise<GithubReconcileSummary> {
   const deliveries = await reconcileActivities.githubReconcileDeliveries();
@@ -201,6 +211,7 @@ export async function githubReconcile(): Promise<GithubReconcileSummary> {
     redeliveriesAsked: deliveries.redeliveriesAsked,
     ...(deliveries.redeliveriesCapped === undefined ? {} : { redeliveriesCapped: deliveries.redeliveriesCapped }),
     ...(deliveries.listingComplete === undefined ? {} : { listingComplete: deliveries.listingComplete }),
+    ...(deliveries.pointsSpent === undefined ? {} : paceOf(deliveries)),
     targetsChecked: targets.targetsChecked,
     targetsResynced: targets.targetsResynced,
     ...(targets.targetStates === undefined ? {} : { targetStates: targets.targetStates }),

@@ -42,6 +42,7 @@ import {
   RUN_CLAIMS_PATCH,
   RUN_NOT_FOUND,
   RUN_OUTCOME_PATCH,
+  RUN_TELLS_CLAIM_PATCH,
   RUN_TELLS_END_PATCH,
   claimRunUpdate,
   completeRunUpdate,
@@ -50,6 +51,7 @@ import {
   runEventSignal,
   runHeartbeatSignal,
   runOutcomeFailure,
+  runClaimedSignal,
   runEndedSignal,
   runProgressSignal,
   runSearchAttributes,
@@ -242,7 +244,7 @@ function startRun(input: RunWorkflowInput): Run {
   const { settings } = input;
   // Runs started before claims existed (queued runs claimed by their first report) keep that rule.
   const claims = input.carried !== undefined || input.initialStatus === 'running' ? true : patched(RUN_CLAIMS_PATCH);
-  const state = initialState(input, Date.now(), settings, claims);
+  const state = initialState(input, { now: Date.now(), settings }, claims);
   return {
     settings,
     state,
@@ -262,7 +264,7 @@ function setRunHandlers(run: Run): void {
   const { settings } = run;
   // An event as a signal (sent before the Update existed) has no ack to refuse: it takes the next state whatever the verdict.
   setHandler(runEventSignal, (event) => {
-    run.state = decideEvent(run.state, event, Date.now(), settings).next;
+    run.state = decideEvent(run.state, event, { now: Date.now(), settings }).next;
   });
   // The validator is the decision the API waits for: a refusal never reaches the history, and
   // an accepted event is applied or has room in the buffer, so a 200 never precedes a drop.
@@ -270,12 +272,12 @@ function setRunHandlers(run: Run): void {
     reportRunEventUpdate,
     (event) => {
       reportLag(event.receivedAt);
-      return takeEvent(run, (state) => decideEvent(state, event, Date.now(), settings).next, event.sequence);
+      return takeEvent(run, (state) => decideEvent(state, event, { now: Date.now(), settings }).next, event.sequence);
     },
     {
       validator: (event: RunEventReport, caller?: RunCaller) => {
         refuseStranger(run, caller);
-        refuseUpdate(decideEvent(run.state, event, Date.now(), settings).verdict);
+        refuseUpdate(decideEvent(run.state, event, { now: Date.now(), settings }).verdict);
       },
     },
   );
@@ -285,7 +287,7 @@ function setRunHandlers(run: Run): void {
     // A worker from before the check applied every heartbeat, so a stranger's is ignored only
     // where the history records the change (patched() is asked only when it would decide).
     const stranger = caller !== undefined && !callerMayReach(run.state, caller) && patched(RUN_CALLER_PATCH);
-    run.state = applyHeartbeat(run.state, heartbeat, Date.now(), settings, stranger ? caller : undefined);
+    run.state = applyHeartbeat(run.state, { heartbeat, caller: stranger ? caller : undefined }, { now: Date.now(), settings });
   });
   setHandler(runSummaryQuery, () => ({ ...summaryOf(run.state), unpersisted: unpersistedOf(run.state) }));
   // Of two concurrent claims exactly one passes the validator; the other is refused before it
@@ -295,6 +297,7 @@ function setRunHandlers(run: Run): void {
     claimRunUpdate,
     async (_request) => {
       run.state = applyClaim(run.state, Date.now(), settings);
+      tellParentClaim(run);
       const claimed = run.state.transitions;
       await condition(() => run.syncedTransitions >= claimed);
       return { run: summaryOf(run.state), attempt: run.state.attempt, leaseExpiresAt: run.state.leaseExpiresAt ?? Date.now() };
@@ -330,12 +333,12 @@ function setCompleteHandler(run: Run): void {
     (completion) => {
       reportLag(completion.receivedAt);
       const sequence = completionEvent(run.state, completion).sequence;
-      return takeEvent(run, (state) => decideCompletion(state, completion, Date.now(), settings).next, sequence);
+      return takeEvent(run, (state) => decideCompletion(state, completion, { now: Date.now(), settings }).next, sequence);
     },
     {
       validator: (completion: RunCompletion, caller: RunCaller) => {
         refuseStranger(run, caller);
-        refuseUpdate(decideCompletion(run.state, completion, Date.now(), settings).verdict);
+        refuseUpdate(decideCompletion(run.state, completion, { now: Date.now(), settings }).verdict);
       },
     },
   );
@@ -349,7 +352,7 @@ function setCancelHandler(run: Run): void {
   setHandler(
     requestRunCancelUpdate,
     async (request, caller) => {
-      run.state = applyCancelRequest(run.state, request, caller, Date.now());
+      run.state = applyCancelRequest(run.state, { request, caller }, Date.now());
       const asked = run.state.transitions;
       await condition(() => run.syncedTransitions >= asked);
       return { status: run.state.status, cancelRequested: run.state.cancelRequested !== undefined };
@@ -409,6 +412,18 @@ function signalParent(parent: { workflowId: string; runId: string }, progress: R
 function tellsEnd(run: Run): boolean {
   run.tellsEnd ??= workflowInfo().parent !== undefined && patched(RUN_TELLS_END_PATCH);
   return run.tellsEnd;
+}
+
+/**
+ * A claim to the parent's current execution (RUN_TELLS_CLAIM_PATCH), so a parent that told its
+ * member no runtime was there shows progress instead; a parent already gone needs nothing.
+ */
+function tellParentClaim(run: Run): void {
+  const parent = workflowInfo().parent;
+  if (parent === undefined || !patched(RUN_TELLS_CLAIM_PATCH)) return;
+  getExternalWorkflowHandle(parent.workflowId)
+    .signal(runClaimedSignal, { runId: run.state.runId, attempt: run.state.attempt })
+    .catch(() => undefined);
 }
 
 /** The run's summary to its parent's current execution, once the row holds it; a parent already gone needs nothing. */

@@ -18,14 +18,15 @@ import {
   sleep,
   workflowInfo,
 } from '@temporalio/workflow';
-import type { DeliveryOutcome, DeliveryProgress } from '../activities/slack';
+import type { DeliveryOutcome, DeliveryProgress, FirstMessageNotice } from '../activities/slack';
 import { runReplyText } from '../src/slack/texts';
-import { editDelay, nextEditAt, progressText, STREAMED_PARTS_TEXT, STREAMED_TEXT } from '../src/slack/progress';
+import { editDelay, nextEditAt, progressText, STREAMED_PARTS_TEXT, STREAMED_TEXT, WORKING_TEXT } from '../src/slack/progress';
 import { DEFAULT_STREAM_LIMITS } from '../src/slack/stream-segments';
 import type { RunProgress } from '../src/runs/contract';
 import type { SlackEventInput, SlackEventState, SlackFollowing, SlackThreadView } from '../src/slack/contract';
 import { continuesAsNew, olderAnswer } from './slack-legacy';
 import { StreamWriter, type ProgressStep } from './slack-stream';
+import { answerRecord, assistantEnded, assistantOpened, assistantProgress } from './slack-conversation';
 import {
   outcomeOf,
   postAccepted,
@@ -91,17 +92,29 @@ export class ThreadAnswer {
     });
   }
 
-  /** A new invocation's: the run started and "Working on it…" posted in the same workflow task, then followed. */
+  /**
+   * A new invocation's: the run started and its first message posted in the same workflow task
+   * ("Working on it…", or that no runtime of the member's is online; a queued follow-up's message
+   * becomes it), then followed.
+   */
   static async start(job: Invocation, run: ReservedRun): Promise<SlackEventState> {
     const { input, state } = job;
+    const { opening = {}, ...reserved } = run;
     const ref: MessageRef = { connectionId: input.connectionId, channel: job.invocation.channel, threadTs: run.threadTs };
     const replyKey = workflowInfo().workflowId;
     const since = Date.now();
-    const [child, ts] = await Promise.all([startInvocationRun(job, run), postAccepted(ref, { runId: run.runId, replyKey, since })]);
+    const first = { runId: run.runId, replyKey, since, ...(opening.notice ? { notice: opening.notice } : {}) };
+    const [child, ts] = await Promise.all([
+      startInvocationRun(job, run),
+      opening.posted ? reopenFirst(ref, opening.posted, first) : postAccepted(ref, first),
+    ]);
     const mode = input.settings.replyMode ?? 'edit';
-    const view: SlackThreadView = { ts, streaming: mode !== 'edit', force: mode === 'stream', stream: null, streamOff: false };
+    const notice = opening.notice?.kind === 'no_runtime' ? ('no_runtime' as const) : null;
+    const view: SlackThreadView = { ts, streaming: mode !== 'edit', force: mode === 'stream', stream: null, streamOff: false, notice };
     const at = { shown: 0, nextAt: nextEditAt(Date.now(), progressInterval(job)) };
-    const following: SlackFollowing = { ...run, replyKey, view, ...at, progress: null, state };
+    const assistant = opening.assistant ? { assistant: { tool: null } } : {};
+    const following: SlackFollowing = { ...reserved, replyKey, view, ...at, progress: null, state, ...assistant };
+    if (opening.assistant) await assistantOpened(job, following, opening.assistant.title);
     return new ThreadAnswer(job, following).followAndAnswer(outcomeOf(child));
   }
 
@@ -141,7 +154,12 @@ export class ThreadAnswer {
     }
     this.done = true;
     // The slot is the member's while the run runs, no longer: freed before the answer goes out.
-    await records('slackReleaseInvocation', { connectionId: input.connectionId, eventId: input.eventId });
+    // The answer is kept as the thread's message (the next request's context).
+    await records('slackReleaseInvocation', {
+      connectionId: input.connectionId,
+      eventId: input.eventId,
+      ...answerRecord(this.job, this.following, summary),
+    });
     cleanup.reserved = false;
     state.runStatus = summary.status;
     await watching;
@@ -156,6 +174,7 @@ export class ThreadAnswer {
   private async answer(summary: RunOutcome, at: Delivery): Promise<SlackEventState> {
     const { setStatus, state } = this.job;
     const reply = await this.deliverFinal(summary, at);
+    await assistantEnded(this.job, this.following);
     if (summary.status === 'cancelled' && reply.result !== 'failed') setStatus('cancelled', summary.error ?? 'cancel_requested');
     else if (reply.result === 'failed') {
       log.warn('slack answer not delivered', { runId: this.following.runId, why: reply.why });
@@ -218,37 +237,62 @@ export class ThreadAnswer {
     const interval = progressInterval(this.job);
     const newer = () => (signals.progress()?.sequence ?? 0) > this.shown;
     for (;;) {
-      const closeAt = this.view.streaming && !this.view.streamOff ? this.writer.closeDueAt() : null;
-      if (closeAt === null) await condition(() => done() || newer());
-      else await condition(() => done() || newer(), Math.max(1, closeAt - Date.now()));
+      const closeAt = this.streams() ? this.writer.closeDueAt() : null;
+      const woken = () => done() || newer() || this.noticeAnswered();
+      if (closeAt === null) await condition(woken);
+      else await condition(woken, Math.max(1, closeAt - Date.now()));
       if (done()) return this.nextAt;
       const wait = editDelay(Date.now(), this.nextAt);
       if (wait > 0 && (await condition(done, wait))) return this.nextAt;
       const progress = newer() ? signals.progress()! : null;
+      // Claimed: the "no runtime" notice becomes "Working on it…" (an edit of progress replaces it anyway).
+      const clearing = this.noticeAnswered() && (this.streams() || progress === null);
       let step: ProgressStep;
       try {
-        step = await this.progressStep(progress);
+        step = clearing ? await this.clearNotice() : await this.progressStep(progress);
       } catch (error) {
         if (error instanceof ActivityFailure) return this.nextAt;
         throw error;
       }
       this.nextAt = nextEditAt(Date.now(), interval, step.retryAfterMs ?? 0);
       if (step.stop) return this.nextAt;
-      if (step.shown && progress) this.shown = progress.sequence;
+      if (step.shown && !clearing && progress) {
+        this.shown = progress.sequence;
+        await assistantProgress(this.job, this.following, progress.tool);
+      }
     }
   }
 
   /** The newest progress streamed or edited in; without any, the streamed reply stopped at its age. */
   private progressStep(progress: RunProgress | null): Promise<ProgressStep> {
-    const streaming = this.view.streaming && !this.view.streamOff;
-    if (progress === null) return streaming ? this.writer.closeIdle() : Promise.resolve({});
-    return streaming ? this.writer.progress(progress) : this.editProgress(progress);
+    if (progress === null) return this.streams() ? this.writer.closeIdle() : Promise.resolve({});
+    return this.streams() ? this.writer.progress(progress) : this.editProgress(progress);
+  }
+
+  /** Progress goes into the stream (while Slack takes it), not into the first message. */
+  private streams(): boolean {
+    return this.view.streaming && !this.view.streamOff;
+  }
+
+  /** The first message still says no runtime is online, and a runtime has claimed the run. */
+  private noticeAnswered(): boolean {
+    return this.view.notice === 'no_runtime' && this.job.signals.claimed();
+  }
+
+  /** The first message becomes "Working on it…" (with its Cancel button): the run is claimed. */
+  private async clearNotice(): Promise<ProgressStep> {
+    const edit = await progressApi.slackUpdateProgress({ ...this.ref, ts: this.view.ts!, runId: this.following.runId, text: WORKING_TEXT });
+    if (edit.outcome === 'ratelimited') return { retryAfterMs: edit.retryAfterMs };
+    this.view.notice = null;
+    return edit.outcome === 'updated' ? { shown: true } : { stop: true };
   }
 
   private async editProgress(progress: RunProgress): Promise<ProgressStep> {
     const { ts } = this.view;
     const edit = await progressApi.slackUpdateProgress({ ...this.ref, ts: ts!, runId: this.following.runId, text: progressText(progress) });
     if (edit.outcome === 'ratelimited') return { retryAfterMs: edit.retryAfterMs };
+    // The progress replaced whatever notice the first message showed.
+    if (edit.outcome === 'updated') this.view.notice = null;
     return edit.outcome === 'updated' ? { shown: true } : { stop: true };
   }
 
@@ -301,6 +345,20 @@ export class ThreadAnswer {
       if (Date.now() + out.retryAfterMs > at.deadline) return { result: 'failed', why: 'rate_limited_until_deadline' };
       await sleep(out.retryAfterMs);
     }
+  }
+}
+
+/**
+ * A queued follow-up's message, now its first: edited into "Working on it…" (or the no-runtime
+ * notice) with the Cancel button. Its ts, or null if Slack no longer has it (then nothing is kept current).
+ */
+async function reopenFirst(ref: MessageRef, ts: string, first: { runId: string; notice?: FirstMessageNotice }): Promise<string | null> {
+  try {
+    const edit = await progressApi.slackUpdateProgress({ ...ref, ts, runId: first.runId, text: WORKING_TEXT, notice: first.notice });
+    return edit.outcome === 'message_not_found' ? null : ts;
+  } catch (error) {
+    if (error instanceof ActivityFailure) return ts;
+    throw error;
   }
 }
 

@@ -4,11 +4,18 @@
  * events): the activity proxies, the invocation's context, and the run it starts as a child.
  */
 import { ActivityFailure, ChildWorkflowFailure, proxyActivities, startChild } from '@temporalio/workflow';
-import type { SlackActivities } from '../activities/slack';
+import type { FirstMessageNotice, SlackActivities } from '../activities/slack';
 import { byName, localFirst, LOCAL_POSTGRES_EFFECT, type ActivityCall } from './local-first';
 import { automationRun } from './runs';
 import { STREAM_CALL_LIMIT } from '../src/slack/stream';
-import { runSummaryOfFailure, runWorkflowId, type RunProgress, type RunSummary, type RunWorkflowInput } from '../src/runs/contract';
+import {
+  runSummaryOfFailure,
+  runWorkflowId,
+  type RunContextMessage,
+  type RunProgress,
+  type RunSummary,
+  type RunWorkflowInput,
+} from '../src/runs/contract';
 import type { SlackAccountLinked, SlackEventInput, SlackEventState, SlackEventStatus } from '../src/slack/contract';
 
 /** Postgres work: retried until it succeeds (Postgres outages must not lose an invocation). */
@@ -47,6 +54,10 @@ export interface Signals {
   removed: () => string | undefined;
   progress: () => RunProgress | null;
   ended: () => RunSummary | undefined;
+  /** A runtime claimed the invocation's run (runClaimedSignal). */
+  claimed: () => boolean;
+  /** How many times a request of the thread ended (slackThreadTurnSignal): a queued follow-up waits for it to grow. */
+  turns: () => number;
 }
 
 /** One invocation's context: its event, its records, its state and what its signals brought. */
@@ -64,11 +75,24 @@ export interface Invocation {
 
 export type Member = { organizationId: string; memberId: string };
 
-/** The run an invocation reserved: whose it is, its id, and the thread it answers in. */
+/** The run an invocation reserved: whose it is, its id, the thread it answers in, and how it opens there. */
 export interface ReservedRun {
   member: Member;
   runId: string;
   threadTs: string;
+  opening?: RunOpening;
+}
+
+/** What the conversation and the runtime gate decided before the run starts (workflows/slack-conversation.ts). */
+export interface RunOpening {
+  /** The thread's earlier messages: the run's context. */
+  context?: RunContextMessage[];
+  /** The first message, already in the thread (a queued follow-up said so there). */
+  posted?: string | null;
+  /** What the first message says instead of "Working on it…". */
+  notice?: FirstMessageNotice;
+  /** An assistant thread: its status line while the run works, and its title from the first ask (null: it has one). */
+  assistant?: { title: string | null };
 }
 
 /** Where the invocation's message lives. */
@@ -80,6 +104,13 @@ export interface MessageRef {
 
 /** What the answer needs of a run's summary. */
 export type RunOutcome = Pick<RunSummary, 'status' | 'error' | 'lastAssistantText'>;
+
+/**
+ * How old an unfinished reservation must be before it no longer counts (its workflow was ended from
+ * outside and never released it): longer than any run can live.
+ */
+export const staleReservationMs = (run: RunWorkflowInput['settings']): number =>
+  run.claimDeadlineMs + run.maxDurationMs + run.retryWindowMs * run.maxAttempts + 3_600_000;
 
 /** Before SLACK_PROGRESS_INTERVAL was part of the input (it always is in new events). */
 const DEFAULT_PROGRESS_INTERVAL_MS = 3000;
@@ -105,7 +136,7 @@ export function childRunOptions(job: Invocation, run: ReservedRun) {
       threadTs,
       slackUserId: invocation.user,
     },
-    input: { text: invocation.text },
+    input: { text: invocation.text, ...(run.opening?.context?.length ? { context: run.opening.context } : {}) },
     // The run tells this workflow at most one progress per interval, no more text than a stream call takes.
     progress: { intervalMs: progressInterval(job), maxChars: STREAM_CALL_LIMIT },
   };
@@ -143,8 +174,11 @@ export async function outcomeOf(run: { result(): Promise<RunSummary> }): Promise
   }
 }
 
-/** "Working on it…" with the Cancel button: the message's ts, or null when nothing could be posted. */
-export async function postAccepted(ref: MessageRef, post: { runId: string; replyKey: string; since?: number }): Promise<string | null> {
+/** "Working on it…" (or a notice) with the Cancel button: the message's ts, or null when nothing could be posted. */
+export async function postAccepted(
+  ref: MessageRef,
+  post: { runId: string; replyKey: string; since?: number; notice?: FirstMessageNotice },
+): Promise<string | null> {
   try {
     return (await slackApi.slackPostAccepted({ ...ref, ...post })).ts ?? null;
   } catch (error) {

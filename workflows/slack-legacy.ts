@@ -19,10 +19,12 @@ import {
   LINK_DECISION_PATCH,
   SLACK_ANSWER_PATCH,
   SLACK_CONTINUE_AS_NEW_PATCH,
+  SLACK_CONVERSATION_PATCH,
   SLACK_LOCAL_RECORDS_PATCH,
   SLACK_PROGRESS_PATCH,
   SLACK_REMOVAL_PATCH,
   SLACK_STREAM_SEGMENTS_PATCH,
+  SLACK_RUNTIME_GATE_PATCH,
   type SlackEventState,
 } from '../src/slack/contract';
 import {
@@ -86,6 +88,24 @@ export const continuesAsNew = (): boolean => patched(SLACK_CONTINUE_AS_NEW_PATCH
  * refused turned the thread to edits and replies.
  */
 export const streamsInSegments = (): boolean => patched(SLACK_STREAM_SEGMENTS_PATCH);
+// ─── slack-conversation ───────────────────────────────────────────────────────────────────────
+
+/**
+ * Whether the invocation's thread is a conversation: the run carries the thread's earlier messages
+ * as its context, a follow-up waits for the request ahead of it in its thread, and an assistant
+ * thread shows the run's status and gets its title. Before the patch the run started with the text
+ * alone, at once, and the thread showed messages only.
+ */
+export const takesConversation = (): boolean => patched(SLACK_CONVERSATION_PATCH);
+
+// ─── slack-runtime-gate ───────────────────────────────────────────────────────────────────────
+
+/**
+ * Whether the invocation asks the member's breaker and runtime before its run starts: a paused
+ * member is told and gets no run, and a member without a runtime online is told so in the first
+ * message. Before the patch the run started at once, whatever became of it.
+ */
+export const takesRuntimeGate = (): boolean => patched(SLACK_RUNTIME_GATE_PATCH);
 
 // ─── slack-progress and slack-answer-lands ────────────────────────────────────────────────────
 

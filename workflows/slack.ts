@@ -1,15 +1,18 @@
 /**
- * One Slack event, `slack-event/{connectionId}/{event_id}`. Started by the events route before it
- * acks, so the id is also the dedupe key of Slack's retries. This module holds the workflow's
+ * One Slack event, `slack-event/{connectionId}/{event_id}` (or one message that asks,
+ * `slack-message/{connectionId}/{channel}/{ts}`, where Slack may deliver it twice). Started by the
+ * events route before it acks, so the id is also the dedupe key of Slack's retries. This module holds the workflow's
  * handlers, the member lookup and the reservation:
  *
  * - Lifecycle: `app_uninstalled` marks the connection uninstalled, removes its member links and
  *   ends its invocations waiting for a link; `tokens_revoked` disables it.
- * - Invocation (app_mention, DM): find the Slack user's member, or hold the invocation for
- *   SLACK_LINK_WAIT while an ephemeral message offers a connect link; apply the member's limits;
- *   then run it as a queued automation run (a child workflow) for the member's runtime to claim,
- *   and answer in the thread (workflows/slack-answer.ts: the answer streams by default, or edits
- *   one message).
+ * - Invocation (app_mention, DM, a follow-up in a thread): find the Slack user's member, or hold
+ *   the invocation for SLACK_LINK_WAIT while an ephemeral message offers a connect link (once per
+ *   thread); apply the member's limits; wait its turn in the thread, gather the thread's context,
+ *   ask the member's breaker and runtime (workflows/slack-conversation.ts); then run it as a queued
+ *   automation run (a child workflow) for the member's runtime to claim, and answer in the thread
+ *   (workflows/slack-answer.ts: the answer streams by default, or edits one message).
+ * - Surface (the app's thread or Home tab opened): its suggested prompts or the Home tab, published.
  *
  * What only histories recorded before a patch still take is in workflows/slack-legacy.ts.
  */
@@ -25,13 +28,21 @@ import {
 } from '@temporalio/workflow';
 import { limitText } from '../src/slack/texts';
 import { newerProgress } from '../src/slack/progress';
-import { runEndedSignal, runProgressSignal, runWorkflowId, type RunProgress, type RunSummary } from '../src/runs/contract';
+import {
+  runClaimedSignal,
+  runEndedSignal,
+  runProgressSignal,
+  runWorkflowId,
+  type RunProgress,
+  type RunSummary,
+} from '../src/runs/contract';
 import {
   slackSearchAttributes,
   slackAccountLinkedSignal,
   slackConnectionRemovedSignal,
   slackEventStateQuery,
   slackEventWorkflow,
+  slackThreadTurnSignal,
   type SlackAccountLinked,
   type SlackEventInput,
   type SlackEventState,
@@ -41,7 +52,17 @@ import {
 import { implementsWorkflow } from '../src/app/temporal/contract';
 import { answerInThread, ThreadAnswer } from './slack-answer';
 import { eventRecords, linkTimeoutExpires, takesConnectionRemoval } from './slack-legacy';
-import { bestEffort, regularRecords, slackApi, type Cleanup, type Invocation, type Member, type Signals } from './slack-invocation';
+import { openRun, publishSurface } from './slack-conversation';
+import {
+  bestEffort,
+  regularRecords,
+  slackApi,
+  staleReservationMs,
+  type Cleanup,
+  type Invocation,
+  type Member,
+  type Signals,
+} from './slack-invocation';
 
 export async function slackEvent(input: SlackEventInput): Promise<SlackEventState> {
   const records = eventRecords();
@@ -50,6 +71,8 @@ export async function slackEvent(input: SlackEventInput): Promise<SlackEventStat
   let removed: string | undefined;
   let progress: RunProgress | null = null;
   let ended: RunSummary | undefined;
+  let claimed = false;
+  let turns = 0;
   // Continued as new while following its run: where the last execution left it.
   if (input.following) {
     Object.assign(state, input.following.state);
@@ -72,6 +95,14 @@ export async function slackEvent(input: SlackEventInput): Promise<SlackEventStat
   setHandler(runEndedSignal, (summary) => {
     if (summary.id === state.runId) ended ??= summary;
   });
+  // A runtime claimed the run (RUN_TELLS_CLAIM_PATCH): a "no runtime" first message becomes progress.
+  setHandler(runClaimedSignal, (claim) => {
+    if (claim.runId === state.runId) claimed = true;
+  });
+  // A request of the thread ended: a queued follow-up looks again whether its turn came.
+  setHandler(slackThreadTurnSignal, () => {
+    turns += 1;
+  });
   const setStatus = (status: SlackEventStatus, detail: string | null = null) => {
     state.status = status;
     state.detail = detail;
@@ -79,7 +110,14 @@ export async function slackEvent(input: SlackEventInput): Promise<SlackEventStat
   };
   const cleanup: Cleanup = { pendingLink: false, reserved: input.following !== undefined };
   try {
-    const signals: Signals = { link: () => linked, removed: () => removed, progress: () => progress, ended: () => ended };
+    const signals: Signals = {
+      link: () => linked,
+      removed: () => removed,
+      progress: () => progress,
+      ended: () => ended,
+      claimed: () => claimed,
+      turns: () => turns,
+    };
     return await handle({ input, records, state, setStatus, signals, cleanup });
   } catch (error) {
     if (!isCancellation(error)) throw error;
@@ -123,6 +161,7 @@ async function handle(event: EventContext): Promise<SlackEventState> {
     setStatus('connection_disabled', input.lifecycle.type);
     return state;
   }
+  if (input.surface) return publishSurface({ ...input, surface: input.surface }, state, setStatus);
   const invocation = input.invocation;
   if (!invocation) return state;
   const thread = { connectionId: input.connectionId, channel: invocation.channel, user: invocation.user, threadTs: invocation.threadTs };
@@ -135,11 +174,16 @@ async function handle(event: EventContext): Promise<SlackEventState> {
   state.memberId = member.memberId;
 
   // 2. The member's limits.
-  const runId = await reserveInvocation(job, member);
-  if (runId === null) return state;
+  const reserved = await reserveInvocation(job, member);
+  if (reserved === null) return state;
+  const run = { member, runId: reserved.runId, threadTs: invocation.threadTs ?? invocation.ts };
 
-  // 3. The run, queued until the member's runtime claims it, and the answer in the thread.
-  return answerInThread(job, { member, runId, threadTs: invocation.threadTs ?? invocation.ts });
+  // 3. Its turn in the thread, its context, the member's breaker and runtime.
+  const opening = await openRun(job, { ...run, openedThread: reserved.openedThread });
+  if (opening === null) return state;
+
+  // 4. The run, queued until the member's runtime claims it, and the answer in the thread.
+  return answerInThread(job, { ...run, opening });
 }
 
 /** The Slack user's linked member, or the one a link recorded while the invocation waited; null once the wait expired. */
@@ -152,15 +196,18 @@ async function findMember(job: Invocation): Promise<Member | null> {
     eventId,
     workflowId: workflowInfo().workflowId,
     waitMs: settings.linkWaitMs,
+    thread: { connectionId, channel: invocation.channel, threadTs: invocation.threadTs ?? invocation.ts },
   });
   if (member && 'removed' in member && takesConnectionRemoval()) {
     setStatus('connection_removed', member.removed);
     return null;
   }
-  if (member) return member as Member;
+  if (member && !('held' in member)) return member as Member;
   cleanup.pendingLink = true;
   setStatus('awaiting_link');
-  await bestEffort(() => slackApi.slackPostConnectPrompt({ ...job.thread, waitMs: settings.linkWaitMs }));
+  // Once per thread: a user already asked to link in this thread is not asked again.
+  const promptedBefore = member !== null && 'held' in member && member.prompted;
+  if (!promptedBefore) await bestEffort(() => slackApi.slackPostConnectPrompt({ ...job.thread, waitMs: settings.linkWaitMs }));
   const gotLink = await condition(() => job.signals.link() !== undefined || job.signals.removed() !== undefined, settings.linkWaitMs);
   await records('slackClearPending', { connectionId, eventId });
   cleanup.pendingLink = false;
@@ -179,11 +226,13 @@ async function findMember(job: Invocation): Promise<Member | null> {
   return { organizationId: link.organizationId, memberId: link.memberId };
 }
 
-/** Reserves one of the member's invocations within their limits: the run id, or null once told why not. */
-async function reserveInvocation(job: Invocation, member: Member): Promise<string | null> {
-  const { input, records, state, setStatus, cleanup } = job;
+/**
+ * Reserves one of the member's invocations within their limits, as a request of its thread: the
+ * run id and whether it opened the thread, or null once told why not.
+ */
+async function reserveInvocation(job: Invocation, member: Member): Promise<{ runId: string; openedThread: boolean } | null> {
+  const { input, invocation, records, state, setStatus, cleanup } = job;
   const { connectionId, eventId, settings } = input;
-  const run = settings.run;
   const reservation = await records('slackReserveInvocation', {
     connectionId,
     eventId,
@@ -193,7 +242,16 @@ async function reserveInvocation(job: Invocation, member: Member): Promise<strin
     limits: {
       dailyInvocations: settings.memberDailyInvocations,
       concurrentRuns: settings.memberConcurrentRuns,
-      staleAfterMs: run.claimDeadlineMs + run.maxDurationMs + run.retryWindowMs * run.maxAttempts + 3_600_000,
+      staleAfterMs: staleReservationMs(settings.run),
+    },
+    thread: {
+      connectionId,
+      channel: invocation.channel,
+      threadTs: invocation.threadTs ?? invocation.ts,
+      ts: invocation.ts,
+      text: invocation.text,
+      slackUserId: invocation.user,
+      workflowId: workflowInfo().workflowId,
     },
   });
   if (!reservation.ok && 'removed' in reservation && takesConnectionRemoval()) {
@@ -210,7 +268,7 @@ async function reserveInvocation(job: Invocation, member: Member): Promise<strin
   }
   state.runId = reservation.runId;
   cleanup.reserved = true;
-  return reservation.runId;
+  return { runId: reservation.runId, openedThread: reservation.openedThread === true };
 }
 
 implementsWorkflow(slackEventWorkflow, slackEvent);

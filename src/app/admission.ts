@@ -95,6 +95,14 @@ interface Share {
   units: number;
 }
 
+/** One request waiting its turn: whose it is, how a refusal is answered, and until when it may wait. */
+interface Asking {
+  tenant: string;
+  mode: AdmissionMode;
+  /** The clock time (ms) past which the request is let through late (`overdue`) rather than waiting on. */
+  deadline: number;
+}
+
 interface Line {
   active: number;
   waiters: (() => void)[];
@@ -174,12 +182,13 @@ export class AdmissionControl implements AdmissionGate {
       return NOOP;
     }
     const deadline = this.now() + this.deps.settings.waitMaxMs;
-    const delay = await this.waitByDelay(tenant, weight, mode, deadline);
+    const asking: Asking = { tenant, mode, deadline };
+    const delay = await this.waitByDelay(asking, weight);
     if (typeof delay === 'number') {
       count('shed_delay');
       throw errors.shed(delay);
     }
-    const rate = await this.takeRate(tenant, share, mode, deadline);
+    const rate = await this.takeRate(asking, share);
     if (rate === 'shed') {
       count('shed_rate');
       throw errors.shed(retryAfterSeconds(this.now(), this.deps.settings.windowMs));
@@ -213,12 +222,7 @@ export class AdmissionControl implements AdmissionGate {
    * Shed mode is refused at once (the Retry-After, in seconds, is returned); wait mode waits for
    * the organization's next request by delay, up to its deadline.
    */
-  private async waitByDelay(
-    tenant: string,
-    weight: number,
-    mode: AdmissionMode,
-    deadline: number,
-  ): Promise<'ok' | 'waited' | 'overdue' | number> {
+  private async waitByDelay({ tenant, mode, deadline }: Asking, weight: number): Promise<'ok' | 'waited' | 'overdue' | number> {
     for (let waited = false; ; waited = true) {
       const verdict = this.byDelay(tenant, weight, true);
       if (verdict.ok) return waited ? 'waited' : 'ok';
@@ -287,12 +291,7 @@ export class AdmissionControl implements AdmissionGate {
   }
 
   /** One unit of the tenant's rate: spent from this process's batch, or a new batch from Postgres. */
-  private async takeRate(
-    tenant: string,
-    share: Share,
-    mode: AdmissionMode,
-    deadline: number,
-  ): Promise<'ok' | 'waited' | 'overdue' | 'shed' | 'unmetered'> {
+  private async takeRate({ tenant, mode, deadline }: Asking, share: Share): Promise<'ok' | 'waited' | 'overdue' | 'shed' | 'unmetered'> {
     let waited = false;
     for (;;) {
       const now = this.now();
@@ -369,7 +368,7 @@ export interface ShedAnswer {
 /** Admission's refusal in the sender's shape (ShedAnswer); any other error as it is. */
 export function reshapeShed(error: unknown, answer: ShedAnswer | undefined): unknown {
   if (!answer || !isShed(error)) return error;
-  return errors.webhook('overloaded', 503, answer.webhook, { 'retry-after': error.headers['retry-after'] ?? '1' });
+  return errors.webhook('overloaded', 503, { fields: answer.webhook, headers: { 'retry-after': error.headers['retry-after'] ?? '1' } });
 }
 
 /**

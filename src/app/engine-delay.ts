@@ -88,7 +88,11 @@ const durationMs = (d: { seconds?: unknown; nanos?: number | null } | null | und
   d ? Number(d.seconds ?? 0) * 1000 + Math.floor((d.nanos ?? 0) / 1e6) : 0;
 
 /** The normal queue's backlog (task queue kind 1), for workflow tasks (type 1) and activity tasks (type 2). */
-async function describeBacklog(connection: Connection, namespace: string, taskQueue: string, timeoutMs: number): Promise<Backlog> {
+async function describeBacklog(
+  { connection, namespace }: Pick<PublisherDeps, 'connection' | 'namespace'>,
+  taskQueue: string,
+  timeoutMs: number,
+): Promise<Backlog> {
   const backlog: Backlog = { ageMs: 0, count: 0 };
   for (const taskQueueType of [1, 2]) {
     const answer = await connection.withDeadline(Date.now() + timeoutMs, () =>
@@ -132,7 +136,7 @@ export function startEngineDelayPublisher(deps: PublisherDeps): { stop(): Promis
     for (const taskQueue of deps.taskQueues) {
       let backlog: Backlog;
       try {
-        backlog = await describeBacklog(deps.connection, deps.namespace, taskQueue, deps.intervalMs);
+        backlog = await describeBacklog(deps, taskQueue, deps.intervalMs);
       } catch (error) {
         // Temporal did not answer: nothing fresh to say, and the row goes stale, which readers see.
         deps.log.debug({ err: error, taskQueue }, 'task queue not described; delay not published');

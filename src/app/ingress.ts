@@ -50,7 +50,7 @@ import type { Priority } from '@temporalio/common';
 import { reshapeShed, type AdmissionGate, type AdmissionMode, type ShedAnswer } from './admission';
 import { errors } from './errors';
 import type { Metrics } from './metrics';
-import { temporalCall, type TemporalClientHandle } from './temporal/client';
+import { temporalCall, type TemporalCallOptions, type TemporalClientHandle } from './temporal/client';
 import type { WorkflowRef } from './temporal/contract';
 import type { Fairness } from './temporal/fairness';
 
@@ -155,12 +155,14 @@ export function startPolicy(request: { reopen?: boolean }): WorkflowIdReusePolic
   return request.reopen ? WorkflowIdReusePolicy.ALLOW_DUPLICATE : WorkflowIdReusePolicy.REJECT_DUPLICATE;
 }
 
+/** Whose start it is (admission's tenant, and how a refusal is shaped), and the priority key it carries. */
+type Admittance = Pick<StartRequest<unknown[], unknown>, 'tenancy' | 'priorityKey'>;
+
 /** Runs one start under the tenant's admission, with the priority it carries; a refusal in the sender's shape. */
 async function admitted<T>(
   deps: GatewayDeps,
-  tenancy: Tenancy,
+  { tenancy, priorityKey }: Admittance,
   call: (priority: { priority?: Priority }) => Promise<T>,
-  priorityKey?: number,
 ): Promise<T> {
   let ticket;
   try {
@@ -193,24 +195,26 @@ function startOptions<A extends unknown[], R>(
   };
 }
 
+/** A start as the gateway sends it: the operation's name (for the timeout and the metric), and the request. */
+interface StartCall<A extends unknown[], R> {
+  operation: string;
+  request: StartRequest<A, R>;
+}
+
 function startCall<A extends unknown[], R, T>(
   deps: GatewayDeps,
-  operation: string,
-  request: StartRequest<A, R>,
+  { operation, request }: StartCall<A, R>,
   call: (priority: { priority?: Priority }) => Promise<T>,
 ): Promise<T> {
   const timeoutMs = Math.min(deps.startTimeoutMs, request.maxTimeoutMs ?? Number.POSITIVE_INFINITY);
-  return admitted(
-    deps,
-    request.tenancy,
-    (priority) => temporalCall(deps.temporal, operation, timeoutMs, () => call(priority), deps.metrics),
-    request.priorityKey,
+  return admitted(deps, request, (priority) =>
+    temporalCall(deps.temporal, { operation, timeoutMs, metrics: deps.metrics }, () => call(priority)),
   );
 }
 
 async function start<A extends unknown[], R>(deps: GatewayDeps, request: StartRequest<A, R>): Promise<StartOutcome> {
   try {
-    await startCall(deps, 'start', request, (priority) =>
+    await startCall(deps, { operation: 'start', request }, (priority) =>
       deps.temporal.client.workflow.start(request.workflow.workflowType, startOptions(deps, request, priority)),
     );
     return 'enqueued';
@@ -225,7 +229,7 @@ async function signalWithStart<A extends unknown[], R, S extends unknown[]>(
   request: SignalWithStartRequest<A, R, S>,
 ): Promise<SignalOutcome> {
   try {
-    await startCall(deps, 'signalWithStart', request, (priority) =>
+    await startCall(deps, { operation: 'signalWithStart', request }, (priority) =>
       deps.temporal.client.workflow.signalWithStart(request.workflow.workflowType, {
         ...startOptions(deps, request, priority),
         signal: request.signal,
@@ -263,7 +267,11 @@ async function updateUntilDecided<A extends unknown[], R, U, UA extends unknown[
   const deadline = Date.now() + updateTimeoutMs;
   for (;;) {
     try {
-      const result = await temporalCall(temporal, 'updateWithStart', Math.max(1, deadline - Date.now()), call, metrics);
+      const result = await temporalCall(
+        temporal,
+        { operation: 'updateWithStart', timeoutMs: Math.max(1, deadline - Date.now()), metrics },
+        call,
+      );
       return { outcome: 'enqueued', result };
     } catch (error) {
       if (error instanceof WorkflowExecutionAlreadyStartedError) return { outcome: 'closed' };
@@ -291,10 +299,13 @@ function updateRefusal(error: unknown): ApplicationFailure | undefined {
   return failure;
 }
 
+/** One call to a running workflow: the operation's name and its bound (the gateway's metrics count its errors). */
+type ReachCall = Omit<TemporalCallOptions, 'metrics'>;
+
 /** One call to a workflow that runs; a workflow Temporal does not know is `not_found`. */
-async function reach<T>(deps: GatewayDeps, operation: string, timeoutMs: number, call: () => Promise<T>): Promise<T | typeof NOT_FOUND> {
+async function reach<T>(deps: GatewayDeps, bound: ReachCall, call: () => Promise<T>): Promise<T | typeof NOT_FOUND> {
   try {
-    return await temporalCall(deps.temporal, operation, timeoutMs, call, deps.metrics);
+    return await temporalCall(deps.temporal, { ...bound, metrics: deps.metrics }, call);
   } catch (error) {
     if (error instanceof WorkflowNotFoundError) return NOT_FOUND;
     throw error;
@@ -302,9 +313,9 @@ async function reach<T>(deps: GatewayDeps, operation: string, timeoutMs: number,
 }
 const NOT_FOUND = Symbol('not found');
 
-async function updateAnswer<U>(deps: GatewayDeps, operation: string, timeoutMs: number, call: () => Promise<U>): Promise<UpdateAnswer<U>> {
+async function updateAnswer<U>(deps: GatewayDeps, bound: ReachCall, call: () => Promise<U>): Promise<UpdateAnswer<U>> {
   try {
-    const result = await reach(deps, operation, timeoutMs, call);
+    const result = await reach(deps, bound, call);
     return result === NOT_FOUND ? { outcome: 'not_found' } : { outcome: 'done', result };
   } catch (error) {
     const refusal = updateRefusal(error);
@@ -336,42 +347,44 @@ export function createIngressGateway(deps: GatewayDeps): IngressGateway {
   return {
     start: (request) => start(deps, request),
     signalWithStart: (request) => signalWithStart(deps, request),
-    updateWithStart: (request) =>
-      admitted(deps, request.tenancy, (priority) => updateUntilDecided(deps, request, priority), request.priorityKey),
+    updateWithStart: (request) => admitted(deps, request, (priority) => updateUntilDecided(deps, request, priority)),
+    // An execute is admitted by its tenancy alone: it carries no priority key to Temporal.
     execute: (request) =>
-      admitted(deps, request.tenancy, (priority) =>
+      admitted(deps, { tenancy: request.tenancy }, (priority) =>
         temporalCall(
           deps.temporal,
-          'execute',
-          request.timeoutMs,
+          { operation: 'execute', timeoutMs: request.timeoutMs, metrics: deps.metrics },
           () =>
             deps.temporal.client.workflow.execute(request.workflow.workflowType, {
               ...startOptions(deps, request, priority),
               workflowExecutionTimeout: request.timeoutMs + EXECUTION_SLACK_MS,
             }) as Promise<never>,
-          deps.metrics,
         ),
       ),
     signal: async ({ id, signal, args, timeoutMs }) =>
-      (await reach(deps, 'signal', timeoutMs ?? deps.startTimeoutMs, () => handle(id).signal(signal, ...args))) === NOT_FOUND
+      (await reach(deps, { operation: 'signal', timeoutMs: timeoutMs ?? deps.startTimeoutMs }, () =>
+        handle(id).signal(signal, ...args),
+      )) === NOT_FOUND
         ? 'not_found'
         : 'enqueued',
     executeUpdate: ({ id, update, args, timeoutMs }) =>
-      updateAnswer(deps, 'executeUpdate', timeoutMs ?? deps.updateTimeoutMs, () =>
+      updateAnswer(deps, { operation: 'executeUpdate', timeoutMs: timeoutMs ?? deps.updateTimeoutMs }, () =>
         updates(handle(id)).execute(update as UpdateDefinition<never, never>, args),
       ),
     startUpdate: async ({ id, update, args, timeoutMs, updateId }) => {
-      const answer = await updateAnswer(deps, 'startUpdate', timeoutMs ?? deps.updateTimeoutMs, () =>
+      const answer = await updateAnswer(deps, { operation: 'startUpdate', timeoutMs: timeoutMs ?? deps.updateTimeoutMs }, () =>
         updates(handle(id)).accept(update as UpdateDefinition<never, never>, args, updateId),
       );
       return answer.outcome === 'done' ? { outcome: 'accepted' } : answer;
     },
     query: async ({ id, query, args, timeoutMs }) => {
-      const answer = await reach(deps, 'query', timeoutMs ?? deps.startTimeoutMs, () => handle(id).query(query, ...args));
+      const answer = await reach(deps, { operation: 'query', timeoutMs: timeoutMs ?? deps.startTimeoutMs }, () =>
+        handle(id).query(query, ...args),
+      );
       return answer === NOT_FOUND ? undefined : answer;
     },
     describe: async ({ id, timeoutMs }) => {
-      const answer = await reach(deps, 'describe', timeoutMs ?? deps.startTimeoutMs, () => handle(id).describe());
+      const answer = await reach(deps, { operation: 'describe', timeoutMs: timeoutMs ?? deps.startTimeoutMs }, () => handle(id).describe());
       return answer === NOT_FOUND ? undefined : answer;
     },
     shedIfSpent: (tenancy) => {

@@ -2,34 +2,34 @@
  * `den`: the operator CLI. JSON on stdout; a clear message on stderr and a non-zero exit on
  * error. Works whether or not `npm start` is running (see context.ts).
  */
-import { Command, CommanderError } from 'commander';
+import { CommanderError, type Command } from 'commander';
 import { ConfigError } from '../app/settings';
 import { AppError } from '../app/errors';
 import { IdentityError } from '../identity/store';
 import { CliError } from '../app/cli';
-import { cliContext } from './context';
-import { featureSettings } from '../main/config';
-import { FEATURES } from '../main/features';
-import { registerRuntimeCommands } from './runtime';
-import { registerSecretsCommands } from './secrets';
-import { registerSlackLinkCommand } from './slack-link';
 
-export function buildProgram(): Command {
-  const program = new Command('den')
-    .description('Operate the den control plane: organizations, members, API keys, sessions and integrations.')
-    .showHelpAfterError()
-    .exitOverride();
-  for (const feature of FEATURES) feature.cli?.(program, { ...cliContext, settings: () => featureSettings(feature) });
-  registerRuntimeCommands(program);
-  // A client of the API beside the Slack feature's operator commands, under the same `den slack`.
-  registerSlackLinkCommand(program);
-  registerSecretsCommands(program, { ...cliContext, settings: () => undefined });
-  return program;
+/**
+ * `den runtime` runs on a member's machine and needs none of the operator side (the features,
+ * Postgres, Temporal): it loads only its own commands, so it starts in a fraction of the time.
+ * Every other command, and `den --help`, loads them all (src/cli/program.ts).
+ */
+function programFor(argv: string[]): Command {
+  // require(), not import(): tsx runs the sources as CommonJS, and Node's import() would bypass it.
+  /* eslint-disable @typescript-eslint/no-require-imports */
+  if (argv[2] === 'runtime') {
+    const { emptyProgram } = require('./empty-program') as typeof import('./empty-program');
+    const { registerRuntimeCommands } = require('./runtime') as typeof import('./runtime');
+    const program = emptyProgram();
+    registerRuntimeCommands(program);
+    return program;
+  }
+  return (require('./program') as typeof import('./program')).buildProgram();
+  /* eslint-enable @typescript-eslint/no-require-imports */
 }
 
 async function run(argv: string[]): Promise<number> {
   try {
-    await buildProgram().parseAsync(argv);
+    await programFor(argv).parseAsync(argv);
     return 0;
   } catch (error) {
     if (error instanceof CommanderError) return error.exitCode;

@@ -39,8 +39,17 @@ type Started = { name: string; stop: () => Promise<void> }[];
 type ServiceEnv = (overrides: Record<string, string>) => NodeJS.ProcessEnv;
 type TemporalServer = Awaited<ReturnType<typeof startTemporalServer>>;
 
+/** What every step of a launch shares: the settings, the cluster's folder and its logs' folder, the log, and what started so far. */
+interface Launch {
+  config: ClusterConfig;
+  dir: string;
+  logDir: string;
+  log: Logger;
+  started: Started;
+}
+
 /** Binaries, Postgres and the workflow bundle side by side, then Temporal's schemas in Postgres. */
-async function prepareCluster(config: ClusterConfig, dir: string, log: Logger, started: Started) {
+async function prepareCluster({ config, dir, log, started }: Launch) {
   const bundleFile = path.join(dir, 'workflow-bundle.js');
   // Side by side; settled rather than raced, so a Postgres that started is stopped when
   // building a binary or the bundle fails.
@@ -57,7 +66,7 @@ async function prepareCluster(config: ClusterConfig, dir: string, log: Logger, s
   return { bundleFile, serverBinary, uiServer, pg };
 }
 
-async function startTemporal(config: ClusterConfig, binary: string, pg: ClusterPostgres, logDir: string, log: Logger, started: Started) {
+async function startTemporal({ config, logDir, log, started }: Launch, binary: string, pg: ClusterPostgres) {
   const server = await startTemporalServer({ config, binary, postgres: pg, logDir });
   started.push({ name: 'temporal-server', stop: () => server.stop(30_000) });
   watch(server, log);
@@ -66,14 +75,7 @@ async function startTemporal(config: ClusterConfig, binary: string, pg: ClusterP
 }
 
 /** The Web UI is optional: the cluster runs without it when it does not start. */
-async function startUi(
-  config: ClusterConfig,
-  binary: string | undefined,
-  temporalAddress: string,
-  logDir: string,
-  log: Logger,
-  started: Started,
-) {
+async function startUi({ config, logDir, log, started }: Launch, binary: string | undefined, temporalAddress: string) {
   const ui = binary
     ? await startUiServer({ config, binary, temporalAddress, logDir }).catch((error: unknown) => {
         log.warn({ err: error }, 'the Temporal Web UI did not start; the cluster runs without it');
@@ -84,14 +86,15 @@ async function startUi(
   return ui;
 }
 
+/** What the services run on: the cluster's Postgres, its Temporal server and the workflow bundle's file. */
+interface ServiceBackends {
+  pg: ClusterPostgres;
+  server: TemporalServer;
+  bundleFile: string;
+}
+
 /** The environment of `serve` and `worker` processes: the cluster's servers, bundle and secret key. */
-async function clusterServiceEnv(
-  config: ClusterConfig,
-  dir: string,
-  pg: ClusterPostgres,
-  server: TemporalServer,
-  bundleFile: string,
-): Promise<ServiceEnv> {
+async function clusterServiceEnv({ config, dir }: Launch, { pg, server, bundleFile }: ServiceBackends): Promise<ServiceEnv> {
   const secretKey =
     config.secretKey ??
     (await loadSecretKeys({ configured: undefined, previous: undefined, dataDir: dir, embedded: true })).current.toString('hex');
@@ -107,18 +110,12 @@ async function clusterServiceEnv(
 }
 
 /** CLUSTER_WORKERS workers, up once Temporal lists each among the task queue's pollers. */
-async function startWorkers(
-  config: ClusterConfig,
-  serverAddress: string,
-  serviceEnv: ServiceEnv,
-  logDir: string,
-  log: Logger,
-  started: Started,
-) {
+async function startWorkers({ config, logDir, log, started }: Launch, serverAddress: string, serviceEnv: ServiceEnv) {
   const workers = await Promise.all(
     Array.from({ length: config.cluster.workers }, async (_, i) => {
       const metricsPort = config.temporal.workerMetricsPort > 0 ? config.temporal.workerMetricsPort + i : undefined;
-      const worker = await startRoleProcess('worker', i + 1, serviceEnv({ WORKER_METRICS_PORT: String(metricsPort ?? 0) }), logDir);
+      const env = serviceEnv({ WORKER_METRICS_PORT: String(metricsPort ?? 0) });
+      const worker = await startRoleProcess({ role: 'worker', index: i + 1, env, logDir });
       started.push({ name: worker.name, stop: () => worker.stop(config.http.shutdownGraceMs + 15_000) });
       return { process: worker, metricsPort };
     }),
@@ -129,11 +126,11 @@ async function startWorkers(
 }
 
 /** CLUSTER_API_REPLICAS API replicas on PORT, PORT+1, …, up once each `/ready` answers 200. */
-async function startApis(config: ClusterConfig, serviceEnv: ServiceEnv, logDir: string, log: Logger, started: Started) {
+async function startApis({ config, logDir, log, started }: Launch, serviceEnv: ServiceEnv) {
   const apis = await Promise.all(
     Array.from({ length: config.cluster.apiReplicas }, async (_, i) => {
       const port = config.http.port + i;
-      const api = await startRoleProcess('api', i + 1, serviceEnv({ PORT: String(port) }), logDir);
+      const api = await startRoleProcess({ role: 'api', index: i + 1, env: serviceEnv({ PORT: String(port) }), logDir });
       started.push({ name: api.name, stop: () => api.stop(config.http.shutdownGraceMs + config.http.shutdownReadyDelayMs + 5000) });
       return { process: api, url: `http://${config.http.host}:${port}` };
     }),
@@ -157,14 +154,15 @@ export async function launchCluster(config: ClusterConfig, log: Logger): Promise
       log.info({ part: part.name }, 'stopped');
     }
   };
+  const launch: Launch = { config, dir, logDir, log, started };
   try {
-    const { bundleFile, serverBinary, uiServer, pg } = await prepareCluster(config, dir, log, started);
-    const server = await startTemporal(config, serverBinary, pg, logDir, log, started);
-    const ui = await startUi(config, uiServer, server.address, logDir, log, started);
-    const serviceEnv = await clusterServiceEnv(config, dir, pg, server, bundleFile);
+    const { bundleFile, serverBinary, uiServer, pg } = await prepareCluster(launch);
+    const server = await startTemporal(launch, serverBinary, pg);
+    const ui = await startUi(launch, uiServer, server.address);
+    const serviceEnv = await clusterServiceEnv(launch, { pg, server, bundleFile });
     // Workers first: an API replica that acks work before any worker polls only queues it.
-    const workers = await startWorkers(config, server.address, serviceEnv, logDir, log, started);
-    const apis = await startApis(config, serviceEnv, logDir, log, started);
+    const workers = await startWorkers(launch, server.address, serviceEnv);
+    const apis = await startApis(launch, serviceEnv);
 
     const state: ClusterState = {
       launcherPid: process.pid,
@@ -192,8 +190,16 @@ function valueOf<T>(result: PromiseSettledResult<T>): T {
   return result.value;
 }
 
+/** One `serve` or `worker` process of the cluster: its role and number, its environment, and where its log goes. */
+interface RoleProcess {
+  role: 'api' | 'worker';
+  index: number;
+  env: NodeJS.ProcessEnv;
+  logDir: string;
+}
+
 /** `serve` or `worker` from the sources, as its own process (tsx compiles on load, like `npm start`). */
-function startRoleProcess(role: 'api' | 'worker', index: number, env: NodeJS.ProcessEnv, logDir: string): Promise<ManagedProcess> {
+function startRoleProcess({ role, index, env, logDir }: RoleProcess): Promise<ManagedProcess> {
   const entry = path.join(REPO_ROOT, 'src', 'bin', role === 'api' ? 'serve.ts' : 'worker.ts');
   return startProcess({
     name: `${role}-${index}`,

@@ -86,7 +86,7 @@ export async function ensureNamespace(address: string, namespace: string, log: L
       },
       { timeoutMs: 60_000 },
     );
-    await ensureSearchAttributes(connection, namespace, SEARCH_ATTRIBUTES, log);
+    await ensureSearchAttributes({ connection, namespace }, SEARCH_ATTRIBUTES, log);
   } finally {
     await connection.close();
   }

@@ -46,7 +46,7 @@ function finiteHeader(failure: GithubFailure, name: string): number | undefined 
 }
 
 /** GitHub's primary limit: none of the hour's requests remain. */
-function isPrimaryLimit(failure: GithubFailure): boolean {
+export function isPrimaryLimit(failure: GithubFailure): boolean {
   return (failure.status === 403 || failure.status === 429) && header(failure, 'x-ratelimit-remaining') === '0';
 }
 

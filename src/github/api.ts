@@ -21,6 +21,13 @@ export interface AppCredentials {
   privateKey: string;
 }
 
+/** A repository as an installation reads it (a target is one). */
+export interface RepoRef {
+  installationId: number;
+  /** `owner/name`. */
+  repository: string;
+}
+
 /** A webhook delivery of the App, as GET /app/hook/deliveries lists it. */
 export interface HookDelivery {
   id: number;
@@ -44,9 +51,16 @@ export interface TreeWalk {
   maxRequests: number;
 }
 
-/** The blobs a walk found, the reads it took, and the directories it had to leave unread (at its bound). */
+/**
+ * What a walk found: files (mode `100644` or `100755`), symbolic links (`120000`, each a blob
+ * holding the path it names), submodules (`160000`, each with its commit's SHA) and directories;
+ * the reads it took, and the directories it had to leave unread (at its bound).
+ */
 export interface TreeRead {
   blobs: TreeBlob[];
+  links: TreeBlob[];
+  submodules: { path: string; sha: string }[];
+  dirs: string[];
   requests: number;
   unread: string[];
 }
@@ -56,15 +70,60 @@ export type Ancestry = 'ahead' | 'behind' | 'diverged' | 'identical';
 
 interface TreeEntry {
   path: string;
+  mode: string;
   type: string;
   sha: string;
   size?: number;
 }
 
+/** Git's modes of a symbolic link and of a submodule (a gitlink). */
+const LINK_MODE = '120000';
+const SUBMODULE_MODE = '160000';
+
 /** A call that hangs is cut here and retried like any network error. */
 const REQUEST_TIMEOUT_MS = 60_000;
 /** An installation token this close to its `expires_at` is renewed before it is used. */
 const TOKEN_RENEW_MARGIN_MS = 5 * 60_000;
+
+/** What GitHub's refusal of an installation token says the installation became. */
+export type InstallationRefusal = 'suspend' | 'deleted';
+
+/**
+ * GitHub refused the installation a token: it is suspended (403 "This installation has been
+ * suspended") or gone (404). It is GitHub's HTTP answer like any other (`HttpError`, with its
+ * status and headers), and tells the sync and the reconcile to record the installation's state
+ * rather than fail each of its targets' syncs one by one.
+ */
+export class InstallationRefusedError extends Error {
+  override readonly name = 'HttpError';
+  readonly status: number;
+  readonly response: { headers: Record<string, string | number | undefined> };
+
+  constructor(
+    readonly installationId: number,
+    readonly refusal: InstallationRefusal,
+    answer: { status: number; message: string; headers: Record<string, string | number | undefined> },
+  ) {
+    super(answer.message);
+    this.status = answer.status;
+    this.response = { headers: answer.headers };
+  }
+}
+
+/** A refusal that says what became of the installation is rethrown, before a caller reads a 403 or 404 as its own. */
+export function rethrowRefusal(error: unknown): void {
+  if (error instanceof InstallationRefusedError) throw error;
+}
+
+/** The token request's failure, as an installation refused when GitHub's answer says it is suspended or gone. */
+function tokenFailure(installationId: number, error: unknown): unknown {
+  if ((error as Error)?.name !== 'HttpError') return error;
+  const failure = asGithubFailure(error);
+  const answer = { status: failure.status ?? 0, message: failure.message, headers: failure.headers ?? {} };
+  if (failure.status === 404) return new InstallationRefusedError(installationId, 'deleted', answer);
+  if (failure.status === 403 && /suspended/i.test(failure.message)) return new InstallationRefusedError(installationId, 'suspend', answer);
+  return error;
+}
 
 /** Whether an error came from a call to GitHub (an HTTP answer, a network failure or a timeout), rather than from our own code. */
 export function isGithubCallError(error: unknown): boolean {
@@ -129,18 +188,27 @@ function installationClients(credentials: AppCredentials, base: Request, now: ()
     }
     return client;
   };
-  return async function call(installationId: number, route: string, params: Params) {
+  /** The installation's token, renewed when it is within TOKEN_RENEW_MARGIN_MS of its `expires_at`. */
+  const authorize = async (installationId: number) => {
     const client = clientOf(installationId);
-    const token = (await client.auth({ type: 'installation' })) as { expiresAt?: string };
-    if (token.expiresAt !== undefined && Date.parse(token.expiresAt) - now() < TOKEN_RENEW_MARGIN_MS) {
-      await client.auth({ type: 'installation', refresh: true });
+    try {
+      const token = (await client.auth({ type: 'installation' })) as { expiresAt?: string };
+      if (token.expiresAt !== undefined && Date.parse(token.expiresAt) - now() < TOKEN_RENEW_MARGIN_MS) {
+        await client.auth({ type: 'installation', refresh: true });
+      }
+    } catch (error) {
+      throw tokenFailure(installationId, error);
     }
+    return client;
+  };
+  return async function call(installationId: number, route: string, params: Params) {
+    const client = await authorize(installationId);
     try {
       return await client.request(route, timed(params));
     } catch (error) {
       if ((error as { status?: number }).status !== 401) throw error;
       clients.delete(installationId);
-      return clientOf(installationId).request(route, timed(params));
+      return (await authorize(installationId)).request(route, timed(params));
     }
   };
 }
@@ -148,9 +216,9 @@ function installationClients(credentials: AppCredentials, base: Request, now: ()
 type InstallationCall = ReturnType<typeof installationClients>;
 
 function treeCalls(call: InstallationCall) {
-  async function level(installationId: number, repository: string, sha: string, recursive: boolean) {
-    const params = { ...repoParams(repository), tree_sha: sha, ...(recursive ? { recursive: '1' } : {}) };
-    const { data } = await call(installationId, 'GET /repos/{owner}/{repo}/git/trees/{tree_sha}', params);
+  async function level(repo: RepoRef, sha: string, recursive: boolean) {
+    const params = { ...repoParams(repo.repository), tree_sha: sha, ...(recursive ? { recursive: '1' } : {}) };
+    const { data } = await call(repo.installationId, 'GET /repos/{owner}/{repo}/git/trees/{tree_sha}', params);
     return data as { sha: string; truncated: boolean; tree: TreeEntry[] };
   }
   /**
@@ -159,14 +227,20 @@ function treeCalls(call: InstallationCall) {
    * reading each such directory: recursively first, one level when that is truncated too. The
    * walk stops at `walk.maxRequests` reads and names the directories it left unread.
    */
-  return async function tree(installationId: number, repository: string, sha: string, walk: TreeWalk): Promise<TreeRead> {
-    const found = new Map<string, TreeBlob>();
+  return async function tree(repo: RepoRef, sha: string, walk: TreeWalk): Promise<TreeRead> {
+    const found = { blobs: new Map<string, TreeBlob>(), links: new Map<string, TreeBlob>(), submodules: new Map<string, string>() };
+    const dirs = new Set<string>();
     const keep = (entries: TreeEntry[], prefix: string) => {
-      for (const e of entries) if (e.type === 'blob') found.set(prefix + e.path, { path: prefix + e.path, sha: e.sha, size: e.size ?? 0 });
+      for (const e of entries) {
+        const path = prefix + e.path;
+        if (e.mode === SUBMODULE_MODE) found.submodules.set(path, e.sha);
+        else if (e.type === 'tree') dirs.add(path);
+        else if (e.type === 'blob') (e.mode === LINK_MODE ? found.links : found.blobs).set(path, { path, sha: e.sha, size: e.size ?? 0 });
+      }
     };
-    const whole = await level(installationId, repository, sha, true);
+    const whole = await level(repo, sha, true);
     keep(whole.tree, '');
-    const read: TreeRead = { blobs: [], requests: 1, unread: [] };
+    const read: TreeRead = { blobs: [], links: [], submodules: [], dirs: [], requests: 1, unread: [] };
     const queue: { sha: string; dir: string; recursiveRead: boolean }[] = whole.truncated
       ? [{ sha: whole.sha, dir: '', recursiveRead: true }]
       : [];
@@ -175,7 +249,7 @@ function treeCalls(call: InstallationCall) {
       const next = queue.shift()!;
       const prefix = next.dir === '' ? '' : `${next.dir}/`;
       if (!next.recursiveRead) {
-        const sub = await level(installationId, repository, next.sha, true);
+        const sub = await level(repo, next.sha, true);
         read.requests += 1;
         keep(sub.tree, prefix);
         if (!sub.truncated) continue;
@@ -184,14 +258,17 @@ function treeCalls(call: InstallationCall) {
           break;
         }
       }
-      const one = await level(installationId, repository, next.sha, false);
+      const one = await level(repo, next.sha, false);
       read.requests += 1;
       keep(one.tree, prefix);
       for (const e of one.tree)
         if (e.type === 'tree' && walk.canHold(prefix + e.path)) queue.push({ sha: e.sha, dir: prefix + e.path, recursiveRead: false });
     }
     read.unread = queue.map((q) => q.dir);
-    read.blobs = [...found.values()];
+    read.blobs = [...found.blobs.values()];
+    read.links = [...found.links.values()];
+    read.submodules = [...found.submodules].map(([path, commit]) => ({ path, sha: commit }));
+    read.dirs = [...dirs];
     return read;
   };
 }
@@ -207,28 +284,28 @@ export function createGithubApi(credentials: AppCredentials, baseUrl: string, op
 
   return {
     /** The repository as the installation sees it; GitHub answers 404 when the installation cannot reach it. */
-    async repository(installationId: number, repository: string): Promise<{ id: number; fullName: string; defaultBranch: string | null }> {
-      const { data } = await call(installationId, 'GET /repos/{owner}/{repo}', repoParams(repository));
-      const repo = data as { id: number; full_name: string; default_branch?: string };
-      return { id: repo.id, fullName: repo.full_name, defaultBranch: repo.default_branch ?? null };
+    async repository(repo: RepoRef): Promise<{ id: number; fullName: string; defaultBranch: string | null }> {
+      const { data } = await call(repo.installationId, 'GET /repos/{owner}/{repo}', repoParams(repo.repository));
+      const found = data as { id: number; full_name: string; default_branch?: string };
+      return { id: found.id, fullName: found.full_name, defaultBranch: found.default_branch ?? null };
     },
     /** The commit a branch points at now (`refs/heads/x` or `x`); 404 when there is no such branch, 409 for an empty repository. */
-    async branchHead(installationId: number, repository: string, branch: string): Promise<string> {
+    async branchHead(repo: RepoRef, branch: string): Promise<string> {
       const ref = `heads/${branch.replace(/^refs\/heads\//, '')}`;
-      const { data } = await call(installationId, 'GET /repos/{owner}/{repo}/git/ref/{ref}', { ...repoParams(repository), ref });
+      const { data } = await call(repo.installationId, 'GET /repos/{owner}/{repo}/git/ref/{ref}', { ...repoParams(repo.repository), ref });
       return (data as { object: { sha: string } }).object.sha;
     },
     /** How `head` relates to `base` (GET /repos/{owner}/{repo}/compare/{base}...{head}). */
-    async compare(installationId: number, repository: string, baseSha: string, headSha: string): Promise<Ancestry> {
-      const params = { ...repoParams(repository), basehead: `${baseSha}...${headSha}`, per_page: 1 };
-      const { data } = await call(installationId, 'GET /repos/{owner}/{repo}/compare/{basehead}', params);
+    async compare(repo: RepoRef, shas: { base: string; head: string }): Promise<Ancestry> {
+      const params = { ...repoParams(repo.repository), basehead: `${shas.base}...${shas.head}`, per_page: 1 };
+      const { data } = await call(repo.installationId, 'GET /repos/{owner}/{repo}/compare/{basehead}', params);
       return (data as { status: Ancestry }).status;
     },
     tree: treeCalls(call),
     /** A blob's bytes (GitHub sends them base64). */
-    async blob(installationId: number, repository: string, sha: string): Promise<Buffer> {
-      const params = { ...repoParams(repository), file_sha: sha };
-      const { data } = await call(installationId, 'GET /repos/{owner}/{repo}/git/blobs/{file_sha}', params);
+    async blob(repo: RepoRef, sha: string): Promise<Buffer> {
+      const params = { ...repoParams(repo.repository), file_sha: sha };
+      const { data } = await call(repo.installationId, 'GET /repos/{owner}/{repo}/git/blobs/{file_sha}', params);
       const blob = data as { content: string; encoding: string };
       return blob.encoding === 'base64' ? Buffer.from(blob.content, 'base64') : Buffer.from(blob.content, 'utf8');
     },

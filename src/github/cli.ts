@@ -43,8 +43,8 @@ function registerTargetSync(targets: Command, context: CliContext<GithubSettings
         const target = await findTarget(db, opts.org, targetId);
         if (!target) throw new CliError(`target ${targetId} not found in ${opts.org}`);
         if (target.status !== 'active') throw new CliError(`target ${targetId} is ${target.status}`);
-        const eventId = await recordResync(db, target, 'manual');
-        await signalTarget(ingress, { idleMs: settings.sync.idleMs, admission: 'bypass' }, target, { eventId, full: true });
+        const eventId = await recordResync(db, { target, reason: 'manual' });
+        await signalTarget(ingress, { target, signal: { eventId, full: true }, idleMs: settings.sync.idleMs, admission: 'bypass' });
         print({ eventId });
       }),
     );
@@ -59,7 +59,7 @@ function registerTargetInspection(targets: Command, context: CliContext<GithubSe
     .argument('<targetId>')
     .action((targetId: string, opts: { org: string }) =>
       context.withDatabase(async ({ db }) => {
-        const view = await viewTarget(db, opts.org, targetId, true);
+        const view = await viewTarget(db, { organizationId: opts.org, targetId, configured: true });
         if (!view) throw new CliError(`target ${targetId} not found in ${opts.org}`);
         print(view);
       }),
@@ -122,8 +122,8 @@ async function redeliveryRecords(db: Db) {
 
 /**
  * `den github reconcile`: one reconcile now, run by the worker like the Schedule's (the worker
- * holds the App credentials); prints its counts, and with --verbose the GUIDs it asked GitHub to
- * redeliver. Targets in a known state are reported, not errors: it exits non-zero only when GitHub
+ * holds the App credentials); prints its counts and its pace, and with --verbose the GUIDs it
+ * asked GitHub to redeliver. Targets in a known state are reported, not errors: it exits non-zero only when GitHub
  * refused something.
  */
 function registerReconcile(github: Command, context: CliContext<GithubSettings>): void {
@@ -132,8 +132,9 @@ function registerReconcile(github: Command, context: CliContext<GithubSettings>)
     .description(
       'Run the reconcile now: ask GitHub again for failed deliveries, resync targets whose branch moved. Needs Temporal ' +
         '(TEMPORAL_ADDRESS, else the embedded dev server of a running `npm start`) and a worker on TEMPORAL_TASK_QUEUE. ' +
-        'Prints {deliveriesSeen, redeliveriesAsked, redeliveriesCapped, listingComplete, targetsChecked, targetsResynced, ' +
-        'targetStates, errors}; exits 1 only when GitHub refused something.',
+        'Prints {deliveriesSeen, redeliveriesAsked, redeliveriesCapped, listingComplete, redeliveriesWaiting, pointsSpent, ' +
+        'stoppedBy, resumeAt, targetsChecked, targetsResynced, targetStates, errors}: what it redelivered, what still ' +
+        'waits, what it gave up, the points it spent and why it stopped; exits 1 only when GitHub refused something.',
     )
     .option('--verbose', 'also print the GUIDs the reconcile asked GitHub to redeliver, with their tries and outcome')
     .action((opts: { verbose?: boolean }) =>

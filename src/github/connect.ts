@@ -18,7 +18,7 @@ export type RepositoryAccess =
 /** Whether the installation's token reads the repository; anything but GitHub's HTTP answer is rethrown. */
 async function repositoryAccess(api: GithubApi, installationId: number, repository: string): Promise<RepositoryAccess> {
   try {
-    return { ok: true, ...(await api.repository(installationId, repository)) };
+    return { ok: true, ...(await api.repository({ installationId, repository })) };
   } catch (error) {
     if ((error as Error)?.name !== 'HttpError') throw error;
     const failure = asGithubFailure(error);

@@ -101,11 +101,14 @@ export function githubReconcileScheduleId(taskQueue: string): string {
   return `github-reconcile/${taskQueue}`;
 }
 
-/** A target the reconcile found in a known state (its branch gone, its repository empty, its access lost). */
+/**
+ * A target the reconcile found in a known state (its branch gone, its repository empty, its access
+ * lost), or whose installation GitHub refused a token (suspended or gone: the target took that state).
+ */
 export interface GithubTargetState {
   targetId: string;
   repository: string;
-  state: 'ref_missing' | 'empty_repository' | 'not_accessible';
+  state: 'ref_missing' | 'empty_repository' | 'not_accessible' | 'installation_suspended' | 'installation_deleted';
 }
 
 /** The reconcile workflow's result: what it looked at and asked for, and GitHub's refusals. */
@@ -116,6 +119,14 @@ export interface GithubReconcileSummary {
   redeliveriesCapped?: number;
   /** False when the page cap stopped the listing: the next reconcile goes on from its cursor. */
   listingComplete?: boolean;
+  /** GUIDs owed a redelivery after this run: left by its cap, the App's budget or a rate limit, or not taken by GitHub (422, 5xx). */
+  redeliveriesWaiting?: number;
+  /** Points this run spent on the App's routes (a GET 1, a POST 5), from GITHUB_RECONCILE_POINTS_PER_MINUTE. */
+  pointsSpent?: number;
+  /** Why the run stopped calling the App's routes before it was done (`run_cap`, `budget`, `rate_limit`, `busy`: another run holds them), or null. */
+  stoppedBy?: 'run_cap' | 'budget' | 'rate_limit' | 'busy' | null;
+  /** When the App's routes may be called again, after the budget or a rate limit stopped the run. */
+  resumeAt?: string | null;
   targetsChecked: number;
   targetsResynced: number;
   /** Targets in a known state, each with it: reported, not errors. */

@@ -3,14 +3,14 @@
  * workflow (workflows/github.ts). Every effect is one transaction and idempotent, because
  * activities retry. Only a target whose installation its organization owns is given sync work.
  */
-import { type Expression, type ExpressionBuilder, type SqlBool, type Transaction, sql } from 'kysely';
+import { type SqlBool, type Transaction, sql } from 'kysely';
 import { typeid } from 'typeid-js';
 import type { Db } from '../app/store/db';
 import type { Database } from '../app/store/schema';
 import type { GithubSyncKind, GithubTargetStatus } from './tables';
-import type { GithubDeliveryInput, GithubRepositoryRef, GithubSyncEventRecord, GithubTargetChange } from './contract';
+import type { GithubDeliveryInput, GithubSyncEventRecord, GithubTargetChange } from './contract';
 import { removeBinding } from './installations';
-import { ownsInstallation, type TargetRow } from './target-records';
+import { ownsInstallation, sameRepository, type TargetRow } from './target-records';
 import { refMatches } from './target-match';
 
 const newSyncEventId = () => typeid('gse').toString();
@@ -25,19 +25,6 @@ const noEffects = (): DeliveryEffects => ({ syncEvents: [], targetChanges: [], r
 
 type Trx = Transaction<Database>;
 
-/**
- * Targets of one repository: by the stored repository id first; a target created from a full
- * name only (no id yet) matches on the name, case-insensitively like GitHub.
- */
-function sameRepository(repositoryId: number, fullNames: string[]) {
-  const names = [...new Set(fullNames.map((n) => n.toLowerCase()))];
-  return (eb: ExpressionBuilder<Database, 'github_connector_targets'>): Expression<SqlBool> =>
-    eb.or([
-      eb('repository_id', '=', String(repositoryId)),
-      eb.and([eb('repository_id', 'is', null), eb(sql<string>`lower(repository_full_name)`, 'in', names)]),
-    ]);
-}
-
 async function insertSyncEvent(
   trx: Trx,
   values: {
@@ -48,7 +35,7 @@ async function insertSyncEvent(
     kind: GithubSyncKind;
     targetId: string | null;
     installationId: number;
-    repository: GithubRepositoryRef | null;
+    repository: { id: number | null; fullName: string } | null;
     ref: string | null;
     headSha: string | null;
     status: 'queued' | 'skipped';
@@ -185,11 +172,10 @@ export async function recordPush(db: Db, input: Extract<GithubDeliveryInput, { e
 /** Sets a status on targets, recording each real change. */
 async function setStatus(
   trx: Trx,
-  targets: TargetRow[],
-  status: GithubTargetStatus,
-  reason: string | null,
+  change: { targets: TargetRow[]; status: GithubTargetStatus; reason: string | null },
   effects: DeliveryEffects,
 ): Promise<void> {
+  const { targets, status, reason } = change;
   if (targets.length === 0) return;
   await trx
     .updateTable('github_connector_targets')
@@ -202,6 +188,40 @@ async function setStatus(
     .execute();
   for (const target of targets) {
     if (target.status !== status) effects.targetChanges.push({ targetId: target.id, field: 'status', from: target.status, to: status });
+  }
+}
+
+type OwnedRow = TargetRow & { owned: SqlBool };
+
+/**
+ * A full resync queued for each target that came back (its organization owning the installation):
+ * what it synced may be stale, since a suspended installation gets no webhooks and a repository
+ * removed from the installation none of its pushes. Idempotent per delivery and target.
+ */
+async function queueResyncs(
+  trx: Trx,
+  resyncs: { cause: { deliveryId: string; event: string; action: string; installationId: number }; targets: OwnedRow[] },
+  effects: DeliveryEffects,
+): Promise<void> {
+  const { cause, targets } = resyncs;
+  for (const target of targets) {
+    if (target.owned !== true) continue;
+    effects.syncEvents.push(
+      await insertSyncEvent(trx, {
+        organizationId: target.organization_id,
+        deliveryId: cause.deliveryId,
+        event: cause.event,
+        action: cause.action,
+        kind: 'full_resync',
+        targetId: target.id,
+        installationId: cause.installationId,
+        repository: { id: target.repository_id === null ? null : Number(target.repository_id), fullName: target.repository_full_name },
+        ref: target.ref,
+        headSha: null,
+        status: 'queued',
+        outcome: null,
+      }),
+    );
   }
 }
 
@@ -263,55 +283,105 @@ export async function applyRepositoryChange(
     }
 
     const live = targets.filter((t) => t.status !== 'disconnected');
-    await setStatus(trx, live, 'disabled', input.action === 'deleted' ? 'repository_deleted' : 'repository_transferred', effects);
-    return effects;
-  });
-}
-
-/** installation deleted → disconnected, and nobody owns it any more; suspend → disabled; unsuspend → active again. */
-export async function applyInstallationChange(
-  db: Db,
-  input: Extract<GithubDeliveryInput, { event: 'installation' }>,
-): Promise<DeliveryEffects> {
-  return db.transaction().execute(async (trx) => {
-    const effects = noEffects();
-    const targets = await trx
-      .selectFrom('github_connector_targets')
-      .selectAll()
-      .where('installation_id', '=', String(input.installationId))
-      .orderBy('id')
-      .forUpdate()
-      .execute();
-    if (input.action === 'deleted') {
-      await removeBinding(trx, input.installationId);
-      await setStatus(
-        trx,
-        targets.filter((t) => t.status !== 'disconnected'),
-        'disconnected',
-        'installation_deleted',
-        effects,
-      );
-    } else if (input.action === 'suspend') {
-      await setStatus(
-        trx,
-        targets.filter((t) => t.status === 'active'),
-        'disabled',
-        'installation_suspended',
-        effects,
-      );
-    } else {
-      // Only what the suspension disabled: a target disabled for another reason stays so.
-      const suspended = targets.filter((t) => t.status === 'disabled' && t.status_reason === 'installation_suspended');
-      await setStatus(trx, suspended, 'active', null, effects);
-    }
+    const reason = input.action === 'deleted' ? 'repository_deleted' : 'repository_transferred';
+    await setStatus(trx, { targets: live, status: 'disabled', reason }, effects);
     return effects;
   });
 }
 
 /**
+ * What an installation became, from its webhook or from GitHub refusing it a token; an unsuspend
+ * names the delivery its resyncs are recorded under.
+ */
+export type InstallationStateChange =
+  { installationId: number; state: 'deleted' | 'suspend' } | { installationId: number; state: 'unsuspend'; deliveryId: string };
+
+/**
+ * An installation's state applied to its targets, in the caller's transaction: deleted →
+ * disconnected, and nobody owns it any more; suspend → disabled (`installation_suspended`);
+ * unsuspend → active again (only what the suspension disabled), each with a full resync queued.
+ */
+async function applyInstallationState(trx: Trx, change: InstallationStateChange): Promise<DeliveryEffects> {
+  const effects = noEffects();
+  const targets = await trx
+    .selectFrom('github_connector_targets')
+    .selectAll()
+    .select((eb) => ownsInstallation(eb).as('owned'))
+    .where('installation_id', '=', String(change.installationId))
+    .orderBy('id')
+    .forUpdate()
+    .execute();
+  if (change.state === 'deleted') {
+    await removeBinding(trx, change.installationId);
+    const live = targets.filter((t) => t.status !== 'disconnected');
+    await setStatus(trx, { targets: live, status: 'disconnected', reason: 'installation_deleted' }, effects);
+  } else if (change.state === 'suspend') {
+    const active = targets.filter((t) => t.status === 'active');
+    await setStatus(trx, { targets: active, status: 'disabled', reason: 'installation_suspended' }, effects);
+  } else if (change.state === 'unsuspend') {
+    // Only what the suspension disabled: a target disabled for another reason stays so.
+    const suspended = targets.filter((t) => t.status === 'disabled' && t.status_reason === 'installation_suspended');
+    await setStatus(trx, { targets: suspended, status: 'active', reason: null }, effects);
+    const cause = { deliveryId: change.deliveryId, event: 'installation', action: 'unsuspend', installationId: change.installationId };
+    await queueResyncs(trx, { cause, targets: suspended }, effects);
+  }
+  return effects;
+}
+
+/**
+ * GitHub refused the installation a token because it is suspended or gone: its targets take that
+ * state at once, as its webhook would have set it (a suspended installation gets no webhooks, and
+ * one lost in an outage may never be redelivered), rather than failing their syncs one by one.
+ */
+export async function recordInstallationRefused(db: Db, change: { installationId: number; refusal: 'suspend' | 'deleted' }): Promise<void> {
+  await db.transaction().execute((trx) => applyInstallationState(trx, { installationId: change.installationId, state: change.refusal }));
+}
+
+/** installation deleted, suspend or unsuspend, from its webhook. */
+export async function applyInstallationChange(
+  db: Db,
+  input: Extract<GithubDeliveryInput, { event: 'installation' }>,
+): Promise<DeliveryEffects> {
+  const { installationId, deliveryId } = input;
+  const change: InstallationStateChange =
+    input.action === 'unsuspend' ? { installationId, state: 'unsuspend', deliveryId } : { installationId, state: input.action };
+  return db.transaction().execute((trx) => applyInstallationState(trx, change));
+}
+
+/** The repositories an installation_repositories delivery names, recorded as available or removed (idempotent). */
+export async function recordRepositories(
+  db: Db | Trx,
+  input: Extract<GithubDeliveryInput, { event: 'installation_repositories' }>,
+): Promise<number> {
+  const status = input.action === 'added' ? 'available' : 'removed';
+  for (const repository of input.repositories) {
+    await db
+      .insertInto('github_installation_repositories')
+      .values({
+        installation_id: input.installationId,
+        repository_id: repository.id,
+        repository_full_name: repository.fullName,
+        status,
+        delivery_id: input.deliveryId,
+      })
+      .onConflict((oc) =>
+        oc.columns(['installation_id', 'repository_id']).doUpdateSet({
+          repository_full_name: repository.fullName,
+          status,
+          delivery_id: input.deliveryId,
+          updated_at: sql`now()`,
+        }),
+      )
+      .execute();
+  }
+  return input.repositories.length;
+}
+
+/**
  * installation_repositories removed → disable those targets; added → record the repositories
- * as available (no target is created), and re-enable targets that were disabled only because
- * the repository had been removed from the installation.
+ * as available (no target is created), re-enable targets that were disabled only because the
+ * repository had been removed from the installation, and queue a full resync of every live
+ * target of those repositories (its last sync may have found the repository out of reach).
  */
 export async function applyInstallationRepositories(
   db: Db,
@@ -319,47 +389,32 @@ export async function applyInstallationRepositories(
 ): Promise<DeliveryEffects> {
   return db.transaction().execute(async (trx) => {
     const effects = noEffects();
-    const status = input.action === 'added' ? 'available' : 'removed';
+    effects.repositoriesRecorded = await recordRepositories(trx, input);
     for (const repository of input.repositories) {
-      await trx
-        .insertInto('github_installation_repositories')
-        .values({
-          installation_id: input.installationId,
-          repository_id: repository.id,
-          repository_full_name: repository.fullName,
-          status,
-          delivery_id: input.deliveryId,
-        })
-        .onConflict((oc) =>
-          oc.columns(['installation_id', 'repository_id']).doUpdateSet({
-            repository_full_name: repository.fullName,
-            status,
-            delivery_id: input.deliveryId,
-            updated_at: sql`now()`,
-          }),
-        )
-        .execute();
-      effects.repositoriesRecorded += 1;
       const targets = await trx
         .selectFrom('github_connector_targets')
         .selectAll()
+        .select((eb) => ownsInstallation(eb).as('owned'))
         .where('installation_id', '=', String(input.installationId))
         .where(sameRepository(repository.id, [repository.fullName]))
         .orderBy('id')
         .forUpdate()
         .execute();
       if (input.action === 'removed') {
-        await setStatus(
-          trx,
-          targets.filter((t) => t.status !== 'disconnected'),
-          'disabled',
-          'repository_removed',
-          effects,
-        );
-      } else {
-        const removed = targets.filter((t) => t.status === 'disabled' && t.status_reason === 'repository_removed');
-        await setStatus(trx, removed, 'active', null, effects);
+        const live = targets.filter((t) => t.status !== 'disconnected');
+        await setStatus(trx, { targets: live, status: 'disabled', reason: 'repository_removed' }, effects);
+        continue;
       }
+      const removed = targets.filter((t) => t.status === 'disabled' && t.status_reason === 'repository_removed');
+      await setStatus(trx, { targets: removed, status: 'active', reason: null }, effects);
+      const back = targets.filter((t) => t.status === 'active' || removed.includes(t));
+      const cause = {
+        deliveryId: input.deliveryId,
+        event: 'installation_repositories',
+        action: 'added',
+        installationId: input.installationId,
+      };
+      await queueResyncs(trx, { cause, targets: back }, effects);
     }
     return effects;
   });

@@ -5,13 +5,20 @@
  * full resync), whether a fetched blob is text Postgres can store, and whether a JSON manifest
  * parses.
  */
-import type { GithubFileStatus, GithubSyncCounts } from './tables';
+import type { GithubFileStatus, GithubFileType, GithubSyncCounts } from './tables';
 
-/** A blob of the tree at the synced head, as GitHub's trees API lists it. */
+/**
+ * A blob of the tree at the synced head, as GitHub's trees API lists it; or, for a path kept
+ * through a symbolic link, the blob it leads to (`linkTarget`: that blob's path), and for a
+ * submodule its commit (src/github/links.ts).
+ */
 export interface TreeBlob {
   path: string;
   sha: string;
   size: number;
+  /** What the path is in the tree; a plain file when absent. */
+  type?: GithubFileType;
+  linkTarget?: string;
 }
 
 /** A row of the target's snapshot, as it is before the sync. */
@@ -19,6 +26,8 @@ export interface SnapshotFile {
   path: string;
   blobSha: string;
   status: GithubFileStatus;
+  type?: GithubFileType;
+  linkTarget?: string | null;
 }
 
 function escape(text: string): string {
@@ -48,13 +57,13 @@ export function globToRegExp(glob: string): RegExp {
  * segments must match the glob's first ones, leaving at least one for the file. `**` matches any
  * number of segments; a segment with `**` inside it (`a**b`) is taken to match anything from there.
  */
-function dirCanHold(glob: readonly string[], dir: readonly string[], g = 0, d = 0): boolean {
-  if (d === dir.length) return g < glob.length;
-  if (g === glob.length) return false;
-  const segment = glob[g]!;
-  if (segment === '**') return dirCanHold(glob, dir, g + 1, d) || dirCanHold(glob, dir, g, d + 1);
+function dirCanHold(glob: readonly string[], dir: readonly string[]): boolean {
+  if (dir.length === 0) return glob.length > 0;
+  if (glob.length === 0) return false;
+  const segment = glob[0]!;
+  if (segment === '**') return dirCanHold(glob.slice(1), dir) || dirCanHold(glob, dir.slice(1));
   if (segment.includes('**')) return true;
-  return globToRegExp(segment).test(dir[d]!) && dirCanHold(glob, dir, g + 1, d + 1);
+  return globToRegExp(segment).test(dir[0]!) && dirCanHold(glob.slice(1), dir.slice(1));
 }
 
 /** Which directories a tree walk must read: those below which a path can match one of the globs. */
@@ -88,26 +97,39 @@ function below(path: string, dirs: readonly string[]): boolean {
   return dirs.some((dir) => dir === '' || path.startsWith(`${dir}/`));
 }
 
+/** Whether the snapshot's row holds this blob as it is: same content, same kind of path, same link. */
+function sameEntry(previous: SnapshotFile | undefined, blob: TreeBlob): boolean {
+  if (previous?.blobSha !== blob.sha || previous.status === 'skipped') return false;
+  return (previous.type ?? 'file') === (blob.type ?? 'file') && (previous.linkTarget ?? null) === (blob.linkTarget ?? null);
+}
+
 /**
- * The work of one sync: the picked blobs against the snapshot, within the size and count bounds.
+ * The work of one sync: the picked blobs against the snapshot, within the size and count bounds,
+ * and the paths the tree gives that cannot be synced (`skipped`: links not followed, submodules).
  * A snapshot path in a directory the walk did not read (`unread`, a tree past its bound) is kept
  * as it is: the tree says nothing about it.
  */
 export function planSync(
   picked: readonly TreeBlob[],
   snapshot: readonly SnapshotFile[],
-  bounds: { maxFiles: number; maxFileBytes: number; full: boolean; unread?: readonly string[] },
+  bounds: {
+    maxFiles: number;
+    maxFileBytes: number;
+    full: boolean;
+    unread?: readonly string[];
+    skipped?: readonly { blob: TreeBlob; reason: string }[];
+  },
 ): SyncPlan {
   const before = new Map(snapshot.map((file) => [file.path, file]));
-  const plan: SyncPlan = { fetch: [], skip: [], remove: [], unchanged: [] };
+  const plan: SyncPlan = { fetch: [], skip: [...(bounds.skipped ?? [])], remove: [], unchanged: [] };
   picked.forEach((blob, index) => {
     const previous = before.get(blob.path);
     if (index >= bounds.maxFiles) plan.skip.push({ blob, reason: 'too_many_files' });
     else if (blob.size > bounds.maxFileBytes) plan.skip.push({ blob, reason: 'too_large' });
-    else if (!bounds.full && previous?.blobSha === blob.sha && previous.status !== 'skipped') plan.unchanged.push(blob.path);
+    else if (!bounds.full && sameEntry(previous, blob)) plan.unchanged.push(blob.path);
     else plan.fetch.push(blob);
   });
-  const kept = new Set(picked.map((blob) => blob.path));
+  const kept = new Set([...picked, ...plan.skip.map((s) => s.blob)].map((blob) => blob.path));
   const unread = bounds.unread ?? [];
   for (const file of snapshot) {
     if (kept.has(file.path)) continue;

@@ -98,15 +98,20 @@ export function newestAttempts(deliveries: readonly HookDelivery[]): Map<string,
   return byGuid;
 }
 
-/** How a GUID the reconcile tried stands: asked again, delivered since, given up at its cap, or refused. */
-export type RedeliveryOutcome = 'asked' | 'delivered' | 'capped' | 'rejected' | 'ask_refused' | 'ask_failed';
+/**
+ * How a GUID the reconcile tried stands: asked again, delivered since, given up at its cap,
+ * refused by us (a 4xx) or by GitHub for good, an ask GitHub failed to take (a 422 or a 5xx:
+ * asked again next run), or an ask decided but not made yet (`waiting`: the run's cap, the App's
+ * budget or a rate limit stopped the run first).
+ */
+export type RedeliveryOutcome = 'asked' | 'delivered' | 'capped' | 'rejected' | 'ask_refused' | 'ask_failed' | 'waiting';
 
 /** What is kept of a GUID the reconcile tried (`github_redeliveries`). */
 export interface RedeliveryRecord {
   lastAttemptId: number;
-  /** The attempt the last accepted ask redelivered. */
+  /** The attempt the last ask redelivered. */
   askedAttemptId: number | null;
-  /** Asks that count toward the cap: those of attempts that failed with a 5xx, a timeout or a connection error. */
+  /** Asks that count toward the cap: those of attempts that failed with a 5xx, a timeout or a connection error, and every ask GitHub failed to take. */
   tries: number;
   outcome: RedeliveryOutcome;
 }
@@ -114,17 +119,19 @@ export interface RedeliveryRecord {
 export type RedeliveryDecision =
   | { action: 'none' }
   | { action: 'record'; outcome: RedeliveryOutcome }
-  /**
-   * Ask GitHub to redeliver `attemptId`; `counted` unless the attempt was our own refusal to come
-   * back later; `again` when it is the same ask, which GitHub failed to take last time (no new try).
-   */
-  | { action: 'ask'; attemptId: number; counted: boolean; again?: boolean };
+  /** Ask GitHub to redeliver `attemptId`; `counted` unless the attempt was our own refusal to come back later. */
+  | { action: 'ask'; attemptId: number; counted: boolean };
+
+/** An ask this GUID is owed from an earlier run: decided but not made, or made and not taken by GitHub. */
+const OWED: readonly RedeliveryOutcome[] = ['waiting', 'ask_failed'];
 
 /**
  * One GUID's decision from its newest attempt (`shed`: our answer to it was 503 overloaded or
  * busy). Only a GUID whose newest attempt failed with a 5xx, a timeout or a connection error is
  * asked for, once per failed attempt, at most `maxTries` times counted; a delivered GUID never
- * again, and a 4xx (the service refused the delivery itself) never.
+ * again, and a 4xx (the service refused the delivery itself) never. An ask owed from an earlier
+ * run is made again until the GUID reaches its cap (a failed ask counts, so GitHub answering 422
+ * for ever cannot keep a GUID asked for ever).
  */
 export function decideRedelivery(
   record: RedeliveryRecord | undefined,
@@ -132,14 +139,14 @@ export function decideRedelivery(
   maxTries: number,
 ): RedeliveryDecision {
   const { newest } = seen;
-  if (record?.outcome === 'ask_failed' && record.lastAttemptId >= newest.id) {
-    return { action: 'ask', attemptId: record.askedAttemptId ?? record.lastAttemptId, counted: false, again: true };
+  if (record && newest.id <= record.lastAttemptId) {
+    if (!OWED.includes(record.outcome)) return { action: 'none' };
+    if (record.tries >= maxTries && (record.outcome === 'ask_failed' || !seen.shed)) return { action: 'record', outcome: 'capped' };
+    return { action: 'ask', attemptId: record.lastAttemptId, counted: !seen.shed };
   }
-  if (record && newest.id <= record.lastAttemptId) return { action: 'none' };
   if (seen.delivered) return record ? { action: 'record', outcome: 'delivered' } : { action: 'none' };
   const kind = attemptClass(newest.statusCode);
   if (kind === 'refused') return record ? { action: 'record', outcome: 'rejected' } : { action: 'none' };
-  if (record?.askedAttemptId === newest.id) return { action: 'none' };
   if (seen.shed) return { action: 'ask', attemptId: newest.id, counted: false };
   if ((record?.tries ?? 0) >= maxTries) return { action: 'record', outcome: 'capped' };
   return { action: 'ask', attemptId: newest.id, counted: true };

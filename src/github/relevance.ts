@@ -8,6 +8,7 @@
  * The result is a compact `GithubDeliveryInput`, never the payload itself (pushes can be
  * 25 MB; Temporal payloads fail at 2 MB).
  */
+import type { components } from '@octokit/openapi-webhooks-types';
 import type { GithubDeliveryInput, GithubRepositoryRef } from './contract';
 import { pathDeeperThan, TOO_DEEP_MESSAGE } from '../app/http/json-depth';
 
@@ -69,108 +70,149 @@ export function readDeliveryHeaders(headers: Record<string, string | string[] | 
 
 const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
 
+type Schemas = components['schemas'];
+
+/**
+ * A payload as GitHub documents it (`@octokit/openapi-webhooks-types`), every field possibly
+ * absent: the signature proves who sent the body, not that it has every field of the schema, so
+ * each value read is still checked (ids positive integers, names of GitHub's shape).
+ */
+type Partially<T> = T extends readonly (infer U)[] ? Partially<U>[] : T extends object ? { [K in keyof T]?: Partially<T[K]> } : T;
+type Payload<Event extends keyof Schemas> = Partially<Schemas[Event]>;
+
+type PushPayload = Payload<'webhook-push'>;
+type InstallationPayload = Payload<'webhook-installation-deleted' | 'webhook-installation-suspend' | 'webhook-installation-unsuspend'>;
+type InstallationRepositoriesPayload = Payload<'webhook-installation-repositories-added' | 'webhook-installation-repositories-removed'>;
+type RepositoryPayload = Payload<'webhook-repository-renamed' | 'webhook-repository-deleted' | 'webhook-repository-transferred'>;
+
 function positiveId(value: unknown): number | undefined {
   return typeof value === 'number' && Number.isSafeInteger(value) && value > 0 ? value : undefined;
 }
 
-function installationId(payload: Record<string, unknown>): number | undefined {
-  return isObject(payload.installation) ? positiveId(payload.installation.id) : undefined;
+/** A non-empty string, or undefined for anything else. */
+function text(value: unknown): string | undefined {
+  return typeof value === 'string' && value !== '' ? value : undefined;
 }
 
-function repositoryRef(value: unknown): GithubRepositoryRef | undefined {
+function repositoryRef(value: Partially<{ id: number; full_name: string }> | undefined): GithubRepositoryRef | undefined {
   if (!isObject(value)) return undefined;
   const id = positiveId(value.id);
-  const fullName = value.full_name;
-  if (id === undefined || typeof fullName !== 'string' || !FULL_NAME_SHAPE.test(fullName)) return undefined;
+  const fullName = text(value.full_name);
+  if (id === undefined || fullName === undefined || !FULL_NAME_SHAPE.test(fullName)) return undefined;
   return { id, fullName };
 }
 
-function stringAt(value: unknown, ...path: string[]): string | undefined {
-  let current = value;
-  for (const key of path) {
-    if (!isObject(current)) return undefined;
-    current = current[key];
-  }
-  return typeof current === 'string' && current !== '' ? current : undefined;
-}
-
 /** The names a renamed or transferred repository was known by, for targets stored without an id. */
-function previousFullNames(action: string, payload: Record<string, unknown>, repository: GithubRepositoryRef): string[] {
+function previousFullNames(payload: RepositoryPayload, repository: GithubRepositoryRef): string[] {
   const [owner, name] = repository.fullName.split('/') as [string, string];
   const names: string[] = [];
-  if (action === 'renamed') {
-    const from = stringAt(payload, 'changes', 'repository', 'name', 'from');
+  if (payload.action === 'renamed') {
+    const from = text(payload.changes?.repository?.name?.from);
     if (from) names.push(`${owner}/${from}`);
   }
-  if (action === 'transferred') {
-    const from =
-      stringAt(payload, 'changes', 'owner', 'from', 'user', 'login') ??
-      stringAt(payload, 'changes', 'owner', 'from', 'organization', 'login');
+  if (payload.action === 'transferred') {
+    const previous = payload.changes?.owner?.from;
+    const from = text(previous?.user?.login) ?? text(previous?.organization?.login);
     if (from) names.push(`${from}/${name}`);
   }
   return names.filter((n) => FULL_NAME_SHAPE.test(n) && n !== repository.fullName);
 }
 
-/** Step two, once the signature matched and the body parsed as a JSON object. */
+type Base = { deliveryId: string; receivedAt: number };
+const ignoreDelivery = (reason: IgnoredReason): Classification => ({ accepted: false, reason });
+const acceptDelivery = (input: GithubDeliveryInput): Classification => ({
+  accepted: true,
+  event: input.event,
+  deliveryId: input.deliveryId,
+  input,
+});
+
+function classifyPush(base: Base, payload: PushPayload): Classification {
+  const after = payload.after;
+  if (typeof after === 'string' && NULL_SHA.test(after)) return ignoreDelivery(IGNORED.refDeleted);
+  const installation = positiveId(payload.installation?.id);
+  if (installation === undefined) return ignoreDelivery(IGNORED.missingInstallation);
+  const repository = repositoryRef(payload.repository);
+  if (!repository) return ignoreDelivery(IGNORED.missingRepository);
+  const ref = payload.ref;
+  if (typeof ref !== 'string' || !ref.startsWith('refs/') || ref.length > 1024) return ignoreDelivery(IGNORED.missingRef);
+  if (typeof after !== 'string' || !SHA_SHAPE.test(after)) return ignoreDelivery(IGNORED.missingHeadSha);
+  const defaultBranch = text(payload.repository?.default_branch) ?? null;
+  const push = {
+    ...base,
+    event: 'push',
+    action: null,
+    installationId: installation,
+    repository,
+    ref,
+    headSha: after.toLowerCase(),
+  } as const;
+  return acceptDelivery({ ...push, defaultBranch: defaultBranch !== null && defaultBranch.length <= 255 ? defaultBranch : null });
+}
+
+function classifyInstallation(base: Base, payload: InstallationPayload, action: 'deleted' | 'suspend' | 'unsuspend'): Classification {
+  const installation = positiveId(payload.installation?.id);
+  if (installation === undefined) return ignoreDelivery(IGNORED.missingInstallation);
+  return acceptDelivery({ ...base, event: 'installation', action, installationId: installation });
+}
+
+function classifyInstallationRepositories(
+  base: Base,
+  payload: InstallationRepositoriesPayload,
+  action: 'added' | 'removed',
+): Classification {
+  const installation = positiveId(payload.installation?.id);
+  if (installation === undefined) return ignoreDelivery(IGNORED.missingInstallation);
+  const list: unknown = action === 'added' ? payload.repositories_added : payload.repositories_removed;
+  if (!Array.isArray(list)) return ignoreDelivery(IGNORED.missingRepositories);
+  const repositories = list.map(repositoryRef).filter((r): r is GithubRepositoryRef => r !== undefined);
+  return acceptDelivery({ ...base, event: 'installation_repositories', action, installationId: installation, repositories });
+}
+
+function classifyRepository(base: Base, payload: RepositoryPayload, action: 'renamed' | 'deleted' | 'transferred'): Classification {
+  const repository = repositoryRef(payload.repository);
+  if (!repository) return ignoreDelivery(IGNORED.missingRepository);
+  return acceptDelivery({
+    ...base,
+    event: 'repository',
+    action,
+    installationId: positiveId(payload.installation?.id) ?? null,
+    repository,
+    previousFullNames: previousFullNames(payload, repository),
+  });
+}
+
+/** Whether `action` is one the event becomes work for. */
+function relevant<Event extends keyof typeof RELEVANT_ACTIONS>(
+  event: Event,
+  action: unknown,
+): action is (typeof RELEVANT_ACTIONS)[Event][number] {
+  return typeof action === 'string' && (RELEVANT_ACTIONS[event] as readonly string[]).includes(action);
+}
+
+/** Step two, once the signature matched and the body parsed as a JSON object: the payload read as GitHub documents it. */
 export function classifyDelivery(
   delivery: { event: string; deliveryId: string; receivedAt: number },
   payload: Record<string, unknown>,
 ): Classification {
   const { event, deliveryId, receivedAt } = delivery;
   const base = { deliveryId, receivedAt };
-  const ignore = (reason: IgnoredReason): Classification => ({ accepted: false, reason });
-  const accept = (input: GithubDeliveryInput): Classification => ({ accepted: true, event: input.event, deliveryId, input });
-
-  if (event === 'ping') return ignore(IGNORED.ping);
-
-  if (event === 'push') {
-    const after = payload.after;
-    if (typeof after === 'string' && NULL_SHA.test(after)) return ignore(IGNORED.refDeleted);
-    const installation = installationId(payload);
-    if (installation === undefined) return ignore(IGNORED.missingInstallation);
-    const repository = repositoryRef(payload.repository);
-    if (!repository) return ignore(IGNORED.missingRepository);
-    const ref = payload.ref;
-    if (typeof ref !== 'string' || !ref.startsWith('refs/') || ref.length > 1024) return ignore(IGNORED.missingRef);
-    if (typeof after !== 'string' || !SHA_SHAPE.test(after)) return ignore(IGNORED.missingHeadSha);
-    const defaultBranch = stringAt(payload, 'repository', 'default_branch') ?? null;
-    const push = { ...base, event, action: null, installationId: installation, repository, ref, headSha: after.toLowerCase() } as const;
-    return accept({ ...push, defaultBranch: defaultBranch !== null && defaultBranch.length <= 255 ? defaultBranch : null });
-  }
-
-  if (event !== 'installation' && event !== 'installation_repositories' && event !== 'repository') {
-    return ignore(IGNORED.eventIgnored);
-  }
+  if (event === 'ping') return ignoreDelivery(IGNORED.ping);
+  if (event === 'push') return classifyPush(base, payload as PushPayload);
+  if (event !== 'installation' && event !== 'installation_repositories' && event !== 'repository')
+    return ignoreDelivery(IGNORED.eventIgnored);
   const action = payload.action;
-  if (typeof action !== 'string' || !(RELEVANT_ACTIONS[event] as readonly string[]).includes(action)) {
-    return ignore(IGNORED.actionIgnored);
-  }
-
   if (event === 'installation') {
-    const installation = installationId(payload);
-    if (installation === undefined) return ignore(IGNORED.missingInstallation);
-    return accept({ ...base, event, action: action as 'deleted' | 'suspend' | 'unsuspend', installationId: installation });
+    return relevant(event, action)
+      ? classifyInstallation(base, payload as InstallationPayload, action)
+      : ignoreDelivery(IGNORED.actionIgnored);
   }
-
   if (event === 'installation_repositories') {
-    const installation = installationId(payload);
-    if (installation === undefined) return ignore(IGNORED.missingInstallation);
-    const list = action === 'added' ? payload.repositories_added : payload.repositories_removed;
-    if (!Array.isArray(list)) return ignore(IGNORED.missingRepositories);
-    const repositories = list.map(repositoryRef).filter((r): r is GithubRepositoryRef => r !== undefined);
-    return accept({ ...base, event, action: action as 'added' | 'removed', installationId: installation, repositories });
+    return relevant(event, action)
+      ? classifyInstallationRepositories(base, payload as InstallationRepositoriesPayload, action)
+      : ignoreDelivery(IGNORED.actionIgnored);
   }
-
-  const repository = repositoryRef(payload.repository);
-  if (!repository) return ignore(IGNORED.missingRepository);
-  return accept({
-    ...base,
-    event,
-    action: action as 'renamed' | 'deleted' | 'transferred',
-    installationId: installationId(payload) ?? null,
-    repository,
-    previousFullNames: previousFullNames(action, payload, repository),
-  });
+  return relevant(event, action) ? classifyRepository(base, payload as RepositoryPayload, action) : ignoreDelivery(IGNORED.actionIgnored);
 }
 
 /**

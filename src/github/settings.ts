@@ -1,7 +1,7 @@
 /**
  * The GitHub feature's settings: the webhook secret (and the one before a rotation), the App's
  * credentials for the sync, the App's slug and OAuth client for its install flow, what a sync
- * picks and how hard it tries, and the reconcile's period.
+ * picks and how hard it tries, and the reconcile's period and pace.
  */
 import fs from 'node:fs';
 import { defineSettings, duration, int, optionalString } from '../app/settings';
@@ -65,6 +65,9 @@ export const githubSettings = defineSettings(
     GITHUB_RECONCILE_INTERVAL: duration('10m'),
     GITHUB_RECONCILE_MAX_PAGES: int(50, 1, 1000),
     GITHUB_RECONCILE_MAX_REDELIVERIES: int(5, 1, 100),
+    GITHUB_RECONCILE_REDELIVERIES_PER_RUN: int(100, 1, 1000),
+    // GitHub's secondary limit is 900 points a minute: never more, and a POST (5 points) must fit.
+    GITHUB_RECONCILE_POINTS_PER_MINUTE: int(600, 10, 900),
   },
   (e) => {
     const privateKey = (e.GITHUB_APP_PRIVATE_KEY ?? readKeyFile(e.GITHUB_APP_PRIVATE_KEY_FILE))?.replace(/\\n/g, '\n');
@@ -92,7 +95,12 @@ export const githubSettings = defineSettings(
         idleMs: e.GITHUB_TARGET_IDLE,
       },
       reconcileIntervalMs: e.GITHUB_RECONCILE_INTERVAL,
-      reconcile: { maxPages: e.GITHUB_RECONCILE_MAX_PAGES, maxRedeliveries: e.GITHUB_RECONCILE_MAX_REDELIVERIES },
+      reconcile: {
+        maxPages: e.GITHUB_RECONCILE_MAX_PAGES,
+        maxRedeliveries: e.GITHUB_RECONCILE_MAX_REDELIVERIES,
+        redeliveriesPerRun: e.GITHUB_RECONCILE_REDELIVERIES_PER_RUN,
+        pointsPerMinute: e.GITHUB_RECONCILE_POINTS_PER_MINUTE,
+      },
     };
   },
   (e) => {

@@ -105,11 +105,14 @@ async function endEvents(
  */
 export async function recordFailure(
   db: Db,
-  targetId: string,
-  eventIds: string[],
-  error: { code: string; message: string },
-  target: { disable?: string; state?: KnownState } = {},
+  failure: {
+    targetId: string;
+    eventIds: string[];
+    error: { code: string; message: string };
+    target?: { disable?: string; state?: KnownState };
+  },
 ): Promise<number> {
+  const { targetId, eventIds, error, target = {} } = failure;
   return db.transaction().execute(async (trx) => {
     const attempts = await endEvents(trx, eventIds, { status: 'failed', error_code: error.code, error_message: error.message });
     if (target.disable !== undefined || target.state !== undefined) {
@@ -174,10 +177,10 @@ export async function recordVerified(db: Db, targetId: string, repositoryId: num
 export async function loadSnapshot(db: Db, targetId: string): Promise<SnapshotFile[]> {
   const rows = await db
     .selectFrom('github_target_files')
-    .select(['path', 'blob_sha', 'status'])
+    .select(['path', 'blob_sha', 'status', 'type', 'link_target'])
     .where('target_id', '=', targetId)
     .execute();
-  return rows.map((r) => ({ path: r.path, blobSha: r.blob_sha, status: r.status }));
+  return rows.map((r) => ({ path: r.path, blobSha: r.blob_sha, status: r.status, type: r.type, linkTarget: r.link_target }));
 }
 
 export interface FetchedFile {
@@ -207,37 +210,25 @@ export interface HeadDecisions {
 type Trx = Transaction<Database>;
 
 /** The snapshot after the sync: fetched and skipped paths upserted, paths gone deleted. */
-async function writeFiles(trx: Trx, targetId: string, plan: SyncPlan, fetched: FetchedFile[]): Promise<void> {
+async function writeFiles(trx: Trx, targetId: string, { plan, fetched }: { plan: SyncPlan; fetched: FetchedFile[] }): Promise<void> {
   const rows = [
-    ...fetched.map((f) => ({
-      path: f.blob.path,
-      sha: f.blob.sha,
-      size: f.blob.size,
-      content: f.content,
-      status: f.status,
-      error: f.error,
-    })),
-    ...plan.skip.map((s) => ({
-      path: s.blob.path,
-      sha: s.blob.sha,
-      size: s.blob.size,
-      content: null,
-      status: 'skipped' as const,
-      error: s.reason,
-    })),
+    ...fetched.map((f) => ({ blob: f.blob, content: f.content, status: f.status, error: f.error })),
+    ...plan.skip.map((s) => ({ blob: s.blob, content: null, status: 'skipped' as const, error: s.reason })),
   ];
   for (const row of rows) {
     const values = {
-      blob_sha: row.sha,
-      size: row.size,
+      blob_sha: row.blob.sha,
+      size: row.blob.size,
       content: row.content,
       status: row.status,
       error: row.error,
+      type: row.blob.type ?? 'file',
+      link_target: row.blob.linkTarget ?? null,
       updated_at: new Date(),
     };
     await trx
       .insertInto('github_target_files')
-      .values({ target_id: targetId, path: row.path, ...values })
+      .values({ target_id: targetId, path: row.blob.path, ...values })
       .onConflict((oc) => oc.columns(['target_id', 'path']).doUpdateSet(values))
       .execute();
   }
@@ -259,7 +250,7 @@ export async function recordSync(
   const { targetId, eventIds, outcome, decisions } = sync;
   const decided = new Set([...decisions.superseded, ...decisions.reopened]);
   return db.transaction().execute(async (trx) => {
-    await writeFiles(trx, targetId, sync.plan, sync.fetched);
+    await writeFiles(trx, targetId, sync);
     if (decisions.reopened.length > 0) {
       await trx
         .updateTable('github_sync_events')

@@ -1,20 +1,22 @@
 /**
  * One attempt of a target sync, as the target workflow's activity runs it: read the branch head
  * from GitHub (never a delivery's `after`: deliveries race), decide which of the batch's heads it
- * supersedes, walk the tree within its bound, pick the manifests, fetch only the blobs the
- * snapshot lacks, and commit the snapshot and the events.
+ * supersedes, walk the tree within its bound, pick the manifests (following symbolic links within
+ * the repository, listing submodules: src/github/links.ts), fetch only the blobs the snapshot
+ * lacks, and commit the snapshot and the events.
  *
  * Every failure is classified. GitHub's come back as results: a rate limit is a wait on the
  * workflow's timer (shared by the installation's targets, not an attempt), a network error or a
  * 5xx a retry after a delay, anything else final; a missing branch, an empty repository or lost
- * access a known state the target shows. A file's content problem (binary, a NUL byte) is that
+ * access a known state the target shows; a token refused because the installation is suspended or
+ * gone, that state for every target of the installation. A file's content problem (binary, a NUL byte) is that
  * file's `skipped`. Postgres failures throw, for the activity to retry; anything else ends the
  * sync `failed` (`sync_error`) at once.
  */
 import { DatabaseError } from 'pg';
 import { AppError } from '../app/errors';
 import type { Db } from '../app/store/db';
-import { asGithubFailure, isGithubCallError, type GithubApi } from './api';
+import { asGithubFailure, InstallationRefusedError, isGithubCallError, rethrowRefusal, type GithubApi } from './api';
 import { classifyGithubFailure, refusesAccess, type RateLimitKind } from './api-errors';
 import { followedBranch, KnownStateError, readBranchHead } from './branch-heads';
 import { GITHUB_SYNC_PROTOCOL, type GithubSyncAttempt, type GithubSyncRequest } from './contract';
@@ -34,6 +36,8 @@ import {
   type HeadDecisions,
 } from './sync-store';
 import { getTarget, type GithubTarget } from './target-records';
+import { keptTree } from './links';
+import { recordInstallationRefused } from './delivery-effects';
 
 export interface SyncDeps {
   db: Db;
@@ -50,6 +54,8 @@ export interface SyncDeps {
 
 type Event = { id: string; headSha: string | null; ref: string | null };
 type Deps = SyncDeps & { api: GithubApi };
+/** One attempt's batch: what was asked, of which target, and its open events. */
+type Attempt = { request: GithubSyncRequest; target: GithubTarget; eventIds: string[] };
 
 /** Distinct heads compared with the synced one per sync, at most; past it a head counts as not known to be older. */
 const MAX_COMPARES = 10;
@@ -71,8 +77,9 @@ async function fetchPlanned(api: GithubApi, target: GithubTarget, plan: SyncPlan
   for (const blob of plan.fetch) {
     let bytes: Buffer;
     try {
-      bytes = await api.blob(target.installationId, target.repository, blob.sha);
+      bytes = await api.blob(target, blob.sha);
     } catch (error) {
+      rethrowRefusal(error);
       const status = (error as Error)?.name === 'HttpError' ? asGithubFailure(error).status : undefined;
       if (status !== 404 && status !== 422) throw error;
       fetched.push({ blob, content: null, status: 'skipped', error: `github_${status}` });
@@ -90,10 +97,11 @@ async function fetchPlanned(api: GithubApi, target: GithubTarget, plan: SyncPlan
 }
 
 /** GitHub's ancestry, with a commit it no longer knows (force-pushed away and collected) as not an ancestor. */
-async function ancestry(deps: Deps, target: GithubTarget, base: string, head: string) {
+async function ancestry(deps: Deps, target: GithubTarget, shas: { base: string; head: string }) {
   try {
-    return await deps.api.compare(target.installationId, target.repository, base, head);
+    return await deps.api.compare(target, shas);
   } catch (error) {
+    rethrowRefusal(error);
     if ((error as Error)?.name === 'HttpError' && asGithubFailure(error).status === 404) return 'diverged';
     throw error;
   }
@@ -106,18 +114,19 @@ async function ancestry(deps: Deps, target: GithubTarget, base: string, head: st
  * the events not known to be older are reopened for the next sync. A workflow from before this
  * rule (no protocol) supersedes every other head, as it did.
  */
-async function decideHeads(deps: Deps, target: GithubTarget, branch: string, head: string, events: Event[], protocol: boolean) {
+async function decideHeads(deps: Deps, target: GithubTarget, read: { branch: string; head: string; events: Event[]; protocol: boolean }) {
+  const { branch, head, events, protocol } = read;
   const differing = (sha: string) => events.filter((e) => e.headSha !== null && e.headSha !== sha);
   const others = [...new Set(differing(head).map((e) => e.headSha!))];
   const none: HeadDecisions = { superseded: [], reopened: [] };
   if (!protocol) return { head, decisions: { ...none, superseded: differing(head).map((e) => e.id) } };
   if (others.length === 0) return { head, decisions: none };
   const older = new Set<string>();
-  for (const sha of others.slice(0, MAX_COMPARES)) if ((await ancestry(deps, target, sha, head)) === 'ahead') older.add(sha);
+  for (const sha of others.slice(0, MAX_COMPARES)) if ((await ancestry(deps, target, { base: sha, head })) === 'ahead') older.add(sha);
   if (older.size === others.length) return { head, decisions: { ...none, superseded: differing(head).map((e) => e.id) } };
-  const reread = await deps.api.branchHead(target.installationId, target.repository, branch);
+  const reread = await deps.api.branchHead(target, branch);
   if (reread === head) return { head, decisions: { ...none, superseded: differing(head).map((e) => e.id) } };
-  if ((await ancestry(deps, target, head, reread)) === 'ahead') older.add(head);
+  if ((await ancestry(deps, target, { base: head, head: reread })) === 'ahead') older.add(head);
   const rest = differing(reread);
   return {
     head: reread,
@@ -135,22 +144,32 @@ function treeTooLarge(requests: number, unread: string[]): { code: string; messa
   return { code: 'tree_too_large', message: `read ${requests} trees, the bound; not read: ${named.join(', ')}${more}` };
 }
 
-async function readAndRecord(deps: Deps, target: GithubTarget, request: GithubSyncRequest, events: Event[]): Promise<GithubSyncAttempt> {
+async function readAndRecord(
+  deps: Deps,
+  target: GithubTarget,
+  batch: { request: GithubSyncRequest; events: Event[] },
+): Promise<GithubSyncAttempt> {
+  const { request, events } = batch;
   const { api, db } = deps;
-  const read = await readBranchHead(api, db, target, await followedBranch(api, db, target));
-  const { head: headSha, decisions } = await decideHeads(
-    deps,
-    target,
-    read.branch,
-    read.head,
-    events,
-    request.protocol === GITHUB_SYNC_PROTOCOL,
-  );
+  const read = await readBranchHead(deps, target, await followedBranch(deps, target));
+  const protocol = request.protocol === GITHUB_SYNC_PROTOCOL;
+  const { head: headSha, decisions } = await decideHeads(deps, target, { ...read, events, protocol });
   const walk = { canHold: directoryFilter(deps.sync.paths), maxRequests: deps.sync.maxTreeRequests };
-  const tree = await api.tree(target.installationId, target.repository, headSha, walk);
-  const picked = pickManifests(tree.blobs, deps.sync.paths);
+  const tree = await api.tree(target, headSha, walk);
+  const kept = await keptTree(tree, {
+    globs: deps.sync.paths,
+    readLink: async (sha) => (await api.blob(target, sha)).toString('utf8'),
+    maxLinkReads: deps.sync.maxFiles,
+  });
+  const picked = pickManifests(kept.files, deps.sync.paths);
   const snapshot = await loadSnapshot(db, target.targetId);
-  const bounds = { maxFiles: deps.sync.maxFiles, maxFileBytes: deps.sync.maxFileBytes, full: request.full, unread: tree.unread };
+  const bounds = {
+    maxFiles: deps.sync.maxFiles,
+    maxFileBytes: deps.sync.maxFileBytes,
+    full: request.full,
+    unread: tree.unread,
+    skipped: kept.skipped,
+  };
   const plan = planSync(picked, snapshot, bounds);
   const fetched = await fetchPlanned(api, target, plan);
   const counts = countChanges(plan, snapshot, fetched);
@@ -176,14 +195,18 @@ async function readAndRecord(deps: Deps, target: GithubTarget, request: GithubSy
  */
 async function verifyRepository(api: GithubApi, db: Db, target: GithubTarget): Promise<boolean> {
   try {
-    const repository = await api.repository(target.installationId, target.repository);
+    const repository = await api.repository(target);
     await recordVerified(db, target.targetId, repository.id);
     return true;
   } catch (error) {
+    rethrowRefusal(error);
     if ((error as Error)?.name === 'HttpError' && refusesAccess(asGithubFailure(error))) return false;
     throw error;
   }
 }
+
+/** A batch's code when GitHub refused its installation a token, as the targets' status reason says it. */
+const INSTALLATION_REFUSED = { suspend: 'installation_suspended', deleted: 'installation_deleted' } as const;
 
 const NOT_ACCESSIBLE = { code: 'repository_not_accessible', message: 'the installation cannot read the repository' };
 
@@ -198,7 +221,8 @@ function waitFor(deps: SyncDeps, untilMs: number): GithubSyncAttempt {
 }
 
 /** A GitHub failure of the attempt, classified: a wait, a retry, or the end of the sync. */
-async function githubFailure(deps: Deps, request: GithubSyncRequest, target: GithubTarget, eventIds: string[], error: unknown) {
+async function githubFailure(deps: Deps, attempt: Attempt, error: unknown) {
+  const { request, target, eventIds } = attempt;
   const failure = asGithubFailure(error);
   const { strikes } = await installationWait(deps.db, target.installationId);
   const context = {
@@ -223,20 +247,38 @@ async function githubFailure(deps: Deps, request: GithubSyncRequest, target: Git
     const delayMs = verdict.kind === 'retry' ? verdict.delayMs : Math.min(5 * 60_000, Math.max(1, verdict.untilMs - deps.now()));
     return { outcome: 'retry' as const, ...detail, delayMs };
   }
-  return { outcome: 'failed' as const, ...detail, attempts: await recordFailure(deps.db, target.targetId, eventIds, detail) };
+  return {
+    outcome: 'failed' as const,
+    ...detail,
+    attempts: await recordFailure(deps.db, { targetId: target.targetId, eventIds, error: detail }),
+  };
 }
 
 /** Every failure of an attempt ends in a recorded result, except Postgres's, which the activity retries. */
-async function classifyFailure(deps: Deps, request: GithubSyncRequest, target: GithubTarget, eventIds: string[], error: unknown) {
+async function classifyFailure(deps: Deps, attempt: Attempt, error: unknown) {
+  const { target, eventIds } = attempt;
+  if (error instanceof InstallationRefusedError) {
+    // The installation's state, for all its targets at once; this batch ends with it.
+    await recordInstallationRefused(deps.db, { installationId: error.installationId, refusal: error.refusal });
+    const detail = {
+      code: INSTALLATION_REFUSED[error.refusal],
+      message: `GitHub refused the installation a token: ${error.status} ${error.message}`.slice(0, 300),
+    };
+    return {
+      outcome: 'failed' as const,
+      ...detail,
+      attempts: await recordFailure(deps.db, { targetId: target.targetId, eventIds, error: detail }),
+    };
+  }
   if (error instanceof KnownStateError) {
     const detail = { code: error.state, message: error.message.slice(0, 300) };
     return {
       outcome: 'failed' as const,
       ...detail,
-      attempts: await recordFailure(deps.db, target.targetId, eventIds, detail, { state: error.state }),
+      attempts: await recordFailure(deps.db, { targetId: target.targetId, eventIds, error: detail, target: { state: error.state } }),
     };
   }
-  if (isGithubCallError(error)) return githubFailure(deps, request, target, eventIds, error);
+  if (isGithubCallError(error)) return githubFailure(deps, attempt, error);
   if (isPostgresError(error)) throw error;
   deps.onFault?.(error);
   const detail = {
@@ -245,7 +287,11 @@ async function classifyFailure(deps: Deps, request: GithubSyncRequest, target: G
       .replace(/\u0000/g, '')
       .slice(0, 300),
   };
-  return { outcome: 'failed' as const, ...detail, attempts: await recordFailure(deps.db, target.targetId, eventIds, detail) };
+  return {
+    outcome: 'failed' as const,
+    ...detail,
+    attempts: await recordFailure(deps.db, { targetId: target.targetId, eventIds, error: detail }),
+  };
 }
 
 /** Before an attempt is counted: a batch already ended, or an installation GitHub still rate-limits (for a workflow that waits). */
@@ -270,14 +316,20 @@ export async function runSyncAttempt(deps: SyncDeps, request: GithubSyncRequest)
   const eventIds = events.map((e) => e.id);
   if (eventIds.length === 0) return { outcome: 'nothing_open' };
   const refused = refusal(target);
-  if (refused) return { outcome: 'failed', ...refused, attempts: await recordFailure(deps.db, request.targetId, eventIds, refused) };
+  if (refused)
+    return {
+      outcome: 'failed',
+      ...refused,
+      attempts: await recordFailure(deps.db, { targetId: request.targetId, eventIds, error: refused }),
+    };
   try {
     if (!target!.repositoryVerified && !(await verifyRepository(deps.api, deps.db, target!))) {
-      const attempts = await recordFailure(deps.db, request.targetId, eventIds, NOT_ACCESSIBLE, { disable: 'not_accessible' });
+      const failure = { targetId: request.targetId, eventIds, error: NOT_ACCESSIBLE, target: { disable: 'not_accessible' } };
+      const attempts = await recordFailure(deps.db, failure);
       return { outcome: 'failed', ...NOT_ACCESSIBLE, attempts };
     }
-    return await readAndRecord(withApi, target!, request, events);
+    return await readAndRecord(withApi, target!, { request, events });
   } catch (error) {
-    return classifyFailure(withApi, request, target!, eventIds, error);
+    return classifyFailure(withApi, { request, target: target!, eventIds }, error);
   }
 }

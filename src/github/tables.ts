@@ -1,7 +1,7 @@
 /**
  * The github feature's tables as Kysely sees them; the DDL is in src/app/store/migrations/0004_github.ts,
- * 0007_replays.ts, 0008_github_sync.ts, 0010_github_reconcile.ts, 0011_installation_bindings.ts and
- * 0013_github_limits.ts.
+ * 0007_replays.ts, 0008_github_sync.ts, 0010_github_reconcile.ts, 0011_installation_bindings.ts,
+ * 0013_github_limits.ts and 0017_github_round2.ts.
  */
 import type { ColumnType } from 'kysely';
 import type { Timestamp, Int8, NullableInt8, NullableTimestamp } from '../app/store/columns';
@@ -9,6 +9,8 @@ import type { Timestamp, Int8, NullableInt8, NullableTimestamp } from '../app/st
 export type GithubTargetStatus = 'active' | 'disabled' | 'disconnected';
 export type GithubSyncStatus = 'queued' | 'running' | 'completed' | 'partial' | 'skipped' | 'failed' | 'superseded';
 export type GithubFileStatus = 'ok' | 'invalid' | 'skipped';
+/** What a kept path is in the repository's tree. */
+export type GithubFileType = 'file' | 'symlink' | 'submodule';
 
 /** What one sync changed in the snapshot. */
 export interface GithubSyncCounts {
@@ -107,6 +109,9 @@ export interface GithubTables {
     status: GithubFileStatus;
     error: string | null;
     updated_at: Timestamp;
+    type: ColumnType<GithubFileType, GithubFileType | undefined, GithubFileType>;
+    /** The path a link led to (its content's), or the path a link that was not followed names. */
+    link_target: string | null;
   };
   /** When the reconcile last listed the top of the App's webhook delivery log, and a listing it must still finish. */
   github_reconcile_state: {
@@ -128,7 +133,7 @@ export interface GithubTables {
     /** Asks counted toward GITHUB_RECONCILE_MAX_REDELIVERIES, and those that were not (our own 503 overloaded or busy). */
     tries: ColumnType<number, number | undefined, number>;
     uncounted_tries: ColumnType<number, number | undefined, number>;
-    outcome: 'asked' | 'delivered' | 'capped' | 'rejected' | 'ask_refused' | 'ask_failed';
+    outcome: 'asked' | 'delivered' | 'capped' | 'rejected' | 'ask_refused' | 'ask_failed' | 'waiting';
     last_error: string | null;
     created_at: Timestamp;
     updated_at: Timestamp;
@@ -140,6 +145,18 @@ export interface GithubTables {
     counted: boolean;
     answer: string;
     asked_at: Timestamp;
+  };
+  /** Every call the reconcile made with the App's JWT and its points: one budget a minute for every worker. */
+  github_app_points: {
+    app_id: string;
+    spent_at: Date;
+    points: number;
+  };
+  /** Until when GitHub rate-limits the App's own routes, and the limits without a stated time met in a row. */
+  github_app_limits: {
+    app_id: string;
+    limited_until: Date;
+    strikes: ColumnType<number, number | undefined, number>;
   };
   /** Repositories an installation gave the App access to (installation_repositories). */
   github_installation_repositories: {

@@ -4,7 +4,7 @@
  * them are in src/github/delivery-effects.ts, and the admin route's listing of sync events in
  * src/github/sync-event-listing.ts.
  */
-import { type ExpressionBuilder, type SqlBool, sql } from 'kysely';
+import { type Expression, type ExpressionBuilder, type SqlBool, sql } from 'kysely';
 import { typeid } from 'typeid-js';
 import type { Db } from '../app/store/db';
 import type { Database } from '../app/store/schema';
@@ -67,6 +67,19 @@ export const ownsInstallation = (eb: TargetsBuilder) =>
       .whereRef('i.installation_id', '=', 'github_connector_targets.installation_id')
       .whereRef('i.organization_id', '=', 'github_connector_targets.organization_id'),
   );
+
+/**
+ * Targets of one repository: by the stored repository id first; a target created from a full
+ * name only (no id yet) matches on the name, case-insensitively like GitHub.
+ */
+export function sameRepository(repositoryId: number, fullNames: string[]) {
+  const names = [...new Set(fullNames.map((n) => n.toLowerCase()))];
+  return (eb: TargetsBuilder): Expression<SqlBool> =>
+    eb.or([
+      eb('repository_id', '=', String(repositoryId)),
+      eb.and([eb('repository_id', 'is', null), eb(sql<string>`lower(repository_full_name)`, 'in', names)]),
+    ]);
+}
 
 // GitHub ids are below 2^53, so int8 strings convert to numbers without loss.
 const toTarget = (row: TargetRow & { owned: SqlBool }): GithubTarget => ({
@@ -176,7 +189,11 @@ export async function findTarget(db: Db, organizationId: string, targetId: strin
  * `manual-…` or `reconcile-…`), on `ref` (the target's own, else the branch the reconcile read;
  * the sync itself reads the branch the target follows).
  */
-export async function recordResync(db: Db, target: GithubTarget, reason: 'manual' | 'reconcile', ref = target.ref): Promise<string> {
+export async function recordResync(
+  db: Db,
+  resync: { target: GithubTarget; reason: 'manual' | 'reconcile'; ref?: string | null },
+): Promise<string> {
+  const { target, reason, ref = target.ref } = resync;
   const id = newSyncEventId();
   await db
     .insertInto('github_sync_events')

@@ -9,19 +9,24 @@ import type { GithubTarget } from './target-records';
 
 export async function signalTarget(
   ingress: IngressGateway,
-  options: { idleMs: number; admission: AdmissionMode },
-  target: Pick<GithubTarget, 'targetId' | 'repository' | 'organizationId'>,
-  signal: GithubSyncSignal,
+  sync: {
+    target: Pick<GithubTarget, 'targetId' | 'repository' | 'organizationId'>;
+    signal: GithubSyncSignal;
+    /** GITHUB_TARGET_IDLE, for a workflow this starts. */
+    idleMs: number;
+    admission: AdmissionMode;
+  },
 ): Promise<void> {
+  const { target, signal } = sync;
   await ingress.signalWithStart({
     workflow: githubTargetWorkflow,
     id: githubTargetWorkflowId(target.targetId),
-    args: [{ targetId: target.targetId, repository: target.repository, idleMs: options.idleMs }],
+    args: [{ targetId: target.targetId, repository: target.repository, idleMs: sync.idleMs }],
     signal: githubSyncSignal,
     signalArgs: [signal],
     // The target's actor closes when idle and starts again on its next sync.
     reopen: true,
-    tenancy: { tenant: target.organizationId, admission: options.admission },
+    tenancy: { tenant: target.organizationId, admission: sync.admission },
     searchAttributes: [
       { key: githubSearchAttributes.GithubTargetId, value: target.targetId },
       { key: githubSearchAttributes.GithubRepository, value: target.repository },

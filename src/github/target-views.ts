@@ -5,7 +5,7 @@
  */
 import { sql } from 'kysely';
 import type { Db } from '../app/store/db';
-import type { GithubFileStatus, GithubSyncCounts, GithubSyncStatus } from './tables';
+import type { GithubFileStatus, GithubFileType, GithubSyncCounts, GithubSyncStatus } from './tables';
 import type { GithubTarget } from './target-records';
 
 export type TargetSyncState = 'idle' | 'queued' | 'running' | 'rate_limited' | 'failed' | 'not_configured';
@@ -26,6 +26,8 @@ export interface TargetView {
   syncedSha: string | null;
   syncedAt: string | null;
   pendingSha: string | null;
+  /** The snapshot's paths kept without content, by reason (`submodule`, `symlink_outside`, `too_large`, …). */
+  skipped: Record<string, number>;
   lastSync: {
     status: GithubSyncStatus;
     attempts: number;
@@ -37,12 +39,13 @@ export interface TargetView {
 }
 
 /** Where the sync stands: running or queued work (waiting on its installation's rate limit, if GitHub set one), else the last sync's end. */
-function syncState(
-  configured: boolean,
-  open: { status: string; n: number }[],
-  lastSyncStatus: GithubSyncStatus | null,
-  waitingUntil: Date | null,
-): TargetSyncState {
+function syncState(state: {
+  configured: boolean;
+  open: { status: string; n: number }[];
+  lastSyncStatus: GithubSyncStatus | null;
+  waitingUntil: Date | null;
+}): TargetSyncState {
+  const { configured, open, lastSyncStatus, waitingUntil } = state;
   const has = (status: string) => open.some((o) => o.status === status && o.n > 0);
   if (!configured) return 'not_configured';
   if (waitingUntil !== null && (has('running') || has('queued'))) return 'rate_limited';
@@ -53,11 +56,15 @@ function syncState(
 
 export async function viewTarget(
   db: Db,
-  organizationId: string,
-  targetId: string,
-  configured: boolean,
-  now: number = Date.now(),
+  which: {
+    organizationId: string;
+    targetId: string;
+    /** Whether the App's credentials are set: without them the sync shows `not_configured`. */
+    configured: boolean;
+    now?: number;
+  },
 ): Promise<TargetView | undefined> {
+  const { organizationId, targetId, configured, now = Date.now() } = which;
   const row = await db
     .selectFrom('github_connector_targets as t')
     .selectAll('t')
@@ -79,8 +86,16 @@ export async function viewTarget(
     .where('status', 'in', ['queued', 'running'])
     .groupBy('status')
     .execute();
+  const skipped = await db
+    .selectFrom('github_target_files')
+    .select(['error', sql<number>`count(*)::int`.as('n')])
+    .where('target_id', '=', targetId)
+    .where('status', '=', 'skipped')
+    .groupBy('error')
+    .orderBy('error')
+    .execute();
   const waitingUntil = row.rate_limited_until !== null && row.rate_limited_until.getTime() > now ? row.rate_limited_until : null;
-  const sync = syncState(configured, open, row.last_sync_status, waitingUntil);
+  const sync = syncState({ configured, open, lastSyncStatus: row.last_sync_status, waitingUntil });
   return {
     targetId: row.id,
     installationId: Number(row.installation_id),
@@ -95,6 +110,7 @@ export async function viewTarget(
     syncedSha: row.synced_sha,
     syncedAt: row.synced_at?.toISOString() ?? null,
     pendingSha: row.pending_sha,
+    skipped: Object.fromEntries(skipped.map((s) => [s.error ?? 'unknown', s.n])),
     lastSync:
       row.last_sync_status === null
         ? null
@@ -112,9 +128,16 @@ export async function viewTarget(
 
 export interface FileView {
   path: string;
+  /** What git's tree names at the path: a blob's SHA (for a followed link, the blob it leads to), or a submodule's commit. */
   blobSha: string;
   size: number;
   status: GithubFileStatus;
+  /** `file`, `symlink` (the path is a link: synced as what it leads to, or skipped) or `submodule` (never fetched). */
+  type: GithubFileType;
+  /** The path a link led to (the content is that file's), or, for a link not followed, the path it names. */
+  linkTarget?: string;
+  /** A submodule's commit. */
+  commitSha?: string;
   error?: string;
   content?: string | null;
 }
@@ -131,6 +154,9 @@ export async function listFiles(db: Db, targetId: string, withContent: boolean):
       blobSha: row.blob_sha,
       size: Number(row.size),
       status: row.status,
+      type: row.type,
+      ...(row.link_target === null ? {} : { linkTarget: row.link_target }),
+      ...(row.type === 'submodule' ? { commitSha: row.blob_sha } : {}),
       ...(row.error === null ? {} : { error: row.error }),
     };
     if (!withContent) return view;

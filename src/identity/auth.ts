@@ -96,8 +96,8 @@ export function createAuthenticator(deps: AuthDeps): Authenticator {
     sessions: lookups(deps, findSessions),
     runnerTokens: lookups(deps, findRunnerTokens),
   };
-  const runnerToken = createRunnerTokenAuth(deps, (hash, at) => resolve(memory, memory.runnerTokens, hash, at));
-  return (headers) => authenticate(deps, memory, headers, runnerToken);
+  const runnerToken = createRunnerTokenAuth(deps, (hash, at) => resolve(memory, memory.runnerTokens, { hash, at }));
+  return (headers) => authenticate({ deps, memory, runnerToken }, headers);
 }
 
 /** The raw credentials a request presents (each header at most once), before any check of their form. */
@@ -115,11 +115,17 @@ function authRefusal({ metrics }: Pick<AuthDeps, 'metrics'>, outcome: 'rejected'
   return errors.unauthorized();
 }
 
+/** One credential as a request presented it: its hash, and the request's time. */
+interface Sighting {
+  hash: string;
+  at: Date;
+}
+
 /**
  * The credential behind a hash: looked up directly when this process verified it before, else
  * through the batched lookup of first sightings. Not found: remembered as unknown for a moment.
  */
-async function resolve(memory: Memory, kind: CredentialLookups, hash: string, at: Date): Promise<ResolvedCredential | undefined> {
+async function resolve(memory: Memory, kind: CredentialLookups, { hash, at }: Sighting): Promise<ResolvedCredential | undefined> {
   const found = memory.trusted.has(hash) ? await kind.direct(hash, at) : await kind.first(hash);
   if (found && hashesEqual(found.hash, hash)) {
     memory.trusted.add(hash);
@@ -141,7 +147,7 @@ async function findKeyOrRemembered(memory: Memory, raw: string, at: Date): Promi
   const hash = hashSecret(raw);
   let found;
   try {
-    found = await resolve(memory, memory.apiKeys, hash, at);
+    found = await resolve(memory, memory.apiKeys, { hash, at });
   } catch (error) {
     const remembered = memory.verifiedKeys.get(hash);
     if (remembered && error instanceof AppError && error.dependency === 'postgres' && remembered.expiresAt > at.getTime()) {
@@ -166,12 +172,15 @@ async function findKeyOrRemembered(memory: Memory, raw: string, at: Date): Promi
   return { principal, keyId: found.keyId };
 }
 
-async function authenticate(
-  deps: AuthDeps,
-  memory: Memory,
-  headers: IncomingHttpHeaders,
-  runnerToken: (raw: string, at: Date) => Promise<Principal>,
-): Promise<Principal> {
+/** What authenticating a request reads: the deps, this process's memory of credentials, and the runner tokens' check. */
+interface Authentication {
+  deps: AuthDeps;
+  memory: Memory;
+  runnerToken: (raw: string, at: Date) => Promise<Principal>;
+}
+
+async function authenticate(auth: Authentication, headers: IncomingHttpHeaders): Promise<Principal> {
+  const { deps, memory, runnerToken } = auth;
   const { db, log, now } = deps;
   const { lastTouched } = memory;
   const { apiKey, authorization, bearer, hashes } = presented(headers);
@@ -189,7 +198,7 @@ async function authenticate(
       ? undefined
       : isRunnerBearer(bearer)
         ? await runnerToken(bearer!, at)
-        : await sessionPrincipal(deps, memory, authorization, at);
+        : await sessionPrincipal(auth, authorization, at);
   if (apiKey !== undefined) {
     const raw = apiKey.trim();
     if (!isWellFormedApiKey(raw)) throw errors.unauthorized();
@@ -208,10 +217,10 @@ async function authenticate(
 }
 
 /** `Authorization: Bearer <session token>`, or 401. */
-async function sessionPrincipal(deps: AuthDeps, memory: Memory, authorization: string, at: Date): Promise<Principal> {
+async function sessionPrincipal({ deps, memory }: Authentication, authorization: string, at: Date): Promise<Principal> {
   const match = /^Bearer ([^\s]+)$/i.exec(authorization.trim());
   if (!match || !isWellFormedSessionToken(match[1]!)) throw errors.unauthorized();
-  const found = await resolve(memory, memory.sessions, hashSecret(match[1]!), at);
+  const found = await resolve(memory, memory.sessions, { hash: hashSecret(match[1]!), at });
   if (!found) throw authRefusal(deps, 'rejected');
   return {
     userId: found.userId,

@@ -43,13 +43,13 @@ export async function startService(options: {
   try {
     const applied = await migrateToLatest(infra.database.db);
     if (applied.length > 0) log.info({ applied }, 'applied migrations');
-    await ensureSearchAttributes(infra.temporal.connection, config.temporal.namespace, SEARCH_ATTRIBUTES, log);
+    await ensureSearchAttributes({ connection: infra.temporal.connection, namespace: config.temporal.namespace }, SEARCH_ATTRIBUTES, log);
     if (roles.worker) {
       worker = await startFeatureWorker(infra, { address: dependencies.temporalAddress });
       sweep = startSweeps(infra);
       await ensureFeatureSchedules(infra);
     }
-    if (roles.api) http = await listen(createApi(infra), config.http.host, config.http.port, config.http);
+    if (roles.api) http = await listen(createApi(infra), config.http);
   } catch (error) {
     sweep?.stop();
     await worker?.shutdown();

@@ -85,13 +85,21 @@ async function closeQuietly(client: Client | undefined): Promise<void> {
 
 type Connected = { client?: Client; protocolVersion?: string; error?: string };
 
+/** One discovery's probe: the guarded fetch every request goes through, the MCP endpoint, and the time left (ms). */
+interface Probe {
+  guard: GuardedFetch;
+  url: string;
+  remaining: () => number;
+}
+
 /** Streamable HTTP first; a 404/405 on its POST gets one try of the legacy HTTP+SSE transport. */
-async function connectWithFallback(guard: GuardedFetch, url: string, remaining: () => number, warnings: McpWarning[]): Promise<Connected> {
-  const connected = await connect(guard, url, 'streamable', remaining);
+async function connectWithFallback(probe: Probe, warnings: McpWarning[]): Promise<Connected> {
+  const { guard, url } = probe;
+  const connected = await connect(probe, 'streamable');
   if (connected.client) return connected;
   const last = lastEndpointRecord(guard.records, url);
   if (last?.status !== 404 && last?.status !== 405) return connected;
-  const legacy = await connect(guard, url, 'sse', remaining);
+  const legacy = await connect(probe, 'sse');
   if (!legacy.client) return connected;
   warnings.push({
     code: 'legacy_sse_transport',
@@ -113,7 +121,8 @@ function httpAnswerWarning(records: FetchRecord[], url: string, last: FetchRecor
 }
 
 /** No MCP session: unreachable, an authorization challenge to follow, or another HTTP answer. */
-async function explainFailedConnect(guard: GuardedFetch, url: string, connected: Connected, facts: ProbeFacts): Promise<void> {
+async function explainFailedConnect(probe: Probe, connected: Connected, facts: ProbeFacts): Promise<void> {
+  const { guard, url } = probe;
   const warnings = facts.warnings;
   const last = lastEndpointRecord(guard.records, url);
   facts.httpResponded = last?.status !== undefined;
@@ -126,7 +135,7 @@ async function explainFailedConnect(guard: GuardedFetch, url: string, connected:
       message: failure ? failure.message : `No HTTP response from ${url}: ${connected.error ?? 'unknown error'}`,
     });
   } else if (facts.lastStatus === 401 || facts.lastStatus === 403) {
-    await discoverAuthorization(guard, url, last!, facts, connected.protocolVersion ?? LATEST_PROTOCOL_VERSION);
+    await discoverAuthorization(probe, { answer: last!, protocolVersion: connected.protocolVersion ?? LATEST_PROTOCOL_VERSION }, facts);
   } else {
     warnings.push(httpAnswerWarning(guard.records, url, last!));
   }
@@ -154,9 +163,10 @@ export async function discoverMcpServer(options: DiscoveryOptions): Promise<Disc
     preregisteredClient: preregisteredClientFor(url, options.preregisteredClients ?? {}) !== undefined,
     warnings,
   };
+  const probe: Probe = { guard, url, remaining };
   let client: Client | undefined;
   try {
-    const connected = await connectWithFallback(guard, url, remaining, warnings);
+    const connected = await connectWithFallback(probe, warnings);
     client = connected.client;
     if (client) {
       facts.initializeSucceeded = true;
@@ -165,7 +175,7 @@ export async function discoverMcpServer(options: DiscoveryOptions): Promise<Disc
       facts.lastStatus = lastEndpointRecord(guard.records, url)?.status;
       await listTools(client, facts, remaining);
     } else {
-      await explainFailedConnect(guard, url, connected, facts);
+      await explainFailedConnect(probe, connected, facts);
     }
   } finally {
     await closeQuietly(client);
@@ -186,7 +196,7 @@ function lastEndpointRecord(records: FetchRecord[], url: string): FetchRecord | 
   return [...sameEndpoint].reverse().find((r) => r.status !== undefined);
 }
 
-async function connect(guard: GuardedFetch, url: string, transportKind: 'streamable' | 'sse', remaining: () => number): Promise<Connected> {
+async function connect({ guard, url, remaining }: Probe, transportKind: 'streamable' | 'sse'): Promise<Connected> {
   const client = new Client(CLIENT_INFO, { capabilities: {} });
   // Background errors (the standalone SSE stream closing when we leave) are not the probe's business.
   client.onerror = () => undefined;
@@ -271,12 +281,16 @@ export function protectedResourceMetadataUrls(serverUrl: string, challengeUrl?: 
   return [...new Set(urls)];
 }
 
+/** An authorization challenge: the endpoint's 401 or 403, and the protocol version the metadata is asked in. */
+interface AuthChallenge {
+  answer: FetchRecord;
+  protocolVersion: string;
+}
+
 async function discoverAuthorization(
-  guard: GuardedFetch,
-  url: string,
-  challenge: FetchRecord,
+  { guard, url }: Pick<Probe, 'guard' | 'url'>,
+  { answer: challenge, protocolVersion }: AuthChallenge,
   facts: ProbeFacts,
-  protocolVersion: string,
 ): Promise<void> {
   const headers = new Headers();
   if (challenge.wwwAuthenticate) headers.set('www-authenticate', challenge.wwwAuthenticate);

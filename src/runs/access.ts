@@ -2,6 +2,12 @@
 import { isAdmin, type Principal } from '../app/http/auth';
 import type { RunCaller } from './contract';
 
+/** A caller's request about one run of their organization: who asks, and which run. */
+export interface RunAsk {
+  principal: Principal;
+  runId: string;
+}
+
 /** Members see only their own runs; owners and admins see the organization's. */
 export function canSee(principal: Principal, memberId: string | null | undefined): boolean {
   return isAdmin(principal.role) || memberId === principal.memberId;

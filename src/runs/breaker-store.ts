@@ -12,14 +12,20 @@ import {
   recordRunEnd,
   runVerdict,
   startProbe,
+  type BreakerMoment,
   type BreakerPhase,
-  type BreakerSettings,
   type BreakerState,
 } from './breaker';
 
 interface MemberKey {
   organizationId: string;
   memberId: string;
+}
+
+/** Whose breaker row changes, and when (its `updated_at`, ms). */
+interface BreakerChange {
+  key: MemberKey;
+  now: number;
 }
 
 async function readState(db: Db, key: MemberKey, lock: boolean): Promise<BreakerState | undefined> {
@@ -33,7 +39,7 @@ async function readState(db: Db, key: MemberKey, lock: boolean): Promise<Breaker
   return row?.state as BreakerState | undefined;
 }
 
-async function writeState(db: Db, key: MemberKey, state: BreakerState, now: number): Promise<void> {
+async function writeState(db: Db, { key, now }: BreakerChange, state: BreakerState): Promise<void> {
   await db
     .updateTable('runner_breakers')
     .set({
@@ -49,10 +55,10 @@ async function writeState(db: Db, key: MemberKey, state: BreakerState, now: numb
 /** The member's breaker changed by `change` under its row's lock (the row created first, closed, if it is new). */
 async function changeBreaker<T>(
   db: Db,
-  key: MemberKey,
-  now: number,
+  row: BreakerChange,
   change: (state: BreakerState) => { state: BreakerState; answer: T },
 ): Promise<T> {
+  const { key, now } = row;
   await db
     .insertInto('runner_breakers')
     .values({
@@ -66,7 +72,7 @@ async function changeBreaker<T>(
   return db.transaction().execute(async (trx) => {
     const state = (await readState(trx, key, true)) ?? closedBreaker();
     const next = change(state);
-    if (next.state !== state) await writeState(trx, key, next.state, now);
+    if (next.state !== state) await writeState(trx, row, next.state);
     return next.answer;
   });
 }
@@ -75,12 +81,8 @@ async function changeBreaker<T>(
  * Takes a closed run's end into its member's breaker. `tripped` when this opened it. A run that
  * says nothing of its runtime, or worked while the breaker is closed, costs one read and no write.
  */
-export async function recordRunnerOutcome(
-  db: Db,
-  summary: RunSummary,
-  now: number,
-  settings: BreakerSettings,
-): Promise<{ tripped: boolean }> {
+export async function recordRunnerOutcome(db: Db, summary: RunSummary, moment: BreakerMoment): Promise<{ tripped: boolean }> {
+  const { now } = moment;
   if (summary.memberId === undefined || !isClosedRunStatus(summary.status)) return { tripped: false };
   const key = { organizationId: summary.organizationId, memberId: summary.memberId };
   const end = { runId: summary.id, at: summary.endedAt ?? now, verdict: runVerdict(summary), error: summary.error };
@@ -88,8 +90,8 @@ export async function recordRunnerOutcome(
     const state = await readState(db, key, false);
     if (state === undefined || breakerPhase(state, now) === 'closed') return { tripped: false };
   }
-  return changeBreaker(db, key, now, (state) => {
-    const next = recordRunEnd(state, end, now, settings);
+  return changeBreaker(db, { key, now }, (state) => {
+    const next = recordRunEnd(state, end, moment);
     return { state: next.state, answer: { tripped: next.tripped } };
   });
 }
@@ -120,18 +122,14 @@ export async function memberBreaker(db: Db, key: MemberKey, now: number): Promis
  * `startProbe`): yes while closed, no while open, and while half-open only as the probe, which
  * this records. Its run's end then decides.
  */
-export async function startRunUnderBreaker(
-  db: Db,
-  key: MemberKey & { runId: string },
-  now: number,
-  settings: BreakerSettings,
-): Promise<boolean> {
+export async function startRunUnderBreaker(db: Db, key: MemberKey & { runId: string }, moment: BreakerMoment): Promise<boolean> {
+  const { now } = moment;
   const state = await readState(db, key, false);
   if (state === undefined) return true;
   const phase = breakerPhase(state, now);
   if (phase !== 'half_open') return phase === 'closed';
-  return changeBreaker(db, key, now, (current) => {
-    const decided = startProbe(current, key.runId, now, settings);
+  return changeBreaker(db, { key, now }, (current) => {
+    const decided = startProbe(current, key.runId, moment);
     return { state: decided.state, answer: decided.allowed };
   });
 }

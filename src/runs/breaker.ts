@@ -1,7 +1,7 @@
 /**
  * A breaker per member: when the member's runtime keeps breaking, their next requests start no
- * run for a while instead of failing one after another. Pure: (state, outcome, now, settings) →
- * state; the store (src/runs/breaker-store.ts) keeps the state in Postgres.
+ * run for a while instead of failing one after another. Pure: (state, outcome, { now, settings })
+ * → state; the store (src/runs/breaker-store.ts) keeps the state in Postgres.
  *
  * - What counts is a run of the member that ended `failed` because the runtime broke
  *   (`runtimeFailure`): its lease was lost, or its runtime said so (`failure: "runtime"`: the
@@ -21,6 +21,12 @@ import type { RunSummary } from './contract';
 export interface BreakerSettings {
   failures: number;
   windowMs: number;
+}
+
+/** When the breaker changes (ms), and the settings it changes under. */
+export interface BreakerMoment {
+  now: number;
+  settings: BreakerSettings;
 }
 
 interface BreakerFailure {
@@ -73,8 +79,7 @@ export interface RunEnd {
 export function recordRunEnd(
   state: BreakerState,
   end: RunEnd,
-  now: number,
-  settings: BreakerSettings,
+  { now, settings }: BreakerMoment,
 ): { state: BreakerState; tripped: boolean } {
   const unchanged = { state, tripped: false };
   // A run whose end reaches the breaker this late (its write retried through an outage) is news of another time.
@@ -117,8 +122,7 @@ function liveProbe(state: BreakerState, now: number, settings: BreakerSettings):
 export function startProbe(
   state: BreakerState,
   runId: string,
-  now: number,
-  settings: BreakerSettings,
+  { now, settings }: BreakerMoment,
 ): { allowed: boolean; state: BreakerState } {
   const phase = breakerPhase(state, now);
   if (phase !== 'half_open') return { allowed: phase === 'closed', state };

@@ -19,6 +19,7 @@ import type { Metrics } from '../app/metrics';
 import type { Db } from '../app/store/db';
 import { outlivedMs } from './reconcile';
 import type { RunsSettings } from './settings';
+import type { RunKey } from './store';
 
 /** How often a process reads the live count from Postgres, at most. */
 const COUNT_EVERY_MS = 1_000;
@@ -61,7 +62,8 @@ export class RunCapacity {
    * Admits one run becoming live, or throws 429 `capacity`. `exists` is asked only at the limit,
    * before refusing: a run another process started a moment ago (no row yet) is already live.
    */
-  async admit(organizationId: string, runId: string, via: CapacityVia, exists?: () => Promise<boolean>): Promise<void> {
+  async admit(run: RunKey, via: CapacityVia, exists?: () => Promise<boolean>): Promise<void> {
+    const { organizationId, runId } = run;
     if (this.limit === 0) return;
     const key = runKey(organizationId, runId);
     if (this.pending.has(key)) return;
@@ -76,7 +78,7 @@ export class RunCapacity {
   }
 
   /** A run admitted here did not start after all (its start failed): its place is given back. */
-  release(organizationId: string, runId: string): void {
+  release({ organizationId, runId }: RunKey): void {
     this.pending.delete(runKey(organizationId, runId));
   }
 

@@ -12,7 +12,7 @@ import { CLAIM_REFUSALS, RUN_NOT_FOUND, claimRunUpdate, runWorkflowId, type RunC
 import type { RunCapacity } from './capacity';
 import type { RunDeps } from './deps';
 import { holdClaimCandidate, releaseClaimHold } from './store';
-import { runCaller } from './access';
+import { runCaller, type RunAsk } from './access';
 
 /**
  * The Update waits for a worker and for the run's row to show the claim, so it gets longer than
@@ -32,16 +32,17 @@ export type ClaimOutcome = { ok: true; claim: RunClaim } | { ok: false; error: (
  * otherwise: a queued run stays queued). Unknown runs, and runs the caller may not reach (the run
  * decides), are a 404; a refusal is the workflow's answer.
  */
-export async function claimRun(deps: RunDeps, capacity: RunCapacity, principal: Principal, runId: string): Promise<ClaimOutcome> {
-  await capacity.admit(principal.organizationId, runId, 'claim');
+export async function claimRun(deps: RunDeps, capacity: RunCapacity, { principal, runId }: RunAsk): Promise<ClaimOutcome> {
+  const run = { organizationId: principal.organizationId, runId };
+  await capacity.admit(run, 'claim');
   let outcome: ClaimOutcome;
   try {
     outcome = await claimUpdate(deps, principal, runId);
   } catch (error) {
-    capacity.release(principal.organizationId, runId);
+    capacity.release(run);
     throw error;
   }
-  if (!outcome.ok) capacity.release(principal.organizationId, runId);
+  if (!outcome.ok) capacity.release(run);
   return outcome;
 }
 
@@ -67,11 +68,17 @@ function claimRefusalStatus(refusal: ApplicationFailure): string {
   return typeof detail?.status === 'string' ? detail.status : '';
 }
 
+/** A claim-next poll: who asks, and how long (ms) it may wait for a run to be queued. */
+export interface ClaimPoll {
+  principal: Principal;
+  waitMs: number;
+}
+
 /**
  * Claims the oldest claimable run visible to the caller, waiting up to `waitMs` for one to be
  * queued. Undefined when the wait ends with nothing.
  */
-export async function claimNext(deps: RunDeps, capacity: RunCapacity, principal: Principal, waitMs: number): Promise<RunClaim | undefined> {
+export async function claimNext(deps: RunDeps, capacity: RunCapacity, { principal, waitMs }: ClaimPoll): Promise<RunClaim | undefined> {
   const deadline = deps.now() + waitMs;
   const memberId = isAdmin(principal.role) ? undefined : principal.memberId;
   for (;;) {
@@ -85,7 +92,7 @@ export async function claimNext(deps: RunDeps, capacity: RunCapacity, principal:
       const release = () => releaseClaimHold(deps.db, principal.organizationId, runId).catch(() => undefined);
       let outcome: ClaimOutcome;
       try {
-        outcome = await claimRun(deps, capacity, principal, runId);
+        outcome = await claimRun(deps, capacity, { principal, runId });
       } catch (error) {
         await release(); // Undecided (Temporal unavailable): another poller may try it.
         throw error;

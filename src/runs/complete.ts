@@ -7,9 +7,8 @@
  */
 import type { ApplicationFailure } from '@temporalio/client';
 import { errors } from '../app/errors';
-import type { Principal } from '../app/http/auth';
 import { EVENT_REFUSALS, RUN_NOT_FOUND, completeRunUpdate, isClosedRunStatus, runWorkflowId, type RunCompletion } from './contract';
-import { canSee, runCaller } from './access';
+import { canSee, runCaller, type RunAsk } from './access';
 import type { BacklogGate } from './backlog';
 import type { RunDeps } from './deps';
 import { reconcileRun } from './reconcile';
@@ -25,13 +24,13 @@ function closedAnswer(completion: RunCompletion, status: string): CompleteOutcom
   return { ok: true, status, duplicate: true };
 }
 
-export async function completeRun(
-  deps: RunDeps,
-  backlog: BacklogGate,
-  principal: Principal,
-  runId: string,
-  completion: RunCompletion,
-): Promise<CompleteOutcome> {
+/** A runtime's completion of a run it was asked about. */
+export interface CompletionAsk extends RunAsk {
+  completion: RunCompletion;
+}
+
+export async function completeRun(deps: RunDeps, backlog: BacklogGate, request: CompletionAsk): Promise<CompleteOutcome> {
+  const { principal, runId, completion } = request;
   const { organizationId } = principal;
   const row = await findRun(deps.db, organizationId, runId);
   // Another member's run does not exist for this caller (never 403: that would say it does).

@@ -6,8 +6,8 @@
  * buffer like any terminal event until the gap fills. Pure and deterministic (the run's workflow
  * computes it from its own state, in the Update's validator and again in its handler).
  */
-import type { RunCompletion, RunEventReport, RunSettings } from './contract';
-import { decideEvent, type EventDecision, type RunState } from './state';
+import type { RunCompletion, RunEventReport } from './contract';
+import { decideEvent, type EventDecision, type RunMoment, type RunState } from './state';
 
 /** The terminal event the completion stands for, numbered after everything the attempt holds. */
 export function completionEvent(state: RunState, completion: RunCompletion): RunEventReport {
@@ -34,10 +34,10 @@ export function completionEvent(state: RunState, completion: RunCompletion): Run
  * repeated while its terminal event still waits for a gap is a duplicate, as it would be once
  * applied and the run closed with its status.
  */
-export function decideCompletion(state: RunState, completion: RunCompletion, now: number, settings: RunSettings): EventDecision {
+export function decideCompletion(state: RunState, completion: RunCompletion, at: RunMoment): EventDecision {
   const waiting = completion.attempt === state.attempt ? state.buffer.find((entry) => entry.event.type === 'terminal')?.event : undefined;
   if (waiting !== undefined && (waiting.payload.status ?? 'succeeded') === completion.status) {
     return { verdict: { ok: false, error: 'duplicate' }, next: state };
   }
-  return decideEvent(state, completionEvent(state, completion), now, settings);
+  return decideEvent(state, completionEvent(state, completion), at);
 }

@@ -90,6 +90,23 @@ interface RunOrigin {
   slackUserId: string;
 }
 
+/** One earlier message of the conversation a run was asked in (a Slack thread), oldest first in `RunInput.context`. */
+export interface RunContextMessage {
+  /** Who wrote it: a Slack user id, or null when unknown. */
+  userId: string | null;
+  /** Written by a bot: the service's own answers, and other apps'. */
+  bot: boolean;
+  text: string;
+  /** Slack's id of the message (seconds.micros), which orders the thread. */
+  ts: string;
+}
+
+/** What a run was asked: the text, and (Slack threads) the conversation before it. */
+export interface RunInput {
+  text: string;
+  context?: RunContextMessage[];
+}
+
 export interface RunWorkflowInput {
   organizationId: string;
   runId: string;
@@ -99,7 +116,7 @@ export interface RunWorkflowInput {
   settings: RunSettings;
   memberId?: string;
   origin?: RunOrigin;
-  input?: { text: string };
+  input?: RunInput;
   /**
    * How a run started as a child tells its parent its progress (RUN_PROGRESS_THROTTLE_PATCH): at
    * most one signal per `intervalMs`, the newest state, its text cut to `maxChars`. Absent in runs
@@ -126,7 +143,7 @@ export interface RunSummary {
   error: string | null;
   memberId?: string;
   origin?: RunOrigin;
-  input?: { text: string };
+  input?: RunInput;
   /** `payload.text` of the last applied `assistant` event, for replying to where the run came from. */
   lastAssistantText?: string | null;
   /** Reports the run received but did not apply, by reason (see src/runs/state.ts). */
@@ -288,6 +305,12 @@ export interface RunProgress {
   tellsEnd?: boolean;
 }
 export const runProgressSignal = defineSignal<[RunProgress]>('runProgress');
+
+/** A child run tells its parent that a runtime claimed it (RUN_TELLS_CLAIM_PATCH): the parent's "no runtime" notice becomes progress. */
+export const runClaimedSignal = defineSignal<[{ runId: string; attempt: number }]>('runClaimed');
+
+/** Workflow patch id: a child run signals its parent (runClaimedSignal) when a claim starts an attempt; runs before it told nothing. */
+export const RUN_TELLS_CLAIM_PATCH = 'run-tells-claim';
 
 /**
  * A child run's last word to its parent (RUN_TELLS_END_PATCH), sent to the parent's workflow id

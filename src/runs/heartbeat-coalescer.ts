@@ -5,14 +5,15 @@
  *
  * The rule (`mayAnswerFromMemory`): a heartbeat is answered from memory only while the lease the
  * last forward set still outlasts the caller's next heartbeat by a margin (`coalesceMarginMs`: an
- * eighth of the lease, or half an interval and a sixteenth of the lease if that is more). The next
+ * eighth of the lease, or half an interval and a sixteenth of the lease if that is more, and never
+ * under two seconds, the time a signal may take on a busy engine). The next
  * heartbeat is expected after the largest of the caller's last few gaps (`Cadence`), learnt per
  * key, since a runtime picks its own interval and `den runtime` sends a failed heartbeat again after
  * half of one. So the heartbeat that is forwarded is the last one before the lease gets that
  * tight, and a forward always has at least the margin left to land: a runtime that beats at least
  * every third of its lease never loses it to coalescing, whatever the lease. At 10 s against a
- * 60 s lease one heartbeat in five is forwarded, 10 s before the lease ends; at 20 s against 60 s
- * and at 1 s against 3 s, one in two.
+ * 60 s lease one heartbeat in five is forwarded, 10 s before the lease ends; at 20 s against 60 s,
+ * one in two; at 1 s against 3 s, every one (the two-second floor), each with 2 s left to land.
  *
  * RUN_HEARTBEAT_COALESCE_FRACTION is a cap on top: no answer from memory rests on a forward older
  * than that fraction of the run's lease (0.7 by default), so a cancel taken by another process is
@@ -74,13 +75,27 @@ export function expectedGapMs(cadence: Cadence | undefined): number | undefined 
 }
 
 /**
+ * The least time a forward is ever given to land, whatever the lease: a signal through Temporal on
+ * an engine the rest of the machine keeps busy can take most of a second (a forward with 0.85 s
+ * left was answered 503 on two cores running the whole test suite). Only leases under 16 s feel it.
+ */
+const MIN_LANDING_MS = 2_000;
+
+/**
  * What a lease must still hold after the caller's next heartbeat for this one to be answered from
  * memory. It is the least time a forward ever has to land, so it covers one failed forward sent
  * again half an interval later (as `den runtime` does) and that one's landing, a sixteenth of the
- * lease; and never less than an eighth of the lease, the most a heartbeat may come late.
+ * lease; never less than an eighth of the lease, the most a heartbeat may come late; and never
+ * less than MIN_LANDING_MS.
  */
 export function coalesceMarginMs(leaseTimeoutMs: number, gapMs: number): number {
-  return Math.floor(Math.max(leaseTimeoutMs / 8, gapMs / 2 + leaseTimeoutMs / 16));
+  return Math.floor(Math.max(leaseTimeoutMs / 8, gapMs / 2 + leaseTimeoutMs / 16, MIN_LANDING_MS));
+}
+
+/** A lease as the last forward learnt it: when it ends (ms), and the run's lease timeout. */
+export interface KnownLease {
+  leaseExpiresAt: number;
+  leaseTimeoutMs: number;
 }
 
 /**
@@ -88,10 +103,34 @@ export function coalesceMarginMs(leaseTimeoutMs: number, gapMs: number): number 
  * while that lease outlasts the caller's next heartbeat by the margin. A caller whose cadence is not
  * known yet is forwarded.
  */
-export function mayAnswerFromMemory(leaseExpiresAt: number, leaseTimeoutMs: number, now: number, cadence: Cadence | undefined): boolean {
+export function mayAnswerFromMemory({ leaseExpiresAt, leaseTimeoutMs }: KnownLease, now: number, cadence: Cadence | undefined): boolean {
   const gap = expectedGapMs(cadence);
   if (gap === undefined) return false;
   return leaseExpiresAt - (now + gap) >= coalesceMarginMs(leaseTimeoutMs, gap);
+}
+
+/** A refusal the coalescer repeats without forwarding, until `until` (ms; its Retry-After). */
+export interface HeldRefusal {
+  error: unknown;
+  until: number;
+}
+
+/** Whose heartbeats share an answer: one member's heartbeats of one attempt of one run. */
+export interface HeartbeatSender {
+  organizationId: string;
+  runId: string;
+  attempt: number;
+  memberId: string;
+}
+
+/**
+ * What a successful forward learnt: the run's own lease timeout, whether a cancel was requested
+ * (default no), and the lease as the run sees it (default: this key's attempt holds it).
+ */
+export interface ForwardAnswer {
+  leaseTimeoutMs: number;
+  cancelRequested?: boolean;
+  lease?: { attempt: number; leaseValid: boolean };
 }
 
 interface Entry {
@@ -108,7 +147,7 @@ interface Entry {
   /** The least lease end this process's forwards are known to have set (a forward lands before it), carried across windows. */
   leaseFloor?: number;
   /** A refusal to repeat until `until` (its Retry-After), without forwarding. */
-  refused?: { error: unknown; until: number };
+  refused?: HeldRefusal;
   /** When this caller's heartbeats came, carried across windows. */
   cadence?: Cadence;
 }
@@ -127,7 +166,7 @@ export class HeartbeatCoalescer {
   ) {}
 
   /** The member is part of the key: one member's answer is never another's. */
-  static key(organizationId: string, runId: string, attempt: number, memberId: string): string {
+  static key({ organizationId, runId, attempt, memberId }: HeartbeatSender): string {
     return JSON.stringify([organizationId, runId, attempt, memberId]);
   }
 
@@ -153,15 +192,21 @@ export class HeartbeatCoalescer {
   private static answerHolds(entry: Entry, now: number, cadence: Cadence): boolean {
     const answer = entry.answer!;
     if (!answer.leaseValid) return true;
-    return mayAnswerFromMemory(answer.leaseExpiresAt, entry.leaseTimeoutMs ?? 0, now, cadence);
+    return mayAnswerFromMemory({ leaseExpiresAt: answer.leaseExpiresAt, leaseTimeoutMs: entry.leaseTimeoutMs ?? 0 }, now, cadence);
   }
 
   /** The forward was refused for a while (429 with Retry-After): the member's next heartbeats get the same until then. */
-  markRefused(key: string, at: number, error: unknown, untilMs: number): void {
+  markRefused(key: string, at: number, refused: HeldRefusal): void {
     const entry = this.entries.get(key);
     if (entry?.at !== at) return;
-    const windowMs = Math.max(1, untilMs - at);
-    this.entries.set(key, { at, windowMs, confirmed: true, refused: { error, until: untilMs }, cadence: entry.cadence });
+    const windowMs = Math.max(1, refused.until - at);
+    this.entries.set(key, {
+      at,
+      windowMs,
+      confirmed: true,
+      refused: { error: refused.error, until: refused.until },
+      cadence: entry.cadence,
+    });
   }
 
   /**
@@ -173,9 +218,7 @@ export class HeartbeatCoalescer {
   forwarded(
     key: string,
     at: number,
-    leaseTimeoutMs: number,
-    cancelRequested = false,
-    lease: { attempt: number; leaseValid: boolean } = { attempt: HeartbeatCoalescer.attemptOf(key), leaseValid: true },
+    { leaseTimeoutMs, cancelRequested = false, lease = { attempt: HeartbeatCoalescer.attemptOf(key), leaseValid: true } }: ForwardAnswer,
   ): void {
     const entry = this.entries.get(key);
     if (entry?.at !== at) return;

@@ -10,7 +10,9 @@ export { acceptCancel } from './cancel';
 // For the features that answer a member before a run starts (Slack): whether one of their runtimes
 // is online, and whether their breaker lets a run start (the half-open probe included).
 export { runnerSettings } from './runner-settings';
-export { runtimeOnline } from './presence';
+export { lastRuntimeSeenAt, runtimeOnline } from './presence';
+// For the features that show a member their recent runs (Slack's Home tab).
+export { listRuns } from './store';
 export { memberBreaker, startRunUnderBreaker, type MemberBreaker } from './breaker-store';
 
 /** How often a worker process reconciles runs that ended outside their own logic. */

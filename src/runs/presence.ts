@@ -91,18 +91,24 @@ export class PresenceTracker {
     for (const old of runs) if (runs.size > RUNS_KEPT) runs.delete(old);
     this.written.set(key, { at, runs });
     this.deps.metrics.presenceWrites.inc();
-    writePresence(this.deps.db, principal.organizationId, runtime, new Date(at), entry === undefined ? [] : [entry]).catch(
-      (error: unknown) => {
-        // Not written: the runtime's next request writes it.
-        this.written.delete(key);
-        this.deps.log.warn({ err: error, runnerId: runtime.runnerId }, 'could not record a runtime presence');
-      },
-    );
+    const seen = { runtime, at: new Date(at), runs: entry === undefined ? [] : [entry] };
+    writePresence(this.deps.db, principal.organizationId, seen).catch((error: unknown) => {
+      // Not written: the runtime's next request writes it.
+      this.written.delete(key);
+      this.deps.log.warn({ err: error, runnerId: runtime.runnerId }, 'could not record a runtime presence');
+    });
   }
 }
 
+/** A runtime as a request showed it: when, and the runs it works on (`attempt:runId`). */
+interface RuntimeSeen {
+  runtime: Runtime;
+  at: Date;
+  runs: string[];
+}
+
 /** Upserts the runtime's row: seen now, working on these runs too (the newest RUNS_KEPT are kept). */
-async function writePresence(db: Db, organizationId: string, runtime: Runtime, at: Date, runs: string[]): Promise<void> {
+async function writePresence(db: Db, organizationId: string, { runtime, at, runs }: RuntimeSeen): Promise<void> {
   await sql`
     INSERT INTO runner_presence (organization_id, runner_id, member_id, credential, label, version, first_seen_at, last_seen_at, runs)
     VALUES (${organizationId}, ${runtime.runnerId}, ${runtime.memberId}, ${runtime.credential}, ${runtime.label}, ${runtime.version},
@@ -187,4 +193,18 @@ export async function runtimeOnline(
     .limit(1)
     .executeTakeFirst();
   return row !== undefined;
+}
+
+/**
+ * When one of the member's runtimes was last seen, or null when none ever was: for the features
+ * that tell a member their runtime is offline since when.
+ */
+export async function lastRuntimeSeenAt(db: Db, input: { organizationId: string; memberId: string }): Promise<number | null> {
+  const row = await db
+    .selectFrom('runner_presence')
+    .select((eb) => eb.fn.max('last_seen_at').as('lastSeenAt'))
+    .where('organization_id', '=', input.organizationId)
+    .where('member_id', '=', input.memberId)
+    .executeTakeFirst();
+  return row?.lastSeenAt ? new Date(row.lastSeenAt).getTime() : null;
 }

@@ -47,7 +47,7 @@ export async function reconcileRun(deps: StaleRunSweepDeps, organizationId: stri
   const description = await deps.ingress.describe({ id: runWorkflowId(organizationId, runId) });
   if (!description) {
     // Forgotten by Temporal (retention) while the row is open: nothing will ever close it.
-    await closeRowOutsideLogic(deps.db, organizationId, runId, { status: 'failed', error: 'workflow_not_found' });
+    await closeRowOutsideLogic(deps.db, { organizationId, runId }, { status: 'failed', error: 'workflow_not_found' });
     return 'failed';
   }
   const name = description.status.name;
@@ -57,7 +57,7 @@ export async function reconcileRun(deps: StaleRunSweepDeps, organizationId: stri
   const own = description.typedSearchAttributes.get(runSearchAttributes.RunStatus);
   if (endedByOwnLogic(name, own)) return own as RunStatus;
   const outcome = OUTSIDE_LOGIC[name] ?? { status: 'failed' as const, error: `workflow_${name.toLowerCase()}` };
-  await closeRowOutsideLogic(deps.db, organizationId, runId, outcome);
+  await closeRowOutsideLogic(deps.db, { organizationId, runId }, outcome);
   return outcome.status;
 }
 

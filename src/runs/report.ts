@@ -11,8 +11,12 @@
  * - Temporal unreachable or too slow → 503 (the ingress gateway), never an ack.
  * - A report that would make a run live (start it, or start a newer attempt) needs room under
  *   RUN_CAPACITY (src/runs/capacity.ts); one that keeps a live run alive never waits for it.
- * - A heartbeat that extends a lease is forwarded only while it can still reach the run before
- *   that lease runs out: slower than that, the answer is 503, never a 200 the lease does not keep.
+ * - A heartbeat that extends a lease is forwarded with a bound that lands it before that lease
+ *   runs out. One that comes when the run's lease looks spent (on a busy engine the lease starts
+ *   when the workflow task that started the attempt began, which can be long before its runtime
+ *   hears of it) is still forwarded, within LATE_FORWARD_MS, and answered by what the run then
+ *   says: the run applies every heartbeat in its history before its lease timer's tick. Slower
+ *   than that, or unconfirmed, the answer is 503, never a 200 the lease does not keep.
  * - Runs start with a higher priority than the other workflows (RUN_PRIORITY_KEY): their tasks
  *   are dispatched first when the task queue has a backlog.
  */
@@ -34,12 +38,12 @@ import {
   type RunSummary,
   type RunWorkflowInput,
 } from './contract';
-import { canSee, runCaller } from './access';
+import { canSee, runCaller, type RunAsk } from './access';
 import type { BacklogGate } from './backlog';
 import type { RunCapacity } from './capacity';
 import type { RunDeps } from './deps';
 import { outlivedMs, reconcileRun } from './reconcile';
-import { findRun, type RunRow } from './store';
+import { findRun, type RunKey, type RunRow } from './store';
 import type { EventRefusal } from './state';
 
 export type RunReport = { kind: 'event'; event: RunEventReport } | { kind: 'heartbeat'; heartbeat: RunHeartbeat };
@@ -70,18 +74,19 @@ export interface HeartbeatKnowledge {
   leaseFloor?: number;
 }
 
-export async function deliverReport(
-  deps: RunDeps,
-  principal: Principal,
-  runId: string,
-  report: RunReport,
-  gates: ReportGates,
-  knowledge: HeartbeatKnowledge = {},
-): Promise<ReportOutcome> {
+/** A report on its way to its run: who sends it, to which run, and what the sender's process knows of the lease. */
+export interface ReportDelivery extends RunAsk {
+  report: RunReport;
+  knowledge?: HeartbeatKnowledge;
+}
+
+export async function deliverReport(deps: RunDeps, delivery: ReportDelivery, gates: ReportGates): Promise<ReportOutcome> {
+  const { principal, runId, report } = delivery;
   const { settings, ingress } = deps;
+  const run = { organizationId: principal.organizationId, runId };
   // An event of an organization whose share is known spent is refused before any Postgres read.
   if (report.kind === 'event') ingress.shedIfSpent({ tenant: principal.organizationId, admission: 'shed' });
-  const row = await readRow(deps, principal.organizationId, runId, report);
+  const row = await readRow(deps, run, report);
   // Another member's run does not exist for this caller (never 403: that would say it does).
   if (row && !canSee(principal, row.memberId)) throw errors.notFound('No such automation run.');
   // Without a row (a new run, or Postgres cannot answer) a heartbeat asks the run who owns it.
@@ -101,28 +106,22 @@ export async function deliverReport(
   if (starts) {
     // A heartbeat without a row already asked the run; an event asks only at the limit.
     const exists = report.kind === 'event' && !row ? () => runIsLive(deps, principal, runId) : undefined;
-    await gates.capacity.admit(principal.organizationId, runId, 'report', exists);
+    await gates.capacity.admit(run, 'report', exists);
   }
   try {
-    const outcome = await sendReport(deps, principal, runId, report, known, knowledge);
-    if (starts && outcome.result === 'closed') gates.capacity.release(principal.organizationId, runId);
+    const outcome = await sendReport(deps, delivery, known);
+    if (starts && outcome.result === 'closed') gates.capacity.release(run);
     return outcome;
   } catch (error) {
     // Not started after all (refused, or Temporal did not take it): its place is given back.
-    if (starts) gates.capacity.release(principal.organizationId, runId);
+    if (starts) gates.capacity.release(run);
     throw error;
   }
 }
 
 /** The report to the run's workflow: a heartbeat as a signal, an event as an Update, each with its start. */
-async function sendReport(
-  deps: RunDeps,
-  principal: Principal,
-  runId: string,
-  report: RunReport,
-  known: RunSummary | undefined,
-  knowledge: HeartbeatKnowledge,
-): Promise<ReportOutcome> {
+async function sendReport(deps: RunDeps, delivery: ReportDelivery, known: RunSummary | undefined): Promise<ReportOutcome> {
+  const { principal, runId, report } = delivery;
   const { settings, ingress } = deps;
   const input: RunWorkflowInput = {
     organizationId: principal.organizationId,
@@ -140,7 +139,8 @@ async function sendReport(
     // Heartbeats stay signals: they carry no data, so one that races the close loses nothing,
     // and a signal to a run whose row showed the caller may reach it needs no worker to answer.
     // A run that holds a lease must never lose a heartbeat to admission: it could cost the lease.
-    const budget = await heartbeatBudget(deps, principal, runId, known, report.heartbeat.attempt, knowledge.leaseFloor);
+    const forward = { known, attempt: report.heartbeat.attempt, leaseFloor: delivery.knowledge?.leaseFloor };
+    const budget = await heartbeatBudget(deps, { principal, runId }, forward);
     const outcome = await ingress.signalWithStart({
       ...start,
       signal: runHeartbeatSignal,
@@ -148,8 +148,10 @@ async function sendReport(
       tenancy: { tenant: principal.organizationId, admission: known?.status === 'running' ? 'bypass' : 'shed' },
       ...(budget.maxTimeoutMs === undefined ? {} : { maxTimeoutMs: budget.maxTimeoutMs }),
     });
+    // A late forward is answered by the run as it is now, with this heartbeat in its history.
+    const confirmed = budget.late && outcome !== 'closed' ? await confirmLateHeartbeat(deps, principal, runId) : undefined;
     // The run's own answer, when it was asked, is fresher than the row: a lease it lost is said so.
-    const seen = budget.live ?? known;
+    const seen = confirmed ?? budget.live ?? known;
     const cancelRequested = Boolean(seen?.cancelRequested);
     const lease = heartbeatLease(seen, report.heartbeat.attempt);
     if (outcome !== 'closed') return { result: outcome, leaseTimeoutMs, cancelRequested, lease };
@@ -198,22 +200,32 @@ export function leaseMarginMs(leaseTimeoutMs: number): number {
 }
 /** Less time than this left, a forward could not reach Temporal and be answered anyway. */
 const MIN_FORWARD_MS = 100;
+/**
+ * How long a forward may take once the run's lease looks spent: the run still takes it if it lands
+ * before the lease timer's task, which comes no sooner than the lease end and, on a busy engine,
+ * later. A second is most of that on the engines this runs on, and the answer is confirmed anyway.
+ */
+const LATE_FORWARD_MS = 1_000;
+
+/** What a heartbeat's forward knows of the lease it extends: the run as last seen, the heartbeat's attempt, and the least end this process's forwards set. */
+interface ForwardLease {
+  known: RunSummary | undefined;
+  attempt: number;
+  leaseFloor: number | undefined;
+}
 
 /**
  * How long a heartbeat's forward may take (undefined: the gateway's own bound) so that it lands
  * in the run's history before the lease it extends runs out: what this process knows of that
  * lease (the row, the query of a run without one, its own forwards), else the run's own answer
- * (`live`, then also what the reply says). Too little left for that: 503, so the runtime hears an
- * error, never a 200 its lease does not keep.
+ * (`live`, then also what the reply says). Too little left for that: a late forward
+ * (LATE_FORWARD_MS), whose answer the run confirms (confirmLateHeartbeat).
  */
 async function heartbeatBudget(
   deps: RunDeps,
-  principal: Principal,
-  runId: string,
-  known: RunSummary | undefined,
-  attempt: number,
-  leaseFloor: number | undefined,
-): Promise<{ maxTimeoutMs?: number; live?: RunSummary }> {
+  { principal, runId }: RunAsk,
+  { known, attempt, leaseFloor }: ForwardLease,
+): Promise<{ maxTimeoutMs?: number; live?: RunSummary; late?: true }> {
   // Only the running attempt's lease can be lost; any other heartbeat starts or changes nothing it could lose.
   if (known?.status !== 'running' || attempt !== known.attempt) return {};
   const margin = leaseMarginMs(known.leaseTimeoutMs ?? deps.settings.defaults.leaseTimeoutMs);
@@ -224,8 +236,19 @@ async function heartbeatBudget(
   const live = await deps.ingress.query({ id: runWorkflowId(principal.organizationId, runId), query: runSummaryQuery, args: [] });
   if (live?.status !== 'running' || live.attempt !== attempt) return live ? { live } : {};
   const left = budget(live.leaseExpiresAt);
-  if (left < MIN_FORWARD_MS) throw errors.unavailable('temporal');
+  if (left < MIN_FORWARD_MS) return { maxTimeoutMs: LATE_FORWARD_MS, live, late: true };
   return { maxTimeoutMs: left, live };
+}
+
+/**
+ * The run's state once a late heartbeat is in its history (a query sees every event recorded
+ * before it): still running in the heartbeat's attempt, the heartbeat kept the lease; lost, the
+ * reply says so. No answer from the run: 503, since nothing confirms the lease.
+ */
+async function confirmLateHeartbeat(deps: RunDeps, principal: Principal, runId: string): Promise<RunSummary> {
+  const live = await deps.ingress.query({ id: runWorkflowId(principal.organizationId, runId), query: runSummaryQuery, args: [] });
+  if (!live) throw errors.unavailable('temporal');
+  return live;
 }
 
 /** What a heartbeat reply says of the lease: the run's attempt, and whether the heartbeat's attempt holds it. */
@@ -268,7 +291,7 @@ function refusedEvent(refusal: ApplicationFailure, leaseTimeoutMs: number): Repo
  * outage never costs a live run its lease.
  * Events carry data Postgres must take anyway: they get the 503.
  */
-async function readRow(deps: RunDeps, organizationId: string, runId: string, report: RunReport): Promise<RunRow | undefined> {
+async function readRow(deps: RunDeps, { organizationId, runId }: RunKey, report: RunReport): Promise<RunRow | undefined> {
   try {
     return await findRun(deps.db, organizationId, runId);
   } catch (error) {

@@ -33,8 +33,14 @@ export interface RunnerView {
   breaker: BreakerPhase;
 }
 
+/** When the runners are looked at (ms), and the settings that say which are online. */
+export interface RunnerMoment {
+  settings: RunnerSettings;
+  now: number;
+}
+
 /** The caller's own runtimes (a member) or the organization's (an owner or admin), oldest first (minted, or first seen). */
-export async function listRunnerViews(db: Db, principal: Principal, settings: RunnerSettings, now: number): Promise<RunnerView[]> {
+export async function listRunnerViews(db: Db, principal: Principal, { settings, now }: RunnerMoment): Promise<RunnerView[]> {
   const organizationId = principal.organizationId;
   const memberId = isAdmin(principal.role) ? undefined : principal.memberId;
   const registered = await liveRunners(db, { organizationId, memberId, now: new Date(now) });
@@ -95,20 +101,27 @@ async function runningAttempts(db: Db, organizationId: string, rows: PresenceRow
   return new Set(live.map((run) => runEntry({ runId: run.run_id, attempt: run.attempt })));
 }
 
+/** What a new runner token is minted with: the runner's label (a new runner only), its life, and when (ms). */
+export interface RunnerTokenAsk {
+  label: string | undefined;
+  ttlMs: number;
+  now: number;
+}
+
 /**
  * A runner token for the caller: a new runner of their member (an API key or a session asks),
  * or a new token of the caller's own runner (its runner token asks: renewal, same runner id).
  */
-export async function mintRunnerToken(
-  db: Db,
-  principal: Principal,
-  label: string | undefined,
-  ttlMs: number,
-  now: number,
-): Promise<RunnerTokenGrant> {
+export async function mintRunnerToken(db: Db, principal: Principal, { label, ttlMs, now }: RunnerTokenAsk): Promise<RunnerTokenGrant> {
   const base = { organizationId: principal.organizationId, memberId: principal.memberId, ttlMs, now: new Date(now) };
   if (principal.via === 'runner_token' && principal.runner) return issueRunnerToken(db, { ...base, runnerId: principal.runner.id });
   return issueRunnerToken(db, { ...base, apiKeyId: principal.apiKeyId, label });
+}
+
+/** Which runtime is deleted, and when (ms). */
+export interface RunnerDeletion {
+  runnerId: string;
+  now: number;
 }
 
 /**
@@ -116,7 +129,7 @@ export async function mintRunnerToken(
  * runner's tokens stop at once; an API-key runtime's presence is forgotten (it is listed again if
  * it calls again: revoke its key to stop it). False when the caller has no such runtime.
  */
-export async function deleteRunner(db: Db, principal: Principal, runnerId: string, now: number): Promise<boolean> {
+export async function deleteRunner(db: Db, principal: Principal, { runnerId, now }: RunnerDeletion): Promise<boolean> {
   const organizationId = principal.organizationId;
   const memberId = isAdmin(principal.role) ? undefined : principal.memberId;
   const runner = await findRunner(db, organizationId, runnerId);

@@ -210,7 +210,24 @@ export const RunSummaryBody = z
       .openapi({ description: 'A request to stop the run: when (ms), why, and by whom. Null when none was made.' }),
     ignoredEvents: z.record(z.string(), z.number().int()),
     input: z
-      .object({ text: z.string() })
+      .object({
+        text: z.string(),
+        context: z
+          .array(
+            z.object({
+              userId: z.string().nullable(),
+              bot: z.boolean().openapi({ description: "Written by a bot: den's own answers, and other apps'." }),
+              text: z.string(),
+              ts: z.string().openapi({ description: "Slack's id of the message, which orders the thread." }),
+            }),
+          )
+          .optional()
+          .openapi({
+            description:
+              'Slack-routed runs asked in a thread: its earlier messages, oldest first (the asks, den’s answers, what others wrote), ' +
+              'newest kept within SLACK_CONTEXT_MAX_MESSAGES and SLACK_CONTEXT_MAX_CHARS.',
+          }),
+      })
       .nullable()
       .openapi({ description: "What was asked. Slack-routed runs: the member's message, bot mention removed." }),
     origin: z

@@ -1,5 +1,5 @@
 /**
- * The automation-run actor's logic as pure functions: (state, input, now, settings) → state.
+ * The automation-run actor's logic as pure functions: (state, input, { now, settings }) → state.
  * No Temporal calls, no clocks of its own, so it is deterministic for the workflow and
  * unit-testable without a worker (test/runs/state.test.ts). workflows/runs.ts only wires these
  * to signals, Updates, timers and the persistence activity.
@@ -83,7 +83,7 @@ export interface RunState {
   syncVersion: number;
   memberId?: string;
   origin?: RunWorkflowInput['origin'];
-  input?: { text: string };
+  input?: RunWorkflowInput['input'];
   /**
    * Queued runs (Slack routing) start attempts only through the claim Update, which decides
    * between concurrent runtimes; reports never start or switch an attempt of such a run.
@@ -108,12 +108,18 @@ export const isClosed = (state: RunState): boolean => isClosedRunStatus(state.st
 
 const zeroIgnored = (): RunIgnoredCounts => ({ duplicate: 0, stale: 0, rejected: 0, overflow: 0, afterClose: 0 });
 
+/** When a change is applied (the workflow's clock, ms), and the run's settings it is applied under. */
+export interface RunMoment {
+  now: number;
+  settings: RunSettings;
+}
+
 /** The state a run starts with, or the compact state carried through continue-as-new. */
 /**
  * `claims`: whether a queued run takes attempts only from claims. The workflow passes
  * `patched(RUN_CLAIMS_PATCH)`, so runs started before claims existed replay as they ran.
  */
-export function initialState(input: RunStateInput, now: number, settings: RunSettings, claims = true): RunState {
+export function initialState(input: RunStateInput, { now, settings }: RunMoment, claims = true): RunState {
   if (isRunState(input.carried)) return { ...input.carried, signalsThisExecution: 0 };
   const running = input.initialStatus === 'running';
   return {
@@ -195,7 +201,7 @@ const refuseAttempt = (state: RunState, reason: keyof RunIgnoredCounts, refusal:
  * attempt, extend the current one, or be ignored (with the reason it is counted under and the
  * refusal the API answers).
  */
-function admitAttempt(state: RunState, attempt: number, now: number, settings: RunSettings): AttemptVerdict {
+function admitAttempt(state: RunState, attempt: number, { now, settings }: RunMoment): AttemptVerdict {
   const { status } = state;
   if (isClosed(state)) return refuseAttempt(state, 'afterClose', { ok: false, error: 'run_closed', status });
   if (attempt > settings.maxAttempts) {
@@ -271,8 +277,9 @@ export interface EventDecision {
   next: RunState;
 }
 
-export function decideEvent(state: RunState, event: RunEventReport, now: number, settings: RunSettings): EventDecision {
-  const admission = admitAttempt({ ...state, signalsThisExecution: state.signalsThisExecution + 1 }, event.attempt, now, settings);
+export function decideEvent(state: RunState, event: RunEventReport, at: RunMoment): EventDecision {
+  const { now, settings } = at;
+  const admission = admitAttempt({ ...state, signalsThisExecution: state.signalsThisExecution + 1 }, event.attempt, at);
   if (!admission.admitted) return { verdict: admission.refusal, next: admission.state };
   const admitted = admission.state;
   const expected = admitted.nextSequence;
@@ -283,7 +290,7 @@ export function decideEvent(state: RunState, event: RunEventReport, now: number,
   }
   const verdict = roomVerdict(admitted, event, settings);
   if (event.sequence === expected) return { verdict, next: applyWithBuffered(admitted, event, now) };
-  return { verdict, next: bufferEvent(admitted, event, index, settings) };
+  return { verdict, next: bufferEvent(admitted, { event, index }, settings) };
 }
 
 /**
@@ -338,13 +345,19 @@ export function callerMayReach(state: RunState, caller: RunCaller | undefined): 
   return caller === undefined || caller.admin || caller.memberId === state.memberId;
 }
 
+/** A heartbeat, and who sent it (none: taken as it was before callers were checked). */
+export interface CallerHeartbeat {
+  heartbeat: RunHeartbeat;
+  caller?: RunCaller;
+}
+
 /** A heartbeat from a caller who may not reach the run is counted as a signal and changes nothing else. */
-export function applyHeartbeat(state: RunState, heartbeat: RunHeartbeat, now: number, settings: RunSettings, caller?: RunCaller): RunState {
+export function applyHeartbeat(state: RunState, { heartbeat, caller }: CallerHeartbeat, at: RunMoment): RunState {
   const counted = { ...state, signalsThisExecution: state.signalsThisExecution + 1 };
   if (!callerMayReach(state, caller)) return counted;
-  const admitted = admitAttempt(counted, heartbeat.attempt, now, settings);
+  const admitted = admitAttempt(counted, heartbeat.attempt, at);
   if (!admitted.admitted) return admitted.state;
-  return { ...admitted.state, lastHeartbeatAt: now };
+  return { ...admitted.state, lastHeartbeatAt: at.now };
 }
 
 /** A payload's JSON size in UTF-8 bytes, for every byte budget that guards a Temporal payload. */
@@ -369,8 +382,14 @@ function applyWithBuffered(state: RunState, event: RunEventReport, now: number):
   return next;
 }
 
+/** An out-of-order event, and the index in the buffer (ordered by sequence) where it goes. */
+interface BufferPlacement {
+  event: RunEventReport;
+  index: number;
+}
+
 /** Holds an out-of-order event at `index`; when full, drops the furthest-ahead events, the last that could apply. */
-function bufferEvent(state: RunState, event: RunEventReport, index: number, settings: RunSettings): RunState {
+function bufferEvent(state: RunState, { event, index }: BufferPlacement, settings: RunSettings): RunState {
   const entry = { event, bytes: payloadBytes(event) };
   const buffer = [...state.buffer.slice(0, index), entry, ...state.buffer.slice(index)];
   let bytes = state.bufferBytes + entry.bytes;
@@ -410,7 +429,7 @@ function applyInOrder(state: RunState, event: RunEventReport, now: number): RunS
   if (event.type === 'assistant' && typeof event.payload.text === 'string') next.lastAssistantText = event.payload.text;
   if (event.type !== 'terminal') return next;
   // Asked to stop: whatever the runtime reports at its end, the run ends as the member asked.
-  if (state.cancelRequested) return closeRun(next, 'cancelled', state.cancelRequested.reason ?? CANCEL_REQUESTED, now);
+  if (state.cancelRequested) return closeRun(next, { status: 'cancelled', error: state.cancelRequested.reason ?? CANCEL_REQUESTED }, now);
   const requested = event.payload.status;
   const status: RunStatus =
     requested === undefined
@@ -424,7 +443,7 @@ function applyInOrder(state: RunState, event: RunEventReport, now: number): RunS
       : status === 'failed' && requested !== 'failed'
         ? 'invalid_terminal_status'
         : null;
-  const closed = closeRun(next, status, error, now);
+  const closed = closeRun(next, { status, error }, now);
   return status === 'failed' ? { ...closed, failure: runFailureOf(event.payload, next.lastAssistantText) } : closed;
 }
 
@@ -451,7 +470,13 @@ export function addUsage(usage: Record<string, number>, payload: Record<string, 
   return totals;
 }
 
-function closeRun(state: RunState, status: RunStatus, error: string | null, now: number): RunState {
+/** How a run closes: its status, and the error it records (null for none). */
+interface Closing {
+  status: RunStatus;
+  error: string | null;
+}
+
+function closeRun(state: RunState, { status, error }: Closing, now: number): RunState {
   return {
     ...state,
     status,
@@ -470,7 +495,7 @@ function closeRun(state: RunState, status: RunStatus, error: string | null, now:
  * `cancelled`. A run that already ended keeps its outcome.
  */
 export function applyCancel(state: RunState, now: number): RunState {
-  return isClosed(state) ? state : closeRun(state, 'cancelled', CANCEL_REQUESTED, now);
+  return isClosed(state) ? state : closeRun(state, { status: 'cancelled', error: CANCEL_REQUESTED }, now);
 }
 
 export type CancelVerdict = { ok: true } | { ok: false; error: 'run_closed'; status: RunStatus };
@@ -486,11 +511,17 @@ export function cancelVerdict(state: RunState): CancelVerdict {
  * the request, which its runtime learns from the heartbeat reply, and ends `cancelled` at its
  * terminal event or when its lease runs out. A repeated request keeps the first.
  */
-export function applyCancelRequest(state: RunState, request: RunCancelRequest, caller: RunCaller, now: number): RunState {
+/** A request to stop the run, and the member or admin who sent it. */
+export interface CallerCancelRequest {
+  request: RunCancelRequest;
+  caller: RunCaller;
+}
+
+export function applyCancelRequest(state: RunState, { request, caller }: CallerCancelRequest, now: number): RunState {
   if (isClosed(state) || state.cancelRequested) return state;
   const record: RunCancelRecord = { at: request.requestedAt, reason: request.reason ?? null, memberId: caller.memberId };
   const asked = { ...state, cancelRequested: record };
-  if (state.status !== 'running') return closeRun(asked, 'cancelled', record.reason ?? CANCEL_REQUESTED, now);
+  if (state.status !== 'running') return closeRun(asked, { status: 'cancelled', error: record.reason ?? CANCEL_REQUESTED }, now);
   return { ...asked, transitions: state.transitions + 1 };
 }
 
@@ -526,13 +557,16 @@ const maxDurationDeadline = (state: RunState, settings: RunSettings) => (state.s
 export function tick(state: RunState, now: number, settings: RunSettings): RunState {
   switch (state.status) {
     case 'queued':
-      return now >= state.createdAt + settings.claimDeadlineMs ? closeRun(state, 'skipped', 'runner_unavailable', now) : state;
+      return now >= state.createdAt + settings.claimDeadlineMs
+        ? closeRun(state, { status: 'skipped', error: 'runner_unavailable' }, now)
+        : state;
     case 'running':
     case 'awaiting_retry': {
-      if (now >= maxDurationDeadline(state, settings)) return closeRun(state, 'timed_out', 'max_duration_exceeded', now);
+      if (now >= maxDurationDeadline(state, settings)) return closeRun(state, { status: 'timed_out', error: 'max_duration_exceeded' }, now);
       if (state.status === 'running' && state.leaseExpiresAt !== null && now >= state.leaseExpiresAt) {
         // Asked to stop and no longer heard from: the runtime stopped, so no retry.
-        if (state.cancelRequested) return closeRun(state, 'cancelled', state.cancelRequested.reason ?? CANCEL_REQUESTED, now);
+        if (state.cancelRequested)
+          return closeRun(state, { status: 'cancelled', error: state.cancelRequested.reason ?? CANCEL_REQUESTED }, now);
         if (state.attempt < settings.maxAttempts) {
           return {
             ...state,
@@ -544,10 +578,10 @@ export function tick(state: RunState, now: number, settings: RunSettings): RunSt
             transitions: state.transitions + 1,
           };
         }
-        return closeRun(state, 'failed', 'lease_lost', now);
+        return closeRun(state, { status: 'failed', error: 'lease_lost' }, now);
       }
       if (state.status === 'awaiting_retry' && state.retryDeadline !== null && now >= state.retryDeadline) {
-        return closeRun(state, 'failed', 'lease_lost', now);
+        return closeRun(state, { status: 'failed', error: 'lease_lost' }, now);
       }
       return state;
     }

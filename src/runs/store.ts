@@ -197,18 +197,26 @@ export async function hasRunEvents(db: Db, organizationId: string, runId: string
   return row !== undefined;
 }
 
+/** A run, by its organization and id (its row's key). */
+export interface RunKey {
+  organizationId: string;
+  runId: string;
+}
+
+/** How a row is closed from outside: the run's status and error, and when (now unless given). */
+interface RowClosing {
+  status: RunStatus;
+  error: string;
+  now?: Date;
+}
+
 /**
  * Closes a run's row for a workflow that ended outside its own logic (src/runs/reconcile.ts).
  * Only an open row changes, so a close written by the workflow itself is never overwritten; the
  * version moves past any write of that workflow still in flight.
  */
-export async function closeRowOutsideLogic(
-  db: Db,
-  organizationId: string,
-  runId: string,
-  outcome: { status: RunStatus; error: string },
-  now = new Date(),
-): Promise<boolean> {
+export async function closeRowOutsideLogic(db: Db, { organizationId, runId }: RunKey, outcome: RowClosing): Promise<boolean> {
+  const { now = new Date() } = outcome;
   return db.transaction().execute(async (trx) => {
     const row = await trx
       .selectFrom('automation_runs')

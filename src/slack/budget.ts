@@ -66,6 +66,13 @@ const METHOD_TIERS: Record<string, 2 | 3 | 4> = {
   'chat.startStream': 2,
   'chat.stopStream': 2,
   'chat.appendStream': 4,
+  // The agent surface and the Home tab: Tier 4 (setSuggestedPrompts, setTitle, views.publish); Slack
+  // says only "special" of setStatus and chat.getPermalink, which are counted as Tier 4 too.
+  'assistant.threads.setStatus': 4,
+  'assistant.threads.setSuggestedPrompts': 4,
+  'assistant.threads.setTitle': 4,
+  'views.publish': 4,
+  'chat.getPermalink': 4,
 };
 
 export interface BudgetSettings {

@@ -4,7 +4,7 @@
  * Postgres; only this module, src/slack/connection-lifecycle.ts and src/slack/tokens.ts (a
  * rotating token's refresh) open them, and the public view never carries them.
  */
-import type { Selectable } from 'kysely';
+import type { Selectable, Updateable } from 'kysely';
 import { typeid } from 'typeid-js';
 import { decryptSecret, encryptSecret, tryDecrypt, type SecretKeys } from '../app/secrets';
 import type { Db } from '../app/store/db';
@@ -12,6 +12,8 @@ import type { SlackTables } from './tables';
 import type { SlackSigningSecrets } from './signature';
 import type { TokenLifetime } from './tokens';
 import type { TokenRotation } from './web-api';
+import type { ThreadFollowUps } from './contract';
+import { storedConversation } from './conversation-settings';
 
 /** A connection id is a typeid: `emc_` + 26 base32 characters; the first one is 0-7 because the suffix is 128 bits. */
 export const CONNECTION_ID_PATTERN = /^emc_[0-7][0-9a-hjkmnp-tv-z]{25}$/;
@@ -47,6 +49,10 @@ export interface SlackConnection {
   tokenLifetime: TokenLifetime | null;
   /** An Enterprise Grid org-wide install's organization (src/slack/ownership.ts). */
   enterpriseId: string | null;
+  /** Its own follow-ups setting (src/slack/conversation-settings.ts); null: SLACK_THREAD_FOLLOW_UPS. */
+  threadFollowUps: ThreadFollowUps | null;
+  /** Slack's refusal of the assistant methods for it, once remembered: its threads keep to messages. */
+  assistantRefused: string | null;
 }
 
 /**
@@ -269,7 +275,7 @@ export async function updateSlackConnection(
   return db.transaction().execute(async (trx) => {
     const row = await trx.selectFrom('slack_connections').selectAll().where('id', '=', id).forUpdate().executeTakeFirst();
     if (!row) throw new SlackConnectionError(`Slack connection ${id} not found`);
-    const patch: Partial<SlackConnectionRow> = { updated_at: now };
+    const patch: Updateable<SlackTables['slack_connections']> = { updated_at: now };
     if (input.enabled !== undefined) {
       patch.enabled = input.enabled;
       patch.disabled_reason = input.enabled ? null : 'operator';
@@ -293,6 +299,9 @@ export async function updateSlackConnection(
       // A new token may carry what streaming lacked (a scope, a reinstall): its threads try it again.
       patch.streaming_refused = null;
       patch.streaming_refused_at = null;
+      // And what the assistant methods lacked.
+      patch.assistant_refused = null;
+      patch.assistant_refused_at = null;
     }
     if (input.botUserId !== undefined) patch.bot_user_id = input.botUserId || null;
     const updated = await trx.updateTable('slack_connections').set(patch).where('id', '=', id).returningAll().executeTakeFirstOrThrow();
@@ -373,6 +382,8 @@ export async function findSlackConnection(db: Db, key: SecretKeys | Buffer, id: 
         ? { expiresAt: row.token_expires_at.getTime(), issuedAt: (row.token_issued_at ?? row.token_expires_at).getTime() }
         : null,
     enterpriseId: row.enterprise_id,
+    threadFollowUps: storedConversation(row).threadFollowUps,
+    assistantRefused: row.assistant_refused,
   };
 }
 

@@ -55,6 +55,35 @@ export function slackEventWorkflowId(connectionId: string, eventId: string): str
   return `slack-event/${connectionId}/${eventId}`;
 }
 
+/**
+ * The workflow of one message that asks in a channel of a connection that takes follow-ups, keyed
+ * on the message, not on the event: Slack then delivers a mention twice, as `app_mention` and as
+ * `message`, with different event ids. Whichever arrives first starts it; the other, and every
+ * retry, finds it there (REJECT_DUPLICATE).
+ */
+export function slackMessageWorkflowId(connectionId: string, channel: string, ts: string): string {
+  return `slack-message/${connectionId}/${channel}/${ts}`;
+}
+
+/**
+ * Workflow patch id: a thread is a conversation. The run carries the thread's earlier messages as
+ * its context; a follow-up waits for the request ahead of it in its thread (the thread says it is
+ * queued); an assistant thread shows the run's status and gets its title from the first ask.
+ * Events before it start the run with the text alone.
+ */
+export const SLACK_CONVERSATION_PATCH = 'slack-conversation';
+
+/**
+ * Workflow patch id: before its run starts, an invocation asks the member's breaker (a paused
+ * member gets a notice and no run; a half-open one runs as the probe) and whether a runtime of
+ * theirs is online (if not, its first message says so, and becomes the usual progress once a
+ * runtime claims the run). Events before it start the run at once.
+ */
+export const SLACK_RUNTIME_GATE_PATCH = 'slack-runtime-gate';
+
+/** Whether a thread reply without a mention is for the bot: never, from the thread's asker, or from any linked member. */
+export type ThreadFollowUps = 'off' | 'asker' | 'members';
+
 /** A mention or DM that asks the member's runtime for something. Only the fields we use. */
 export interface SlackInvocation {
   type: 'app_mention' | 'message';
@@ -67,7 +96,16 @@ export interface SlackInvocation {
   text: string;
   /** The asker's own workspace when it is not the connection's (a channel shared with another organization); absent in older events. */
   userTeam?: string | null;
+  /** A channel thread's reply without a mention, routed because the thread is a conversation (ThreadFollowUps). */
+  followUp?: boolean;
 }
+
+/**
+ * A surface of the app a member opened: the app's thread (`prompts`: its suggested prompts, with the
+ * thread for the legacy assistant experience, without one for the agent experience) or its Home tab.
+ */
+export type SlackSurfaceEvent =
+  { kind: 'prompts'; user: string; channel: string; threadTs: string | null } | { kind: 'home'; user: string };
 
 export type SlackLifecycleType = 'app_uninstalled' | 'tokens_revoked';
 
@@ -104,6 +142,8 @@ export interface SlackFollowing {
   nextAt: number;
   progress: RunProgress | null;
   state: SlackEventState;
+  /** An assistant thread (SLACK_CONVERSATION_PATCH): its status line shows the run's tool; absent before it. */
+  assistant?: { tool: string | null };
 }
 
 /** The thread as an invocation keeps it: its first message, and the stream the answer goes to, if any. */
@@ -127,6 +167,8 @@ export interface SlackThreadView {
   } | null;
   /** Slack refused the stream, or it broke: edits from here on. */
   streamOff: boolean;
+  /** The first message says no runtime of the member's is online (SLACK_RUNTIME_GATE_PATCH), until a runtime claims the run. */
+  notice?: 'no_runtime' | null;
 }
 
 /**
@@ -152,9 +194,10 @@ export interface SlackEventInput {
   eventId: string;
   receivedAt: number;
   settings: SlackEventSettings;
-  /** Exactly one of the two is set. */
+  /** Exactly one of these is set (a worker from before `surface` does nothing with one). */
   invocation?: SlackInvocation;
   lifecycle?: { type: SlackLifecycleType };
+  surface?: SlackSurfaceEvent;
   /** Set only by the invocation itself when it continues as new while following its run. */
   following?: SlackFollowing;
 }
@@ -171,7 +214,8 @@ export type SlackEventStatus =
   | 'reply_failed'
   | 'connection_disabled'
   | 'connection_removed'
-  | 'cancelled';
+  | 'cancelled'
+  | 'paused';
 
 export interface SlackEventState {
   status: SlackEventStatus;
@@ -197,6 +241,9 @@ export type SlackConnectionRemovalReason = 'app_uninstalled' | 'connection_delet
 /** Sent to invocations waiting for a link when their connection is uninstalled or removed: they end `connection_removed`. */
 export const slackConnectionRemovedSignal = defineSignal<[{ reason: SlackConnectionRemovalReason }]>('slackConnectionRemoved');
 export const slackEventStateQuery = defineQuery<SlackEventState>('slackEventState');
+
+/** Sent to the invocations of a thread when a request in it ends: a queued follow-up looks again whether it may start. */
+export const slackThreadTurnSignal = defineSignal('slackThreadTurn');
 
 /** The workflow of one Slack event (workflows/slack.ts). */
 export const slackEventWorkflow = workflowRef<[SlackEventInput], SlackEventState>('slackEvent');

@@ -28,6 +28,11 @@ export interface EligibilityContext {
   botUserId: string | null;
   /** Null or empty: every channel. */
   channels: string[] | null;
+  /**
+   * A `message` outside a DM asks too: set only for one that src/slack/conversation.ts found is for
+   * the bot (a follow-up in an answered thread, or a message that mentions the bot).
+   */
+  channelMessages?: boolean;
 }
 
 const LIFECYCLE: readonly string[] = ['app_uninstalled', 'tokens_revoked'];
@@ -74,7 +79,7 @@ export function classifyEvent(event: Record<string, unknown>, connection: Eligib
   if (!connection.enabled) return { route: 'ignore', reason: 'connection_disabled' };
 
   const channelType = str(event.channel_type) ?? null;
-  const invocationType = type === 'app_mention' || (type === 'message' && channelType === 'im');
+  const invocationType = type === 'app_mention' || (type === 'message' && (channelType === 'im' || connection.channelMessages === true));
   if (!invocationType) return { route: 'ignore', reason: 'unsupported_type' };
 
   // A bot answering a bot would loop: anything sent by a bot or an app is never routed.
@@ -108,7 +113,10 @@ export function classifyEvent(event: Record<string, unknown>, connection: Eligib
       channelType,
       ts,
       threadTs: str(event.thread_ts) ?? null,
-      text: inputText(type === 'app_mention' ? withoutBotMention(text, connection.botUserId) : text.trim(), files),
+      text: inputText(
+        isDirectMessage(channel, channelType) && type !== 'app_mention' ? text.trim() : withoutBotMention(text, connection.botUserId),
+        files,
+      ),
       userTeam: userTeamOf(event),
     },
   };

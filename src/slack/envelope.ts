@@ -26,7 +26,8 @@ export type EnvelopeResult = { ok: true; envelope: SlackEnvelope } | { ok: false
 
 const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
 
-const nonEmptyString = (value: unknown): string | undefined => (typeof value === 'string' && value.length > 0 ? value : undefined);
+/** A string with something in it, else undefined: what an optional field of a Slack payload holds. */
+export const nonEmptyString = (value: unknown): string | undefined => (typeof value === 'string' && value.length > 0 ? value : undefined);
 
 export function parseEnvelope(raw: Buffer): EnvelopeResult {
   let body: unknown;

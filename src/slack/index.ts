@@ -7,6 +7,8 @@ import { SlackQuota } from './quota';
 import { sweepSlackReplays } from './replays';
 import { createSlackRoutes } from './routes';
 import { createSlackVerifier } from './verify';
+import { createThreadRouter } from './thread-routing';
+import { sweepIdleThreads } from './threads';
 import { slackSettings } from './settings';
 
 export { resealSlackSecrets } from './connections';
@@ -15,6 +17,9 @@ export { resealSlackSecrets } from './connections';
 const REPLAY_SWEEP_INTERVAL_MS = 60_000;
 /** How often a worker process starts the events kept while Temporal did not take them (src/slack/deferred-events.ts). */
 const DEFERRED_SWEEP_INTERVAL_MS = 5_000;
+/** A thread with no new request for this long is forgotten: a reply in it is no longer a follow-up. */
+const THREAD_RETENTION_MS = 30 * 24 * 3_600_000;
+const THREAD_SWEEP_INTERVAL_MS = 3_600_000;
 
 export const slackFeature = defineFeature({
   name: 'slack',
@@ -26,6 +31,7 @@ export const slackFeature = defineFeature({
       ...deps,
       quota: new SlackQuota(deps.db, deps.log),
       verifier: createSlackVerifier(deps),
+      threads: createThreadRouter(deps),
     }),
   sweeps: [
     {
@@ -42,6 +48,14 @@ export const slackFeature = defineFeature({
       run: async (deps, now) => {
         const deleted = await sweepSlackReplays(deps.db, now);
         if (deleted > 0) deps.log.debug({ deleted }, 'swept expired slack replay-cache entries');
+      },
+    },
+    {
+      name: 'slack idle threads',
+      intervalMs: THREAD_SWEEP_INTERVAL_MS,
+      run: async (deps, now) => {
+        const deleted = await sweepIdleThreads(deps.db, new Date(now.getTime() - THREAD_RETENTION_MS));
+        if (deleted > 0) deps.log.debug({ deleted }, 'forgot slack threads idle for 30 days');
       },
     },
   ],

@@ -14,7 +14,7 @@
  * @slack/web-api (src/slack/web-api.ts); the authorize URL is Slack's page with its four documented
  * query parameters, set through URLSearchParams.
  */
-import { BOT_SCOPES } from './manifest';
+import { manifestNeeds } from './manifest';
 
 export const SLACK_INSTALL_FLOW = { purpose: 'slack_install', ttlMs: 10 * 60_000 } as const;
 
@@ -22,7 +22,8 @@ export const SLACK_INSTALL_FLOW = { purpose: 'slack_install', ttlMs: 10 * 60_000
 export function authorizeUrl(authorizePage: string, input: { clientId: string; redirectUri: string; state: string }): string {
   const url = new URL(authorizePage);
   url.searchParams.set('client_id', input.clientId);
-  url.searchParams.set('scope', BOT_SCOPES.join(','));
+  // Every setting asks the same scopes (follow-ups add events only).
+  url.searchParams.set('scope', manifestNeeds({ threadFollowUps: 'off' }).scopes.join(','));
   url.searchParams.set('redirect_uri', input.redirectUri);
   url.searchParams.set('state', input.state);
   return url.toString();

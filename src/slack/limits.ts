@@ -34,6 +34,8 @@ export async function reserveMemberInvocation(
     runId: string;
     now: Date;
     limits: MemberLimits;
+    /** The thread it answers in, and its workflow (told when the request ahead of it in the thread ends). */
+    thread?: { channel: string; threadTs: string; workflowId: string };
   },
 ): Promise<ReservationOutcome> {
   return db.transaction().execute(async (trx): Promise<ReservationOutcome> => {
@@ -83,6 +85,7 @@ export async function reserveMemberInvocation(
         member_id: input.memberId,
         run_id: input.runId,
         started_at: input.now,
+        ...(input.thread ? { channel: input.thread.channel, thread_ts: input.thread.threadTs, workflow_id: input.thread.workflowId } : {}),
       })
       .execute();
     return { ok: true, runId: input.runId };

@@ -1,7 +1,11 @@
-/** The Slack feature's settings. A Slack invocation starts a run, so it carries the run defaults too. */
+/**
+ * The Slack feature's settings. A Slack invocation starts a run, so it carries the run defaults
+ * too, and it tells a member when no runtime of theirs is there or their breaker paused them, so it
+ * reads the runtimes' settings (presence window, breaker) as well.
+ */
 import { z } from 'zod';
 import { defineSettings, duration, int, optionalString } from '../app/settings';
-import { runDefaults } from '../runs';
+import { runDefaults, runnerSettings } from '../runs';
 
 /** The shortest SLACK_STREAM_MAX_AGE: each streamed reply of a long answer holds at least that much of it. */
 const MIN_STREAM_AGE_MS = 10_000;
@@ -11,6 +15,7 @@ const MAX_ACK_WAIT_MS = 2_500;
 export const slackSettings = defineSettings(
   {
     ...runDefaults.shape,
+    ...runnerSettings.shape,
     SLACK_API_BASE_URL: z.string().url().default('https://slack.com/api'),
     SLACK_WORKSPACE_QUOTA_PER_MINUTE: int(600, 1),
     SLACK_USER_QUOTA_PER_MINUTE: int(10, 1),
@@ -37,6 +42,13 @@ export const slackSettings = defineSettings(
     SLACK_RESPONSE_URL_PREFIX: z.string().url().default('https://hooks.slack.com/'),
     SLACK_OAUTH_AUTHORIZE_URL: z.string().url().default('https://slack.com/oauth/v2/authorize'),
     SLACK_APP_NAME: z.string().trim().min(1).max(35).default('den'),
+    // Whether a thread reply without a mention is for the bot: `off`, `asker`, `members` (a connection may set its own).
+    SLACK_THREAD_FOLLOW_UPS: z.enum(['off', 'asker', 'members']).default('off'),
+    // The bounds of a run's thread context, newest messages kept.
+    SLACK_CONTEXT_MAX_MESSAGES: int(50, 0, 1000),
+    SLACK_CONTEXT_MAX_CHARS: int(40_000, 0, 1_000_000),
+    // The least time between two publications of one member's Home tab (or suggested prompts).
+    SLACK_HOME_MIN_INTERVAL: duration('10s'),
     // The dashboard whose page completes connect links; unset, members link with `den slack link <code>` only.
     DASHBOARD_URL: optionalString.pipe(z.string().url().optional()),
   },
@@ -67,6 +79,11 @@ export const slackSettings = defineSettings(
     dashboardUrl: e.DASHBOARD_URL?.replace(/\/+$/, ''),
     /** What the runs this feature starts are started with. */
     runDefaults: runDefaults.build(e),
+    /** Whether a member's runtime is online, and their breaker (the runs feature's settings, read here). */
+    runners: runnerSettings.build(e),
+    threadFollowUps: e.SLACK_THREAD_FOLLOW_UPS,
+    context: { maxMessages: e.SLACK_CONTEXT_MAX_MESSAGES, maxChars: e.SLACK_CONTEXT_MAX_CHARS },
+    homeMinIntervalMs: e.SLACK_HOME_MIN_INTERVAL,
   }),
   (e) => [
     // A streamed reply younger than this is not worth the next one's chat.startStream.

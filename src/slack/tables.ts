@@ -1,9 +1,9 @@
 /**
  * The slack feature's tables as Kysely sees them; the DDL is in src/app/store/migrations/0003_slack.ts,
- * 0006_slack_quotas.ts, 0007_replays.ts, 0012_slack_delivery.ts, 0014_slack_onboarding.ts, 0019_slack_token_rotation.ts and
- * 0020_slack_deferred_events.ts.
+ * 0006_slack_quotas.ts, 0007_replays.ts, 0012_slack_delivery.ts, 0014_slack_onboarding.ts, 0018_slack_conversation.ts,
+ * 0019_slack_token_rotation.ts and 0020_slack_deferred_events.ts.
  */
-import type { ColumnType } from 'kysely';
+import type { ColumnType, Generated } from 'kysely';
 import type { Timestamp, NullableTimestamp, Int8 } from '../app/store/columns';
 
 export interface SlackTables {
@@ -54,6 +54,17 @@ export interface SlackTables {
     installed_by: string | null;
     /** Slack said the app was uninstalled (`app_uninstalled`): the token is gone, and so are the member links. */
     uninstalled_at: NullableTimestamp;
+    /** `off`, `asker` or `members` (src/slack/conversation.ts); null: SLACK_THREAD_FOLLOW_UPS. */
+    thread_follow_ups: string | null;
+    /** Up to four `{title, message}` for the app's thread (src/slack/assistant.ts); null: the defaults. */
+    suggested_prompts: ColumnType<unknown, string | null | undefined, string | null>;
+    /** The bot scopes the app is known to have: Slack's grant at the last install, else its manifest's; null: unknown. */
+    app_scopes: string[] | null;
+    /** The bot events the app is known to subscribe to: the manifest applied at the last install; null: unknown. */
+    app_events: string[] | null;
+    /** The error Slack refused an assistant method with, once it did: the thread keeps to messages since. */
+    assistant_refused: string | null;
+    assistant_refused_at: NullableTimestamp;
     created_at: Timestamp;
     updated_at: Timestamp;
   };
@@ -107,6 +118,51 @@ export interface SlackTables {
     run_id: string;
     started_at: Timestamp;
     ended_at: NullableTimestamp;
+    /** The thread it answers in (null before 0018): a follow-up waits for earlier ones of its thread. */
+    channel: string | null;
+    thread_ts: string | null;
+    /** Its invocation's workflow, told when the request ahead of it in the thread ends. */
+    workflow_id: string | null;
+  };
+  /** A thread this connection answered in: where follow-ups may come, and who opened the conversation. */
+  slack_threads: {
+    connection_id: string;
+    channel: string;
+    /** The thread's first message (a mention outside a thread is the first message of its own). */
+    thread_ts: string;
+    organization_id: string;
+    asker_slack_user_id: string;
+    asker_member_id: string;
+    /** Slack's permalink to the thread's first message, once asked for (chat.getPermalink). */
+    permalink: string | null;
+    created_at: Generated<Date>;
+    updated_at: Generated<Date>;
+  };
+  /** The messages of an answered thread the service holds: asks, its own answers, and others' messages it received. */
+  slack_thread_messages: {
+    connection_id: string;
+    channel: string;
+    thread_ts: string;
+    ts: string;
+    slack_user_id: string | null;
+    bot: boolean;
+    text: string;
+    created_at: Generated<Date>;
+  };
+  /** Who in a thread was already asked to link their account: once per thread, not once per message. */
+  slack_thread_prompts: {
+    connection_id: string;
+    channel: string;
+    thread_ts: string;
+    slack_user_id: string;
+    created_at: Generated<Date>;
+  };
+  /** When a member last asked for a surface (`home`, `prompts`): published at most once per SLACK_HOME_MIN_INTERVAL. */
+  slack_surface_requests: {
+    connection_id: string;
+    slack_user_id: string;
+    surface: string;
+    requested_at: Date;
   };
   /**
    * Invocations counted per quota key (`workspace:T…`, `user:T…:U…`) and fixed window

@@ -37,7 +37,12 @@ export type SlackApiMethod =
   | 'conversations.replies'
   | 'chat.startStream'
   | 'chat.appendStream'
-  | 'chat.stopStream';
+  | 'chat.stopStream'
+  | 'assistant.threads.setStatus'
+  | 'assistant.threads.setSuggestedPrompts'
+  | 'assistant.threads.setTitle'
+  | 'views.publish'
+  | 'chat.getPermalink';
 
 /** Methods that post or change a message's mrkdwn: they go out with `parse: none`. */
 const MRKDWN_METHODS: ReadonlySet<SlackApiMethod> = new Set(['chat.postMessage', 'chat.postEphemeral', 'chat.update']);
@@ -87,6 +92,7 @@ function defuseChunks(chunks: unknown): unknown {
  * release before a deploy.
  */
 function asPosted(method: SlackApiMethod, body: Record<string, unknown>): Record<string, unknown> {
+  if (method === 'views.publish') return asPublished(body);
   if (MARKDOWN_METHODS.has(method)) {
     const markdown = typeof body.markdown_text === 'string' ? { markdown_text: defuseMarkdown(body.markdown_text) } : {};
     const chunks = body.chunks === undefined ? {} : { chunks: defuseChunks(body.chunks) };
@@ -99,6 +105,13 @@ function asPosted(method: SlackApiMethod, body: Record<string, unknown>): Record
   // chat.update gives a streamed message Slack closed its Markdown back (src/slack/stream-segments.ts).
   const markdown = typeof body.markdown_text === 'string' ? { markdown_text: defuseMarkdown(body.markdown_text) } : {};
   return { ...body, ...text, ...blocks, ...markdown, parse: 'none' };
+}
+
+/** A Home tab view as published: every mrkdwn text object of its blocks defused, as in a message. */
+function asPublished(body: Record<string, unknown>): Record<string, unknown> {
+  const view = body.view as Record<string, unknown> | undefined;
+  if (view === undefined || view.blocks === undefined) return body;
+  return { ...body, view: { ...view, blocks: defuseBlocks(view.blocks) } };
 }
 
 /** The client's own log lines are not the service's: dropped, as its failures come back as results. */
@@ -178,6 +191,8 @@ export type OAuthAccessResult =
         botUserId: string | null;
         /** With token rotation on; null when the bot token never expires. */
         rotation: TokenRotation | null;
+        /** The bot scopes Slack granted (its `scope`, comma-separated), when it said. */
+        scopes: string[] | null;
       };
     }
   | (Extract<SlackApiResult, { ok: false }> & { refused: boolean });
@@ -214,6 +229,7 @@ export async function oauthV2Access(
         botToken: answer.token_type === 'bot' ? (answer.access_token ?? null) : null,
         botUserId: answer.bot_user_id ?? null,
         rotation: answer.token_type === 'bot' ? rotationOf(answer) : null,
+        scopes: typeof answer.scope === 'string' ? answer.scope.split(',').filter(Boolean) : null,
       },
     };
   } catch (error) {

@@ -228,17 +228,23 @@ describe("a member's breaker", () => {
     expect(listed).toMatchObject({ paused: true, breaker: 'open', pausedUntil: breaker.pausedUntil });
     expect(stack.logs.some((line) => line.msg === "a member's runtime breaker opened" && line.memberId === member.memberId)).toBe(true);
     const settings = stack.config.runs.runners.breaker;
-    expect(await startRunUnderBreaker(stack.services.database.db, { ...key(member), runId: 'next' }, Date.now(), settings)).toBe(false);
+    expect(await startRunUnderBreaker(stack.services.database.db, { ...key(member), runId: 'next' }, { now: Date.now(), settings })).toBe(
+      false,
+    );
     // Other members are never affected.
     expect((await memberBreaker(stack.services.database.db, key(other), Date.now())).phase).toBe('closed');
-    expect(await startRunUnderBreaker(stack.services.database.db, { ...key(other), runId: 'theirs' }, Date.now(), settings)).toBe(true);
+    expect(await startRunUnderBreaker(stack.services.database.db, { ...key(other), runId: 'theirs' }, { now: Date.now(), settings })).toBe(
+      true,
+    );
 
     // Half-open once the window is over: the next invocation probes, and its success closes the breaker.
     await waitFor(() => Date.now() > breaker.pausedUntil!, BREAKER_WINDOW_MS + 5_000, { intervalMs: 500 });
     expect((await memberBreaker(stack.services.database.db, key(member), Date.now())).phase).toBe('half_open');
     expect((await runners(member))[0]).toMatchObject({ paused: false, breaker: 'half_open' });
     const probe = await startQueuedRun(stack, { organizationId: org.organizationId, memberId: member.memberId, text: 'ok' });
-    expect(await startRunUnderBreaker(stack.services.database.db, { ...key(member), runId: probe.runId }, Date.now(), settings)).toBe(true);
+    expect(
+      await startRunUnderBreaker(stack.services.database.db, { ...key(member), runId: probe.runId }, { now: Date.now(), settings }),
+    ).toBe(true);
     expect(await runResult(stack, org.organizationId, probe.runId, 30_000)).toMatchObject({ status: 'succeeded' });
     await waitFor(async () => (await memberBreaker(stack.services.database.db, key(member), Date.now())).phase === 'closed', 10_000, {
       what: 'the probe to close the breaker',

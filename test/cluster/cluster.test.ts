@@ -314,11 +314,11 @@ describe('runs across replicas and workers', () => {
     const forwarded = after.reduce((sum, a, i) => sum + a.forwarded - before[i]!.forwarded, 0);
     const received = after.reduce((sum, a, i) => sum + a.forwarded + a.coalesced - before[i]!.forwarded - before[i]!.coalesced, 0);
     expect(received).toBe(beats);
-    // Each replica coalesces on its own, to one forward per 0.7 of the lease (2.8 s): each sees a
-    // beat every 400 ms, so about one in seven is forwarded, where one process alone would forward
-    // about one in fourteen.
+    // Each replica coalesces on its own: it forwards once the lease would hold less than 2 s past
+    // the next beat it expects (src/runs/heartbeat-coalescer.ts). Each sees a beat every 400 ms, so
+    // about one in five is forwarded (the other replica's forwards do not move its own view of the lease).
     expect(forwarded).toBeGreaterThan(0);
-    expect(forwarded / received).toBeLessThan(0.25);
+    expect(forwarded / received).toBeLessThan(0.3);
     process.stdout.write(
       `cluster heartbeats: ${forwarded} forwarded of ${received} received (${(forwarded / received).toFixed(3)}) over 2 replicas\n`,
     );

@@ -122,7 +122,9 @@ describe('den github targets', () => {
     expect(shown.code).toBe(0);
     expect(JSON.parse(shown.stdout)).toMatchObject({ targetId, repository: 'acme/cli', sync: 'idle', syncedSha: null, lastSync: null });
     const files = await den('github', 'targets', 'files', '--org', org.organizationId, '--content', targetId);
-    expect(JSON.parse(files.stdout)).toEqual({ files: [{ path: '.mcp.json', blobSha: 'abc', size: 2, status: 'ok', content: '{}' }] });
+    expect(JSON.parse(files.stdout)).toEqual({
+      files: [{ path: '.mcp.json', blobSha: 'abc', size: 2, status: 'ok', type: 'file', content: '{}' }],
+    });
 
     const stranger = await createTestOrg(database.db);
     const theirs = await den('github', 'targets', 'show', '--org', stranger.organizationId, targetId);

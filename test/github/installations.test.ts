@@ -439,6 +439,7 @@ describe('targets and ownership', () => {
     const installationId = freshId();
     const repository = `octo-${freshId()}/hidden`;
     // The repository exists on GitHub, but on another installation.
+    fake.install(installationId);
     fake.commit(repository, freshId(), 'master', { '.mcp.json': '{}' });
     const targetId = await ownedTarget(db(), {
       organizationId: org.organizationId,
@@ -494,11 +495,11 @@ describe('targets and ownership', () => {
   it("a delivery's tenant (its fairness key) is the installation's owner, even before any target", async () => {
     const org = await newOrg();
     const installationId = await bindThroughFlow(org.owner, githubUser());
-    // A push with no target is not accepted; the installation's own lifecycle deliveries are.
-    const payload = githubExample('installation_repositories', (p) => p.action === 'added');
+    // A push, or a repository change, that touches no target is not accepted; the installation's own lifecycle deliveries are.
+    const payload = githubExample('installation', (p) => p.action === 'unsuspend');
     payload.installation.id = installationId;
     const deliveryId = randomUUID();
-    expect((await deliver(stack, { event: 'installation_repositories', deliveryId, payload, secret: SECRET })).status).toBe(202);
+    expect((await deliver(stack, { event: 'installation', deliveryId, payload, secret: SECRET })).status).toBe(202);
     const description = await stack.services.temporal.client.workflow.getHandle(githubDeliveryWorkflowId(deliveryId)).describe();
     expect(description.raw.workflowExecutionInfo?.priority?.fairnessKey).toBe(org.organizationId);
 

@@ -124,7 +124,15 @@ it('a secondary limit without headers waits at least 60 s, then twice that, and 
 
   // A minute later GitHub limits it again: the next wait doubles.
   clock.offset += 61_000;
-  const second = await waitFor(async () => hits().length === 2 && (await view(r)), 10_000, { what: 'the second limit' });
+  // The fake answers the 403 before the sync records the wait: wait for the target to show it.
+  const second = await waitFor(
+    async () => {
+      const shown = hits().length === 2 && (await view(r));
+      return shown && shown.sync === 'rate_limited' && shown;
+    },
+    10_000,
+    { what: 'the second limit' },
+  );
   const secondAt = hits()[1]!.at;
   expect(second.sync).toBe('rate_limited');
   expect(Date.parse(second.until) - secondAt).toBeGreaterThanOrEqual(120_000);

@@ -121,9 +121,24 @@ describe('which deliveries are asked for again', () => {
     expect(decideRedelivery(record, { ...fresh(202, 11), delivered: true }, 2)).toEqual({ action: 'record', outcome: 'delivered' });
   });
 
-  it('an ask GitHub failed to take is asked again, as the same try', () => {
+  it('an ask GitHub failed to take (a 422, a 5xx) is asked again next run, each failure a try, until the cap gives it up', () => {
     const record = { lastAttemptId: 10, askedAttemptId: 10, tries: 1, outcome: 'ask_failed' as const };
-    expect(decideRedelivery(record, fresh(500, 10), 1)).toEqual({ action: 'ask', attemptId: 10, counted: false, again: true });
+    expect(decideRedelivery(record, fresh(500, 10), 2)).toEqual({ action: 'ask', attemptId: 10, counted: true });
+    expect(decideRedelivery({ ...record, tries: 2 }, fresh(500, 10), 2)).toEqual({ action: 'record', outcome: 'capped' });
+    // Even for our own shed answer: failed asks count, so GitHub refusing for ever cannot keep a GUID asked for ever.
+    expect(decideRedelivery({ ...record, tries: 2 }, { ...fresh(503, 10), shed: true }, 2)).toEqual({
+      action: 'record',
+      outcome: 'capped',
+    });
+  });
+
+  it('an ask the run could not make (its cap, the budget, a limit) is made by a later run, counted as it would have been', () => {
+    const record = { lastAttemptId: 10, askedAttemptId: null, tries: 0, outcome: 'waiting' as const };
+    expect(decideRedelivery(record, fresh(500, 10), 2)).toEqual({ action: 'ask', attemptId: 10, counted: true });
+    expect(decideRedelivery(record, { ...fresh(503, 10), shed: true }, 2)).toEqual({ action: 'ask', attemptId: 10, counted: false });
+    expect(decideRedelivery({ ...record, tries: 2 }, fresh(500, 10), 2)).toEqual({ action: 'record', outcome: 'capped' });
+    // A newer attempt in the log (delivered since, say) decides instead.
+    expect(decideRedelivery(record, { ...fresh(200, 11), delivered: true }, 2)).toEqual({ action: 'record', outcome: 'delivered' });
   });
 });
 

@@ -137,7 +137,18 @@ it('a push refused while Temporal was stopped is asked for again exactly once, a
 
   const run = await reconcile();
   expect(run.code).toBe(0);
-  expect(run.summary).toMatchObject({ deliveriesSeen: 1, redeliveriesAsked: 1, redeliveriesCapped: 0, listingComplete: true, errors: [] });
+  // Its progress as `den` prints it: redelivered, nothing waiting, and the points it spent (a page, the GET of its 503's body, a POST).
+  expect(run.summary).toMatchObject({
+    deliveriesSeen: 1,
+    redeliveriesAsked: 1,
+    redeliveriesCapped: 0,
+    listingComplete: true,
+    redeliveriesWaiting: 0,
+    pointsSpent: 7,
+    stoppedBy: null,
+    resumeAt: null,
+    errors: [],
+  });
   expect(fake.redeliveryRequests).toEqual([lost.logId]);
   await syncedTo(r, lost.sha);
   const ended = await waitFor(
@@ -336,8 +347,12 @@ it('the Schedule the worker role registers at start is created, updated idempote
       'deliveriesSeen',
       'errors',
       'listingComplete',
+      'pointsSpent',
       'redeliveriesAsked',
       'redeliveriesCapped',
+      'redeliveriesWaiting',
+      'resumeAt',
+      'stoppedBy',
       'targetStates',
       'targetsChecked',
       'targetsResynced',

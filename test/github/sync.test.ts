@@ -170,6 +170,78 @@ it('a burst of pushes to one target, alternately to two API replicas with a work
   expect((await filesOf(r.targetId)).find((f) => f.path.endsWith('SKILL.md'))?.content).toBe('# Hello 9');
 });
 
+it('a SKILL.md that is a link to docs/skill.md syncs that file under SKILL.md; a linked directory, links out or round a loop, and a submodule are listed as such', async () => {
+  const r = await newRepo();
+  const commit = 'a1'.repeat(20);
+  const files = {
+    'docs/skill.md': '# Skill\nKept in docs.',
+    'SKILL.md': { symlink: 'docs/skill.md' },
+    'shared/hello/SKILL.md': '# Hello',
+    'skills/hello': { symlink: '../shared/hello' },
+    'skills/escape/SKILL.md': { symlink: '../../../etc/passwd' },
+    'skills/loop': { symlink: '..' },
+    'plugins/vendored': { submodule: commit },
+  };
+  const first = await r.push(files);
+  expect(await eventOf(r, first.deliveryId)).toMatchObject({ status: 'completed', syncedSha: first.sha });
+  const headers = org.owner.headers;
+  const listed = await stack.request('GET', `/v1/connectors/github/targets/${r.targetId}/files?content=true`, { headers });
+  expect(listed.status).toBe(200);
+  const view = (path: string) => listed.json.files.find((f: { path: string }) => f.path === path);
+  expect(listed.json.files.map((f: { path: string }) => f.path)).toEqual([
+    'SKILL.md',
+    'plugins/vendored',
+    'shared/hello/SKILL.md',
+    'skills/escape/SKILL.md',
+    'skills/hello/SKILL.md',
+    'skills/loop',
+  ]);
+  expect(view('SKILL.md')).toMatchObject({
+    status: 'ok',
+    type: 'symlink',
+    linkTarget: 'docs/skill.md',
+    blobSha: gitBlobSha('# Skill\nKept in docs.'),
+    content: '# Skill\nKept in docs.',
+  });
+  expect(view('skills/hello/SKILL.md')).toMatchObject({
+    status: 'ok',
+    type: 'file',
+    linkTarget: 'shared/hello/SKILL.md',
+    content: '# Hello',
+  });
+  expect(view('skills/escape/SKILL.md')).toMatchObject({ status: 'skipped', type: 'symlink', error: 'symlink_outside', content: null });
+  expect(view('skills/loop')).toMatchObject({ status: 'skipped', type: 'symlink', error: 'symlink_loop', linkTarget: '..' });
+  expect(view('plugins/vendored')).toMatchObject({ status: 'skipped', type: 'submodule', error: 'submodule', commitSha: commit });
+  // The submodule is never fetched: no call names its commit.
+  expect(fake.calls.filter((c) => c.path.includes(commit))).toEqual([]);
+  const shown = await stack.request('GET', `/v1/connectors/github/targets/${r.targetId}`, { headers });
+  expect(shown.json).toMatchObject({
+    skipped: { submodule: 1, symlink_loop: 1, symlink_outside: 1 },
+    lastSync: { status: 'completed', counts: { added: 3, skipped: 3 } },
+  });
+
+  // The linked file changes: the link's path takes its new content, and only that blob is fetched.
+  const blobs = () => callsFor(r, 'blob').map((c) => c.path.split('/').at(-1));
+  const before = blobs().length;
+  const second = await r.push({ ...files, 'docs/skill.md': '# Skill, changed' });
+  expect(await eventOf(r, second.deliveryId)).toMatchObject({ status: 'completed' });
+  const changed = await stack.request('GET', `/v1/connectors/github/targets/${r.targetId}/files?content=true`, { headers });
+  expect(changed.json.files.find((f: { path: string }) => f.path === 'SKILL.md')).toMatchObject({
+    content: '# Skill, changed',
+    linkTarget: 'docs/skill.md',
+  });
+  // The three links' blobs (read each sync for the path they name) and the changed file.
+  expect(blobs().slice(before).sort()).toEqual(
+    [
+      gitBlobSha('docs/skill.md'),
+      gitBlobSha('../shared/hello'),
+      gitBlobSha('../../../etc/passwd'),
+      gitBlobSha('..'),
+      gitBlobSha('# Skill, changed'),
+    ].sort(),
+  );
+});
+
 it('no token, key or JWT appears in the logs', () => {
   const text = JSON.stringify(stack.logs);
   expect(fake.issuedTokens.length).toBeGreaterThan(0);
@@ -226,6 +298,7 @@ describe('target routes', () => {
       blobSha: gitBlobSha(PLUGIN),
       size: PLUGIN.length,
       status: 'ok',
+      type: 'file',
     });
     const withContent = await stack.request('GET', `/v1/connectors/github/targets/${r.targetId}/files?content=true`, { headers });
     expect(withContent.json.files[2].content).toBe(PLUGIN);

@@ -67,8 +67,8 @@ it('an activity that gives up ends its batch `failed` (sync_error), recorded, an
     },
   });
   await worker.runUntil(async () => {
-    const first = await recordResync(db(), target, 'manual');
-    await signalTarget(stack.ingress, { idleMs: 60_000, admission: 'bypass' }, target, { eventId: first, full: true });
+    const first = await recordResync(db(), { target, reason: 'manual' });
+    await signalTarget(stack.ingress, { target, signal: { eventId: first, full: true }, idleMs: 60_000, admission: 'bypass' });
     const failed = await waitFor(
       async () => {
         const row = await db().selectFrom('github_sync_events').selectAll().where('id', '=', first).executeTakeFirst();
@@ -88,8 +88,8 @@ it('an activity that gives up ends its batch `failed` (sync_error), recorded, an
     expect((await handle.describe()).status.name).toBe('RUNNING');
 
     // The same workflow takes the next sync.
-    const second = await recordResync(db(), target, 'manual');
-    await signalTarget(stack.ingress, { idleMs: 60_000, admission: 'bypass' }, target, { eventId: second, full: true });
+    const second = await recordResync(db(), { target, reason: 'manual' });
+    await signalTarget(stack.ingress, { target, signal: { eventId: second, full: true }, idleMs: 60_000, admission: 'bypass' });
     await waitFor(
       async () =>
         (await db().selectFrom('github_sync_events').select('status').where('id', '=', second).executeTakeFirst())?.status === 'failed',

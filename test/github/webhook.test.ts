@@ -353,6 +353,9 @@ describe('installation and repository lifecycle', () => {
     ).toEqual(accepted('installation_repositories', addedId));
     const summary = await deliveryResult(stack, addedId);
     expect(summary.repositoriesRecorded).toBe(2);
+    // The target that came back gets a full resync at once: its pushes were not delivered meanwhile.
+    expect(summary.syncEvents).toEqual([expect.objectContaining({ targetId, status: 'queued', created: true })]);
+    expect(await syncRows(addedId)).toEqual([expect.objectContaining({ target_id: targetId, kind: 'full_resync', action: 'added' })]);
     expect((await availability()).map((row) => [row.repository_id, row.status]).sort()).toEqual(
       [
         [String(r.repositoryId), 'available'],
@@ -406,6 +409,54 @@ describe('installation and repository lifecycle', () => {
     expect(summary.targetChanges).toEqual(
       expect.arrayContaining([{ targetId: byId, field: 'repositoryFullName', from: oldName, to: r.fullName }]),
     );
+  });
+
+  it('a rename, deletion or transfer of a repository no target follows, and repositories added or removed that none follows → 200 `no matching target`, no workflow, the repositories still recorded', async () => {
+    const r = repo();
+    // A target of the same installation on another repository: the installation is followed, these repositories are not.
+    const other = repo();
+    await addTarget({ ...other, installationId: r.installationId });
+    for (const action of ['renamed', 'deleted', 'transferred'] as const) {
+      const payload = githubExample('repository', (p) => p.action === 'renamed');
+      payload.action = action;
+      payload.installation.id = r.installationId;
+      payload.repository.id = r.repositoryId;
+      payload.repository.full_name = r.fullName;
+      const deliveryId = randomUUID();
+      const res = await deliver(stack, { event: 'repository', deliveryId, payload, secret: SECRET });
+      expect([res.status, res.json]).toEqual([200, notAccepted('no matching target')]);
+      await expectNoWorkflow(deliveryId);
+    }
+    const availability = () =>
+      db().selectFrom('github_installation_repositories').selectAll().where('installation_id', '=', String(r.installationId)).execute();
+    for (const action of ['added', 'removed'] as const) {
+      const payload = githubExample('installation_repositories', (p) => p.action === action);
+      payload.installation.id = r.installationId;
+      const list = action === 'added' ? 'repositories_added' : 'repositories_removed';
+      payload[list] = [{ ...payload[list][0], id: r.repositoryId, full_name: r.fullName }];
+      const deliveryId = randomUUID();
+      const res = await deliver(stack, { event: 'installation_repositories', deliveryId, payload, secret: SECRET });
+      expect([res.status, res.json]).toEqual([200, notAccepted('no matching target')]);
+      await expectNoWorkflow(deliveryId);
+      expect(await availability()).toEqual([
+        expect.objectContaining({
+          repository_id: String(r.repositoryId),
+          status: action === 'added' ? 'available' : 'removed',
+          delivery_id: deliveryId,
+        }),
+      ]);
+    }
+    // The same rename for a repository a target follows by its old name only is accepted.
+    const tracked = repo();
+    await addTarget({ ...tracked, fullName: `${tracked.owner}/old-${tracked.repositoryId}` }, { withId: false });
+    const payload = githubExample('repository', (p) => p.action === 'renamed');
+    payload.installation.id = tracked.installationId;
+    payload.repository.id = tracked.repositoryId;
+    payload.repository.full_name = tracked.fullName;
+    payload.changes.repository.name.from = `old-${tracked.repositoryId}`;
+    const deliveryId = randomUUID();
+    const res = await deliver(stack, { event: 'repository', deliveryId, payload, secret: SECRET });
+    expect(res.json).toEqual(accepted('repository', deliveryId));
   });
 
   it('repository.transferred and repository.deleted disable the target', async () => {

@@ -1,7 +1,8 @@
 /**
  * The fake GitHub's git objects, as GitHub's git database API shows them: blobs addressed by git's
  * own SHA (sha1 of `blob <size>\0<bytes>`), trees addressed by their entries, commits with their
- * parent. A recursive tree listing is in git's order (pre-order, names sorted) and, like GitHub's,
+ * parent. A tree holds files (mode `100644`), symbolic links (`120000`: a blob holding the path the
+ * link names) and submodules (`160000`: type `commit`, the submodule's commit SHA, no blob). A recursive tree listing is in git's order (pre-order, names sorted) and, like GitHub's,
  * truncated past 100,000 entries or 7 MB (a repository can set a lower entry count). Ancestry is
  * answered the way GitHub's compare endpoint does.
  */
@@ -13,9 +14,16 @@ export function gitBlobSha(content: string | Buffer): string {
   return createHash('sha1').update(`blob ${body.length}\0`).update(body).digest('hex');
 }
 
+/** A symbolic link to `symlink` (a path, as `ln -s` takes it), or a submodule at commit `submodule`. */
+export type GitSpecial = { symlink: string } | { submodule: string };
+
+/** What a path of a commit holds: its bytes (a string is UTF-8), a link or a submodule. */
+export type GitContent = string | Buffer | GitSpecial;
+
 interface GitFile {
   sha: string;
   size: number;
+  mode: '100644' | '120000' | '160000';
 }
 
 interface DirNode {
@@ -36,10 +44,10 @@ export const TREE_LIMITS = { entries: 100_000, bytes: 7 * 1024 * 1024 };
 export interface TreeEntry {
   path: string;
   mode: string;
-  type: 'blob' | 'tree';
+  type: 'blob' | 'tree' | 'commit';
   sha: string;
   size?: number;
-  url: string;
+  url?: string;
 }
 
 export class GitStore {
@@ -48,13 +56,19 @@ export class GitStore {
   private readonly trees = new Map<string, DirNode>();
 
   /** A commit of the whole tree `files`, child of `parent`; its SHA. */
-  commit(files: Record<string, string | Buffer>, parent: string | null): string {
+  commit(files: Record<string, GitContent>, parent: string | null): string {
     const map = new Map<string, GitFile>();
     for (const [path, content] of Object.entries(files)) {
-      const bytes = typeof content === 'string' ? Buffer.from(content, 'utf8') : content;
+      if (typeof content === 'object' && 'submodule' in content) {
+        map.set(path, { sha: content.submodule, size: 0, mode: '160000' });
+        continue;
+      }
+      const link = typeof content === 'object' && 'symlink' in content;
+      // A link is a blob of the path it names, as git stores it.
+      const bytes = link ? Buffer.from(content.symlink, 'utf8') : typeof content === 'string' ? Buffer.from(content, 'utf8') : content;
       const sha = gitBlobSha(bytes);
       if (!this.blobs.has(sha)) this.blobs.set(sha, bytes);
-      map.set(path, { sha, size: bytes.length });
+      map.set(path, { sha, size: bytes.length, mode: link ? '120000' : '100644' });
     }
     const sha = randomBytes(20).toString('hex');
     this.commits.set(sha, { parent, files: map });
@@ -100,7 +114,7 @@ export class GitStore {
   private hash(node: DirNode): string {
     const lines: string[] = [];
     for (const [name, dir] of node.dirs) lines.push(`040000 tree ${this.hash(dir)}\t${name}`);
-    for (const [name, file] of node.blobs) lines.push(`100644 blob ${file.sha}\t${name}`);
+    for (const [name, file] of node.blobs) lines.push(`${file.mode} ${file.mode === '160000' ? 'commit' : 'blob'} ${file.sha}\t${name}`);
     node.sha = createHash('sha1').update(lines.sort().join('\n')).digest('hex');
     this.trees.set(node.sha, node);
     return node.sha;
@@ -120,7 +134,16 @@ export class GitStore {
         const file = dir.blobs.get(name);
         const entry: TreeEntry = sub
           ? { path: prefix + name, mode: '040000', type: 'tree', sha: sub.sha, url: `${base}/git/trees/${sub.sha}` }
-          : { path: prefix + name, mode: '100644', type: 'blob', sha: file!.sha, size: file!.size, url: `${base}/git/blobs/${file!.sha}` };
+          : file!.mode === '160000'
+            ? { path: prefix + name, mode: '160000', type: 'commit', sha: file!.sha }
+            : {
+                path: prefix + name,
+                mode: file!.mode,
+                type: 'blob',
+                sha: file!.sha,
+                size: file!.size,
+                url: `${base}/git/blobs/${file!.sha}`,
+              };
         bytes += JSON.stringify(entry).length + 1;
         if (tree.length >= limits.entries || bytes > limits.bytes) return false;
         tree.push(entry);

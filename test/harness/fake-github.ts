@@ -14,12 +14,18 @@
  *   (or a lower count a test sets), blobs of any bytes, a 404 for a missing branch and a 409 for an
  *   empty repository, compare with real ancestry, heads moved without a push, force-pushes, and
  *   ref reads that lag behind a push;
+ * - installations: a token only for an installation GitHub knows (404 otherwise, and for a deleted
+ *   one), GitHub's 403 "This installation has been suspended" for a suspended one (whose tokens are
+ *   revoked, as a deleted one's);
  * - rate limits: every installation call carries `x-ratelimit-*` headers from the installation's
  *   hourly budget, answers GitHub's primary-limit 403 once it is spent, and secondary limits (403
- *   or 429) with or without `retry-after` when a test asks;
+ *   or 429) with or without `retry-after` when a test asks; the App's own routes (the delivery
+ *   log, redeliveries, tokens) likewise from the App's budget, and past GitHub's 900 points a
+ *   minute (a GET 1, a POST 5) with a secondary-limit 403 and `retry-after`;
  * - the App's delivery log: paged newest first with opaque cursors in the Link header, each
  *   delivery's answer kept for its detail, redeliveries logged as new attempts, deliveries that
- *   always fail, and redeliveries refused past GitHub's three days.
+ *   always fail, redeliveries refused past GitHub's three days, and GitHub's 422 "the endpoint has
+ *   been spammed" when a test asks.
  *
  * It records every call and every token it issued, can answer scripted failures, and counts
  * overlapping requests for one repository (two syncs of one target at once would overlap, since
@@ -28,7 +34,7 @@
 import { generateKeyPairSync, randomBytes, randomInt, verify, type KeyObject } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { GitStore, TREE_LIMITS } from './fake-github-git';
+import { GitStore, TREE_LIMITS, type GitContent } from './fake-github-git';
 
 export { gitBlobSha } from './fake-github-git';
 
@@ -137,17 +143,12 @@ export interface FakeGithub {
   /** The most concurrent requests any one repository saw. */
   maxConcurrentPerRepository(): number;
   /**
-   * Commits `files` (the whole tree; a Buffer is a file's bytes) as the new head of `branch`;
+   * Commits `files` (the whole tree; a Buffer is a file's bytes, `{symlink}` a link, `{submodule}` a
+   * submodule's commit) as the new head of `branch`;
    * returns the commit SHA. Its parent is the branch's head, or `parent` (null: a history of its
    * own, as a force-push to unrelated work).
    */
-  commit(
-    repository: string,
-    installationId: number,
-    branch: string,
-    files: Record<string, string | Buffer>,
-    parent?: string | null,
-  ): string;
+  commit(repository: string, installationId: number, branch: string, files: Record<string, GitContent>, parent?: string | null): string;
   /** A repository without a commit: GitHub answers 409 "Git Repository is empty." on its git routes. */
   createEmptyRepository(repository: string, installationId: number, defaultBranch?: string): void;
   /** Moves a branch without a push (a force-push, or a push whose delivery is lost). */
@@ -163,10 +164,23 @@ export interface FakeGithub {
   fail(match: ScriptedFailure['match'], status: number, times?: number, headers?: Record<string, string>, message?: string): void;
   /** Forgets every scripted failure not used up. */
   clearFailures(): void;
-  /** Spends the installation's hourly budget: its calls get GitHub's primary-limit 403 until `resetInMs` from now. */
-  exhaustRateLimit(installationId: number, resetInMs: number): void;
+  /** Spends the installation's (or the App's own) hourly budget: its calls get GitHub's primary-limit 403 until `resetInMs` from now. */
+  exhaustRateLimit(installationId: number | 'app', resetInMs: number): void;
   /** The next `times` calls of the installation get a secondary limit: 403 (or 429), with `retry-after` only when given. */
-  secondaryRateLimit(installationId: number, options?: { times?: number; status?: 403 | 429; retryAfterSeconds?: number }): void;
+  secondaryRateLimit(installationId: number | 'app', options?: { times?: number; status?: 403 | 429; retryAfterSeconds?: number }): void;
+  /** The next `times` redeliveries get GitHub's 422 "Validation failed, or the endpoint has been spammed." */
+  spamRedeliveries(times: number): void;
+  /**
+   * An installation GitHub knows, though no repository of the fake is on it yet (a token is issued
+   * only for one it knows: an installation holding a repository, one made by `addInstallation`, or
+   * one named here).
+   */
+  install(installationId: number): void;
+  /** Suspends the installation: its token requests get GitHub's 403 "This installation has been suspended", its tokens are revoked. */
+  suspendInstallation(installationId: number): void;
+  unsuspendInstallation(installationId: number): void;
+  /** Deletes the installation: its token requests get 404, its tokens are revoked. */
+  deleteInstallation(installationId: number): void;
   /** Revokes every token issued to the installation: GitHub answers them 401 Bad credentials. */
   revokeTokens(installationId: number): void;
   deliveries: FakeDelivery[];
@@ -183,8 +197,12 @@ export interface FakeGithub {
   close(): Promise<void>;
 }
 
-/** GitHub's hourly budget of an installation's requests. */
+/** GitHub's hourly budget of an installation's requests (the fake gives the App's own JWT calls the same). */
 const HOURLY_BUDGET = 5000;
+/** The budgets map's key for the App's own calls (its JWT): installation ids are positive. */
+const APP_BUDGET = 0;
+/** GitHub's secondary limit on points a minute (a GET 1, a POST 5), kept here for the App's routes. */
+const POINTS_PER_MINUTE = 900;
 /** GitHub redelivers a delivery for three days. */
 const REDELIVERY_WINDOW_MS = 3 * 24 * 3600_000;
 
@@ -219,6 +237,12 @@ interface Budget {
   secondary: { times: number; status: 403 | 429; retryAfterSeconds?: number }[];
 }
 
+/** A call to the App's routes the points limit counted: when, and its points. */
+interface Spent {
+  at: number;
+  points: number;
+}
+
 interface State {
   appId: string;
   publicKey: KeyObject;
@@ -230,7 +254,14 @@ interface State {
   codes: Map<string, { login: string; expiresAt: number; used: boolean }>;
   users: Map<string, number>;
   installations: Map<number, Installation>;
+  /** Installations known without an account (named by a test, or holding a repository), suspended ones, deleted ones. */
+  installed: Set<number>;
+  suspended: Set<number>;
+  deleted: Set<number>;
   budgets: Map<number, Budget>;
+  /** The App's calls in the last minute, for GitHub's secondary limit on points. */
+  appPoints: Spent[];
+  spammed: number;
   repos: Map<string, Repo>;
   git: GitStore;
   failures: ScriptedFailure[];
@@ -388,18 +419,19 @@ function rateHeaders(budget: Budget): Record<string, string> {
   };
 }
 
+const SECONDARY_MESSAGE = 'You have exceeded a secondary rate limit. Please wait a few minutes before you try again.';
+
 /** A rate limit answered instead of the call, if the installation is limited: a scripted secondary one, or its spent budget. */
 function rateLimited(state: State, installationId: number): Answer | undefined {
   const budget = budgetOf(state, installationId);
   const secondary = budget.secondary.find((s) => s.times > 0);
   if (secondary) {
     secondary.times -= 1;
-    const message = 'You have exceeded a secondary rate limit. Please wait a few minutes before you try again.';
     const retryAfter: Record<string, string> =
       secondary.retryAfterSeconds === undefined ? {} : { 'retry-after': String(secondary.retryAfterSeconds) };
     return {
       status: secondary.status,
-      body: { message, documentation_url: 'https://docs.github.com/rest' },
+      body: { message: SECONDARY_MESSAGE, documentation_url: 'https://docs.github.com/rest' },
       headers: { ...rateHeaders(budget), ...retryAfter },
     };
   }
@@ -411,12 +443,48 @@ function rateLimited(state: State, installationId: number): Answer | undefined {
   return undefined;
 }
 
+/**
+ * The App's own calls (its JWT) limited like the rest: a scripted secondary limit, its hourly
+ * budget, and GitHub's 900 points a minute (a GET 1, a POST 5), answered 403 with `retry-after`
+ * once the last minute's calls would pass them.
+ */
+function appRateLimited(state: State, method: string): Answer | undefined {
+  const limited = rateLimited(state, APP_BUDGET);
+  if (limited) return limited;
+  const now = state.now();
+  state.appPoints = state.appPoints.filter((p) => p.at > now - 60_000);
+  const points = method === 'GET' ? 1 : 5;
+  if (state.appPoints.reduce((sum, p) => sum + p.points, 0) + points > POINTS_PER_MINUTE) {
+    const retryAfter = Math.ceil((state.appPoints[0]!.at + 60_000 - now) / 1000);
+    return {
+      status: 403,
+      body: { message: SECONDARY_MESSAGE, documentation_url: 'https://docs.github.com/rest' },
+      headers: { ...rateHeaders(budgetOf(state, APP_BUDGET)), 'retry-after': String(Math.max(1, retryAfter)) },
+    };
+  }
+  state.appPoints.push({ at: now, points });
+  return undefined;
+}
+
 // ---------------------------------------------------------------------------------------
 // The App: installation tokens and the webhook delivery log.
 
+/** Whether GitHub knows the installation: one with an account, one a test named, or one holding a repository. */
+function installationExists(state: State, installationId: number): boolean {
+  if (state.deleted.has(installationId)) return false;
+  if (state.installations.has(installationId) || state.installed.has(installationId)) return true;
+  return [...state.repos.values()].some((repo) => repo.installationId === installationId);
+}
+
+const TOKEN_DOCS = 'https://docs.github.com/rest/apps/apps#create-an-installation-access-token-for-an-app';
+
 function issueToken(state: State, path: string): Answer {
-  const token = `ghs_${randomBytes(18).toString('base64url')}`;
   const installationId = Number(path.split('/')[3]);
+  if (!installationExists(state, installationId)) return { status: 404, body: { message: 'Not Found', documentation_url: TOKEN_DOCS } };
+  if (state.suspended.has(installationId)) {
+    return { status: 403, body: { message: 'This installation has been suspended', documentation_url: TOKEN_DOCS } };
+  }
+  const token = `ghs_${randomBytes(18).toString('base64url')}`;
   const expiresAt = state.now() + state.tokenLifetimeMs;
   state.tokens.set(token, { installationId, expiresAt, revoked: false });
   state.fake.issuedTokens.push(token);
@@ -463,6 +531,16 @@ function answerRedeliver(state: State, path: string): Answer {
   const request = state.logged.get(id);
   const delivery = state.fake.deliveries.find((d) => d.id === id);
   if (!request || !delivery) return notFound;
+  if (state.spammed > 0) {
+    state.spammed -= 1;
+    return {
+      status: 422,
+      body: {
+        message: 'Validation failed, or the endpoint has been spammed.',
+        documentation_url: 'https://docs.github.com/rest/apps/webhooks',
+      },
+    };
+  }
   if (Date.parse(delivery.delivered_at) < state.now() - REDELIVERY_WINDOW_MS) {
     return {
       status: 422,
@@ -643,15 +721,23 @@ function answerCall(
   call: FakeGithubCall,
 ): Answer {
   const { req, body, path, url } = request;
+  const method = req.method ?? 'GET';
   if (route.kind === 'other') return notFound;
   const refused = refusedCredentials(route.kind, auth);
   if (refused) return refused;
+  if (APP_ROUTES.has(route.kind)) {
+    const limited = appRateLimited(state, method);
+    if (limited) return limited;
+  }
   const scripted = state.failures.find((f) => f.times > 0 && f.match(call));
   if (scripted) {
     scripted.times -= 1;
     return { status: scripted.status, body: { message: scripted.message ?? `scripted ${scripted.status}` }, headers: scripted.headers };
   }
-  if (APP_ROUTES.has(route.kind)) return answerApp(state, route, path, url);
+  if (APP_ROUTES.has(route.kind)) {
+    const answer = answerApp(state, route, path, url);
+    return { ...answer, headers: { ...rateHeaders(budgetOf(state, APP_BUDGET)), ...answer.headers } };
+  }
   if (route.kind === 'install_page') return answerInstallPage(state, req, path, url);
   if (route.kind === 'oauth_token') return answerOAuthToken(state, req, body, url);
   if (route.kind === 'user_installations') return answerUserInstallations(state, auth.login!, url);
@@ -765,22 +851,42 @@ function gitControls(
 }
 
 /** The test's handles on rate limits and tokens. */
-function limitControls(state: State): Pick<FakeGithub, 'exhaustRateLimit' | 'secondaryRateLimit' | 'revokeTokens'> {
+/** The test's handles on installations: known, suspended, deleted. */
+function installationControls(
+  state: State,
+): Pick<FakeGithub, 'install' | 'suspendInstallation' | 'unsuspendInstallation' | 'deleteInstallation' | 'revokeTokens'> {
+  const revoke = (installationId: number) => {
+    for (const token of state.tokens.values()) if (token.installationId === installationId) token.revoked = true;
+  };
   return {
+    install: (installationId) => void state.installed.add(installationId),
+    suspendInstallation(installationId) {
+      state.suspended.add(installationId);
+      revoke(installationId);
+    },
+    unsuspendInstallation: (installationId) => void state.suspended.delete(installationId),
+    deleteInstallation(installationId) {
+      state.deleted.add(installationId);
+      revoke(installationId);
+    },
+    revokeTokens: revoke,
+  };
+}
+
+function limitControls(state: State): Pick<FakeGithub, 'exhaustRateLimit' | 'secondaryRateLimit' | 'spamRedeliveries'> {
+  return {
+    spamRedeliveries: (times) => void (state.spammed += times),
     exhaustRateLimit(installationId, resetInMs) {
-      const budget = budgetOf(state, installationId);
+      const budget = budgetOf(state, installationId === 'app' ? APP_BUDGET : installationId);
       budget.used = HOURLY_BUDGET;
       budget.resetAt = state.now() + resetInMs;
     },
     secondaryRateLimit(installationId, options = {}) {
-      budgetOf(state, installationId).secondary.push({
+      budgetOf(state, installationId === 'app' ? APP_BUDGET : installationId).secondary.push({
         times: options.times ?? 1,
         status: options.status ?? 403,
         retryAfterSeconds: options.retryAfterSeconds,
       });
-    },
-    revokeTokens(installationId) {
-      for (const token of state.tokens.values()) if (token.installationId === installationId) token.revoked = true;
     },
   };
 }
@@ -799,7 +905,12 @@ export async function startFakeGithub(
     codes: new Map(),
     users: new Map(),
     installations: new Map(),
+    installed: new Set(),
+    suspended: new Set(),
+    deleted: new Set(),
     budgets: new Map(),
+    appPoints: [],
+    spammed: 0,
     repos: new Map(),
     git: new GitStore(),
     failures: [],
@@ -846,6 +957,7 @@ export async function startFakeGithub(
     maxConcurrentPerRepository: () => state.maxInFlight,
     ...gitControls(state),
     ...limitControls(state),
+    ...installationControls(state),
     fail(match, status, times = 1, headers, message) {
       state.failures.push({ match, status, times, headers, message });
     },

@@ -88,7 +88,15 @@ export const newOAuthState = (): OAuthState => ({
 });
 
 const CODE_LIFETIME_MS = 10 * 60_000;
-const EVENT_SCOPES: Record<string, string> = { app_mention: 'app_mentions:read', 'message.im': 'im:history' };
+const EVENT_SCOPES: Record<string, string> = {
+  app_mention: 'app_mentions:read',
+  'message.im': 'im:history',
+  'message.channels': 'channels:history',
+  'message.groups': 'groups:history',
+  'message.mpim': 'mpim:history',
+  assistant_thread_started: 'assistant:write',
+  assistant_thread_context_changed: 'assistant:write',
+};
 const id = (prefix: string) => `${prefix}${randomUUID().replace(/-/g, '').slice(0, 10).toUpperCase()}`;
 const hex = (bytes: number) => randomBytes(bytes).toString('hex');
 
@@ -108,6 +116,10 @@ export function manifestError(manifest: Record<string, any>): string | undefined
     if (scope && !scopes.includes(scope)) return `bot event ${event} requires the scope ${scope}`;
   }
   for (const command of manifest.features?.slash_commands ?? []) if (!command.url) return `slash command ${command.command}: url required`;
+  const agent = manifest.features?.agent_view;
+  if (agent && (String(agent.agent_description ?? '').length > 300 || (agent.suggested_prompts ?? []).length > 4))
+    // The limits @slack/web-api's manifest types state (ManifestAgentView).
+    return 'features.agent_view: a description of at most 300 characters and at most 4 suggested prompts';
   if (manifest.settings?.interactivity?.is_enabled && !manifest.settings.interactivity.request_url)
     return 'interactivity: request_url required';
   if (!Array.isArray(manifest.oauth_config?.redirect_urls) || manifest.oauth_config.redirect_urls.length === 0)

@@ -26,6 +26,11 @@
  *   itself past an age and refuses appends past a total size (test/harness/fake-slack-limits.ts);
  *   chat.update repairs a message Slack closed that way, with `markdown_text` as with `text`.
  * - response_url: `POST /actions/…` takes an interaction's answer (recorded as method `response_url`).
+ * - The agent surface and the Home tab (fake-slack section "The conversation"): the assistant
+ *   methods with their scopes and arguments (a `thread_ts` to setSuggestedPrompts of an agent app
+ *   answers ok and sets nothing, as Slack's docs say; an app without the feature is `not_allowed`),
+ *   views.publish with its 100 blocks, its 250 kB and its Home tab, chat.getPermalink of a message
+ *   the fake holds, and people's own messages (`userMessage`) in threads for conversations.replies.
  * - Apps and installs (test/harness/fake-slack-oauth.ts): an app created from a manifest, whose
  *   events Request URL is checked as Slack checks it; the OAuth authorize page, `oauth.v2.access`
  *   and `auth.revoke`; a revoked token is refused by every method; `app_uninstalled` sent signed.
@@ -89,10 +94,13 @@ const METHOD_TIERS: Record<string, 2 | 3 | 4> = {
   'chat.startStream': 2,
   'chat.stopStream': 2,
   'chat.appendStream': 4,
+  'assistant.threads.setSuggestedPrompts': 4,
+  'assistant.threads.setTitle': 4,
+  'views.publish': 4,
 };
 
 /** Form fields Slack reads as JSON. */
-const JSON_FIELDS = ['blocks', 'metadata', 'chunks', 'attachments'];
+const JSON_FIELDS = ['blocks', 'metadata', 'chunks', 'attachments', 'view', 'prompts', 'loading_messages'];
 
 const live = (text: string) => text.replace(/(^|[^\w&;\u200b])@(channel|here|everyone)\b/g, '$1<!$2>');
 
@@ -146,6 +154,8 @@ export interface FakeMessage {
   text: string;
   blocks?: unknown;
   metadata?: unknown;
+  /** Who wrote it: a person's message (userMessage); absent for the bot's. */
+  user?: string;
   /** The texts chat.update gave it, in order. */
   edits: { text: string; blocks?: unknown; at: number }[];
   postedAt: number;
@@ -177,6 +187,12 @@ export interface FakeSlackOptions {
   strict?: Partial<StrictLimits>;
   /** How long a rotating app's access token lives (Slack: 12 hours). */
   tokenLifetimeMs?: number;
+  /** The bot token's scopes, for the methods that need one besides `chat:write` (default: every scope the manifest asks). */
+  scopes?: string[];
+  /** The app's messaging experience: `agent` (agent_view, the default), `assistant` (legacy assistant_view), or `none` (no agent feature). */
+  experience?: 'agent' | 'assistant' | 'none';
+  /** The app's Home tab is on (the default); off, views.publish of a home view is `not_enabled`. */
+  homeTab?: boolean;
 }
 
 export interface FakeSlack {
@@ -214,6 +230,10 @@ export interface FakeSlack {
   issueToken(input: { token: string; teamId: string; appId: string; expiresInMs?: number }): string;
   /** Where a streamed message stands now: `streaming`, `stopped`, `stuck` (closed by Slack, not repaired) or `repaired`. */
   streamState(message: FakeMessage): StreamState | undefined;
+  /** What the agent surface and the Home tab were given (section "The conversation"). */
+  surface: FakeSurface;
+  /** A person's message the fake holds (as Slack would): in conversations.replies, and chat.getPermalink finds it. */
+  userMessage(message: { channel: string; ts: string; user: string; text: string; threadTs?: string }): void;
   close(): Promise<void>;
 }
 
@@ -223,6 +243,7 @@ interface FakeState {
     tiers: Record<2 | 3 | 4, number>;
     strict: StrictLimits;
   };
+  surface: FakeSurface;
   messages: FakeMessage[];
   /** Call times per (workspace, method) within the window. */
   windows: Map<string, number[]>;
@@ -248,6 +269,7 @@ export async function startFakeSlack(options: FakeSlackOptions = {}): Promise<Fa
     cantUpdate: new Set(),
     lastTs: 0,
     oauth: newOAuthState(),
+    surface: newSurface(),
   };
   if (options.tokenLifetimeMs !== undefined) state.oauth.tokenLifetimeMs = options.tokenLifetimeMs;
   const scripted = new Map<string, ScriptedReply[]>();
@@ -322,6 +344,11 @@ export async function startFakeSlack(options: FakeSlackOptions = {}): Promise<Fa
     uninstall: (app, teamId) => uninstall(state.oauth, app, teamId),
     issueToken: (input) => issueToken(state.oauth, input),
     streamState: (message) => streamState(message, state.options.strict),
+    surface: state.surface,
+    userMessage: (message) => {
+      const { threadTs, user, ...rest } = message;
+      state.messages.push({ ...rest, ...(threadTs ? { thread_ts: threadTs } : {}), user, edits: [], postedAt: Date.now() });
+    },
     close: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections();
@@ -338,6 +365,9 @@ function withDefaults(options: FakeSlackOptions): FakeState['options'] {
     editWindowMs: options.editWindowMs,
     streaming: options.streaming ?? true,
     strict: { ...STRICT_DEFAULTS, ...options.strict },
+    scopes: options.scopes ?? [...ALL_SCOPES],
+    experience: options.experience ?? 'agent',
+    homeTab: options.homeTab ?? true,
   };
 }
 
@@ -425,6 +455,12 @@ function answerMethod(state: FakeState, call: SlackApiCall): Answer {
       return oauthV2Access(state.oauth, call.authorization, body);
     case 'auth.revoke':
       return authRevoke(state.oauth, bearer(call.authorization, body));
+    case 'assistant.threads.setStatus':
+    case 'assistant.threads.setSuggestedPrompts':
+    case 'assistant.threads.setTitle':
+    case 'views.publish':
+    case 'chat.getPermalink':
+      return conversationMethod(state, call);
     default:
       return fail('unknown_method');
   }
@@ -497,7 +533,11 @@ function replies(state: FakeState, body: Record<string, unknown>): Answer {
   const more = start + limit < thread.length;
   const withMetadata = body.include_all_metadata === 'true' || body.include_all_metadata === true;
   return ok({
-    messages: page.map(({ edits: _e, postedAt: _p, stream: _s, ...m }) => (withMetadata ? m : { ...m, metadata: undefined })),
+    // A bot's message carries its bot_id; a person's (userMessage) its user.
+    messages: page.map(({ edits: _e, postedAt: _p, stream: _s, ...m }) => ({
+      ...(withMetadata ? m : { ...m, metadata: undefined }),
+      ...(m.user === undefined ? { bot_id: 'BFAKEBOT' } : {}),
+    })),
     has_more: more,
     response_metadata: { next_cursor: more ? Buffer.from(String(start + limit)).toString('base64url') : '' },
   });
@@ -541,4 +581,110 @@ function stream(state: FakeState, method: string, body: Record<string, unknown>)
     message.stream.blocks = body.blocks;
   }
   return ok({ channel: message.channel, ts: message.ts });
+}
+
+// ─── The conversation: the agent surface, the Home tab, people's messages ─────────────────────
+
+/** Every scope the service's manifest asks (src/slack/manifest.ts). */
+const ALL_SCOPES = [
+  'app_mentions:read',
+  'assistant:write',
+  'chat:write',
+  'commands',
+  'channels:history',
+  'groups:history',
+  'im:history',
+  'mpim:history',
+] as const;
+
+/** What the agent surface and the Home tab were given, in order. */
+export interface FakeSurface {
+  statuses: { channel: string; threadTs: string; status: string; at: number }[];
+  /** Prompts as set; `ignored`: sent with a `thread_ts` to an agent app, which Slack drops without an error. */
+  prompts: { channel: string; threadTs: string | null; prompts: { title: string; message: string }[]; ignored: boolean }[];
+  titles: { channel: string; threadTs: string; title: string }[];
+  /** The Home tab each user was last shown, and every publication. */
+  homes: Map<string, { type: string; blocks: Record<string, unknown>[] }>;
+  published: { user: string; view: { type: string; blocks: Record<string, unknown>[] }; at: number }[];
+}
+
+const newSurface = (): FakeSurface => ({ statuses: [], prompts: [], titles: [], homes: new Map(), published: [] });
+
+/** Slack's largest view: "greater than 250kb" is view_too_large (views.publish). */
+const VIEW_MAX_BYTES = 250_000;
+/** Slack takes at most 100 blocks in a Home tab view. */
+const VIEW_MAX_BLOCKS = 100;
+
+const missingScope = (needed: string, provided: string[]): Answer => ({
+  status: 200,
+  body: { ok: false, error: 'missing_scope', needed, provided: provided.join(',') },
+});
+
+function conversationMethod(state: FakeState, call: SlackApiCall): Answer {
+  const body = call.body;
+  const { scopes, experience } = state.options;
+  const str = (value: unknown) => (typeof value === 'string' && value !== '' ? value : undefined);
+  switch (call.method) {
+    case 'assistant.threads.setStatus': {
+      if (!scopes.includes('chat:write') && !scopes.includes('assistant:write')) return missingScope('chat:write', scopes);
+      const channel = str(body.channel_id);
+      const threadTs = str(body.thread_ts);
+      if (!channel || !threadTs || typeof body.status !== 'string') return fail('invalid_arguments');
+      state.surface.statuses.push({ channel, threadTs, status: body.status, at: Date.now() });
+      return ok();
+    }
+    case 'assistant.threads.setSuggestedPrompts':
+      return setSuggestedPrompts(state, body);
+    case 'assistant.threads.setTitle': {
+      if (!scopes.includes('assistant:write')) return missingScope('assistant:write', scopes);
+      if (experience === 'none') return fail('not_allowed');
+      const channel = str(body.channel_id);
+      const threadTs = str(body.thread_ts);
+      const title = str(body.title);
+      if (!channel || !threadTs || !title) return fail('invalid_arguments');
+      state.surface.titles.push({ channel, threadTs, title });
+      return ok();
+    }
+    case 'views.publish':
+      return publishView(state, body);
+    default:
+      return permalink(state, body);
+  }
+}
+
+function setSuggestedPrompts(state: FakeState, body: Record<string, unknown>): Answer {
+  const { scopes, experience } = state.options;
+  if (!scopes.includes('assistant:write')) return missingScope('assistant:write', scopes);
+  if (experience === 'none') return fail('not_allowed');
+  const channel = typeof body.channel_id === 'string' ? body.channel_id : '';
+  const prompts = body.prompts;
+  const valid =
+    Array.isArray(prompts) &&
+    prompts.length >= 1 &&
+    prompts.length <= 4 &&
+    prompts.every((p: Record<string, unknown>) => typeof p?.title === 'string' && typeof p?.message === 'string');
+  if (channel === '' || !valid) return fail('invalid_arguments');
+  const threadTs = typeof body.thread_ts === 'string' ? body.thread_ts : null;
+  const ignored = experience === 'agent' && threadTs !== null;
+  state.surface.prompts.push({ channel, threadTs, prompts: prompts as FakeSurface['prompts'][number]['prompts'], ignored });
+  return ok();
+}
+
+function publishView(state: FakeState, body: Record<string, unknown>): Answer {
+  const view = body.view as { type?: unknown; blocks?: unknown } | undefined;
+  const user = typeof body.user_id === 'string' ? body.user_id : '';
+  if (user === '' || !view || typeof view !== 'object' || !Array.isArray(view.blocks)) return fail('invalid_arguments');
+  if (view.type === 'home' && !state.options.homeTab) return fail('not_enabled');
+  if (view.type !== 'home' || view.blocks.length > VIEW_MAX_BLOCKS) return fail('invalid_arguments');
+  if (Buffer.byteLength(JSON.stringify(view)) > VIEW_MAX_BYTES) return fail('view_too_large');
+  const published = { type: 'home', blocks: view.blocks as Record<string, unknown>[] };
+  state.surface.homes.set(user, published);
+  state.surface.published.push({ user, view: published, at: Date.now() });
+  return ok({ view: { id: `V${state.surface.published.length}`, type: 'home', blocks: view.blocks } });
+}
+
+function permalink(state: FakeState, body: Record<string, unknown>): Answer {
+  const message = state.messages.find((m) => m.channel === body.channel && m.ts === body.message_ts);
+  if (!message) return fail('message_not_found');
+  return ok({ channel: message.channel, permalink: `https://fake-slack.test/archives/${message.channel}/p${message.ts.replace('.', '')}` });
 }

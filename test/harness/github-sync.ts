@@ -8,6 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { signGithubPayload } from '../../src/github/signature';
 import type { Db } from '../../src/app/store/db';
 import type { DeliveryAnswer, FakeGithub } from './fake-github';
+import type { GitContent } from './fake-github-git';
 import { deliver, freshId, githubExample, ownedTarget, type Payload } from './github';
 import type { HttpTarget, TestResponse } from './stack';
 
@@ -40,14 +41,14 @@ export interface SyncedRepo {
   targetId: string;
   /** Commits `files` on the fake as the branch's new head and delivers its push; returns the head. */
   push(
-    files: Record<string, string | Buffer>,
+    files: Record<string, GitContent>,
     options?: PushOptions | string,
   ): Promise<{ sha: string; response: TestResponse; deliveryId: string }>;
   /** The signed push of a commit already on the fake (a late delivery, or one out of order). */
   deliverPush(sha: string, options?: PushOptions): Promise<{ response: TestResponse; deliveryId: string }>;
   /** Like push, sent to `to` and logged in the fake's delivery log with what it answered. */
   pushLogged(
-    files: Record<string, string | Buffer>,
+    files: Record<string, GitContent>,
     to: HttpTarget,
   ): Promise<{ sha: string; response: TestResponse; deliveryId: string; logId: number }>;
 }
@@ -79,6 +80,7 @@ export async function syncedRepo(
   const n = freshId();
   const repo = { installationId: options.installationId ?? freshId(), repositoryId: n, fullName: `octo-${n}/plugins-${n}` };
   const ref = options.ref === undefined ? 'master' : options.ref;
+  fake.install(repo.installationId);
   const targetId = await ownedTarget(db, {
     organizationId,
     installationId: repo.installationId,

@@ -5,12 +5,14 @@
  */
 import { randomUUID } from 'node:crypto';
 import { createSlackConnection } from '../../src/slack/connections';
+import { slackMessageWorkflowId } from '../../src/slack/contract';
 import { signSlackRequest } from '../../src/slack/signature';
 import type { Db } from '../../src/app/store/db';
 import type { SecretKeys } from '../../src/app/secrets';
 import { createTestOrg } from './identity';
 import { startTestStack, type HttpTarget, type TestResponse, type TestStack } from './stack';
 import { startFakeSlack, type FakeSlack, type FakeSlackOptions } from './fake-slack';
+import { waitFor } from './wait';
 
 export { startFakeSlack, type FakeSlack, type FakeSlackApp } from './fake-slack';
 
@@ -60,9 +62,9 @@ export function slackSignatureHeaders(secret: string, body: string, timestamp = 
   };
 }
 
-export function eventEnvelope(
+export function eventEnvelope<E extends Record<string, unknown>>(
   connection: Pick<TestSlackConnection, 'teamId' | 'appId'>,
-  event: Record<string, unknown>,
+  event: E,
   eventId = `Ev${randomUUID().replace(/-/g, '').slice(0, 12).toUpperCase()}`,
 ) {
   return {
@@ -110,6 +112,63 @@ export function directMessage(user: string, text = 'hello', channel = 'D0TESTDM'
 }
 
 export const newSlackUserId = () => `U${randomUUID().replace(/-/g, '').slice(0, 10).toUpperCase()}`;
+
+let lastTs = 0;
+/** A message ts as Slack makes them: seconds and microseconds of now, each later than the last (a thread is ordered by them). */
+export function newTs(): string {
+  lastTs = Math.max(lastTs + 1, Date.now() * 1000);
+  return `${Math.floor(lastTs / 1_000_000)}.${String(lastTs % 1_000_000).padStart(6, '0')}`;
+}
+
+/** The workflow of an invocation: keyed on its message (src/slack/contract.ts slackMessageWorkflowId). */
+export function invocationWorkflowId(connectionId: string, event: { channel: string; ts: string }): string {
+  return slackMessageWorkflowId(connectionId, event.channel, event.ts);
+}
+
+/**
+ * A message in a channel as `message.channels` delivers it (https://docs.slack.dev/reference/events/message.channels):
+ * `channel_type`, the workspace as `team`, a `client_msg_id`, and its text as a rich_text block too; in a
+ * thread, `thread_ts` and `parent_user_id`.
+ */
+export function channelMessage(
+  user: string,
+  text: string,
+  options: {
+    channel?: string;
+    thread?: { ts: string; parentUserId: string };
+    team?: string;
+    channelType?: 'channel' | 'group' | 'mpim';
+  } = {},
+) {
+  const ts = newTs();
+  return {
+    type: 'message',
+    channel: options.channel ?? 'C0TESTCHAN',
+    user,
+    text,
+    ts,
+    event_ts: ts,
+    channel_type: options.channelType ?? 'channel',
+    team: options.team ?? 'T0TEST',
+    client_msg_id: randomUUID(),
+    blocks: [{ type: 'rich_text', block_id: 'b', elements: [{ type: 'rich_text_section', elements: [{ type: 'text', text }] }] }],
+    ...(options.thread ? { thread_ts: options.thread.ts, parent_user_id: options.thread.parentUserId } : {}),
+  };
+}
+
+/** `app_home_opened` as Slack sends it when a user opens the app's Home or Messages tab (`channel` is their DM with the app). */
+export function appHomeOpened(user: string, tab: 'home' | 'messages', channel = 'D0TESTDM') {
+  return { type: 'app_home_opened', user, channel, tab, event_ts: newTs() };
+}
+
+/** `assistant_thread_started` as Slack sends it to an app with the legacy assistant experience. */
+export function assistantThreadStarted(user: string, channel = 'D0TESTDM', threadTs = newTs()) {
+  return {
+    type: 'assistant_thread_started',
+    assistant_thread: { user_id: user, channel_id: channel, thread_ts: threadTs, context: { channel_id: 'C0TESTCHAN', team_id: 'T0TEST' } },
+    event_ts: newTs(),
+  };
+}
 
 /** Posts a signed JSON body to the events route (or its alias). */
 export async function postSlackEvent(
@@ -267,6 +326,27 @@ export async function linkSlackUser(
   });
   if (linked.status !== 201) throw new Error(`linking ${slackUserId} answered ${linked.status}: ${linked.text}`);
   return slackUserId;
+}
+
+/**
+ * A member's runtime is there, as the Slack side sees it: one claim poll with their key finds
+ * nothing to claim and records the runtime's presence (written off the request's path, so this
+ * waits for it). A test that claims runs itself calls this first, as a runtime that is running
+ * would have; otherwise the first message says no runtime is online.
+ */
+export async function markRuntimeOnline(stack: TestStack, member: { memberId: string; headers: Record<string, string> }): Promise<void> {
+  const poll = await stack.request('POST', '/v1/automation-runs/claim', { headers: member.headers, body: { waitSeconds: 0 } });
+  if (poll.status !== 204 && poll.status !== 200) throw new Error(`claim poll answered ${poll.status}: ${poll.text}`);
+  await waitFor(
+    () =>
+      stack.services.database.db
+        .selectFrom('runner_presence')
+        .select('runner_id')
+        .where('member_id', '=', member.memberId)
+        .executeTakeFirst(),
+    10_000,
+    { what: 'the runtime’s presence' },
+  );
 }
 
 /** Every form of Slack's `<…>` syntax a runtime could print to notify people or disguise a link. */

@@ -85,21 +85,13 @@ export async function startTestStack(
   } = {},
 ): Promise<TestStack> {
   const taskQueue = `test-${randomUUID()}`;
-  // Tests burst one organization on purpose (orderings, continue-as-new); an organization's
-  // share, the engine delay admission aims at and the live-run capacity are production limits
-  // (the last counted over the suite's shared Postgres), so only the tests of those limits set
-  // ones that bind.
+  // Every limit is the production default (admission, the live-run capacity, heartbeat
+  // coalescing): a test that turns one off sets it itself, saying why.
   // Slack's connect replies carry a dashboard's link unless a test sets DASHBOARD_URL to '' (none).
   const config = loadConfigWith({
     TEMPORAL_TASK_QUEUE: taskQueue,
     PORT: '0',
     HOST: '127.0.0.1',
-    ADMISSION_ORG_RATE: '100000',
-    ADMISSION_ORG_IN_FLIGHT: '1000',
-    ADMISSION_DELAY_TARGET: '1h',
-    RUN_CAPACITY: '0',
-    // Tests that count refusals send them back to back; the test of the hold sets it.
-    ADMISSION_REFUSAL_HOLD: '0s',
     DASHBOARD_URL: 'https://dashboard.den.test',
     ...options.env,
   });
@@ -133,7 +125,7 @@ export async function startTestStack(
     });
   }
   const api = createApi(services, { now: options.now, removedRoutes: options.removedRoutes });
-  const http = await listen(api, '127.0.0.1', options.port ?? 0, config.http);
+  const http = await listen(api, { ...config.http, host: '127.0.0.1', port: options.port ?? 0 });
 
   return {
     config,

@@ -223,12 +223,15 @@ describe('redirects', () => {
 
   it('never downgrades https to http (pure hop decision)', () => {
     const headers = new Headers({ authorization: 'x' });
-    expect(() => nextHop(new URL('https://a.example/x'), 302, 'http://a.example/y', { method: 'GET', headers })).toThrow(GuardedFetchError);
-    expect(() => nextHop(new URL('https://a.example/x'), 302, 'http://b.example/y', { method: 'GET', headers })).toThrow(/downgrade/);
-    const up = nextHop(new URL('http://a.example/x'), 302, 'https://a.example/y', { method: 'GET', headers });
+    const redirect = (from: string, status: number, location: string) => ({ from: new URL(from), status, location });
+    expect(() => nextHop(redirect('https://a.example/x', 302, 'http://a.example/y'), { method: 'GET', headers })).toThrow(
+      GuardedFetchError,
+    );
+    expect(() => nextHop(redirect('https://a.example/x', 302, 'http://b.example/y'), { method: 'GET', headers })).toThrow(/downgrade/);
+    const up = nextHop(redirect('http://a.example/x', 302, 'https://a.example/y'), { method: 'GET', headers });
     expect(up.url.href).toBe('https://a.example/y');
     expect(up.headers.get('authorization')).toBeNull(); // http→https changes the origin
-    const same = nextHop(new URL('https://a.example/x'), 307, '/y', { method: 'POST', headers });
+    const same = nextHop(redirect('https://a.example/x', 307, '/y'), { method: 'POST', headers });
     expect([same.method, same.dropBody, same.headers.get('authorization')]).toEqual(['POST', false, 'x']);
   });
 });

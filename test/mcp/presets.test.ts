@@ -159,7 +159,8 @@ describe('the OpenAPI document', () => {
     const op = doc.paths[PATH].get;
     expect(op.security).toEqual([{ bearerAuth: [] }, { denApiKey: [] }]);
     expect(op.description).toContain('An addition to the interface spec');
-    expect(Object.keys(op.responses).sort()).toEqual(['200', '304', '400', '401', '429', '503']);
+    // 403: a runner token, which opens only the run routes.
+    expect(Object.keys(op.responses).sort()).toEqual(['200', '304', '400', '401', '403', '429', '503']);
     expect(op.parameters).toEqual([expect.objectContaining({ in: 'header', name: 'if-none-match', required: false })]);
     for (const status of ['200', '304']) expect(Object.keys(op.responses[status].headers).sort()).toEqual(['Cache-Control', 'ETag']);
     expect(op.responses['200'].content['application/json'].schema).toEqual({ $ref: '#/components/schemas/McpPresetCatalog' });

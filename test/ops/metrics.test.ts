@@ -191,8 +191,8 @@ describe('worker metrics (SDK Prometheus endpoint)', () => {
     });
     github.secondaryRateLimit(installationId, { retryAfterSeconds: 2 });
     const target = (await getTarget(stack.services.database.db, targetId))!;
-    const eventId = await recordResync(stack.services.database.db, target, 'manual');
-    await signalTarget(stack.ingress, { idleMs: 60_000, admission: 'bypass' }, target, { eventId, full: true });
+    const eventId = await recordResync(stack.services.database.db, { target, reason: 'manual' });
+    await signalTarget(stack.ingress, { target, signal: { eventId, full: true }, idleMs: 60_000, admission: 'bypass' });
     await waitFor(
       async () =>
         (await stack.services.database.db.selectFrom('github_sync_events').select('status').where('id', '=', eventId).executeTakeFirst())

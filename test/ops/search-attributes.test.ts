@@ -13,11 +13,11 @@ it('registers missing custom search attributes once, idempotently (production se
   try {
     await temporal.connection.workflowService.registerNamespace({ namespace, workflowExecutionRetentionPeriod: msToTs('1 day') });
     const log = createLogger({ level: 'silent' });
-    const first = await ensureSearchAttributes(temporal.connection, namespace, SEARCH_ATTRIBUTES, log);
+    const first = await ensureSearchAttributes({ connection: temporal.connection, namespace }, SEARCH_ATTRIBUTES, log);
     expect(first.sort()).toEqual(SEARCH_ATTRIBUTES.map((k) => k.name).sort());
     const listed = await temporal.connection.operatorService.listSearchAttributes({ namespace });
     for (const key of SEARCH_ATTRIBUTES) expect(listed.customAttributes).toHaveProperty(key.name);
-    expect(await ensureSearchAttributes(temporal.connection, namespace, SEARCH_ATTRIBUTES, log)).toEqual([]);
+    expect(await ensureSearchAttributes({ connection: temporal.connection, namespace }, SEARCH_ATTRIBUTES, log)).toEqual([]);
   } finally {
     await temporal.close();
   }

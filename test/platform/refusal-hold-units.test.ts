@@ -13,7 +13,7 @@ describe('the refusal hold', () => {
   it('holds refusals of load, at most their Retry-After, and nothing else', () => {
     expect(holdMsFor(errors.shed(5), 1000)).toBe(1000);
     expect(holdMsFor(errors.capacity(10), 1000)).toBe(1000);
-    expect(holdMsFor(errors.webhook('overloaded', 503, {}, { 'retry-after': '1' }), 3000)).toBe(1000);
+    expect(holdMsFor(errors.webhook('overloaded', 503, { headers: { 'retry-after': '1' } }), 3000)).toBe(1000);
     expect(holdMsFor(errors.shed(5), 0)).toBe(0);
     expect(holdMsFor(errors.unavailable('temporal'), 1000)).toBe(0);
     expect(holdMsFor(new AppError('conflict', 409, { error: 'conflict', message: 'x' }), 1000)).toBe(0);

@@ -35,7 +35,11 @@ it.each([
   ['a BigInt', { n: 1n }],
 ])('a payload the converter cannot serialise (%s) is not reported as an outage', async (_label, arg) => {
   const before = await counted();
-  const error = await temporalCall(stack.services.temporal, 'start', 5000, startWith(arg), stack.services.metrics).then(
+  const error = await temporalCall(
+    stack.services.temporal,
+    { operation: 'start', timeoutMs: 5000, metrics: stack.services.metrics },
+    startWith(arg),
+  ).then(
     () => undefined,
     (e: unknown) => e,
   );

@@ -27,11 +27,17 @@ import { createTestOrg } from '../harness/identity';
 import { closedPort } from '../harness/ports';
 import { event, newRunId, runResult, runsClient, startQueuedRun } from '../harness/runs';
 import {
+  appHomeOpened,
   appMention,
+  channelMessage,
   createTestSlackConnection,
+  directMessage,
   eventEnvelope,
+  invocationWorkflowId,
   linkTokenFrom,
+  markRuntimeOnline,
   newSlackUserId,
+  newTs,
   postSlackEvent,
   postSlashCommand,
   startFakeSlack,
@@ -73,6 +79,8 @@ beforeAll(async () => {
       // other recordings stream less than this.
       SLACK_STREAM_MAX_BYTES: '1000',
       GITHUB_TARGET_IDLE: '2s',
+      // One runtime failure pauses a member: the paused recording needs one failed run, not five.
+      RUNNER_BREAKER_FAILURES: '1',
     },
   });
 });
@@ -276,6 +284,8 @@ it('records a Slack event whose message follows the run: progress edits, a 429, 
   const connection = await createTestSlackConnection(stack.services.database.db, stack.services.secretKey, org.organizationId, { slack });
   const slackUserId = newSlackUserId();
   await linkSlackUser(connection, member.headers, slackUserId);
+  // The member's runtime is there: the first message is "Working on it…" (the other recordings ask with none).
+  await markRuntimeOnline(stack, member);
   const mention = appMention(slackUserId, 'watch me');
   const envelope = eventEnvelope(connection, mention);
   expect((await postSlackEvent(stack, connection, envelope)).status).toBe(200);
@@ -363,6 +373,104 @@ it('records a Slack event whose answer streams in segments: one stopped at its s
     slack.configure({ strict: { streamMaxAgeMs: STRICT_DEFAULTS.streamMaxAgeMs } });
   }
   await save('slack-event-stream-segments', handle);
+});
+
+it('records a follow-up in a thread that waits for the request ahead of it, then runs with the thread as context (slack-conversation)', async () => {
+  const org = await createTestOrg(stack.services.database.db);
+  const member = await org.addMember('member');
+  const connection = await createTestSlackConnection(stack.services.database.db, stack.services.secretKey, org.organizationId, { slack });
+  await stack.services.database.db
+    .updateTable('slack_connections')
+    .set({ thread_follow_ups: 'asker' })
+    .where('id', '=', connection.connectionId)
+    .execute();
+  const slackUserId = newSlackUserId();
+  await linkSlackUser(connection, member.headers, slackUserId);
+  await markRuntimeOnline(stack, member);
+  const ts = newTs();
+  const mention = {
+    type: 'app_mention',
+    user: slackUserId,
+    text: `<@${connection.botUserId}> first`,
+    ts,
+    channel: 'C0RECORD',
+    event_ts: ts,
+  };
+  expect((await postSlackEvent(stack, connection, eventEnvelope(connection, mention))).status).toBe(200);
+  const first = stack.services.temporal.client.workflow.getHandle(invocationWorkflowId(connection.connectionId, mention));
+  const claimed = await claimRoutedRun(first, member.headers);
+  const followUp = channelMessage(slackUserId, 'second', { channel: 'C0RECORD', thread: { ts, parentUserId: slackUserId } });
+  expect((await postSlackEvent(stack, connection, eventEnvelope(connection, followUp))).status).toBe(200);
+  const handle = stack.services.temporal.client.workflow.getHandle(invocationWorkflowId(connection.connectionId, followUp));
+  await waitFor(async () => (await handle.query(slackEventStateQuery)).detail === 'queued');
+  expect((await claimed.runs.postEvent(claimed.runId, event(1, 1, 'assistant', { text: 'first answer' }))).status).toBe(200);
+  expect((await claimed.runs.postEvent(claimed.runId, event(1, 2, 'terminal'))).status).toBe(200);
+  expect(await first.result()).toMatchObject({ status: 'replied' });
+  const state = await waitFor(async () => {
+    const s = await handle.query(slackEventStateQuery);
+    return s.runId && s.detail !== 'queued' ? s : undefined;
+  });
+  const runs = runsClient(stack, member.headers);
+  await waitFor(async () => (await runs.claim(state.runId!)).status === 200);
+  expect((await runs.get(state.runId!)).json.input.context).toHaveLength(2);
+  expect((await runs.postEvent(state.runId!, event(1, 1, 'assistant', { text: 'second answer' }))).status).toBe(200);
+  expect((await runs.postEvent(state.runId!, event(1, 2, 'terminal'))).status).toBe(200);
+  expect(await handle.result()).toMatchObject({ status: 'replied' });
+  await save('slack-event-follow-up', handle);
+  await save(
+    'slack-event-child-run-follow-up',
+    stack.services.temporal.client.workflow.getHandle(runWorkflowId(org.organizationId, state.runId!)),
+  );
+});
+
+it('records a mention whose member the breaker paused (slack-runtime-gate)', async () => {
+  const org = await createTestOrg(stack.services.database.db);
+  const member = await org.addMember('member');
+  const connection = await createTestSlackConnection(stack.services.database.db, stack.services.secretKey, org.organizationId, { slack });
+  const slackUserId = newSlackUserId();
+  await linkSlackUser(connection, member.headers, slackUserId);
+  const broken = eventEnvelope(connection, appMention(slackUserId, 'crash'));
+  expect((await postSlackEvent(stack, connection, broken)).status).toBe(200);
+  const crashed = stack.services.temporal.client.workflow.getHandle(slackEventWorkflowId(connection.connectionId, broken.event_id));
+  const { runs, runId } = await claimRoutedRun(crashed, member.headers);
+  const failure = { status: 'failed', error: 'segfault', failure: 'runtime' };
+  expect((await runs.postEvent(runId, event(1, 1, 'terminal', failure))).status).toBe(200);
+  expect(await crashed.result()).toMatchObject({ runStatus: 'failed' });
+  const paused = eventEnvelope(connection, appMention(slackUserId, 'again'));
+  expect((await postSlackEvent(stack, connection, paused)).status).toBe(200);
+  const handle = stack.services.temporal.client.workflow.getHandle(slackEventWorkflowId(connection.connectionId, paused.event_id));
+  expect(await handle.result()).toMatchObject({ status: 'paused', detail: 'open' });
+  await save('slack-event-paused', handle);
+});
+
+it('records a DM in the app’s thread: its status while the run works, its title, and the status cleared (slack-conversation)', async () => {
+  const org = await createTestOrg(stack.services.database.db);
+  const member = await org.addMember('member');
+  const connection = await createTestSlackConnection(stack.services.database.db, stack.services.secretKey, org.organizationId, { slack });
+  const slackUserId = newSlackUserId();
+  await linkSlackUser(connection, member.headers, slackUserId);
+  await markRuntimeOnline(stack, member);
+  const envelope = eventEnvelope(connection, directMessage(slackUserId, 'assist me', 'D0RECORD'));
+  expect((await postSlackEvent(stack, connection, envelope)).status).toBe(200);
+  const handle = stack.services.temporal.client.workflow.getHandle(slackEventWorkflowId(connection.connectionId, envelope.event_id));
+  const { runs, runId } = await claimRoutedRun(handle, member.headers);
+  await slack.waitForCall('assistant.threads.setTitle', (c) => c.body.channel_id === 'D0RECORD');
+  expect((await runs.postEvent(runId, event(1, 1, 'capability_execution', { tool: 'search' }))).status).toBe(200);
+  await slack.waitForCall('assistant.threads.setStatus', (c) => c.body.status === 'is using search…');
+  expect((await runs.postEvent(runId, event(1, 2, 'assistant', { text: 'assisted' }))).status).toBe(200);
+  expect((await runs.postEvent(runId, event(1, 3, 'terminal'))).status).toBe(200);
+  expect(await handle.result()).toMatchObject({ status: 'replied' });
+  await save('slack-event-assistant-thread', handle);
+});
+
+it('records a Home tab opened', async () => {
+  const org = await createTestOrg(stack.services.database.db);
+  const connection = await createTestSlackConnection(stack.services.database.db, stack.services.secretKey, org.organizationId, { slack });
+  const envelope = eventEnvelope(connection, appHomeOpened(newSlackUserId(), 'home'));
+  expect((await postSlackEvent(stack, connection, envelope)).status).toBe(200);
+  const handle = stack.services.temporal.client.workflow.getHandle(slackEventWorkflowId(connection.connectionId, envelope.event_id));
+  expect(await handle.result()).toMatchObject({ status: 'replied' });
+  await save('slack-event-home', handle);
 });
 
 it('records an app_uninstalled that ends an invocation waiting for a link (slack-connection-removal)', async () => {
@@ -479,7 +587,7 @@ it('records a GitHub target whose sync activity gave up: the batch ends failed, 
     },
   });
   const handle = await worker.runUntil(async () => {
-    const eventId = await recordResync(stack.services.database.db, target, 'manual');
+    const eventId = await recordResync(stack.services.database.db, { target, reason: 'manual' });
     const started = await stack.services.temporal.client.workflow.signalWithStart('githubTarget', {
       workflowId: githubTargetWorkflowId(targetId),
       taskQueue,
@@ -492,6 +600,33 @@ it('records a GitHub target whose sync activity gave up: the batch ends failed, 
   });
   await connection.close();
   await save('github-target-activity-failed', handle);
+});
+
+it('records a GitHub unsuspend that brings a target back and hands its resync to the target’s workflow', async () => {
+  const org = await createTestOrg(stack.services.database.db);
+  const repo = await syncedRepo(stack.services.database.db, github, org.organizationId, () => stack, SECRET);
+  const first = await repo.push({ '.claude-plugin/plugin.json': '{"name":"recorded"}' });
+  expect(first.response.status).toBe(202);
+  const row = () =>
+    stack.services.database.db.selectFrom('github_connector_targets').selectAll().where('id', '=', repo.targetId).executeTakeFirstOrThrow();
+  await waitFor(async () => (await row()).synced_sha === first.sha, 20_000);
+  const lifecycle = async (action: 'suspend' | 'unsuspend') => {
+    const payload = githubExample('installation', (p) => p.action === action);
+    payload.installation.id = repo.installationId;
+    const deliveryId = randomUUID();
+    expect((await deliver(stack, { event: 'installation', deliveryId, payload, secret: SECRET })).status).toBe(202);
+    const handle = stack.services.temporal.client.workflow.getHandle(githubDeliveryWorkflowId(deliveryId));
+    await handle.result();
+    return handle;
+  };
+  github.suspendInstallation(repo.installationId);
+  await lifecycle('suspend');
+  // Moved while suspended: GitHub sent no push.
+  const moved = github.commit(repo.fullName, repo.installationId, 'master', { '.claude-plugin/plugin.json': '{"name":"moved"}' });
+  github.unsuspendInstallation(repo.installationId);
+  const handle = await lifecycle('unsuspend');
+  await waitFor(async () => (await row()).synced_sha === moved, 20_000);
+  await save('github-delivery-unsuspend', handle);
 });
 
 it('records a reconcile asking for a failed delivery again and resyncing a target whose head moved', async () => {

@@ -12,7 +12,7 @@ const silent = (runId: string, at: number): RunEnd => ({ runId, at, verdict: 'si
 function replay(ends: RunEnd[], state: BreakerState = closedBreaker()): { state: BreakerState; trips: number } {
   let trips = 0;
   for (const end of ends) {
-    const next = recordRunEnd(state, end, end.at, settings);
+    const next = recordRunEnd(state, end, { now: end.at, settings });
     state = next.state;
     if (next.tripped) trips += 1;
   }
@@ -61,7 +61,7 @@ describe('closed', () => {
 
   it('ignores an end that reaches it a window late (a write retried through an outage)', () => {
     const state = replay([crash('a', T0), crash('b', T0 + 1)]).state;
-    expect(recordRunEnd(state, crash('old', T0 - 60_000), T0 + 2, settings)).toEqual({ state, tripped: false });
+    expect(recordRunEnd(state, crash('old', T0 - 60_000), { now: T0 + 2, settings })).toEqual({ state, tripped: false });
   });
 });
 
@@ -69,9 +69,9 @@ describe('open', () => {
   const open = replay([crash('a', T0), crash('b', T0), crash('c', T0)]).state;
 
   it('lets no run start, and outcomes of runs already under way change nothing', () => {
-    expect(startProbe(open, 'r', T0 + 1_000, settings)).toEqual({ allowed: false, state: open });
-    expect(recordRunEnd(open, crash('d', T0 + 1_000), T0 + 1_000, settings)).toEqual({ state: open, tripped: false });
-    expect(recordRunEnd(open, success('e', T0 + 1_000), T0 + 1_000, settings)).toEqual({ state: open, tripped: false });
+    expect(startProbe(open, 'r', { now: T0 + 1_000, settings })).toEqual({ allowed: false, state: open });
+    expect(recordRunEnd(open, crash('d', T0 + 1_000), { now: T0 + 1_000, settings })).toEqual({ state: open, tripped: false });
+    expect(recordRunEnd(open, success('e', T0 + 1_000), { now: T0 + 1_000, settings })).toEqual({ state: open, tripped: false });
   });
 });
 
@@ -80,44 +80,47 @@ describe('half-open', () => {
   const later = T0 + 60_000;
 
   it('lets exactly one invocation probe: the first to ask, or the same run asking again', () => {
-    const first = startProbe(open, 'probe', later, settings);
+    const first = startProbe(open, 'probe', { now: later, settings });
     expect(first.allowed).toBe(true);
     expect(first.state.probe).toEqual({ runId: 'probe', at: later });
-    expect(startProbe(first.state, 'other', later + 1, settings).allowed).toBe(false);
-    expect(startProbe(first.state, 'probe', later + 1, settings).allowed).toBe(true);
+    expect(startProbe(first.state, 'other', { now: later + 1, settings }).allowed).toBe(false);
+    expect(startProbe(first.state, 'probe', { now: later + 1, settings }).allowed).toBe(true);
   });
 
   it('closes when the probe succeeds, or fails honestly', () => {
-    const probing = startProbe(open, 'probe', later, settings).state;
-    const closed = recordRunEnd(probing, success('probe', later + 5), later + 5, settings);
+    const probing = startProbe(open, 'probe', { now: later, settings }).state;
+    const closed = recordRunEnd(probing, success('probe', later + 5), { now: later + 5, settings });
     expect(closed).toEqual({ state: { ...closedBreaker(), trips: 1 }, tripped: false });
-    expect(startProbe(closed.state, 'next', later + 6, settings).allowed).toBe(true);
+    expect(startProbe(closed.state, 'next', { now: later + 6, settings }).allowed).toBe(true);
   });
 
   it('opens for another window when the probe fails, a trip too', () => {
-    const probing = startProbe(open, 'probe', later, settings).state;
-    const reopened = recordRunEnd(probing, crash('probe', later + 5), later + 5, settings);
+    const probing = startProbe(open, 'probe', { now: later, settings }).state;
+    const reopened = recordRunEnd(probing, crash('probe', later + 5), { now: later + 5, settings });
     expect(reopened.tripped).toBe(true);
     expect(reopened.state).toMatchObject({ pausedUntil: later + 5 + 60_000, lastError: 'boom probe', probe: null, trips: 2 });
   });
 
   it("ignores other runs' ends while a probe is under way; a probe that ends silently lets the next one probe", () => {
-    const probing = startProbe(open, 'probe', later, settings).state;
-    expect(recordRunEnd(probing, crash('stray', later + 1), later + 1, settings).state).toBe(probing);
-    const freed = recordRunEnd(probing, silent('probe', later + 2), later + 2, settings).state;
+    const probing = startProbe(open, 'probe', { now: later, settings }).state;
+    expect(recordRunEnd(probing, crash('stray', later + 1), { now: later + 1, settings }).state).toBe(probing);
+    const freed = recordRunEnd(probing, silent('probe', later + 2), { now: later + 2, settings }).state;
     expect(freed.probe).toBeNull();
     expect(breakerPhase(freed, later + 2)).toBe('half_open');
-    expect(startProbe(freed, 'next', later + 3, settings).allowed).toBe(true);
+    expect(startProbe(freed, 'next', { now: later + 3, settings }).allowed).toBe(true);
   });
 
   it('lets the next invocation probe when a probe has not ended within a window', () => {
-    const probing = startProbe(open, 'probe', later, settings).state;
-    expect(startProbe(probing, 'next', later + 59_999, settings).allowed).toBe(false);
-    expect(startProbe(probing, 'next', later + 60_000, settings)).toMatchObject({ allowed: true, state: { probe: { runId: 'next' } } });
+    const probing = startProbe(open, 'probe', { now: later, settings }).state;
+    expect(startProbe(probing, 'next', { now: later + 59_999, settings }).allowed).toBe(false);
+    expect(startProbe(probing, 'next', { now: later + 60_000, settings })).toMatchObject({
+      allowed: true,
+      state: { probe: { runId: 'next' } },
+    });
   });
 
   it('without a probe under way, lets the first run to end decide', () => {
-    expect(recordRunEnd(open, success('any', later + 1), later + 1, settings).state.pausedUntil).toBeNull();
-    expect(recordRunEnd(open, crash('any', later + 1), later + 1, settings).tripped).toBe(true);
+    expect(recordRunEnd(open, success('any', later + 1), { now: later + 1, settings }).state.pausedUntil).toBeNull();
+    expect(recordRunEnd(open, crash('any', later + 1), { now: later + 1, settings }).tripped).toBe(true);
   });
 });

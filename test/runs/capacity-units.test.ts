@@ -42,12 +42,12 @@ describe('the default coalescing window', () => {
   it('is 0.7 of the lease: at a 10 s beat and a 60 s lease, one heartbeat in five, the first included under 0.25 within minutes', () => {
     expect(runsSettings.parse({})).toMatchObject({ ok: true, settings: { admission: { heartbeatCoalesceFraction: 0.7 } } });
     const c = new HeartbeatCoalescer(HeartbeatCoalescer.windowFor(LEASE));
-    const key = HeartbeatCoalescer.key('org', 'run', 1, 'm');
+    const key = HeartbeatCoalescer.key({ organizationId: 'org', runId: 'run', attempt: 1, memberId: 'm' });
     // A little jitter, as runtimes' timers have.
     const beats = Array.from({ length: 24 }, (_, i) => i * BEAT + (i % 3) * 37);
     const forwarded = beats.filter((t) => {
       const verdict = c.admit(key, t);
-      if (verdict.forward) c.forwarded(key, t, LEASE);
+      if (verdict.forward) c.forwarded(key, t, { leaseTimeoutMs: LEASE });
       return verdict.forward;
     });
     expect(forwarded.slice(0, 3)).toEqual([beats[0], beats[5], beats[10]]);
@@ -58,26 +58,26 @@ describe('the default coalescing window', () => {
 });
 
 describe('what the coalescer keeps for the forward path', () => {
-  const key = HeartbeatCoalescer.key('org', 'run', 1, 'm');
+  const key = HeartbeatCoalescer.key({ organizationId: 'org', runId: 'run', attempt: 1, memberId: 'm' });
 
   it('hands the next forward the least lease its forwards set, past the window, a failed forward and a sweep', () => {
     const c = new HeartbeatCoalescer(1_000, 0);
     expect(c.admit(key, 0)).toEqual({ forward: true });
-    c.forwarded(key, 0, 4_000);
+    c.forwarded(key, 0, { leaseTimeoutMs: 4_000 });
     const next = c.admit(key, 3_000);
     expect(next).toEqual({ forward: true, leaseFloor: 4_000 });
     c.release(key, 3_000);
     // The sweep runs at every admit here (bound 0): the entry outlives its window while its lease lasts.
-    c.admit(HeartbeatCoalescer.key('org', 'other', 1, 'm'), 3_500);
+    c.admit(HeartbeatCoalescer.key({ organizationId: 'org', runId: 'other', attempt: 1, memberId: 'm' }), 3_500);
     expect(c.admit(key, 3_600)).toEqual({ forward: true, leaseFloor: 4_000 });
-    c.forwarded(key, 3_600, 4_000);
+    c.forwarded(key, 3_600, { leaseTimeoutMs: 4_000 });
     expect(c.admit(key, 7_000)).toEqual({ forward: true, leaseFloor: 7_600 });
   });
 
   it('does not take a floor from a forward that holds no lease', () => {
     const c = new HeartbeatCoalescer(1_000);
     c.admit(key, 0);
-    c.forwarded(key, 0, 4_000, false, { attempt: 2, leaseValid: false });
+    c.forwarded(key, 0, { leaseTimeoutMs: 4_000, cancelRequested: false, lease: { attempt: 2, leaseValid: false } });
     expect(c.admit(key, 3_000)).toEqual({ forward: true });
   });
 
@@ -85,7 +85,7 @@ describe('what the coalescer keeps for the forward path', () => {
     const c = new HeartbeatCoalescer(1_000);
     const refusal = errors.capacity(10);
     c.admit(key, 0);
-    c.markRefused(key, 0, refusal, 10_000);
+    c.markRefused(key, 0, { error: refusal, until: 10_000 });
     expect(c.admit(key, 1)).toEqual({ forward: false, refusal });
     expect(c.admit(key, 9_999)).toEqual({ forward: false, refusal });
     expect(c.admit(key, 10_000)).toEqual({ forward: true });

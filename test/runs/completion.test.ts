@@ -36,12 +36,12 @@ const completion = (status: RunCompletion['status'], extra: Partial<RunCompletio
 /** A queued run claimed once (attempt 1), then the events taken in order of arrival (each must be accepted). */
 function claimedWith(...events: RunEventReport[]): RunState {
   let state = applyClaim(
-    initialState({ organizationId: 'o', runId: 'r', initialStatus: 'queued', createdAt: T0, memberId: 'm' }, T0, settings),
+    initialState({ organizationId: 'o', runId: 'r', initialStatus: 'queued', createdAt: T0, memberId: 'm' }, { now: T0, settings }),
     T0,
     settings,
   );
   for (const event of events) {
-    const decision = decideEvent(state, event, T0, settings);
+    const decision = decideEvent(state, event, { now: T0, settings });
     expect(decision.verdict).toEqual({ ok: true });
     state = decision.next;
   }
@@ -55,7 +55,7 @@ it('closes a run whose events are all applied, with the next sequence', () => {
     type: 'terminal',
     payload: { status: 'succeeded' },
   });
-  const decision = decideCompletion(state, completion('succeeded', { result: { answer: 42 } }), T0, settings);
+  const decision = decideCompletion(state, completion('succeeded', { result: { answer: 42 } }), { now: T0, settings });
   expect(decision.verdict).toEqual({ ok: true });
   expect(decision.next).toMatchObject({ status: 'succeeded', eventCount: 3 });
   expect(decision.next.outbox.at(-1)).toMatchObject({ sequence: 3, payload: { status: 'succeeded', result: { answer: 42 } } });
@@ -64,32 +64,36 @@ it('closes a run whose events are all applied, with the next sequence', () => {
 it('waits behind buffered events and their gap, and closes once the gap fills, in sequence order', () => {
   // 1 applied; 3 and 4 wait for 2.
   const state = claimedWith(ev(1), ev(3), ev(4));
-  const decision = decideCompletion(state, completion('failed', { error: 'no', failure: 'task' }), T0, settings);
+  const decision = decideCompletion(state, completion('failed', { error: 'no', failure: 'task' }), { now: T0, settings });
   expect(decision.verdict).toEqual({ ok: true });
   expect(decision.next.status).toBe('running');
   expect(decision.next.buffer.map((b) => b.event.sequence)).toEqual([3, 4, 5]);
   // The gap fills: everything applies, the completion last.
-  const filled = decideEvent(decision.next, ev(2), T0, settings);
+  const filled = decideEvent(decision.next, ev(2), { now: T0, settings });
   expect(filled.next.status).toBe('failed');
   expect(filled.next.outbox.map((e) => e.sequence)).toEqual([1, 2, 3, 4, 5]);
   expect(summaryOf(filled.next)).toMatchObject({ error: 'no', failure: 'task' });
   // Nothing after it: an event beyond the completion is refused as after a terminal event.
-  expect(decideEvent(decision.next, ev(6), T0, settings).verdict).toEqual({ ok: false, error: 'after_terminal', terminalSequence: 5 });
+  expect(decideEvent(decision.next, ev(6), { now: T0, settings }).verdict).toEqual({
+    ok: false,
+    error: 'after_terminal',
+    terminalSequence: 5,
+  });
 });
 
 it('is a duplicate when repeated while it waits, after_terminal with another status, run_closed once closed', () => {
-  const waiting = decideCompletion(claimedWith(ev(2)), completion('succeeded'), T0, settings).next;
-  expect(decideCompletion(waiting, completion('succeeded'), T0, settings)).toEqual({
+  const waiting = decideCompletion(claimedWith(ev(2)), completion('succeeded'), { now: T0, settings }).next;
+  expect(decideCompletion(waiting, completion('succeeded'), { now: T0, settings })).toEqual({
     verdict: { ok: false, error: 'duplicate' },
     next: waiting,
   });
-  expect(decideCompletion(waiting, completion('cancelled'), T0, settings).verdict).toEqual({
+  expect(decideCompletion(waiting, completion('cancelled'), { now: T0, settings }).verdict).toEqual({
     ok: false,
     error: 'after_terminal',
     terminalSequence: 3,
   });
-  const closed = decideCompletion(claimedWith(ev(1)), completion('succeeded'), T0, settings).next;
-  expect(decideCompletion(closed, completion('succeeded'), T0, settings).verdict).toEqual({
+  const closed = decideCompletion(claimedWith(ev(1)), completion('succeeded'), { now: T0, settings }).next;
+  expect(decideCompletion(closed, completion('succeeded'), { now: T0, settings }).verdict).toEqual({
     ok: false,
     error: 'run_closed',
     status: 'succeeded',
@@ -98,14 +102,18 @@ it('is a duplicate when repeated while it waits, after_terminal with another sta
 
 it('refuses another attempt of a claimed run as a terminal event of it would be', () => {
   const state = claimedWith(ev(1));
-  expect(decideCompletion(state, completion('succeeded', { attempt: 2 }), T0, settings).verdict).toMatchObject({ error: 'not_claimed' });
+  expect(decideCompletion(state, completion('succeeded', { attempt: 2 }), { now: T0, settings }).verdict).toMatchObject({
+    error: 'not_claimed',
+  });
   const second = applyClaim({ ...state, status: 'awaiting_retry' }, T0, settings);
-  expect(decideCompletion(second, completion('succeeded', { attempt: 1 }), T0, settings).verdict).toMatchObject({ error: 'stale_attempt' });
+  expect(decideCompletion(second, completion('succeeded', { attempt: 1 }), { now: T0, settings }).verdict).toMatchObject({
+    error: 'stale_attempt',
+  });
 });
 
 describe('what a failed terminal says failed', () => {
   const close = (payload: Record<string, unknown>, ...before: RunEventReport[]) =>
-    decideEvent(claimedWith(...before), ev(before.length + 1, 'terminal', payload), T0, settings).next;
+    decideEvent(claimedWith(...before), ev(before.length + 1, 'terminal', payload), { now: T0, settings }).next;
 
   it('takes the runtime at its word', () => {
     expect(close({ status: 'failed', failure: 'runtime' }, ev(1, 'assistant', { text: 'partial' })).failure).toBe('runtime');

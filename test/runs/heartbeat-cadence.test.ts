@@ -35,7 +35,7 @@ interface Outcome {
 function simulate(options: { leaseMs: number; fraction: number; latencyMs: number; beats: Beat[] }): Outcome {
   const { leaseMs, fraction, latencyMs } = options;
   const coalescer = new HeartbeatCoalescer(HeartbeatCoalescer.windowFor(leaseMs, fraction), undefined, fraction);
-  const key = HeartbeatCoalescer.key('org', 'run', 1, 'member');
+  const key = HeartbeatCoalescer.key({ organizationId: 'org', runId: 'run', attempt: 1, memberId: 'member' });
   // The claim set the lease at time 0.
   let leaseEnd = leaseMs;
   const outcome: Outcome = { received: 0, forwarded: 0, lost: 0, overstated: 0 };
@@ -55,7 +55,7 @@ function simulate(options: { leaseMs: number; fraction: number; latencyMs: numbe
       }
       const landed = beat.at + latencyMs;
       if (landed < leaseEnd) leaseEnd = Math.max(leaseEnd, landed + leaseMs);
-      coalescer.forwarded(key, beat.at, leaseMs);
+      coalescer.forwarded(key, beat.at, { leaseTimeoutMs: leaseMs });
     } else if ('leaseExpiresAt' in verdict && verdict.leaseValid && verdict.leaseExpiresAt > leaseEnd) {
       outcome.overstated += 1;
     }
@@ -83,13 +83,15 @@ describe('the rule', () => {
 
   it('answers from memory only while the lease outlasts the next heartbeat by the margin', () => {
     const c = { lastAt: 0, gaps: [10_000] };
-    // An eighth of the lease, or room for a resend half an interval later and its landing.
+    // An eighth of the lease, or room for a resend half an interval later and its landing, and never under 2 s.
     expect(coalesceMarginMs(60_000, 10_000)).toBe(8_750);
     expect(coalesceMarginMs(60_000, 1_000)).toBe(7_500);
-    expect(coalesceMarginMs(3_000, 1_000)).toBe(687);
-    expect(mayAnswerFromMemory(60_000, 60_000, 40_000, c)).toBe(true); // 10 s left after the next beat
-    expect(mayAnswerFromMemory(60_000, 60_000, 42_000, c)).toBe(false); // 8 s left
-    expect(mayAnswerFromMemory(60_000, 60_000, 0, undefined)).toBe(false); // cadence unknown
+    expect(coalesceMarginMs(3_000, 1_000)).toBe(2_000);
+    expect(coalesceMarginMs(16_000, 1_000)).toBe(2_000);
+    expect(coalesceMarginMs(24_000, 1_000)).toBe(3_000);
+    expect(mayAnswerFromMemory({ leaseExpiresAt: 60_000, leaseTimeoutMs: 60_000 }, 40_000, c)).toBe(true); // 10 s left after the next beat
+    expect(mayAnswerFromMemory({ leaseExpiresAt: 60_000, leaseTimeoutMs: 60_000 }, 42_000, c)).toBe(false); // 8 s left
+    expect(mayAnswerFromMemory({ leaseExpiresAt: 60_000, leaseTimeoutMs: 60_000 }, 0, undefined)).toBe(false); // cadence unknown
   });
 });
 
@@ -142,14 +144,21 @@ describe('what it costs Temporal', () => {
     expect(outcome.forwarded / outcome.received).toBeCloseTo(0.2, 1);
   });
 
-  it('at 20 s against 60 s, and 1 s against 3 s, one heartbeat in two', () => {
+  it('at 20 s against 60 s, and 2 s against 6 s, one heartbeat in two', () => {
     for (const [intervalMs, leaseMs] of [
       [20_000, 60_000],
-      [1_000, 3_000],
+      [2_000, 6_000],
     ] as const) {
       const outcome = simulate({ leaseMs, fraction: 0.7, latencyMs: 20, beats: cadence(intervalMs, 200 * intervalMs) });
       expect(outcome.lost).toBe(0);
       expect(outcome.forwarded / outcome.received).toBeCloseTo(0.5, 1);
     }
+  });
+
+  it('at 1 s against 3 s, every heartbeat, so each forward has 2 s to land', () => {
+    const outcome = simulate({ leaseMs: 3_000, fraction: 0.7, latencyMs: 20, beats: cadence(1_000, 200 * 1_000) });
+    expect(outcome.lost).toBe(0);
+    // The first heartbeats, before the cadence is known, are forwarded too.
+    expect(outcome.forwarded).toBe(outcome.received);
   });
 });

@@ -50,16 +50,16 @@ const ev = (attempt: number, sequence: number, type: RunEventType = 'user', payl
   receivedAt: 0,
 });
 
-const running = (now = T0) => initialState({ organizationId: 'org', runId: 'r', initialStatus: 'running', createdAt: now }, now, settings);
+const running = (now = T0) =>
+  initialState({ organizationId: 'org', runId: 'r', initialStatus: 'running', createdAt: now }, { now, settings });
 const queued = (now = T0) =>
   initialState(
     { organizationId: 'org', runId: 'r', initialStatus: 'queued', createdAt: now, memberId: 'm', input: { text: 'hi' } },
-    now,
-    settings,
+    { now, settings },
   );
 /** The state once an event is taken in: what a signal does whatever the verdict, and an Update after an `ok` one. */
 const nextState = (state: RunState, event: RunEventReport, now: number, runSettings: RunSettings) =>
-  decideEvent(state, event, now, runSettings).next;
+  decideEvent(state, event, { now, settings: runSettings }).next;
 const applyAll = (state: RunState, events: RunEventReport[], now = T0) => events.reduce((s, e) => nextState(s, e, now, settings), state);
 const sequences = (state: RunState) => state.outbox.map((e) => [e.attempt, e.sequence]);
 
@@ -77,15 +77,19 @@ describe('run state: start and claim', () => {
     const r = running();
     const armed = nextDeadline(r, settings)!;
     // A quarter of the 60 s lease is 15 s: a heartbeat 10 s in moves it too little, one 15 s in enough.
-    expect(deadlineMovedOn(applyHeartbeat(r, { attempt: 0, receivedAt: 0 }, T0 + 10_000, settings), armed, settings)).toBe(false);
-    expect(deadlineMovedOn(applyHeartbeat(r, { attempt: 0, receivedAt: 0 }, T0 + 15_000, settings), armed, settings)).toBe(true);
+    expect(
+      deadlineMovedOn(applyHeartbeat(r, { heartbeat: { attempt: 0, receivedAt: 0 } }, { now: T0 + 10_000, settings }), armed, settings),
+    ).toBe(false);
+    expect(
+      deadlineMovedOn(applyHeartbeat(r, { heartbeat: { attempt: 0, receivedAt: 0 } }, { now: T0 + 15_000, settings }), armed, settings),
+    ).toBe(true);
     // A closed run has no deadline to follow.
     expect(deadlineMovedOn(tick(r, T0 + settings.maxDurationMs, settings), armed, settings)).toBe(false);
   });
 
   it('only a claim starts an attempt of a queued run; reports before it, or for another attempt, are ignored', () => {
     expect(claimVerdict(queued())).toEqual({ ok: true });
-    const byHeartbeat = applyHeartbeat(queued(), { attempt: 1, receivedAt: 0 }, T0 + 5, settings);
+    const byHeartbeat = applyHeartbeat(queued(), { heartbeat: { attempt: 1, receivedAt: 0 } }, { now: T0 + 5, settings });
     expect(byHeartbeat).toMatchObject({ status: 'queued', attempt: 0, ignored: { stale: 1 } });
     const claimed = applyClaim(queued(), T0 + 5, settings);
     expect(claimed).toMatchObject({ status: 'running', attempt: 1, startedAt: T0 + 5, leaseExpiresAt: T0 + 5 + 60_000, transitions: 1 });
@@ -97,7 +101,10 @@ describe('run state: start and claim', () => {
       nextSequence: 2,
     });
     // A report of a newer attempt does not switch a claimed run's attempt: only the next claim does.
-    expect(applyHeartbeat(claimed, { attempt: 2, receivedAt: 0 }, T0 + 8, settings)).toMatchObject({ attempt: 1, ignored: { stale: 1 } });
+    expect(applyHeartbeat(claimed, { heartbeat: { attempt: 2, receivedAt: 0 } }, { now: T0 + 8, settings })).toMatchObject({
+      attempt: 1,
+      ignored: { stale: 1 },
+    });
   });
 
   it('after a lost lease a claim starts the next attempt; a closed run refuses claims', () => {
@@ -200,7 +207,7 @@ describe('run state: ordering and dedupe', () => {
       [1, 1],
       [2, 1],
     ]);
-    expect(applyHeartbeat(s, { attempt: 1, receivedAt: 0 }, T0, settings).ignored.stale).toBe(3);
+    expect(applyHeartbeat(s, { heartbeat: { attempt: 1, receivedAt: 0 } }, { now: T0, settings }).ignored.stale).toBe(3);
   });
 
   it('rejects attempts above maxAttempts', () => {
@@ -234,7 +241,7 @@ describe('run state: ordering and dedupe', () => {
 });
 
 describe('run state: the event verdict, decided before the ack', () => {
-  const verdict = (state: RunState, event: RunEventReport) => decideEvent(state, event, T0, settings).verdict;
+  const verdict = (state: RunState, event: RunEventReport) => decideEvent(state, event, { now: T0, settings }).verdict;
 
   it('accepts the next sequence and whatever the window and byte budget can hold', () => {
     const r = applyAll(running(), [ev(1, 1)]);
@@ -254,7 +261,7 @@ describe('run state: the event verdict, decided before the ack', () => {
           let state = running();
           for (const { sequence, kb } of arrivals) {
             const e = ev(1, sequence, 'user', { blob: 'x'.repeat(kb * 1024) });
-            const decision = decideEvent(state, e, T0, settings);
+            const decision = decideEvent(state, e, { now: T0, settings });
             if (!decision.verdict.ok) continue;
             state = decision.next;
             expect(state.ignored.overflow).toBe(0);
@@ -308,7 +315,7 @@ describe('run state: the event verdict, decided before the ack', () => {
 });
 
 describe('run state: one decision for the Update and the signal', () => {
-  const decide = (state: RunState, event: RunEventReport) => decideEvent(state, event, T0, settings);
+  const decide = (state: RunState, event: RunEventReport) => decideEvent(state, event, { now: T0, settings });
   /** What ignoring a report changes: one more signal of this execution, one more ignored under `reason`. */
   const ignoredAs = (state: RunState, reason: keyof RunState['ignored']): RunState => ({
     ...state,
@@ -427,7 +434,7 @@ describe('run state: a cancel request', () => {
   it('closes a queued run cancelled at once, with who asked and why', () => {
     const q = queued();
     expect(cancelVerdict(q)).toEqual({ ok: true });
-    const done = applyCancelRequest(q, ask('wrong question'), member, T0 + 6);
+    const done = applyCancelRequest(q, { request: ask('wrong question'), caller: member }, T0 + 6);
     expect(done).toMatchObject({ status: 'cancelled', error: 'wrong question', endedAt: T0 + 6, transitions: 1 });
     expect(summaryOf(done).cancelRequested).toEqual({ at: T0 + 5, reason: 'wrong question', memberId: 'm' });
     expect(cancelVerdict(done)).toEqual({ ok: false, error: 'run_closed', status: 'cancelled' });
@@ -435,17 +442,20 @@ describe('run state: a cancel request', () => {
 
   it('closes a run waiting for a retry at once: no runtime holds it', () => {
     const lost = tick(applyClaim(queued(), T0, settings), T0 + 60_000, settings);
-    expect(applyCancelRequest(lost, ask(), member, T0 + 60_001)).toMatchObject({ status: 'cancelled', error: 'cancel_requested' });
+    expect(applyCancelRequest(lost, { request: ask(), caller: member }, T0 + 60_001)).toMatchObject({
+      status: 'cancelled',
+      error: 'cancel_requested',
+    });
   });
 
   it('records the request on a claimed run, which keeps taking reports; a repeat keeps the first', () => {
     const claimed = applyClaim(queued(), T0, settings);
-    const asked = applyCancelRequest(claimed, ask('stop'), member, T0 + 6);
+    const asked = applyCancelRequest(claimed, { request: ask('stop'), caller: member }, T0 + 6);
     expect(asked).toMatchObject({ status: 'running', cancelRequested: { at: T0 + 5, reason: 'stop', memberId: 'm' } });
     expect(asked.transitions).toBe(claimed.transitions + 1);
-    expect(applyCancelRequest(asked, ask('again'), { memberId: 'admin', admin: true }, T0 + 7)).toBe(asked);
+    expect(applyCancelRequest(asked, { request: ask('again'), caller: { memberId: 'admin', admin: true } }, T0 + 7)).toBe(asked);
     const reported = nextState(
-      applyHeartbeat(asked, { attempt: 1, receivedAt: 0 }, T0 + 10, settings),
+      applyHeartbeat(asked, { heartbeat: { attempt: 1, receivedAt: 0 } }, { now: T0 + 10, settings }),
       ev(1, 1, 'assistant'),
       T0 + 11,
       settings,
@@ -455,7 +465,7 @@ describe('run state: a cancel request', () => {
   });
 
   it.each(['succeeded', 'failed', 'cancelled'])('ends cancelled at the terminal event the runtime reports as %s', (status) => {
-    const asked = applyCancelRequest(applyClaim(queued(), T0, settings), ask(), member, T0 + 6);
+    const asked = applyCancelRequest(applyClaim(queued(), T0, settings), { request: ask(), caller: member }, T0 + 6);
     expect(nextState(asked, ev(1, 1, 'terminal', { status }), T0 + 7, settings)).toMatchObject({
       status: 'cancelled',
       error: 'cancel_requested',
@@ -464,17 +474,16 @@ describe('run state: a cancel request', () => {
   });
 
   it('ends cancelled when the lease runs out after the request, with attempts left: no retry', () => {
-    const asked = applyCancelRequest(applyClaim(queued(), T0, settings), ask('enough'), member, T0 + 6);
+    const asked = applyCancelRequest(applyClaim(queued(), T0, settings), { request: ask('enough'), caller: member }, T0 + 6);
     expect(tick(asked, T0 + 59_999, settings).status).toBe('running');
     expect(tick(asked, T0 + 60_000, settings)).toMatchObject({ status: 'cancelled', error: 'enough', endedAt: T0 + 60_000 });
   });
 
   it('is carried through continue-as-new', () => {
-    const asked = applyCancelRequest(applyClaim(queued(), T0, settings), ask(), member, T0 + 6);
+    const asked = applyCancelRequest(applyClaim(queued(), T0, settings), { request: ask(), caller: member }, T0 + 6);
     const carried = initialState(
       { organizationId: 'org', runId: 'r', initialStatus: 'queued', createdAt: T0, carried: compactState(asked) },
-      T0,
-      settings,
+      { now: T0, settings },
     );
     expect(carried.cancelRequested).toEqual(asked.cancelRequested);
   });
@@ -482,11 +491,11 @@ describe('run state: a cancel request', () => {
 
 describe('run state: liveness', () => {
   it('heartbeats and events move the lease, never backwards', () => {
-    let s = applyHeartbeat(running(), { attempt: 1, receivedAt: 0 }, T0 + 1000, settings);
+    let s = applyHeartbeat(running(), { heartbeat: { attempt: 1, receivedAt: 0 } }, { now: T0 + 1000, settings });
     expect(s.leaseExpiresAt).toBe(T0 + 61_000);
     s = nextState(s, ev(1, 1), T0 + 2000, settings);
     expect(s.leaseExpiresAt).toBe(T0 + 62_000);
-    s = applyHeartbeat(s, { attempt: 1, receivedAt: 0 }, T0 + 1500, settings);
+    s = applyHeartbeat(s, { heartbeat: { attempt: 1, receivedAt: 0 } }, { now: T0 + 1500, settings });
     expect(s.leaseExpiresAt).toBe(T0 + 62_000);
     expect(s.lastHeartbeatAt).toBe(T0 + 1500);
   });
@@ -499,14 +508,16 @@ describe('run state: liveness', () => {
     // The lost attempt cannot come back.
     const late = applyAll(lost, [ev(1, 2)]);
     expect(late).toMatchObject({ status: 'awaiting_retry', eventCount: 1 });
-    expect(applyHeartbeat(lost, { attempt: 1, receivedAt: 0 }, T0 + 61_000, settings).status).toBe('awaiting_retry');
+    expect(applyHeartbeat(lost, { heartbeat: { attempt: 1, receivedAt: 0 } }, { now: T0 + 61_000, settings }).status).toBe(
+      'awaiting_retry',
+    );
     expect(tick(lost, T0 + 359_999, settings).status).toBe('awaiting_retry');
     expect(tick(lost, T0 + 360_000, settings)).toMatchObject({ status: 'failed', error: 'lease_lost' });
   });
 
   it('a newer attempt resumes a run awaiting retry', () => {
     const lost = tick(applyAll(running(), [ev(1, 1)]), T0 + 60_000, settings);
-    const resumed = applyHeartbeat(lost, { attempt: 2, receivedAt: 0 }, T0 + 70_000, settings);
+    const resumed = applyHeartbeat(lost, { heartbeat: { attempt: 2, receivedAt: 0 } }, { now: T0 + 70_000, settings });
     expect(resumed).toMatchObject({ status: 'running', attempt: 2, nextSequence: 1, retryDeadline: null, leaseExpiresAt: T0 + 130_000 });
   });
 
@@ -517,7 +528,8 @@ describe('run state: liveness', () => {
 
   it('a run longer than maxDuration is timed_out, whatever its lease', () => {
     let s = running();
-    for (let t = T0; t < T0 + settings.maxDurationMs; t += 30_000) s = applyHeartbeat(s, { attempt: 1, receivedAt: 0 }, t, settings);
+    for (let t = T0; t < T0 + settings.maxDurationMs; t += 30_000)
+      s = applyHeartbeat(s, { heartbeat: { attempt: 1, receivedAt: 0 } }, { now: t, settings });
     expect(nextDeadline(s, settings)).toBe(T0 + settings.maxDurationMs);
     expect(tick(s, T0 + settings.maxDurationMs, settings)).toMatchObject({ status: 'timed_out', error: 'max_duration_exceeded' });
   });
@@ -548,8 +560,7 @@ describe('run state: persistence and continue-as-new', () => {
     expect(carried.outbox).toEqual([]);
     const resumed = initialState(
       { organizationId: 'org', runId: 'r', initialStatus: 'running', createdAt: 0, carried },
-      T0 + 999,
-      settings,
+      { now: T0 + 999, settings },
     );
     expect(resumed).toMatchObject({ eventCount: 2, nextSequence: 3, signalsThisExecution: 0, startedAt: T0 });
     expect(resumed.buffer.map((b) => b.event.sequence)).toEqual([4]);
@@ -591,44 +602,50 @@ const coalesced = (leaseExpiresAt: number, cancelRequested = false, attempt = 1,
 });
 
 /** A key as the heartbeat route makes one (the coalescer reads the attempt from it). */
-const K = HeartbeatCoalescer.key('org-k', 'run-k', 1, 'm');
+const K = HeartbeatCoalescer.key({ organizationId: 'org-k', runId: 'run-k', attempt: 1, memberId: 'm' });
 
 describe('heartbeat coalescer', () => {
   it('forwards once per window per key', () => {
     const c = new HeartbeatCoalescer(15_000, undefined, 0.25);
-    const key = HeartbeatCoalescer.key('org', 'run', 1, 'm');
+    const key = HeartbeatCoalescer.key({ organizationId: 'org', runId: 'run', attempt: 1, memberId: 'm' });
     expect(c.admit(key, 0)).toEqual({ forward: true });
-    c.forwarded(key, 0, 60_000);
+    c.forwarded(key, 0, { leaseTimeoutMs: 60_000 });
     for (let t = 1; t < 15_000; t += 1000) expect(c.admit(key, t)).toEqual(coalesced(60_000));
     // The next forward knows the lease the last one set.
     expect(c.admit(key, 15_000)).toEqual({ forward: true, leaseFloor: 60_000 });
-    expect(c.admit(HeartbeatCoalescer.key('org', 'run', 2, 'm'), 15_001)).toEqual({ forward: true });
-    expect(c.admit(HeartbeatCoalescer.key('other', 'run', 1, 'm'), 15_001)).toEqual({ forward: true });
+    expect(c.admit(HeartbeatCoalescer.key({ organizationId: 'org', runId: 'run', attempt: 2, memberId: 'm' }), 15_001)).toEqual({
+      forward: true,
+    });
+    expect(c.admit(HeartbeatCoalescer.key({ organizationId: 'other', runId: 'run', attempt: 1, memberId: 'm' }), 15_001)).toEqual({
+      forward: true,
+    });
   });
 
   it("never answers one member's heartbeat with another's, nor before a forward succeeded", () => {
     const c = new HeartbeatCoalescer(15_000, undefined, 0.25);
-    const mine = HeartbeatCoalescer.key('org', 'run', 1, 'me');
+    const mine = HeartbeatCoalescer.key({ organizationId: 'org', runId: 'run', attempt: 1, memberId: 'me' });
     expect(c.admit(mine, 0)).toEqual({ forward: true });
     // Still in flight: the next heartbeat waits for its answer.
     expect(c.admit(mine, 1)).toEqual({ forward: false, pending: true });
-    c.forwarded(mine, 0, 60_000);
+    c.forwarded(mine, 0, { leaseTimeoutMs: 60_000 });
     expect(c.admit(mine, 2)).toEqual(coalesced(60_000));
     c.markClosed(mine, 'succeeded', 3);
-    expect(c.admit(HeartbeatCoalescer.key('org', 'run', 1, 'other'), 4)).toEqual({ forward: true });
+    expect(c.admit(HeartbeatCoalescer.key({ organizationId: 'org', runId: 'run', attempt: 1, memberId: 'other' }), 4)).toEqual({
+      forward: true,
+    });
   });
 
   it("answers a cancel it learnt: from the forward that read it, or from this process's cancel of that run only", () => {
     const c = new HeartbeatCoalescer(15_000, undefined, 0.25);
     const [a1, a2, b] = [
-      HeartbeatCoalescer.key('org', 'run', 1, 'm'),
-      HeartbeatCoalescer.key('org', 'run', 2, 'admin'),
-      HeartbeatCoalescer.key('org', 'run-2', 1, 'm'),
+      HeartbeatCoalescer.key({ organizationId: 'org', runId: 'run', attempt: 1, memberId: 'm' }),
+      HeartbeatCoalescer.key({ organizationId: 'org', runId: 'run', attempt: 2, memberId: 'admin' }),
+      HeartbeatCoalescer.key({ organizationId: 'org', runId: 'run-2', attempt: 1, memberId: 'm' }),
     ];
     for (const key of [a1, a2, b]) c.admit(key, 0);
-    c.forwarded(a1, 0, 60_000);
-    c.forwarded(a2, 0, 60_000, true);
-    c.forwarded(b, 0, 60_000);
+    c.forwarded(a1, 0, { leaseTimeoutMs: 60_000 });
+    c.forwarded(a2, 0, { leaseTimeoutMs: 60_000, cancelRequested: true });
+    c.forwarded(b, 0, { leaseTimeoutMs: 60_000 });
     // Attempt 2 holds the run now: attempt 1's heartbeats are told their lease is not valid.
     expect(c.admit(a1, 1)).toEqual(coalesced(60_000, false, 2, false));
     expect(c.admit(a2, 1)).toEqual(coalesced(60_000, true, 2));
@@ -644,11 +661,14 @@ describe('heartbeat coalescer', () => {
     const [c, d] = [new HeartbeatCoalescer(15_000, undefined, 0.25), new HeartbeatCoalescer(15_000, undefined, 0.25)];
     for (const coalescer of [c, d])
       notices.subscribe(runCancelRequested, (run) => coalescer.noteCancelRequested(run.organizationId, run.runId));
-    const [mine, other] = [HeartbeatCoalescer.key('org-n', 'run-n', 1, 'm'), HeartbeatCoalescer.key('org-n', 'run-o', 1, 'm')];
+    const [mine, other] = [
+      HeartbeatCoalescer.key({ organizationId: 'org-n', runId: 'run-n', attempt: 1, memberId: 'm' }),
+      HeartbeatCoalescer.key({ organizationId: 'org-n', runId: 'run-o', attempt: 1, memberId: 'm' }),
+    ];
     for (const coalescer of [c, d]) {
       for (const key of [mine, other]) {
         coalescer.admit(key, 0);
-        coalescer.forwarded(key, 0, 60_000);
+        coalescer.forwarded(key, 0, { leaseTimeoutMs: 60_000 });
       }
     }
     notices.publish(runCancelRequested, { organizationId: 'org-n', runId: 'run-n' });
@@ -659,8 +679,12 @@ describe('heartbeat coalescer', () => {
   });
 
   it('keys cannot collide through separators in ids', () => {
-    expect(HeartbeatCoalescer.key('a/b', 'c', 1, 'm')).not.toBe(HeartbeatCoalescer.key('a', 'b/c', 1, 'm'));
-    expect(HeartbeatCoalescer.key('a', 'b', 1, 'm')).not.toBe(HeartbeatCoalescer.key('a', 'b', 1, 'n'));
+    expect(HeartbeatCoalescer.key({ organizationId: 'a/b', runId: 'c', attempt: 1, memberId: 'm' })).not.toBe(
+      HeartbeatCoalescer.key({ organizationId: 'a', runId: 'b/c', attempt: 1, memberId: 'm' }),
+    );
+    expect(HeartbeatCoalescer.key({ organizationId: 'a', runId: 'b', attempt: 1, memberId: 'm' })).not.toBe(
+      HeartbeatCoalescer.key({ organizationId: 'a', runId: 'b', attempt: 1, memberId: 'n' }),
+    );
   });
 
   it('a failed forward is released so the next heartbeat is forwarded', () => {
@@ -671,7 +695,7 @@ describe('heartbeat coalescer', () => {
     // A release for an older admission does not undo a newer one.
     c.release(K, 100);
     expect(c.admit(K, 102)).toEqual({ forward: false, pending: true });
-    c.forwarded(K, 101, 60_000);
+    c.forwarded(K, 101, { leaseTimeoutMs: 60_000 });
     expect(c.admit(K, 103)).toEqual(coalesced(60_101));
   });
 
@@ -695,11 +719,11 @@ describe('heartbeat coalescer', () => {
 describe("heartbeat coalescer: the window is the run's own", () => {
   it('takes the window as a configured fraction of the lease', () => {
     const c = new HeartbeatCoalescer(HeartbeatCoalescer.windowFor(60_000, 0.6), undefined, 0.6);
-    const key = HeartbeatCoalescer.key('org', 'run', 1, 'm');
+    const key = HeartbeatCoalescer.key({ organizationId: 'org', runId: 'run', attempt: 1, memberId: 'm' });
     // Heartbeats every 10 s against a 60 s lease: one in four is forwarded.
     const forwarded = [0, 10_000, 20_000, 30_000, 40_000, 50_000, 60_000, 70_000].filter((t) => {
       const admission = c.admit(key, t);
-      if (admission.forward) c.forwarded(key, t, 60_000);
+      if (admission.forward) c.forwarded(key, t, { leaseTimeoutMs: 60_000 });
       return admission.forward;
     });
     expect(forwarded).toEqual([0, 40_000]);
@@ -707,12 +731,12 @@ describe("heartbeat coalescer: the window is the run's own", () => {
 
   it("learns a forwarded run's lease and coalesces its heartbeats for a quarter of it", () => {
     const c = new HeartbeatCoalescer(15_000, undefined, 0.25);
-    const key = HeartbeatCoalescer.key('org', 'run', 1, 'm');
+    const key = HeartbeatCoalescer.key({ organizationId: 'org', runId: 'run', attempt: 1, memberId: 'm' });
     expect(c.admit(key, 0)).toEqual({ forward: true });
-    c.forwarded(key, 0, 4_000); // the run's lease is 4 s, not the process's 60 s
+    c.forwarded(key, 0, { leaseTimeoutMs: 4_000 }); // the run's lease is 4 s, not the process's 60 s
     expect(c.admit(key, 999)).toEqual(coalesced(4_000));
     expect(c.admit(key, 1_000)).toEqual({ forward: true, leaseFloor: 4_000 });
-    c.forwarded(key, 1_000, 120_000);
+    c.forwarded(key, 1_000, { leaseTimeoutMs: 120_000 });
     expect(c.admit(key, 29_999)).toEqual(coalesced(121_000));
     expect(c.admit(key, 31_000)).toEqual({ forward: true, leaseFloor: 121_000 });
   });

@@ -8,7 +8,7 @@ import { promisify } from 'node:util';
 import { createTestOrg } from '../harness/identity';
 import { WebClient } from '@slack/web-api';
 import { createLinkToken } from '../../src/slack/link-token';
-import { BOT_SCOPES, slackAppManifest } from '../../src/slack/manifest';
+import { slackAppManifest } from '../../src/slack/manifest';
 import { freshBotToken } from '../../src/slack/tokens';
 import {
   createTestSlackConnection,
@@ -241,11 +241,16 @@ describe('den slack connections with token rotation on', () => {
     slackApiBaseUrl = slack.url;
     try {
       // An app whose owner switched rotation on in Slack; its operator installed it there and copied the tokens.
-      const manifest = slackAppManifest({ name: 'rotating', publicBaseUrl: stack.url, connectionId: 'emc_01h2xcejqtf2nbrexx3vqjhp41' });
+      const manifest = slackAppManifest({
+        name: 'rotating',
+        publicBaseUrl: stack.url,
+        connectionId: 'emc_01h2xcejqtf2nbrexx3vqjhp41',
+        conversation: { threadFollowUps: 'off', suggestedPrompts: [] },
+      });
       const app = await slack.createApp({ ...manifest, settings: { ...manifest.settings, token_rotation_enabled: true } });
       const teamId = slack.addWorkspace('rotating');
       const redirectUri = manifest.oauth_config!.redirect_urls![0]!;
-      const code = slack.issueCode({ clientId: app.clientId, redirectUri, teamId, scopes: [...BOT_SCOPES] });
+      const code = slack.issueCode({ clientId: app.clientId, redirectUri, teamId, scopes: manifest.oauth_config!.scopes!.bot! });
       const issued = await new WebClient('', { slackApiUrl: `${slack.url}/` }).oauth.v2.access({
         client_id: app.clientId,
         client_secret: app.clientSecret,

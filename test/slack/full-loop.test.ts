@@ -9,6 +9,7 @@ import {
   appMention,
   eventEnvelope,
   linkTokenFrom,
+  markRuntimeOnline,
   newSlackUserId,
   postSlackEvent,
   postSlashCommand,
@@ -42,6 +43,8 @@ async function mentionAsLinkedMember(member: TestMember, text: string) {
   });
   expect(linked.status).toBe(201);
   expect(linked.json).toEqual({ connectionId: connection.connectionId, slackUserId, memberId: member.memberId });
+  // The member's runtime (this test) is there.
+  await markRuntimeOnline(stack, member);
 
   const mention = appMention(slackUserId, text);
   const envelope = eventEnvelope(connection, mention);

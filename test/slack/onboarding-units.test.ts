@@ -3,7 +3,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { authorizeUrl } from '../../src/slack/install';
 import { formatLinkCode, newLinkCode, normalizeLinkCode } from '../../src/slack/link-codes';
-import { BOT_EVENTS, BOT_SCOPES, botDisplayName, slackAppManifest } from '../../src/slack/manifest';
+import { DEFAULT_SUGGESTED_PROMPTS } from '../../src/slack/assistant';
+import { FOLLOW_UP_EVENTS, botDisplayName, manifestNeeds, slackAppManifest } from '../../src/slack/manifest';
 import { manifestError } from '../harness/fake-slack-oauth';
 
 describe('link codes', () => {
@@ -29,7 +30,9 @@ describe('the app manifest', () => {
     name: 'den (prod)',
     publicBaseUrl: 'https://den.example/',
     connectionId: 'emc_01h2xcejqtf2nbrexx3vqjhp41',
+    conversation: { threadFollowUps: 'off', suggestedPrompts: [...DEFAULT_SUGGESTED_PROMPTS] },
   });
+  const needs = manifestNeeds({ threadFollowUps: 'off' });
 
   it('is one Slack takes (the fake checks what Slack checks), every URL on the public URL', () => {
     expect(manifestError(manifest as Record<string, unknown>)).toBeUndefined();
@@ -53,8 +56,10 @@ describe('the app manifest', () => {
       const list = (line ?? '').split('):')[1] ?? '';
       return [...list.matchAll(/`([^`]+)`/g)].map((m) => m[1]!).sort();
     };
-    expect(listed('Bot token scopes')).toEqual([...BOT_SCOPES].sort());
-    expect(listed('Bot events')).toEqual([...BOT_EVENTS].sort());
+    expect(listed('Bot token scopes')).toEqual([...needs.scopes].sort());
+    expect(listed('Bot events')).toEqual([...needs.events].sort());
+    expect(listed('Bot events with follow-ups')).toEqual([...FOLLOW_UP_EVENTS].sort());
+    expect(manifestNeeds({ threadFollowUps: 'asker' }).events.sort()).toEqual([...needs.events, ...FOLLOW_UP_EVENTS].sort());
   });
 
   it('names a bot user only with what Slack allows', () => {
@@ -71,7 +76,7 @@ it("Slack's authorize URL asks for the manifest's bot scopes, with the redirect 
   expect(`${url.origin}${url.pathname}`).toBe('https://slack.com/oauth/v2/authorize');
   expect(Object.fromEntries(url.searchParams)).toEqual({
     client_id: '1.2',
-    scope: BOT_SCOPES.join(','),
+    scope: manifestNeeds({ threadFollowUps: 'off' }).scopes.join(','),
     redirect_uri: 'https://den.example/cb',
     state: 'a.b',
   });

@@ -12,8 +12,12 @@
 import { FLOW_PAGE_POLICY, issueFlowState } from '../../src/app/install-flow';
 import { findSlackConnection } from '../../src/slack/connections';
 import { slackEventStateQuery, slackEventWorkflowId } from '../../src/slack/contract';
-import { BOT_EVENTS, BOT_SCOPES } from '../../src/slack/manifest';
+import { manifestNeeds } from '../../src/slack/manifest';
+
+/** What a connection's app has with follow-ups off: the manifest's scopes and events. */
+const APP = manifestNeeds({ threadFollowUps: 'off' });
 import { createTestOrg, type TestMember } from '../harness/identity';
+import { manifestError } from '../harness/fake-slack-oauth';
 import { freePort } from '../harness/ports';
 import {
   appMention,
@@ -119,10 +123,10 @@ describe('an admin connects a workspace through the API alone', () => {
     const read = await stack.request('GET', `${CONNECTIONS}/${connectionId}/manifest`, { headers: admin.headers });
     expect(read.json.manifest).toEqual(manifest);
     const base = `${appBaseUrl}/v1/integrations/slack/${connectionId}`;
-    expect(manifest.settings.event_subscriptions).toEqual({ request_url: `${base}/events`, bot_events: [...BOT_EVENTS] });
+    expect(manifest.settings.event_subscriptions).toEqual({ request_url: `${base}/events`, bot_events: [...APP.events] });
     expect(manifest.features.slash_commands).toEqual([expect.objectContaining({ command: '/den', url: `${base}/commands` })]);
     expect(manifest.settings.interactivity).toEqual({ is_enabled: true, request_url: `${base}/interactions` });
-    expect(manifest.oauth_config).toEqual({ redirect_urls: [`${appBaseUrl}${CALLBACK}`], scopes: { bot: [...BOT_SCOPES] } });
+    expect(manifest.oauth_config).toEqual({ redirect_urls: [`${appBaseUrl}${CALLBACK}`], scopes: { bot: [...APP.scopes] } });
     const urls = JSON.stringify(manifest).match(/https?:\/\/[^"]+/g)!;
     expect(urls.length).toBe(4);
     expect(urls.filter((url) => !url.startsWith(`${appBaseUrl}/v1/integrations/slack/`))).toEqual([]);
@@ -146,7 +150,7 @@ describe('an admin connects a workspace through the API alone', () => {
     expect(`${authorize.origin}${authorize.pathname}`).toBe(slack.authorizeUrl);
     expect(Object.fromEntries(authorize.searchParams)).toEqual({
       client_id: app.clientId,
-      scope: BOT_SCOPES.join(','),
+      scope: APP.scopes.join(','),
       redirect_uri: `${appBaseUrl}${CALLBACK}`,
       state: expect.any(String),
     });
@@ -183,6 +187,45 @@ describe('an admin connects a workspace through the API alone', () => {
     // No secret and no token in the service's logs.
     const logs = JSON.stringify(stack.logs);
     for (const secret of [app.clientSecret, app.signingSecret, token]) expect(logs).not.toContain(secret);
+  });
+
+  it('follow-ups turned on: the app lacks their events (manifestOutdated, with the manifest to apply) until it is applied and installed again', async () => {
+    const org = await createTestOrg(db());
+    const { connectionId, teamId, app } = await onboard(org.owner, slack.addWorkspace());
+    const installed = await getConnection(org.owner, connectionId);
+    expect(installed).toMatchObject({ threadFollowUps: 'off', manifestOutdated: false, appLacks: { scopes: [], events: [] } });
+    expect(installed.manifest).toBeUndefined();
+
+    const url = `${CONNECTIONS}/${connectionId}`;
+    const patched = await stack.request('PATCH', url, { headers: org.owner.headers, body: { threadFollowUps: 'asker' } });
+    const followUpEvents = ['message.channels', 'message.groups', 'message.mpim'];
+    expect(patched.json).toMatchObject({
+      threadFollowUps: 'asker',
+      manifestOutdated: true,
+      appLacks: { scopes: [], events: followUpEvents },
+    });
+    expect(patched.json.manifest.settings.event_subscriptions.bot_events).toEqual(expect.arrayContaining(followUpEvents));
+    expect((await stack.request('GET', `${url}/manifest`, { headers: org.owner.headers })).json.manifest).toEqual(patched.json.manifest);
+    // The list says the same, without the manifest.
+    const listed = (await stack.request('GET', CONNECTIONS, { headers: org.owner.headers })).json.connections[0];
+    expect(listed).toMatchObject({ connectionId, manifestOutdated: true });
+    expect(listed.manifest).toBeUndefined();
+
+    // Applied on the app's App Manifest page (Slack takes it), then installed again.
+    expect(manifestError(patched.json.manifest)).toBeUndefined();
+    app.manifest = patched.json.manifest;
+    expectPage(await callback(await authorizeAs(await installLink(org.owner, connectionId), teamId)), 200);
+    expect(await getConnection(org.owner, connectionId)).toMatchObject({ manifestOutdated: false, appLacks: { scopes: [], events: [] } });
+
+    // An operator's connection, whose app the service never saw: taken to have what apps had before.
+    const operators = await createTestSlackConnection(db(), stack.services.secretKey, org.organizationId);
+    expect(await getConnection(org.owner, operators.connectionId)).toMatchObject({
+      manifestOutdated: true,
+      appLacks: {
+        scopes: ['assistant:write'],
+        events: ['assistant_thread_started', 'assistant_thread_context_changed', 'app_home_opened'],
+      },
+    });
   });
 
   it('a reinstall replaces the bot token', async () => {
@@ -310,7 +353,7 @@ describe('the callback refuses, with a clear page, and stores nothing', () => {
       clientId: theirs.app.clientId,
       redirectUri: `${appBaseUrl}${CALLBACK}`,
       teamId,
-      scopes: [...BOT_SCOPES],
+      scopes: [...APP.scopes],
     });
     const crossed = new URL(`${appBaseUrl}${CALLBACK}?${new URLSearchParams({ code, state: foreign.state })}`);
     const page = await refusedWith(crossed, 403, 'other_organization', theirs.connectionId, other.owner);
@@ -335,7 +378,7 @@ describe('the callback refuses, with a clear page, and stores nothing', () => {
     const location = await authorizeAs(await installLink(org.owner, mine.connectionId), teamId);
     location.searchParams.set(
       'code',
-      slack.issueCode({ clientId: another.app.clientId, redirectUri: `${appBaseUrl}${CALLBACK}`, teamId, scopes: [...BOT_SCOPES] }),
+      slack.issueCode({ clientId: another.app.clientId, redirectUri: `${appBaseUrl}${CALLBACK}`, teamId, scopes: [...APP.scopes] }),
     );
     const res = await refusedWith(location, 400, 'authorization_refused', mine.connectionId, org.owner);
     expect(res.text).toContain('invalid_code');

@@ -6,7 +6,15 @@
 import { slackEventStateQuery, slackEventWorkflowId } from '../../src/slack/contract';
 import { CANCEL_ACTION_ID } from '../../src/slack/progress';
 import type { TestMember } from '../harness/identity';
-import { appMention, eventEnvelope, linkSlackUser, postSlackEvent, startSlackLoop, type FakeSlack } from '../harness/slack';
+import {
+  appMention,
+  eventEnvelope,
+  linkSlackUser,
+  markRuntimeOnline,
+  postSlackEvent,
+  startSlackLoop,
+  type FakeSlack,
+} from '../harness/slack';
 import type { TestStack } from '../harness/stack';
 import { waitFor } from '../harness/wait';
 
@@ -27,6 +35,7 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 async function mentionAndClaim(text: string) {
   const member: TestMember = await loop.org.addMember('member');
   const slackUserId = await linkSlackUser(stack, loop.connection, member);
+  await markRuntimeOnline(stack, member);
   const mention = appMention(slackUserId, text);
   const envelope = eventEnvelope(loop.connection, mention);
   const sentAt = Date.now();

@@ -34,12 +34,18 @@ export interface Principal {
 /** Resolves the request's credentials to a principal, or throws 401. */
 export type Authenticator = (headers: IncomingHttpHeaders) => Promise<Principal>;
 
+/** Who a route lets in: its mode, and whether only a session, or also a runner token, opens it. */
+export interface RouteAccess {
+  auth: AuthMode;
+  sessionOnly?: boolean;
+  runnerToken?: boolean;
+}
+
 /** Enforces a route's declared mode; returns the principal for authenticated/admin routes. */
 export async function requireAuth(
   headers: IncomingHttpHeaders,
-  mode: AuthMode,
   authenticate: Authenticator,
-  options: { sessionOnly?: boolean; runnerToken?: boolean },
+  { auth: mode, ...options }: RouteAccess,
 ): Promise<Principal | undefined> {
   if (mode === 'public' || mode === 'signature') return undefined;
   const principal = await authenticate(headers);

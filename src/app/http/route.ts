@@ -138,7 +138,7 @@ export function defineRoute<P extends ZodType, Q extends ZodType, B extends ZodT
           let limitBytes = definition.body.limitBytes;
           if (definition.auth === 'signature') {
             const checks = async () => beforeBody?.({ params }, ctx);
-            ({ watch, limitBytes } = await admitUnauthenticated(ctx, limitBytes, checks, pipeline));
+            ({ watch, limitBytes } = await admitUnauthenticated(ctx, { limitBytes, checks }, pipeline));
           }
           rawBody = await readRawBody(ctx, limitBytes, watch);
           if (definition.body.kind === 'json') body = parseOr400(definition.body.schema, parseJson(rawBody));
@@ -153,6 +153,12 @@ export function defineRoute<P extends ZodType, Q extends ZodType, B extends ZodT
   };
 }
 
+/** An unauthenticated body not read yet: the route's limit, and the route's own checks that run first. */
+interface UnreadBody {
+  limitBytes: number;
+  checks: () => Promise<void>;
+}
+
 /**
  * Before an unauthenticated body is read: a declared size over the limit is a 413, then the
  * route's own checks run, then the body's bytes are held in the budget under the client's
@@ -163,8 +169,7 @@ export function defineRoute<P extends ZodType, Q extends ZodType, B extends ZodT
  */
 async function admitUnauthenticated(
   ctx: AppContext,
-  limitBytes: number,
-  checks: () => Promise<void>,
+  { limitBytes, checks }: UnreadBody,
   { unauthenticated, minBytesPerSecond, metrics }: Pipeline,
 ): Promise<{ watch: BodyWatch; limitBytes: number }> {
   const declared = ctx.request.length as number | undefined;
@@ -282,10 +287,7 @@ export function mountRoute(router: Router<AppState>, route: Route, deps: MountDe
   const handler = async (ctx: AppContext) => {
     ctx.state.routeTemplate = route.path;
     const serve = async (): Promise<Reply> => {
-      const principal = await requireAuth(withCredentialLines(ctx.headers, ctx.req.rawHeaders), route.auth, deps.authenticate, {
-        sessionOnly: route.sessionOnly,
-        runnerToken: route.runnerToken,
-      });
+      const principal = await requireAuth(withCredentialLines(ctx.headers, ctx.req.rawHeaders), deps.authenticate, route);
       ctx.state.principal = principal;
       return route.serve(ctx, principal, deps.pipeline);
     };

@@ -15,15 +15,18 @@ const DEFAULT_KEEP_ALIVE_TIMEOUT_MS = 65_000;
 /** How often Node checks open requests against the headers and request timeouts (its default is 30 s). */
 const TIMEOUT_CHECK_INTERVAL_MS = 1000;
 
-/** HTTP_KEEP_ALIVE_TIMEOUT, HTTP_HEADERS_TIMEOUT, HTTP_REQUEST_TIMEOUT and HTTP_MAX_CONNECTIONS. */
+/** HOST, PORT, HTTP_KEEP_ALIVE_TIMEOUT, HTTP_HEADERS_TIMEOUT, HTTP_REQUEST_TIMEOUT and HTTP_MAX_CONNECTIONS. */
 export interface ListenOptions {
+  host: string;
+  port: number;
   keepAliveTimeoutMs?: number;
   headersTimeoutMs?: number;
   requestTimeoutMs?: number;
   maxConnections?: number;
 }
 
-export async function listen(app: Koa<never> | Koa, host: string, port: number, options: ListenOptions = {}): Promise<HttpServer> {
+export async function listen(app: Koa<never> | Koa, options: ListenOptions): Promise<HttpServer> {
+  const { host, port } = options;
   const server = http.createServer({ connectionsCheckingInterval: TIMEOUT_CHECK_INTERVAL_MS }, app.callback());
   // A load balancer that reuses an idle upstream connection the API has just closed answers its
   // client 502, so the API keeps idle connections longer than the balancer does; shutdown closes

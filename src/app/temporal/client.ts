@@ -114,6 +114,13 @@ export function isConversionFailure(error: unknown): boolean {
   return false;
 }
 
+/** One Temporal call's name (in the timeout's message and the error metric), its bound, and where errors are counted. */
+export interface TemporalCallOptions {
+  operation: string;
+  timeoutMs: number;
+  metrics?: Metrics;
+}
+
 /**
  * Runs one Temporal call under a deadline. A definite answer (already started, not found…)
  * is rethrown for the caller to interpret, and so is a conversion failure (a bug: 500); anything
@@ -122,10 +129,8 @@ export function isConversionFailure(error: unknown): boolean {
  */
 export async function temporalCall<T>(
   temporal: TemporalClientHandle,
-  operation: string,
-  timeoutMs: number,
+  { operation, timeoutMs, metrics }: TemporalCallOptions,
   fn: () => Promise<T>,
-  metrics?: Metrics,
 ): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   // withDeadline bounds the RPC, but not the lazy connection's (re)connect that precedes it,

@@ -15,9 +15,14 @@ const INDEXED_TYPE: Record<string, temporal.api.enums.v1.IndexedValueType> = {
   INT: temporal.api.enums.v1.IndexedValueType.INDEXED_VALUE_TYPE_INT,
 };
 
+/** The namespace whose search attributes are ensured, and the connection that reaches it. */
+export interface NamespaceConnection {
+  connection: Connection;
+  namespace: string;
+}
+
 export async function ensureSearchAttributes(
-  connection: Connection,
-  namespace: string,
+  { connection, namespace }: NamespaceConnection,
   keys: readonly SearchAttributeKey[],
   log: Logger,
 ): Promise<string[]> {

@@ -192,7 +192,7 @@ export async function startWorker(options: WorkerOptions): Promise<WorkerHandle>
       } finally {
         await state.current.connection.close().catch(() => undefined);
       }
-      if (state.stopping || !(await restart(state, create, pause.sleep, log))) return;
+      if (state.stopping || !(await restart(state, { create, sleep: pause.sleep, log }))) return;
       log.info({ taskQueue, restarts: state.restarts }, 'worker restarted');
     }
   })();
@@ -215,12 +215,17 @@ export async function startWorker(options: WorkerOptions): Promise<WorkerHandle>
   };
 }
 
+/** What a restart uses: how to build the pollers, how to wait between tries (shutdown wakes it), and the log. */
+interface Rebuild {
+  create: () => Promise<Pollers>;
+  sleep: (ms: number) => Promise<void>;
+  log: Logger;
+}
+
 /** Rebuilds the pollers with backoff until it succeeds (true) or shutdown begins (false). */
 async function restart(
   state: { current: Pollers; stopping: boolean; restarts: number },
-  create: () => Promise<Pollers>,
-  sleep: (ms: number) => Promise<void>,
-  log: Logger,
+  { create, sleep, log }: Rebuild,
 ): Promise<boolean> {
   for (let attempt = 0; ; attempt++) {
     const delayMs = Math.min(RESTART_BACKOFF_MS.max, RESTART_BACKOFF_MS.initial * 2 ** attempt);

@@ -50,9 +50,17 @@ export function tokenRefusal(json: Record<string, unknown> | undefined): string 
   return typeof json?.message === 'string' ? `${reason}: ${json.message}` : reason;
 }
 
+/** One call of the run API: its method, path and JSON body, and what aborts it (beside its own bound). */
+interface ApiCall {
+  method: string;
+  path: string;
+  body: unknown;
+  stop?: AbortSignal;
+}
+
 export function apiClient(options: ApiClientOptions) {
   const base = options.apiUrl.replace(/\/+$/, '');
-  const once = async (method: string, path: string, body: unknown, stop?: AbortSignal) => {
+  const once = async ({ method, path, body, stop }: ApiCall) => {
     // Every call is bounded: the long-poll's wait plus room for the answer.
     const timeout = AbortSignal.timeout((options.waitSeconds + REQUEST_SLACK_SECONDS) * 1000);
     return fetch(`${base}${path}`, {
@@ -62,14 +70,15 @@ export function apiClient(options: ApiClientOptions) {
       signal: stop ? AbortSignal.any([stop, timeout]) : timeout,
     });
   };
-  const call = async (method: string, path: string, body: unknown, stop?: AbortSignal) => {
-    let response = await once(method, path, body, stop);
+  const call = async (request: ApiCall) => {
+    const { path, stop } = request;
+    let response = await once(request);
     while (response.status === 429 && !stop?.aborted) {
       const wait = retryAfterMs(response.headers.get('retry-after'));
       options.log(`${path}: the API asked to slow down (429); retrying in ${wait} ms`);
       await response.body?.cancel();
       await sleepUnlessStopped(wait, stop);
-      response = await once(method, path, body, stop);
+      response = await once(request);
     }
     const text = await response.text();
     const json = text ? (JSON.parse(text) as Record<string, unknown>) : undefined;
@@ -77,7 +86,7 @@ export function apiClient(options: ApiClientOptions) {
     return { status: response.status, json };
   };
   const report = async (runId: string, kind: 'events' | 'heartbeat' | 'complete', body: unknown) =>
-    call('POST', `/v1/automation-runs/${encodeURIComponent(runId)}/${kind}`, body);
+    call({ method: 'POST', path: `/v1/automation-runs/${encodeURIComponent(runId)}/${kind}`, body });
   /** Retried until the API takes it (an ack is durable): a lost report would leave the run hanging. */
   const deliver = async (runId: string, kind: 'events' | 'complete', body: () => Record<string, unknown>): Promise<void> => {
     for (let delay = BACKOFF_MS.initial; ; delay = Math.min(BACKOFF_MS.max, delay * 2)) {
@@ -96,7 +105,12 @@ export function apiClient(options: ApiClientOptions) {
   };
   return {
     async claimNext(): Promise<RunClaim | undefined> {
-      const res = await call('POST', '/v1/automation-runs/claim', { waitSeconds: options.waitSeconds }, options.stop);
+      const res = await call({
+        method: 'POST',
+        path: '/v1/automation-runs/claim',
+        body: { waitSeconds: options.waitSeconds },
+        stop: options.stop,
+      });
       if (res.status === 204) return undefined;
       if (res.status === 200) return res.json as unknown as RunClaim;
       throw new Error(`claim answered ${res.status}`);

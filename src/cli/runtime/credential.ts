@@ -85,18 +85,26 @@ export async function firstToken(
   return grantOf(answer, 'minting a runner token');
 }
 
+/** Where a credential is renewed, where it tells what happened, and its clock (Date.now unless given). */
+export interface RenewalOptions {
+  apiUrl: string;
+  log: (line: string) => void;
+  now?: () => number;
+}
+
 /** The token the runtime holds now, renewed in the background at half its life until `stop`. */
 export class RunnerCredential {
   private grant: TokenGrant;
   private renewing: Promise<void> | undefined;
+  private readonly apiUrl: string;
+  private readonly log: (line: string) => void;
+  private readonly now: () => number;
 
-  constructor(
-    first: TokenGrant,
-    private readonly apiUrl: string,
-    private readonly log: (line: string) => void,
-    private readonly now: () => number = Date.now,
-  ) {
+  constructor(first: TokenGrant, { apiUrl, log, now = Date.now }: RenewalOptions) {
     this.grant = first;
+    this.apiUrl = apiUrl;
+    this.log = log;
+    this.now = now;
   }
 
   get runnerId(): string {

@@ -10,7 +10,8 @@
  * its log or the commands it runs (their environment has no DEN_API_KEY or DEN_RUNNER_TOKEN).
  *
  * Per run: the run's `input.text` on the command's stdin, DEN_RUN_ID and DEN_RUN_ATTEMPT in its
- * environment, a heartbeat every `heartbeatMs` while it runs, its stdout so far as an `assistant`
+ * environment, and DEN_RUN_CONTEXT naming a JSON file of `{input, context}` (the thread the run was
+ * asked in, src/cli/runtime/run-context.ts), a heartbeat every `heartbeatMs` while it runs, its stdout so far as an `assistant`
  * event at most once per `streamIntervalMs` (a member watches the answer grow), then the whole
  * stdout as the last `assistant` event and the run's completion (`POST …/complete`): `succeeded`
  * on exit 0, else `failed` with the tail of stderr and what failed (`failure`): `task` when the
@@ -24,6 +25,7 @@ import { TERMINAL_ERROR_MAX_LENGTH } from '../../runs/schemas';
 import { BACKOFF_MS, RuntimeError, apiClient, sleepUnlessStopped, type ApiClient } from './api-client';
 import { RunnerCredential, firstToken } from './credential';
 import { AttemptReporter, startCommand, type Exit, type RunningCommand } from './execution';
+import { writeRunContext } from './run-context';
 
 export { RuntimeError } from './api-client';
 
@@ -62,7 +64,7 @@ async function openCredential(options: RuntimeOptions): Promise<RunnerCredential
   const apiKey = options.credentials.takeApiKey();
   const given = apiKey !== undefined ? { apiKey } : { token: options.credentials.token ?? '' };
   try {
-    return new RunnerCredential(await firstToken(options.apiUrl, given, options.label), options.apiUrl, options.log);
+    return new RunnerCredential(await firstToken(options.apiUrl, given, options.label), { apiUrl: options.apiUrl, log: options.log });
   } catch (error) {
     if (error instanceof RuntimeError) throw error;
     // fetch reports an unreachable API as a TypeError; any other failure is the API's answer.
@@ -119,13 +121,14 @@ async function runOne(options: RuntimeOptions, api: ApiClient, claim: RunClaim):
   const runId = claim.run.id;
   const attempt = claim.attempt;
   options.log(`claimed run ${runId} (attempt ${attempt})`);
-  const environment = { ...options.environment, DEN_RUN_ID: runId, DEN_RUN_ATTEMPT: String(attempt) };
+  const context = await writeRunContext(claim.run);
+  const environment = { ...options.environment, DEN_RUN_ID: runId, DEN_RUN_ATTEMPT: String(attempt), DEN_RUN_CONTEXT: context.path };
   const command = startCommand(options.exec, environment, claim.run.input?.text ?? '');
   const reporter = new AttemptReporter(api, runId, attempt);
   const seen: Interruptions = { cancelled: false, killedAfterGrace: false };
 
   const stream = setInterval(() => reporter.progress(command.text()), options.streamIntervalMs);
-  const heartbeat = setInterval(() => void heartbeatOnce(options, api, command, runId, attempt, seen), options.heartbeatMs);
+  const heartbeat = setInterval(() => void heartbeatOnce(options, api, { command, runId, attempt, seen }), options.heartbeatMs);
   // Ctrl-C: the current command gets the grace period, then is killed and reported failed.
   const onStop = () => {
     options.log(`stopping: run ${runId} has ${options.graceMs} ms to finish`);
@@ -137,6 +140,7 @@ async function runOne(options: RuntimeOptions, api: ApiClient, claim: RunClaim):
   };
   options.stop.addEventListener('abort', onStop, { once: true });
   const result = await command.exited;
+  await context.remove();
   clearInterval(stream);
   clearInterval(heartbeat);
   options.stop.removeEventListener('abort', onStop);
@@ -148,18 +152,19 @@ async function runOne(options: RuntimeOptions, api: ApiClient, claim: RunClaim):
   options.log(`run ${runId}: ${String(completion.status)}`);
 }
 
+/** The attempt a heartbeat is for: its command, its run and number, and what interrupted it so far. */
+interface LiveAttempt {
+  command: RunningCommand;
+  runId: string;
+  attempt: number;
+  seen: Interruptions;
+}
+
 /**
  * One heartbeat. A refusal (the lease was lost, the run ended) means another attempt owns the
  * run: stop the command. A reply saying the run was asked to stop: stop it, to report `cancelled`.
  */
-async function heartbeatOnce(
-  options: RuntimeOptions,
-  api: ApiClient,
-  command: RunningCommand,
-  runId: string,
-  attempt: number,
-  seen: Interruptions,
-): Promise<void> {
+async function heartbeatOnce(options: RuntimeOptions, api: ApiClient, { command, runId, attempt, seen }: LiveAttempt): Promise<void> {
   let result;
   // A failed heartbeat (503, or no answer) is sent again once, half an interval later: with the
   // API forwarding one heartbeat in five to a run's workflow, waiting for the next interval could

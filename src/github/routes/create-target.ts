@@ -57,7 +57,12 @@ async function postTarget(deps: Deps, principal: Principal, body: z.output<typeo
     ref: body.ref,
   });
   if (!connected.ok) throw refusal(connected);
-  const view = await viewTarget(deps.db, principal.organizationId, connected.targetId, deps.settings.app !== undefined, deps.now());
+  const view = await viewTarget(deps.db, {
+    organizationId: principal.organizationId,
+    targetId: connected.targetId,
+    configured: deps.settings.app !== undefined,
+    now: deps.now(),
+  });
   return { status: connected.created ? 201 : 200, body: view };
 }
 

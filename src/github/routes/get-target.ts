@@ -10,7 +10,12 @@ type Deps = Pick<GithubRouteDeps, 'db' | 'settings' | 'ingress' | 'now'>;
 const badId = { 400: { description: 'Invalid target id.', schema: InvalidRequestError } };
 
 async function getOne(deps: Deps, principal: Principal, targetId: string): Promise<Reply> {
-  const view = await viewTarget(deps.db, principal.organizationId, targetId, deps.settings.app !== undefined, deps.now());
+  const view = await viewTarget(deps.db, {
+    organizationId: principal.organizationId,
+    targetId,
+    configured: deps.settings.app !== undefined,
+    now: deps.now(),
+  });
   if (!view) throw targetNotFound();
   return { status: 200, body: view };
 }

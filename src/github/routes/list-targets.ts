@@ -10,7 +10,14 @@ import { adminOrNotFound, TAGS, TargetBody, targetAuthResponses } from './target
 async function getTargets(deps: Pick<GithubRouteDeps, 'db' | 'settings' | 'now'>, principal: Principal): Promise<Reply> {
   const targets = await listTargets(deps.db, principal.organizationId);
   const views = await Promise.all(
-    targets.map((t) => viewTarget(deps.db, principal.organizationId, t.targetId, deps.settings.app !== undefined, deps.now())),
+    targets.map((t) =>
+      viewTarget(deps.db, {
+        organizationId: principal.organizationId,
+        targetId: t.targetId,
+        configured: deps.settings.app !== undefined,
+        now: deps.now(),
+      }),
+    ),
   );
   return { status: 200, body: { targets: views.filter((v) => v !== undefined) } };
 }

@@ -76,14 +76,20 @@ async function stillAdmin(deps: Deps, claims: FlowStateClaims): Promise<boolean>
 }
 
 /** A page saying the installation was not connected, with the coded reason and the installation when known. */
-function refused(status: number, reason: string, message: string, installationId?: number): Reply {
+function refused(status: number, why: { reason: string; message: string; installationId?: number }): Reply {
+  const { reason, message, installationId } = why;
   const facts: [string, string][] = [['Reason', reason]];
   if (installationId !== undefined) facts.push(['Installation', String(installationId)]);
   return flowPage({ status, title: 'The GitHub App was not connected', message, facts });
 }
 
 /** Binds the installation GitHub listed for the installer, unless another organization owns it. */
-async function bind(deps: Deps, claims: FlowStateClaims, installationId: number, account: string | null, log: AppContext['state']['log']) {
+async function bind(
+  deps: Deps,
+  installer: { claims: FlowStateClaims; installationId: number; account: string | null },
+  log: AppContext['state']['log'],
+) {
+  const { claims, installationId, account } = installer;
   const bound = await bindInstallation(deps.db, {
     installationId,
     organizationId: claims.organizationId,
@@ -93,10 +99,18 @@ async function bind(deps: Deps, claims: FlowStateClaims, installationId: number,
   });
   log.info({ installationId, organizationId: claims.organizationId, outcome: bound.outcome }, 'github installation setup');
   if (bound.outcome === 'owned_elsewhere') {
-    return refused(409, 'owned_elsewhere', 'This installation is already connected to another organization.', installationId);
+    return refused(409, {
+      reason: 'owned_elsewhere',
+      message: 'This installation is already connected to another organization.',
+      installationId,
+    });
   }
   if (bound.outcome === 'organization_not_found') {
-    return refused(403, 'organization_not_found', 'The organization of this install link no longer exists.', installationId);
+    return refused(403, {
+      reason: 'organization_not_found',
+      message: 'The organization of this install link no longer exists.',
+      installationId,
+    });
   }
   const facts: [string, string][] = [['Installation', String(installationId)]];
   if (account !== null) facts.push(['GitHub account', account]);
@@ -115,7 +129,7 @@ async function completeSetup(
   ctx: AppContext,
 ): Promise<Reply> {
   const callback = readCallback(query);
-  if (!callback.ok) return refused(400, 'invalid_callback', callback.message);
+  if (!callback.ok) return refused(400, { reason: 'invalid_callback', message: callback.message });
   if (callback.action === 'request') {
     return flowPage({
       status: 200,
@@ -127,48 +141,66 @@ async function completeSetup(
   const verdict = await consumeFlowState(deps, callback.state, INSTALL_FLOW.purpose);
   if (!verdict.ok) {
     ctx.state.log.info({ installationId, reason: verdict.reason }, 'github installation setup refused: state');
-    return refused(400, `state_${verdict.reason}`, `${FLOW_STATE_REFUSALS[verdict.reason]} ${START_AGAIN}`, installationId);
+    return refused(400, {
+      reason: `state_${verdict.reason}`,
+      message: `${FLOW_STATE_REFUSALS[verdict.reason]} ${START_AGAIN}`,
+      installationId,
+    });
   }
   if (!(await stillAdmin(deps, verdict.claims))) {
-    return refused(403, 'not_admin', 'The admin who asked for this install link can no longer connect installations.', installationId);
+    return refused(403, {
+      reason: 'not_admin',
+      message: 'The admin who asked for this install link can no longer connect installations.',
+      installationId,
+    });
   }
   const check = await deps.installer.checkInstaller(callback.code, installationId);
   if (!check.ok) {
     ctx.state.log.warn({ installationId, failure: check.failure, code: check.code }, 'github installation setup: GitHub refused or failed');
     if (check.failure === 'refused') {
-      return refused(400, 'authorization_refused', `GitHub refused the authorization (${check.code}). ${START_AGAIN}`, installationId);
+      return refused(400, {
+        reason: 'authorization_refused',
+        message: `GitHub refused the authorization (${check.code}). ${START_AGAIN}`,
+        installationId,
+      });
     }
-    return refused(502, 'github_unavailable', 'GitHub could not be reached to confirm the installation. Try again later.', installationId);
+    return refused(502, {
+      reason: 'github_unavailable',
+      message: 'GitHub could not be reached to confirm the installation. Try again later.',
+      installationId,
+    });
   }
   if (!check.visible) {
     ctx.state.log.info(
       { installationId, organizationId: verdict.claims.organizationId },
       'github installation setup refused: not listed for the installer',
     );
-    return refused(
-      403,
-      'installation_not_visible',
-      'GitHub does not list this installation for the account that authorized it.',
+    return refused(403, {
+      reason: 'installation_not_visible',
+      message: 'GitHub does not list this installation for the account that authorized it.',
       installationId,
-    );
+    });
   }
-  return bind(deps, verdict.claims, installationId, check.account, ctx.state.log);
+  return bind(deps, { claims: verdict.claims, installationId, account: check.account }, ctx.state.log);
 }
 
 async function setup(deps: Deps, query: z.output<typeof SetupQuery>, ctx: AppContext): Promise<Reply> {
   const { installer } = deps;
   if (!installer) {
-    return refused(
-      409,
-      'not_configured',
-      'Installing the GitHub App from this service is not configured. An operator can connect an installation with `den github installations bind`.',
-    );
+    return refused(409, {
+      reason: 'not_configured',
+      message:
+        'Installing the GitHub App from this service is not configured. An operator can connect an installation with `den github installations bind`.',
+    });
   }
   try {
     return await completeSetup({ ...deps, installer }, query, ctx);
   } catch (error) {
     if (!(error instanceof AppError && error.dependency !== undefined)) throw error;
-    const page = refused(503, 'unavailable', `The service is briefly unavailable, and this install link may be used up. ${START_AGAIN}`);
+    const page = refused(503, {
+      reason: 'unavailable',
+      message: `The service is briefly unavailable, and this install link may be used up. ${START_AGAIN}`,
+    });
     return { ...page, headers: { ...page.headers, 'retry-after': '5' } };
   }
 }

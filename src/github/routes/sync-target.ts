@@ -18,9 +18,9 @@ async function postSync(deps: Deps, principal: Principal, targetId: string): Pro
   if (!target) throw targetNotFound();
   if (!deps.settings.app) throw errors.conflict('github_app_not_configured', { message: 'GITHUB_APP_ID and a private key are not set.' });
   if (target.status !== 'active') throw errors.conflict('target_inactive', { message: `The target is ${target.status}.` });
-  const eventId = await recordResync(deps.db, target, 'manual');
+  const eventId = await recordResync(deps.db, { target, reason: 'manual' });
   // An operator's forced sync waits for its organization's admission rather than being shed.
-  await signalTarget(deps.ingress, { idleMs: deps.settings.sync.idleMs, admission: 'wait' }, target, { eventId, full: true });
+  await signalTarget(deps.ingress, { target, signal: { eventId, full: true }, idleMs: deps.settings.sync.idleMs, admission: 'wait' });
   return { status: 202, body: { eventId } };
 }
 

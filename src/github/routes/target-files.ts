@@ -17,6 +17,16 @@ const FileBody = z
     blobSha: z.string(),
     size: z.number().int(),
     status: z.enum(['ok', 'invalid', 'skipped']),
+    type: z.enum(['file', 'symlink', 'submodule']).openapi({
+      description:
+        'What the path is in the tree: a `file`; a `symlink`, synced as the file it leads to within the repository, or ' +
+        'skipped (`symlink_outside`, `symlink_loop`, `symlink_missing`); a `submodule`, listed with its commit and never fetched.',
+    }),
+    linkTarget: z.string().optional().openapi({
+      description:
+        'The path a link led to (the content is that file’s; also for a file below a linked directory), or the path a skipped link names.',
+    }),
+    commitSha: z.string().optional().openapi({ description: "A submodule's commit (also its `blobSha`, git's tree entry)." }),
     error: z.string().optional(),
     content: z.string().nullable().optional().openapi({ description: 'With `?content=true`; null past the size bounds.' }),
   })
@@ -24,7 +34,8 @@ const FileBody = z
 
 const FilesQuery = z.object({ content: z.enum(['true', 'false']).default('false') });
 
-async function getFiles(deps: Deps, principal: Principal, targetId: string, content: boolean): Promise<Reply> {
+async function getFiles(deps: Deps, principal: Principal, asked: { targetId: string; content: boolean }): Promise<Reply> {
+  const { targetId, content } = asked;
   if (!(await findTarget(deps.db, principal.organizationId, targetId))) throw targetNotFound();
   return { status: 200, body: { files: await listFiles(deps.db, targetId, content) } };
 }
@@ -45,6 +56,7 @@ export function createTargetFilesRoute(deps: Deps): Route {
 
       ...targetAuthResponses,
     },
-    handler: ({ principal, params, query }) => getFiles(deps, adminOrNotFound(principal), params.targetId, query.content === 'true'),
+    handler: ({ principal, params, query }) =>
+      getFiles(deps, adminOrNotFound(principal), { targetId: params.targetId, content: query.content === 'true' }),
   });
 }

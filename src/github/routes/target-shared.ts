@@ -49,6 +49,11 @@ export const TargetBody = z
     syncedSha: z.string().nullable(),
     syncedAt: z.string().nullable(),
     pendingSha: z.string().nullable(),
+    skipped: z.record(z.string(), z.number().int()).openapi({
+      description:
+        'How many paths of the snapshot are kept without content, by reason: `submodule`, `symlink_outside`, ' +
+        '`symlink_loop`, `symlink_missing`, `too_large`, `too_many_files`, `binary`, … (the files list names them).',
+    }),
     lastSync: z
       .object({
         status: z.string(),

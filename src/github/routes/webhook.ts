@@ -5,13 +5,14 @@
  * src/app/http/route.ts) → secret configured (503) → a signature header of the right shape (401)
  * → room in the process's budget for unauthenticated bodies (503, in route.ts) → the body read
  * within 25 MB, at the budget's minimum rate (413, 408) → signature over the raw bytes (401) →
- * delivery headers (200 not accepted) → JSON
- * (400) → relevance (200 not accepted) → a push no active target takes (200 not accepted, `no
- * matching target`, from the per-process resolver, src/github/tenant.ts, only when it can vouch
- * for its answer) → the body's digest (a replay under a new delivery id: 202, nothing started) →
- * the organization's admission (503 `overloaded` with Retry-After) → durable start of
- * `github-delivery/{deliveryId}` → 202. GitHub never retries by itself (the reconcile asks it
- * again for failed deliveries) and waits 10 s, so the hot path does one database write, the
+ * delivery headers (200 not accepted) → JSON (400) → relevance (200 not accepted) → a push no
+ * active target takes (200 not accepted, `no matching target`, from the per-process resolver,
+ * src/github/tenant.ts, only when it can vouch for its answer) → an `installation_repositories`
+ * or `repository` delivery that touches no target (the same answer, its repositories recorded
+ * first: src/github/untracked.ts) → the body's digest (a replay under a new delivery id: 202,
+ * nothing started) → the organization's admission (503 `overloaded` with Retry-After) → durable
+ * start of `github-delivery/{deliveryId}` → 202. GitHub never retries by itself (the reconcile
+ * asks it again for failed deliveries) and waits 10 s, so a push's path does one database write, the
  * digest, and reads through caches; recording the work per target is the workflow's job.
  */
 import { AppError, errors } from '../../app/errors';
@@ -26,6 +27,7 @@ import { githubDeliveryWorkflow, githubDeliveryWorkflowId } from '../contract';
 import { deliverySearchAttributes } from '../delivery';
 import { bodyDigest, claimDigest } from '../digests';
 import { classifyDelivery, IGNORED, parseWebhookBody, readDeliveryHeaders } from '../relevance';
+import { answeredUntracked } from '../untracked';
 import { SIGNATURE_HEADER, signatureHeaderFailure, verifyWithFallback } from '../signature';
 import type { GithubRouteDeps } from './shared';
 
@@ -57,7 +59,8 @@ type WebhookDeps = Pick<GithubRouteDeps, 'settings' | 'db' | 'ingress' | 'metric
  * signed delivery always gets through, whatever its address sent before.
  */
 function admitDelivery(deps: Pick<GithubRouteDeps, 'settings' | 'metrics'>, ctx: AppContext): void {
-  if (!deps.settings.webhookSecret) throw errors.webhook('webhook_secret_not_configured', 503, { error: 'webhook secret not configured' });
+  if (!deps.settings.webhookSecret)
+    throw errors.webhook('webhook_secret_not_configured', 503, { fields: { error: 'webhook secret not configured' } });
   const failure = signatureHeaderFailure(ctx.headers[SIGNATURE_HEADER]);
   if (failure) rejectSignature(deps, ctx, failure);
 }
@@ -66,7 +69,7 @@ function rejectSignature(deps: Pick<GithubRouteDeps, 'metrics'>, ctx: AppContext
   deps.metrics.authFailures.inc({ surface: 'github', outcome: 'rejected' });
   deps.metrics.signatureFailures.inc({ route: GITHUB_WEBHOOK_PATH, reason });
   ctx.state.log.info({ reason }, 'github webhook signature rejected');
-  throw errors.webhook('invalid_signature', 401, { error: 'invalid signature' });
+  throw errors.webhook('invalid_signature', 401, { fields: { error: 'invalid signature' } });
 }
 
 /** 401 unless the current or the previous secret signed the raw body (admitDelivery ran before it was read). */
@@ -110,6 +113,14 @@ async function postWebhook(deps: WebhookDeps, ctx: AppContext, rawBody: Buffer):
   ) {
     return ignored(IGNORED.noMatchingTarget);
   }
+  // An installation's repositories or a repository's change that no target follows is not sync work either.
+  if (
+    (delivery.input.event === 'installation_repositories' || delivery.input.event === 'repository') &&
+    (await answeredUntracked(db, delivery.input))
+  ) {
+    log.info({ deliveryId: delivery.deliveryId, event: delivery.event }, 'github delivery touches no target; recorded, nothing started');
+    return ignored(IGNORED.noMatchingTarget);
+  }
   const accepted = accept(delivery.event, delivery.deliveryId);
 
   // The digest is a Postgres row written before the start, not the workflow id, so the delivery
@@ -121,7 +132,7 @@ async function postWebhook(deps: WebhookDeps, ctx: AppContext, rawBody: Buffer):
     deliveryId: delivery.deliveryId,
     now: now(),
   };
-  // A delivery GitHub logged as failed is asked for again by the reconcile (src/github/reconcile.ts),
+  // A delivery GitHub logged as failed is asked for again by the reconcile (src/github/reconcile-deliveries.ts),
   // so an organization past its share is answered like any outage rather than made to wait.
   const tenancy: Tenancy = {
     tenant: await deps.resolver.tenantOf(delivery.input.installationId),

@@ -59,13 +59,21 @@ export class GuardedFetchError extends Error {
   }
 }
 
+/** An address the guard refused: the host asked for, the address it resolved or connected to, why, and whether after connecting. */
+interface RefusedAddress {
+  host: string;
+  address: string | undefined;
+  reason: string;
+  afterConnect?: boolean;
+}
+
 /**
  * What the guard says when an address is refused. The answer goes back to whoever asked (an
  * admin's MCP resolve), so it names only the host they gave and says its address is not allowed;
  * which address a name resolved to, and the range that refused it, are the `detail`, for the
  * server's log only (an internal name's private address is not the caller's to learn).
  */
-function addressRefusal(host: string, address: string | undefined, reason: string, afterConnect = false): FetchFailure {
+function addressRefusal({ host, address, reason, afterConnect = false }: RefusedAddress): FetchFailure {
   const where = afterConnect ? 'Blocked after connect' : 'Blocked';
   return {
     code: 'blocked_address',
@@ -158,14 +166,19 @@ export interface GuardedFetch {
 const unbracket = (host: string) => (host.startsWith('[') && host.endsWith(']') ? host.slice(1, -1) : host);
 const isLocalhostName = (host: string) => /^localhost\.?$/i.test(host) || /\.localhost\.?$/i.test(host);
 
+/** A redirect as it came back: the URL that answered, its status, and its Location header. */
+export interface Redirect {
+  from: URL;
+  status: number;
+  location: string;
+}
+
 /**
  * The pure part of redirect handling: where the next hop goes and with which method, body and
  * headers. Throws the guard's refusal for a downgrade or a malformed Location.
  */
 export function nextHop(
-  from: URL,
-  status: number,
-  location: string,
+  { from, status, location }: Redirect,
   request: { method: string; headers: Headers },
 ): { url: URL; method: string; dropBody: boolean; headers: Headers } {
   let url: URL;
@@ -295,7 +308,7 @@ function judgeAddresses(host: string, addresses: string[], policy: AddressPolicy
   for (const address of addresses) {
     const verdict = decideAddress(address, policy);
     if (!verdict.allowed) {
-      throw new GuardedFetchError(addressRefusal(host, address, verdict.reason));
+      throw new GuardedFetchError(addressRefusal({ host, address, reason: verdict.reason }));
     }
   }
 }
@@ -351,10 +364,15 @@ function connectOrigin(opts: buildConnector.Options): string | undefined {
   }
 }
 
+/** What undici's connector answered: an error, or the socket it connected. */
+interface ConnectAttempt {
+  error: Error | null;
+  socket: net.Socket | null;
+}
+
 /** Hands the socket on only if the address it actually connected to is allowed. */
 function checkConnectedSocket(
-  error: Error | null,
-  socket: net.Socket | null,
+  { error, socket }: ConnectAttempt,
   connection: { hostname: string; policy: AddressPolicy },
   callback: buildConnector.Callback,
 ): void {
@@ -366,7 +384,8 @@ function checkConnectedSocket(
   const verdict = remote ? decideAddress(remote, connection.policy) : undefined;
   if (!verdict?.allowed) {
     socket.destroy();
-    callback(new GuardedFetchError(addressRefusal(connection.hostname, remote, verdict?.reason ?? 'no remote address', true)), null);
+    const refused = { host: connection.hostname, address: remote, reason: verdict?.reason ?? 'no remote address', afterConnect: true };
+    callback(new GuardedFetchError(addressRefusal(refused)), null);
     return;
   }
   callback(null, socket);
@@ -386,7 +405,7 @@ function createGuardedConnector(state: GuardState): buildConnector.connector {
         const address = addresses[0]!;
         // Connect to the judged address; TLS still verifies the name (servername comes from `host`).
         baseConnect({ ...opts, hostname: address }, (error, socket) =>
-          checkConnectedSocket(error, socket, { hostname: opts.hostname, policy: policyFor(state, origin) }, callback),
+          checkConnectedSocket({ error, socket }, { hostname: opts.hostname, policy: policyFor(state, origin) }, callback),
         );
       },
       (error: unknown) => callback(error instanceof Error ? error : fail('network_error', String(error)), null),
@@ -429,7 +448,13 @@ function byteCounter(state: GuardState, record: FetchRecord, url: URL): Transfor
 
 type UndiciResponse = Awaited<ReturnType<typeof undiciFetch>>;
 
-function limitBody(state: GuardState, response: UndiciResponse, record: FetchRecord, url: URL): globalThis.Response {
+/** Where a response came from: the fetch call's record, and the hop's URL. */
+interface HopSource {
+  record: FetchRecord;
+  url: URL;
+}
+
+function limitBody(state: GuardState, response: UndiciResponse, { record, url }: HopSource): globalThis.Response {
   const init = { status: response.status, statusText: response.statusText, headers: response.headers };
   if (!response.body || NULL_BODY_STATUSES.has(response.status)) {
     return new Response(null, init) as unknown as globalThis.Response;
@@ -437,10 +462,15 @@ function limitBody(state: GuardState, response: UndiciResponse, record: FetchRec
   return new Response(response.body.pipeThrough(byteCounter(state, record, url)), init) as unknown as globalThis.Response;
 }
 
+/** One guarded fetch instance: its state, and the agent its connections go through. */
+interface GuardInstance {
+  state: GuardState;
+  agent: Agent;
+}
+
 /** One hop: admitted, then sent without following redirects, within the deadline. */
 async function sendHop(
-  state: GuardState,
-  agent: Agent,
+  { state, agent }: GuardInstance,
   url: URL,
   request: { method: string; headers: Headers; body: unknown; signal: AbortSignal | null | undefined },
 ): Promise<UndiciResponse> {
@@ -472,7 +502,8 @@ function parseFirstUrl(first: string): URL {
 }
 
 /** Sends the request and follows its redirects by hand, each hop admitted again. */
-async function followRedirects(state: GuardState, agent: Agent, record: FetchRecord, init: RequestInit): Promise<globalThis.Response> {
+async function followRedirects(guard: GuardInstance, record: FetchRecord, init: RequestInit): Promise<globalThis.Response> {
+  const { state } = guard;
   const first = record.url;
   let url = parseFirstUrl(first);
   let method = record.method;
@@ -481,20 +512,20 @@ async function followRedirects(state: GuardState, agent: Agent, record: FetchRec
   const mode = init.redirect ?? 'follow';
   for (let redirects = 0; ; redirects++) {
     record.hops.push(url.href);
-    const response = await sendHop(state, agent, url, { method, headers, body, signal: init.signal });
+    const response = await sendHop(guard, url, { method, headers, body, signal: init.signal });
     const location = response.headers.get('location');
     if (!REDIRECT_STATUSES.has(response.status) || location === null || mode === 'manual') {
       record.status = response.status;
       record.contentType = response.headers.get('content-type') ?? undefined;
       record.wwwAuthenticate = response.headers.get('www-authenticate') ?? undefined;
-      return limitBody(state, response, record, url);
+      return limitBody(state, response, { record, url });
     }
     await response.body?.cancel().catch(() => undefined);
     if (mode === 'error') throw fail('blocked_redirect', `Redirect from ${url.href} not allowed for this request`);
     if (redirects >= state.settings.maxRedirects) {
       throw refuse('too_many_redirects', `Blocked: more than ${state.settings.maxRedirects} redirects from ${first}`);
     }
-    const hop = nextHop(url, response.status, location, { method, headers });
+    const hop = nextHop({ from: url, status: response.status, location }, { method, headers });
     url = hop.url;
     method = hop.method;
     headers = hop.headers;
@@ -503,12 +534,13 @@ async function followRedirects(state: GuardState, agent: Agent, record: FetchRec
 }
 
 /** A fetch call: recorded, and any failure kept in its record as well as thrown. */
-async function guardedFetch(state: GuardState, agent: Agent, input: string | URL, init: RequestInit = {}): Promise<globalThis.Response> {
+async function guardedFetch(guard: GuardInstance, input: string | URL, init: RequestInit = {}): Promise<globalThis.Response> {
+  const { state } = guard;
   const first = typeof input === 'string' || input instanceof URL ? String(input) : (input as { url: string }).url;
   const record: FetchRecord = { url: first, method: (init.method ?? 'GET').toUpperCase(), hops: [] };
   state.records.push(record);
   try {
-    return await followRedirects(state, agent, record, init);
+    return await followRedirects(guard, record, init);
   } catch (error) {
     const guarded =
       error instanceof GuardedFetchError
@@ -523,7 +555,7 @@ export function createGuardedFetch(options: GuardedFetchOptions): GuardedFetch {
   const state = createGuardState(options);
   const agent = createAgent(state);
   return {
-    fetch: ((input: string | URL, init?: RequestInit) => guardedFetch(state, agent, input, init)) as FetchLike,
+    fetch: ((input: string | URL, init?: RequestInit) => guardedFetch({ state, agent }, input, init)) as FetchLike,
     records: state.records,
     bytesRead: () => state.totalBytes,
     close: async () => {

@@ -1,5 +1,4 @@
 /** GET /v1/automation-runs/{id}/events: a run's persisted events, in order. */
-import type { Principal } from '../../app/http/auth';
 import { defineRoute, type Reply, type Route } from '../../app/http/route';
 import { InvalidRequestError, authResponses } from '../../app/http/schemas';
 import type { z } from '../../app/http/zod';
@@ -7,7 +6,7 @@ import { runWorkflowId } from '../contract';
 import type { RunDeps } from '../deps';
 import { RunEventsBody, RunEventsQuery, RunIdParams } from '../schemas';
 import { findRun, hasRunEvents, listRunEvents } from '../store';
-import { canSee } from '../access';
+import { canSee, type RunAsk } from '../access';
 import { RUN_TAGS, notFound } from './shared';
 
 type RunEventsDeps = Pick<RunDeps, 'db' | 'ingress'>;
@@ -20,7 +19,7 @@ async function runExists(deps: RunEventsDeps, organizationId: string, runId: str
   return (await ingress.describe({ id: runWorkflowId(organizationId, runId) })) !== undefined;
 }
 
-async function getEvents(deps: RunEventsDeps, principal: Principal, runId: string, query: z.output<typeof RunEventsQuery>): Promise<Reply> {
+async function getEvents(deps: RunEventsDeps, { principal, runId }: RunAsk, query: z.output<typeof RunEventsQuery>): Promise<Reply> {
   const { db } = deps;
   const row = await findRun(db, principal.organizationId, runId);
   if (row && !canSee(principal, row.memberId)) throw notFound();
@@ -45,6 +44,6 @@ export function createGetEventsRoute(deps: RunEventsDeps): Route {
       401: authResponses[401],
       404: { description: 'No such run in your organization.' },
     },
-    handler: ({ params, query, principal }) => getEvents(deps, principal, params.id, query),
+    handler: ({ params, query, principal }) => getEvents(deps, { principal, runId: params.id }, query),
   });
 }

@@ -1,5 +1,4 @@
 /** POST /v1/automation-runs/{id}/cancel: asks a run to stop, as its member or an admin. */
-import type { Principal } from '../../app/http/auth';
 import { defineRoute, type Reply, type Route } from '../../app/http/route';
 import { InvalidRequestError, Unavailable, authResponses } from '../../app/http/schemas';
 import { requestCancel } from '../cancel';
@@ -8,14 +7,20 @@ import type { RunDeps } from '../deps';
 import { reconcileRun } from '../reconcile';
 import { HEARTBEAT_BODY_LIMIT_BYTES, RunCancelAckBody, RunCancelBody, RunConflictBody, RunIdParams } from '../schemas';
 import { findRun } from '../store';
-import { canSee, runCaller } from '../access';
+import { canSee, runCaller, type RunAsk } from '../access';
 import { RUN_TAGS, notFound, runClosed } from './shared';
+
+/** A cancel as the route asks it of the run: who asks, which run, why, and whether the run's row exists. */
+interface CancelAsk extends RunAsk {
+  reason: string | undefined;
+  rowExists: boolean;
+}
 
 /**
  * The run's own decision (the Update's validator): a caller who may not reach it is a 404, a run
  * that has ended a 409. A workflow Temporal no longer runs is an ended run when its row exists.
  */
-async function askRun(deps: RunDeps, principal: Principal, runId: string, reason: string | undefined, rowExists: boolean) {
+async function askRun(deps: RunDeps, { principal, runId, reason, rowExists }: CancelAsk) {
   const { organizationId } = principal;
   const answer = await requestCancel(deps, { organizationId, runId, caller: runCaller(principal), reason });
   switch (answer.outcome) {
@@ -31,14 +36,14 @@ async function askRun(deps: RunDeps, principal: Principal, runId: string, reason
   }
 }
 
-async function postCancel(deps: RunDeps, principal: Principal, runId: string, reason: string | undefined): Promise<Reply> {
+async function postCancel(deps: RunDeps, { principal, runId }: RunAsk, reason: string | undefined): Promise<Reply> {
   const row = await findRun(deps.db, principal.organizationId, runId);
   // Another member's run does not exist for this caller (never 403: that would say it does).
   if (row && !canSee(principal, row.memberId)) throw notFound();
   if (row && isClosedRunStatus(row.status)) throw runClosed(row.status);
   // This process's coalesced heartbeats of the run say so at once (requestCancel); other processes
   // learn it within one coalescing window, from the row the Update waited for.
-  const ack: RunCancelAck = await askRun(deps, principal, runId, reason, row !== undefined);
+  const ack: RunCancelAck = await askRun(deps, { principal, runId, reason, rowExists: row !== undefined });
   return { status: 202, body: { status: ack.status, cancelRequested: true } };
 }
 
@@ -68,6 +73,6 @@ export function createPostCancelRoute(deps: RunDeps): Route {
         schema: Unavailable,
       },
     },
-    handler: ({ params, body, principal }) => postCancel(deps, principal, params.id, body?.reason),
+    handler: ({ params, body, principal }) => postCancel(deps, { principal, runId: params.id }, body?.reason),
   });
 }

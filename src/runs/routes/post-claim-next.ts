@@ -1,14 +1,13 @@
 /** POST /v1/automation-runs/claim: claims the oldest queued run the caller sees, waiting for one if asked. */
-import type { Principal } from '../../app/http/auth';
 import { defineRoute, type Reply, type Route } from '../../app/http/route';
-import { claimNext } from '../claim';
+import { claimNext, type ClaimPoll } from '../claim';
 import type { RunCapacity } from '../capacity';
 import type { RunDeps } from '../deps';
 import { HEARTBEAT_BODY_LIMIT_BYTES, RunClaimNextBody } from '../schemas';
 import { RUN_TAGS, claimBody, claimResponses } from './shared';
 
-async function postClaimNext(deps: RunDeps, capacity: RunCapacity, principal: Principal, waitSeconds: number | undefined): Promise<Reply> {
-  const claim = await claimNext(deps, capacity, principal, (waitSeconds ?? 0) * 1000);
+async function postClaimNext(deps: RunDeps, capacity: RunCapacity, poll: ClaimPoll): Promise<Reply> {
+  const claim = await claimNext(deps, capacity, poll);
   return claim ? { status: 200, body: claimBody(claim) } : { status: 204 };
 }
 
@@ -25,6 +24,6 @@ export function createPostClaimNextRoute(deps: RunDeps, capacity: RunCapacity): 
     auth: 'authenticated',
     body: { kind: 'json', schema: RunClaimNextBody, limitBytes: HEARTBEAT_BODY_LIMIT_BYTES },
     responses: { ...claimResponses, 204: { description: 'Nothing to claim within the wait.' } },
-    handler: ({ body, principal }) => postClaimNext(deps, capacity, principal, body?.waitSeconds),
+    handler: ({ body, principal }) => postClaimNext(deps, capacity, { principal, waitMs: (body?.waitSeconds ?? 0) * 1000 }),
   });
 }

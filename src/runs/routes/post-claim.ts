@@ -1,6 +1,5 @@
 /** POST /v1/automation-runs/{id}/claim: starts a queued run's next attempt, for one claimant only. */
 import { errors } from '../../app/errors';
-import type { Principal } from '../../app/http/auth';
 import { defineRoute, type Reply, type Route } from '../../app/http/route';
 import { claimRun } from '../claim';
 import { isClosedRunStatus } from '../contract';
@@ -8,15 +7,16 @@ import type { RunCapacity } from '../capacity';
 import type { RunDeps } from '../deps';
 import { HEARTBEAT_BODY_LIMIT_BYTES, RunClaimRequestBody, RunConflictBody, RunIdParams } from '../schemas';
 import { findRun } from '../store';
-import { canSee } from '../access';
+import { canSee, type RunAsk } from '../access';
 import { RUN_TAGS, claimBody, claimResponses, notFound, runClosed } from './shared';
 
-async function postClaim(deps: RunDeps, capacity: RunCapacity, principal: Principal, runId: string): Promise<Reply> {
+async function postClaim(deps: RunDeps, capacity: RunCapacity, ask: RunAsk): Promise<Reply> {
+  const { principal, runId } = ask;
   const { db } = deps;
   const row = await findRun(db, principal.organizationId, runId);
   if (!row || !canSee(principal, row.memberId)) throw notFound();
   if (isClosedRunStatus(row.status)) throw runClosed(row.status);
-  const outcome = await claimRun(deps, capacity, principal, runId);
+  const outcome = await claimRun(deps, capacity, ask);
   if (!outcome.ok) throw errors.conflict(outcome.error, { status: outcome.status });
   return { status: 200, body: claimBody(outcome.claim) };
 }
@@ -39,6 +39,6 @@ export function createPostClaimRoute(deps: RunDeps, capacity: RunCapacity): Rout
       404: { description: "No such run, or another member's." },
       409: { description: '`already_claimed` (another claim holds its lease) or `run_closed` (it has ended).', schema: RunConflictBody },
     },
-    handler: ({ params, principal }) => postClaim(deps, capacity, principal, params.id),
+    handler: ({ params, principal }) => postClaim(deps, capacity, { principal, runId: params.id }),
   });
 }

@@ -1,21 +1,20 @@
 /** POST /v1/automation-runs/{id}/complete: ends a runtime's attempt, as a terminal event with the next sequence would. */
-import type { Principal } from '../../app/http/auth';
 import { defineRoute, type Reply, type Route } from '../../app/http/route';
 import type { z } from '../../app/http/zod';
+import type { RunAsk } from '../access';
 import type { BacklogGate } from '../backlog';
 import { completeRun } from '../complete';
 import type { RunDeps } from '../deps';
 import { EVENT_BODY_LIMIT_BYTES, RunCompleteBody, RunCompleteReply, RunIdParams } from '../schemas';
 import { RUN_TAGS, reportResponses } from './shared';
 
-async function postComplete(
-  deps: RunDeps,
-  backlog: BacklogGate,
-  principal: Principal,
-  runId: string,
-  body: z.output<typeof RunCompleteBody>,
-): Promise<Reply> {
-  const outcome = await completeRun(deps, backlog, principal, runId, { ...body, receivedAt: deps.now() });
+/** A completion as posted: who posts it, for which run, and its body. */
+interface CompletionPost extends RunAsk {
+  body: z.output<typeof RunCompleteBody>;
+}
+
+async function postComplete(deps: RunDeps, backlog: BacklogGate, { principal, runId, body }: CompletionPost): Promise<Reply> {
+  const outcome = await completeRun(deps, backlog, { principal, runId, completion: { ...body, receivedAt: deps.now() } });
   return {
     status: 200,
     body: { ok: true, status: outcome.status },
@@ -49,6 +48,6 @@ export function createPostCompleteRoute(deps: RunDeps, backlog: BacklogGate): Ro
         schema: reportResponses[503].schema,
       },
     },
-    handler: ({ params, body, principal }) => postComplete(deps, backlog, principal, params.id, body),
+    handler: ({ params, body, principal }) => postComplete(deps, backlog, { principal, runId: params.id, body }),
   });
 }

@@ -1,24 +1,23 @@
 /** POST /v1/automation-runs/{id}/events: one event of a run, delivered to the run's workflow. */
-import type { Principal } from '../../app/http/auth';
 import { defineRoute, type Reply, type Route } from '../../app/http/route';
 import type { z } from '../../app/http/zod';
+import type { RunAsk } from '../access';
 import type { RunDeps } from '../deps';
 import { deliverReport, isSameCompletion, type ReportGates, type RunReport } from '../report';
 import { EVENT_BODY_LIMIT_BYTES, RunEventBody, RunIdParams } from '../schemas';
 import { RUN_TAGS, reportResponses, runClosed } from './shared';
 
+/** An event as posted: who posts it, for which run, and its body. */
+interface EventPost extends RunAsk {
+  body: z.output<typeof RunEventBody>;
+}
+
 /** Delivers the event; a repeat of the completion that closed the run is acknowledged as a duplicate. */
-async function postEvent(
-  deps: RunDeps,
-  gates: ReportGates,
-  principal: Principal,
-  runId: string,
-  body: z.output<typeof RunEventBody>,
-): Promise<Reply> {
+async function postEvent(deps: RunDeps, gates: ReportGates, { principal, runId, body }: EventPost): Promise<Reply> {
   const { now } = deps;
   const event = { ...body, receivedAt: now() };
   const runReport: RunReport = { kind: 'event', event };
-  const outcome = await deliverReport(deps, principal, runId, runReport, gates);
+  const outcome = await deliverReport(deps, { principal, runId, report: runReport }, gates);
   if (outcome.result === 'closed') {
     if (!isSameCompletion(runReport, outcome.status)) throw runClosed(outcome.status);
     return { status: 200, body: { ok: true }, outcome: { outcome: 'duplicate', reason: 'same_completion' } };
@@ -43,6 +42,6 @@ export function createPostEventRoute(deps: RunDeps, gates: ReportGates): Route {
     params: RunIdParams,
     body: { kind: 'json', schema: RunEventBody, limitBytes: EVENT_BODY_LIMIT_BYTES },
     responses: reportResponses,
-    handler: ({ params, body, principal }) => postEvent(deps, gates, principal, params.id, body),
+    handler: ({ params, body, principal }) => postEvent(deps, gates, { principal, runId: params.id, body }),
   });
 }

@@ -37,7 +37,7 @@ export function createRunnerTokenRoute(deps: RunDeps): Route {
     },
     handler: async ({ body, principal }) => ({
       status: 201,
-      body: await mintRunnerToken(deps.db, principal, body?.label, deps.settings.runners.tokenTtlMs, deps.now()),
+      body: await mintRunnerToken(deps.db, principal, { label: body?.label, ttlMs: deps.settings.runners.tokenTtlMs, now: deps.now() }),
     }),
   });
 }
@@ -56,7 +56,7 @@ export function createListRunnersRoute(deps: RunDeps): Route {
     responses: { 200: { description: 'The runtimes, oldest first.', schema: RunnerListBody }, 401: authResponses[401] },
     handler: async ({ principal }) => ({
       status: 200,
-      body: { runners: await listRunnerViews(deps.db, principal, deps.settings.runners, deps.now()) },
+      body: { runners: await listRunnerViews(deps.db, principal, { settings: deps.settings.runners, now: deps.now() }) },
     }),
   });
 }
@@ -79,7 +79,8 @@ export function createDeleteRunnerRoute(deps: RunDeps): Route {
       404: { description: "No such runtime, or another member's." },
     },
     handler: async ({ params, principal }) => {
-      if (!(await deleteRunner(deps.db, principal, params.runnerId, deps.now()))) throw errors.notFound('No such runner.');
+      if (!(await deleteRunner(deps.db, principal, { runnerId: params.runnerId, now: deps.now() })))
+        throw errors.notFound('No such runner.');
       return { status: 204 };
     },
   });

@@ -8,6 +8,8 @@ import { defineRoute, type Reply, type Route } from '../../app/http/route';
 import { authResponses } from '../../app/http/schemas';
 import { z } from '../../app/http/zod';
 import { createSlackConnectionDraft } from '../connections';
+import { effectiveConversation, recordAppHas } from '../conversation-settings';
+import { manifestNeeds } from '../manifest';
 import { ChannelIds, ManifestBody, manifestOf, SLACK_TAGS } from './connection-shared';
 import type { SlackRouteDeps } from './shared';
 
@@ -36,7 +38,10 @@ async function createDraft(deps: Deps, principal: Principal, body: z.output<type
     { organizationId: principal.organizationId, name: body?.name ?? deps.settings.appName, channels: body?.channels },
     new Date(deps.now()),
   );
-  return { status: 201, body: { connectionId: connection.connectionId, manifest: manifestOf(deps, connection) } };
+  // The app is made from this manifest: until an install says otherwise, it has what the manifest has.
+  const conversation = effectiveConversation(undefined, deps.settings.threadFollowUps);
+  await recordAppHas(deps.db, connection.connectionId, manifestNeeds(conversation));
+  return { status: 201, body: { connectionId: connection.connectionId, manifest: manifestOf(deps, connection, conversation) } };
 }
 
 export function createCreateConnectionRoute(deps: Deps): Route {

@@ -4,10 +4,11 @@
  *
  * The check order is the contract: id (400) → size (413) → installation (401) → signature (401)
  * → envelope (400) → url_verification (200) → team/app (403: src/slack/ownership.ts, a shared
- * channel's event included) → app_rate_limited (recorded, 200) → no event (200) → eligibility
- * (200, not routed) → durable enqueue (the workflow started, or the event kept in Postgres when
- * Temporal is slow or down) → 200. The handler calls neither Slack nor a runtime: Slack wants an
- * ack within 3 s, and only the enqueue stands before it.
+ * channel's event included) → app_rate_limited (recorded, 200) → no event (200) → eligibility, or
+ * the conversation's routing of channel messages and surfaces (200, not routed) → durable enqueue
+ * (the workflow started, or the event kept in Postgres when Temporal is slow or down) → 200. The
+ * handler calls neither Slack nor a runtime: Slack wants an ack within 3 s, and only the enqueue
+ * stands before it.
  */
 import { errors } from '../../app/errors';
 import type { AppContext } from '../../app/http/context';
@@ -16,9 +17,11 @@ import { InvalidRequestError, OkFalse, OkResponse, PlainText } from '../../app/h
 import { z } from '../../app/http/zod';
 import { recordEventsRateLimited, type SlackConnection } from '../connections';
 import { isConnectionsEvent } from '../ownership';
-import { slackEventWorkflowId, type SlackEventInput } from '../contract';
+import { slackEventWorkflowId, slackMessageWorkflowId, type SlackEventInput } from '../contract';
+import type { ConversationIgnoreReason } from '../conversation';
 import { startOrDefer, type TakenOutcome } from '../deferred-events';
 import { classifyEvent, type EventClassification, type IneligibleReason } from '../eligibility';
+import type { ConversationRoute } from '../thread-routing';
 import { parseEnvelope } from '../envelope';
 import { slackQuotaChecks } from '../quota';
 import type { SlackSettings } from '../settings';
@@ -28,7 +31,16 @@ const EVENTS_BODY_LIMIT = 1_000_000;
 
 const Challenge = z.object({ challenge: z.string() }).openapi('SlackUrlVerificationChallenge');
 
-type EventsDeps = Pick<SlackRouteDeps, 'settings' | 'db' | 'secretKey' | 'ingress' | 'metrics' | 'now' | 'verifier' | 'quota' | 'log'>;
+type EventsDeps = Pick<
+  SlackRouteDeps,
+  'settings' | 'db' | 'secretKey' | 'ingress' | 'metrics' | 'now' | 'verifier' | 'quota' | 'threads' | 'log'
+>;
+
+/** An event that is routed: a lifecycle event, an invocation, or a surface the conversation routes (src/slack/thread-routing.ts). */
+type Routed = Exclude<EventClassification, { route: 'ignore' }> | Extract<ConversationRoute, { undo: unknown }>['classified'];
+
+/** Why an event was acknowledged and not routed. */
+type NotRoutedReason = IneligibleReason | ConversationIgnoreReason;
 
 /** A verified callback that carries an event, or the answer to a request that carries none. */
 type ReadEvent = { reply: Reply } | { connection: SlackConnection; teamId: string; event: Record<string, unknown>; eventId: string };
@@ -78,7 +90,7 @@ function slackEventInput(
   connection: SlackConnection & { teamId: string },
   eventId: string,
   receivedAt: number,
-  classified: Exclude<EventClassification, { route: 'ignore' }>,
+  classified: Routed,
 ): SlackEventInput {
   return {
     connectionId: connection.id,
@@ -98,7 +110,11 @@ function slackEventInput(
       streamMaxAgeMs: settings.stream.maxAgeMs,
       streamMaxBytes: settings.stream.maxBytes,
     },
-    ...(classified.route === 'lifecycle' ? { lifecycle: { type: classified.type } } : { invocation: classified.invocation }),
+    ...(classified.route === 'lifecycle'
+      ? { lifecycle: { type: classified.type } }
+      : classified.route === 'surface'
+        ? { surface: classified.surface }
+        : { invocation: classified.invocation }),
   };
 }
 
@@ -110,7 +126,8 @@ function slackEventInput(
 async function enqueueEvent(
   deps: EventsDeps,
   input: SlackEventInput,
-): Promise<{ ok: true; outcome: TakenOutcome } | { ok: false; reason: IneligibleReason }> {
+  keyOnMessage: boolean,
+): Promise<{ ok: true; outcome: TakenOutcome } | { ok: false; reason: NotRoutedReason }> {
   const { settings, now, quota } = deps;
   let release: (() => Promise<void>) | undefined;
   if (input.invocation) {
@@ -123,7 +140,7 @@ async function enqueueEvent(
   try {
     outcome = await startOrDefer(
       { db: deps.db, ingress: deps.ingress, log: deps.log, ackWaitMs: settings.eventAckWaitMs },
-      slackEventWorkflowId(input.connectionId, input.eventId),
+      workflowIdOf(input, keyOnMessage),
       input,
     );
   } catch (error) {
@@ -135,6 +152,35 @@ async function enqueueEvent(
   return { ok: true, outcome };
 }
 
+/**
+ * An invocation in a channel of a connection that takes follow-ups is keyed on its message: Slack
+ * then sends a mention twice (`app_mention` and `message`), and one run comes of the two. Anything
+ * else is keyed on its event, as before: without follow-ups the app subscribes to no channel
+ * messages, and a DM arrives once.
+ */
+function workflowIdOf(input: SlackEventInput, keyOnMessage: boolean): string {
+  const invocation = input.invocation;
+  if (invocation && keyOnMessage && !askedInDm(invocation)) {
+    return slackMessageWorkflowId(input.connectionId, invocation.channel, invocation.ts);
+  }
+  return slackEventWorkflowId(input.connectionId, input.eventId);
+}
+
+const askedInDm = (invocation: { channel: string; channelType: string | null }) =>
+  invocation.channelType === 'im' || invocation.channel.startsWith('D');
+
+/** The conversation's decision (channel messages, surfaces), else the classification every other event gets. */
+async function routeOf(
+  deps: EventsDeps,
+  connection: SlackConnection,
+  event: Record<string, unknown>,
+): Promise<{ classified: Routed; undo?: () => Promise<void> } | { ignore: NotRoutedReason }> {
+  const conversation = await deps.threads.route(connection, event, deps.now());
+  if (conversation !== undefined) return conversation;
+  const classified = classifyEvent(event, connection);
+  return classified.route === 'ignore' ? { ignore: classified.reason } : { classified };
+}
+
 async function receiveEvent(deps: EventsDeps, ctx: AppContext, connectionId: string, rawBody: Buffer): Promise<Reply> {
   const { settings, now } = deps;
   const log = ctx.state.log;
@@ -143,20 +189,28 @@ async function receiveEvent(deps: EventsDeps, ctx: AppContext, connectionId: str
   const { event, eventId } = read;
   const connection = { ...read.connection, teamId: read.teamId };
 
-  const notRouted = (reason: IneligibleReason): Reply => {
+  const notRouted = (reason: NotRoutedReason): Reply => {
     log.debug({ connectionId: connection.id, eventId, eventType: event.type, reason }, 'slack event not routed');
     return { ...ok(), outcome: { outcome: 'ineligible', reason } };
   };
-  const classified = classifyEvent(event, connection);
-  if (classified.route === 'ignore') return notRouted(classified.reason);
+  const routed = await routeOf(deps, connection, event);
+  if ('ignore' in routed) return notRouted(routed.ignore);
 
-  const input = slackEventInput(settings, connection, eventId, now(), classified);
-  const enqueued = await enqueueEvent(deps, input);
+  const input = slackEventInput(settings, connection, eventId, now(), routed.classified);
+  let enqueued: Awaited<ReturnType<typeof enqueueEvent>>;
+  try {
+    enqueued = await enqueueEvent(deps, input, (connection.threadFollowUps ?? settings.threadFollowUps) !== 'off');
+  } catch (error) {
+    // Not enqueued: a retry of the event must not find its surface fresh.
+    await routed.undo?.().catch(() => undefined);
+    throw error;
+  }
   if (!enqueued.ok) return notRouted(enqueued.reason);
   const outcome = enqueued.outcome;
   const retry = { retryNum: ctx.get('x-slack-retry-num') || undefined, retryReason: ctx.get('x-slack-retry-reason') || undefined };
   log.debug({ connectionId: connection.id, eventId, outcome, ...retry }, 'slack event acknowledged');
-  return { ...ok(), outcome: { outcome, reason: input.lifecycle ? input.lifecycle.type : input.invocation!.type } };
+  const reason = input.lifecycle ? input.lifecycle.type : input.surface ? `surface_${input.surface.kind}` : input.invocation!.type;
+  return { ...ok(), outcome: { outcome, reason } };
 }
 
 export function createEventsRoute(deps: EventsDeps): Route {
@@ -167,8 +221,10 @@ export function createEventsRoute(deps: EventsDeps): Route {
     summary: 'Slack Events API request URL: verified, then durably enqueued before the ack.',
     description:
       "Signed with the connection's signing secret (`X-Slack-Signature`, `X-Slack-Request-Timestamp`, ±300 s). " +
-      'Supported events start workflow `slack-event/{connectionId}/{event_id}` before the 200; a retry of the same ' +
-      '`event_id` is acknowledged without a second workflow. Ineligible or disabled events are acknowledged and not routed.',
+      'Supported events start workflow `slack-event/{connectionId}/{event_id}` before the 200 (with thread follow-ups on, ' +
+      'a channel invocation `slack-message/{connectionId}/{channel}/{ts}`, so a mention Slack sends twice starts one); a ' +
+      'retry of the same `event_id` is acknowledged without a second workflow. Ineligible or disabled events, and channel ' +
+      'messages that are not follow-ups, are acknowledged and not routed.',
     tags: ['Slack'],
     auth: 'signature',
     ingress: true,

@@ -6,7 +6,15 @@ import type { Principal } from '../../app/http/auth';
 import { defineRoute, type Reply, type Route } from '../../app/http/route';
 import { z } from '../../app/http/zod';
 import { getSlackConnectionView } from '../connections';
-import { connectionNotFound, connectionResponses, ManifestBody, manifestOf, SlackConnectionBody, SLACK_TAGS } from './connection-shared';
+import {
+  connectionNotFound,
+  connectionResponses,
+  currentManifest,
+  ManifestBody,
+  presentConnections,
+  SlackConnectionBody,
+  SLACK_TAGS,
+} from './connection-shared';
 import { ConnectionParams, type SlackRouteDeps } from './shared';
 
 type Deps = Pick<SlackRouteDeps, 'db' | 'settings' | 'platform'>;
@@ -14,7 +22,8 @@ type Deps = Pick<SlackRouteDeps, 'db' | 'settings' | 'platform'>;
 async function getConnection(deps: Deps, principal: Principal, connectionId: string, manifest: boolean): Promise<Reply> {
   const connection = await getSlackConnectionView(deps.db, principal.organizationId, connectionId);
   if (!connection) throw connectionNotFound();
-  return { status: 200, body: manifest ? { manifest: manifestOf(deps, connection) } : connection };
+  if (manifest) return { status: 200, body: { manifest: await currentManifest(deps, connection) } };
+  return { status: 200, body: (await presentConnections(deps, [connection], true))[0] };
 }
 
 export function createGetConnectionRoute(deps: Deps): Route {

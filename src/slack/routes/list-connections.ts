@@ -4,13 +4,14 @@ import { defineRoute, type Reply, type Route } from '../../app/http/route';
 import { authResponses } from '../../app/http/schemas';
 import { z } from '../../app/http/zod';
 import { listSlackConnections } from '../connections';
-import { SlackConnectionBody, SLACK_TAGS } from './connection-shared';
+import { presentConnections, SlackConnectionBody, SLACK_TAGS } from './connection-shared';
 import type { SlackRouteDeps } from './shared';
 
-type Deps = Pick<SlackRouteDeps, 'db'>;
+type Deps = Pick<SlackRouteDeps, 'db' | 'settings' | 'platform'>;
 
 async function listConnections(deps: Deps, principal: Principal): Promise<Reply> {
-  return { status: 200, body: { connections: await listSlackConnections(deps.db, principal.organizationId) } };
+  const connections = await listSlackConnections(deps.db, principal.organizationId);
+  return { status: 200, body: { connections: await presentConnections(deps, connections) } };
 }
 
 export function createListConnectionsRoute(deps: Deps): Route {

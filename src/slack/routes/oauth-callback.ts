@@ -33,6 +33,7 @@ import { findClientCredentials, recordSlackInstall, type InstallRefusal } from '
 import { SLACK_INSTALL_FLOW } from '../install';
 import { OAUTH_CALLBACK_PATH, oauthRedirectUrl } from '../manifest';
 import { authRevoke, oauthV2Access } from '../web-api';
+import { recordInstalledApp } from '../conversation-settings';
 import type { SlackRouteDeps } from './shared';
 
 type Deps = Pick<SlackRouteDeps, 'db' | 'secretKey' | 'now' | 'settings' | 'platform'>;
@@ -198,6 +199,7 @@ async function bindInstall(
     const refusal = INSTALL_REFUSALS[recorded.reason];
     return refusedPage(refusal.status, recorded.reason, refusal.message, [workspace]);
   }
+  await recordInstalledApp(deps.db, connectionId, { grantedScopes: install.scopes, defaultFollowUps: deps.settings.threadFollowUps });
   const again = recorded.reinstall ? ' Its bot token was replaced.' : '';
   return flowPage({
     status: 200,

@@ -8,10 +8,10 @@ import type { Principal } from '../../app/http/auth';
 import { defineRoute, type Reply, type Route } from '../../app/http/route';
 import { z } from '../../app/http/zod';
 import { getSlackConnectionView, setSlackCredentials } from '../connections';
-import { connectionNotFound, connectionResponses, SlackConnectionBody, SLACK_TAGS } from './connection-shared';
+import { connectionNotFound, connectionResponses, presentConnections, SlackConnectionBody, SLACK_TAGS } from './connection-shared';
 import { ConnectionParams, type SlackRouteDeps } from './shared';
 
-type Deps = Pick<SlackRouteDeps, 'db' | 'secretKey' | 'now' | 'verifier'>;
+type Deps = Pick<SlackRouteDeps, 'db' | 'secretKey' | 'now' | 'verifier' | 'settings' | 'platform'>;
 
 /** Slack's secrets are hex; letters and digits are accepted, so a paste with a space or a quote in it is caught. */
 const Secret = z.string().regex(/^[A-Za-z0-9]{16,128}$/, 'Must be the value Slack shows: 16 to 128 letters and digits.');
@@ -38,7 +38,7 @@ async function setCredentials(
   const connection = await setSlackCredentials(deps.db, deps.secretKey, connectionId, body, new Date(deps.now()));
   if (!connection) throw connectionNotFound();
   deps.verifier.forget(connectionId);
-  return { status: 200, body: connection };
+  return { status: 200, body: (await presentConnections(deps, [connection], true))[0] };
 }
 
 export function createSetCredentialsRoute(deps: Deps): Route {

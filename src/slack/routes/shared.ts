@@ -5,6 +5,7 @@ import { CONNECTION_ID_PATTERN } from '../connections';
 import type { SlackQuota } from '../quota';
 import type { SlackSettings } from '../settings';
 import type { SlackVerifier } from '../verify';
+import type { ThreadRouter } from '../thread-routing';
 
 /** What the Slack routes use: the feature's deps from the composition root (src/main/api.ts), and what its descriptor builds. */
 export type SlackRouteDeps = ApiDeps<SlackSettings> & {
@@ -12,6 +13,8 @@ export type SlackRouteDeps = ApiDeps<SlackSettings> & {
   quota: SlackQuota;
   /** This process's verification of signed requests, with its caches; built by the feature's descriptor. */
   verifier: SlackVerifier;
+  /** This process's routing of channel messages and surface events, with its cache of answered threads. */
+  threads: ThreadRouter;
 };
 
 export const ConnectionParams = z.object({

@@ -1,21 +1,47 @@
 /**
- * PATCH /v1/integrations/slack/connections/{connectionId} (admins): routing on or off, and the
- * channel allowlist; the same store function as `den slack connections update`.
+ * PATCH /v1/integrations/slack/connections/{connectionId} (admins): routing on or off, the
+ * channel allowlist (the same store function as `den slack connections update`), and the
+ * conversation: follow-ups without a mention and the app's suggested prompts. The answer says
+ * whether the Slack app now lacks what the settings need, with the manifest to apply.
  */
 import { AppError } from '../../app/errors';
 import type { Principal } from '../../app/http/auth';
 import { defineRoute, type Reply, type Route } from '../../app/http/route';
 import { z } from '../../app/http/zod';
+import { MAX_SUGGESTED_PROMPTS } from '../assistant';
 import { getSlackConnectionView, updateSlackConnection } from '../connections';
-import { ChannelIds, connectionNotFound, connectionResponses, SlackConnectionBody, SLACK_TAGS } from './connection-shared';
+import { updateConversation } from '../conversation-settings';
+import {
+  ChannelIds,
+  connectionNotFound,
+  connectionResponses,
+  presentConnections,
+  SlackConnectionBody,
+  SuggestedPromptBody,
+  SLACK_TAGS,
+} from './connection-shared';
 import { ConnectionParams, type SlackRouteDeps } from './shared';
 
-type Deps = Pick<SlackRouteDeps, 'db' | 'secretKey' | 'now'>;
+type Deps = Pick<SlackRouteDeps, 'db' | 'secretKey' | 'now' | 'settings' | 'platform'>;
 
 const UpdateRequest = z
   .object({
     enabled: z.boolean().optional().openapi({ description: 'false: events are acknowledged and not routed.' }),
     channels: ChannelIds.optional(),
+    threadFollowUps: z
+      .enum(['off', 'asker', 'members'])
+      .optional()
+      .openapi({
+        description:
+          'A reply without a mention in a thread the app answered is for the bot: never (`off`), from the thread’s asker, or ' +
+          'from any linked member. On, the app must subscribe to `message.channels`, `.groups` and `.mpim`.',
+      }),
+    suggestedPrompts: z
+      .array(SuggestedPromptBody)
+      .min(1)
+      .max(MAX_SUGGESTED_PROMPTS)
+      .optional()
+      .openapi({ description: 'What the app’s thread suggests when a member opens it (one to four).' }),
   })
   .strict()
   .openapi('SlackConnectionUpdate', { description: 'What to change; an empty object changes nothing and answers the connection.' });
@@ -31,8 +57,11 @@ async function update(deps: Deps, principal: Principal, connectionId: string, bo
       message: 'Slack uninstalled this app: install it again (POST …/install) to enable it.',
     });
   }
-  const after = await updateSlackConnection(deps.db, deps.secretKey, connectionId, body, new Date(deps.now()));
-  return { status: 200, body: after };
+  const { threadFollowUps, suggestedPrompts, ...connection } = body;
+  const now = new Date(deps.now());
+  const after = await updateSlackConnection(deps.db, deps.secretKey, connectionId, connection, now);
+  await updateConversation(deps.db, connectionId, { threadFollowUps, suggestedPrompts }, now);
+  return { status: 200, body: (await presentConnections(deps, [after], true))[0] };
 }
 
 export function createUpdateConnectionRoute(deps: Deps): Route {

@@ -15,6 +15,8 @@ import * as githubLimits from './0013_github_limits';
 import * as slackOnboarding from './0014_slack_onboarding';
 import * as engineCapacity from './0015_engine_capacity';
 import * as runners from './0016_runners';
+import * as githubRound2 from './0017_github_round2';
+import * as slackConversation from './0018_slack_conversation';
 import * as slackTokenRotation from './0019_slack_token_rotation';
 import * as slackDeferredEvents from './0020_slack_deferred_events';
 
@@ -36,6 +38,8 @@ export const migrations: Record<string, Migration> = {
   '0014_slack_onboarding': slackOnboarding,
   '0015_engine_capacity': engineCapacity,
   '0016_runners': runners,
+  '0017_github_round2': githubRound2,
+  '0018_slack_conversation': slackConversation,
   '0019_slack_token_rotation': slackTokenRotation,
   '0020_slack_deferred_events': slackDeferredEvents,
 };
