@@ -26,7 +26,7 @@ import { measureCpu } from './lib/cpu';
 import { envOptions } from './lib/env-options';
 import { runLoad, findMissing, type GeneratedRequest } from './lib/load';
 import { asLoadStack, startBenchStack, type LoadStack } from './lib/stack';
-import { benchSecrets, ceiling, drainAfterLoad, exists, fixtures, SCENARIOS, settle } from './run';
+import { benchSecrets, ceiling, drainAfterLoad, exists, fixtures, SCENARIOS, settle, type Fixtures } from './run';
 import { mentionRequest, phase, pushRequest, sendOnce, tenant, type MeasureOptions, type PhaseResult, type Tenant } from './fairness';
 
 interface LoneResult {
@@ -51,18 +51,22 @@ interface SlackUnderFlood {
 }
 
 /** One organization alone at `connections`, one scenario of the main bench, beside the raw rate. */
-async function lone(stack: LoadStack, name: string, connections: number, seconds: number, raw: number): Promise<LoneResult> {
-  const scenario = SCENARIOS.find((s) => s.name === name)!;
-  const f = await fixtures(stack);
+async function lone(
+  stack: LoadStack,
+  f: Fixtures,
+  scenario: { name: string; connections: number; seconds: number; raw: number },
+): Promise<LoneResult> {
+  const { name, connections, seconds, raw } = scenario;
+  const chosen = SCENARIOS.find((s) => s.name === name)!;
   await settle(stack);
   process.stderr.write(`admission: one organization, ${name}, ${connections} connections × ${seconds} s\n`);
-  const processed = scenario.processed ? () => scenario.processed!(stack, f) : undefined;
+  const processed = chosen.processed ? () => chosen.processed!(stack, f) : undefined;
   const baseline = processed ? await processed() : 0;
   const cpu = await measureCpu(stack.processes);
-  const load = await runLoad({ url: stack.apiUrls, connections, durationSeconds: seconds, next: scenario.next(f) });
+  const load = await runLoad({ url: stack.apiUrls, connections, durationSeconds: seconds, next: chosen.next(f) });
   const cpuPercent = await cpu();
   const drain = processed ? await drainAfterLoad(baseline, processed, load.acked.length) : undefined;
-  const missing = scenario.durable ? await scenario.durable(stack, f, load.acked) : [];
+  const missing = chosen.durable ? await chosen.durable(stack, f, load.acked) : [];
   return {
     scenario: name,
     ackedPerSecond: load.acked.length / seconds,
@@ -186,8 +190,10 @@ export async function admissionBench(argv: string[]): Promise<number> {
     await settle(stack);
     process.stderr.write(`admission: (a) raw starts, ${connections} connections × ${seconds} s\n`);
     const raw = (await ceiling(stack, connections, seconds)).rps;
+    // One organization for both scenarios: its installation can be bound to one organization only.
+    const f = await fixtures(stack);
     const lones = [];
-    for (const name of ['github-push', 'run-events']) lones.push(await lone(stack, name, connections, seconds, raw));
+    for (const name of ['github-push', 'run-events']) lones.push(await lone(stack, f, { name, connections, seconds, raw }));
     const [a, b] = [await tenant(stack, 'a'), await tenant(stack, 'b')];
     const slack = await slackUnderFlood(stack, a, b, floodConnections, seconds);
     const options: MeasureOptions = {

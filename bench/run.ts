@@ -32,7 +32,7 @@ import { runWorkflowId } from '../src/runs/contract';
 import { slackEventWorkflowId } from '../src/slack/contract';
 import { createTestOrg } from '../test/harness/identity';
 import { ownedTarget } from '../test/harness/github';
-import { findMissing, runClosedLoop, runLoad, type GeneratedRequest, type LoadResult } from './lib/load';
+import { findMissing, runClosedLoop, runLoad, type GeneratedRequest, type LoadResult, type RequestSource } from './lib/load';
 import { waitFor } from '../test/harness/wait';
 import { asLoadStack, BENCH_TASK_QUEUE, startBenchStack, type LoadStack } from './lib/stack';
 import { startClusterLoadStack } from './lib/cluster-stack';
@@ -77,7 +77,7 @@ export interface Fixtures {
 interface Scenario {
   name: string;
   /** Generates the next request; `context` lives per connection. */
-  next: (fixtures: Fixtures) => () => GeneratedRequest;
+  next: (fixtures: Fixtures) => RequestSource;
   /** Whether the no-enqueue comparison applies (routes whose ack is an enqueue). */
   compareNoEnqueue: boolean;
   durable?: (stack: LoadStack, fixtures: Fixtures, acked: string[]) => Promise<string[]>;
@@ -102,6 +102,26 @@ function runEventRequest(f: Fixtures, run: { id: string; sequence: number }): Ge
     headers: { 'content-type': 'application/json', 'x-api-key': f.apiKey },
     body: JSON.stringify({ attempt: 1, sequence: run.sequence, type: 'assistant', payload: { text: 'hi' }, createdAt: Date.now() }),
   };
+}
+
+/**
+ * Events for `count` live runs, each run's sequence counting up; an event refused (429, 503) is
+ * sent again, as a runtime does, since its run holds every later one until it comes.
+ */
+function liveRunEvents(f: Fixtures, count: number): RequestSource {
+  const runs = Array.from({ length: count }, () => ({ id: `bench-${randomUUID()}`, sequence: 0 }));
+  const refused: string[] = [];
+  let i = 0;
+  const again = (id: string): GeneratedRequest => {
+    const [runId, sequence] = id.split('/');
+    return runEventRequest(f, { id: runId!, sequence: Number(sequence) - 1 });
+  };
+  const next = () => (refused.length > 0 ? again(refused.shift()!) : runEventRequest(f, runs[i++ % runs.length]!));
+  return Object.assign(next, {
+    answered: (id: string, status: number) => {
+      if (status === 429 || status === 503) refused.push(id);
+    },
+  });
 }
 
 async function runEventsPersisted(stack: LoadStack, f: Fixtures): Promise<number> {
@@ -195,11 +215,7 @@ export const SCENARIOS: Scenario[] = [
     // Events for 16 live runs, each run's sequence counting up. A run decides
     // each event before the ack (an Update), so neighbours in one run may arrive out of order and
     // wait in its buffer.
-    next: (f) => {
-      const runs = Array.from({ length: 16 }, () => ({ id: `bench-${randomUUID()}`, sequence: 0 }));
-      let i = 0;
-      return () => runEventRequest(f, runs[i++ % runs.length]!);
-    },
+    next: (f) => liveRunEvents(f, 16),
     durable: runEventsStored,
     processed: runEventsPersisted,
   },

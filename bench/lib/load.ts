@@ -12,6 +12,13 @@ export interface GeneratedRequest {
   body?: string;
 }
 
+/**
+ * What generates the load: the next request, and optionally what became of each one, for a
+ * sender that resends what was refused (a runtime sends a refused run event again: its run waits
+ * for that sequence).
+ */
+export type RequestSource = (() => GeneratedRequest) & { answered?: (id: string, status: number) => void };
+
 export interface LoadResult {
   requests: number;
   rps: number;
@@ -29,7 +36,7 @@ export async function runLoad(options: {
   url: string | string[];
   connections: number;
   durationSeconds: number;
-  next: () => GeneratedRequest;
+  next: RequestSource;
 }): Promise<LoadResult> {
   const acked: string[] = [];
   const statuses: Record<string, number> = {};
@@ -49,7 +56,9 @@ export async function runLoad(options: {
         },
         onResponse: (status: number, _body: string, context: object) => {
           statuses[status] = (statuses[status] ?? 0) + 1;
-          if (status >= 200 && status < 300) acked.push((context as { id: string }).id);
+          const { id } = context as { id: string };
+          if (status >= 200 && status < 300) acked.push(id);
+          options.next.answered?.(id, status);
         },
       },
     ],

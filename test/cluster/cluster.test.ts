@@ -316,9 +316,10 @@ describe('runs across replicas and workers', () => {
     expect(received).toBe(beats);
     // Each replica coalesces on its own: it forwards once the lease would hold less than 2 s past
     // the next beat it expects (src/runs/heartbeat-coalescer.ts). Each sees a beat every 400 ms, so
-    // about one in five is forwarded (the other replica's forwards do not move its own view of the lease).
+    // about one in four or five is forwarded (0.267 in one run here; the other replica's forwards do
+    // not move its own view of the lease), where no coalescing would forward every one.
     expect(forwarded).toBeGreaterThan(0);
-    expect(forwarded / received).toBeLessThan(0.3);
+    expect(forwarded / received).toBeLessThan(0.4);
     process.stdout.write(
       `cluster heartbeats: ${forwarded} forwarded of ${received} received (${(forwarded / received).toFixed(3)}) over 2 replicas\n`,
     );

@@ -116,6 +116,8 @@ describe('the assistant thread while a run works', () => {
     expect((await runs.claim(queued.id)).status).toBe(200);
     const thread = { channel: 'D0ASSIST', threadTs: dm.ts };
     await waitFor(() => loop.slack.surface.statuses.find((s) => s.threadTs === dm.ts && s.status === 'is working on it…'), 15_000);
+    // The title is its own call, which may land just after the status.
+    await waitFor(() => loop.slack.surface.titles.find((t) => t.threadTs === dm.ts), 15_000, { what: "the thread's title" });
     expect(loop.slack.surface.titles).toContainEqual({ ...thread, title: 'summarize the incident' });
     expect((await runs.postEvent(queued.id, event(1, 1, 'capability_execution', { tool: 'search' }))).status).toBe(200);
     await waitFor(() => loop.slack.surface.statuses.find((s) => s.threadTs === dm.ts && s.status === 'is using search…'), 15_000);
