@@ -111,5 +111,22 @@ export function createStreamActivities(deps: StreamActivityDeps, calls: SlackCal
       const step = stepOf(await sendWithin(calls, postable.connection, 'chat.stopStream', body, 'final'), 'chat.stopStream', 'gone');
       return step.outcome === 'ratelimited' ? { ...step, from } : step;
     },
+
+    /**
+     * A streamed message Slack closed before it was stopped (`message_not_in_streaming_state`),
+     * left half written: chat.update gives it the Markdown it holds, so it reads as the part of the
+     * answer it is; one that holds nothing is deleted. A message gone already needs nothing.
+     */
+    async slackRepairStream(input: StreamRef & { streamTs: string; markdown: string }): Promise<StreamStep> {
+      const postable = await postableConnection(deps, input.connectionId);
+      if ('skipped' in postable) return { outcome: 'skipped' };
+      const [method, body] =
+        input.markdown.trim() === ''
+          ? (['chat.delete', { channel: input.channel, ts: input.streamTs }] as const)
+          : (['chat.update', { channel: input.channel, ts: input.streamTs, markdown_text: input.markdown }] as const);
+      const result = await sendWithin(calls, postable.connection, method, body, 'final');
+      if (!result.ok && result.error === 'message_not_found') return { outcome: 'ok' };
+      return stepOf(result, method, 'gone');
+    },
   };
 }

@@ -8,6 +8,7 @@ import { disableSlackConnection } from '../src/slack/connections';
 import { uninstallSlackConnection } from '../src/slack/connection-lifecycle';
 import { slackConnectionRemovedSignal, slackThreadTurnSignal } from '../src/slack/contract';
 import { SlackBudget, type BudgetPriority, type BudgetVerdict } from '../src/slack/budget';
+import { ChannelPacer } from '../src/slack/pacing';
 import { earlierPosts, isConnectionError, postableConnection, sendWithin, type SlackCallDeps } from '../src/slack/outbound';
 import { issueConnectGrant } from '../src/slack/link-codes';
 import { clearPendingInvocation, linkOrWait, type AccountLink, type ConnectionGone } from '../src/slack/links';
@@ -55,6 +56,7 @@ function slackCallDeps(deps: SlackActivityDeps): SlackCallDeps {
     settings: deps.settings,
     log: deps.log,
     budget,
+    pacer: new ChannelPacer(deps.db, deps.settings.channelPostIntervalMs),
     observe: {
       call(method: SlackApiMethod, outcome: string) {
         Context.current()
@@ -390,6 +392,9 @@ function finishMessageActivity(deps: SlackActivityDeps, calls: SlackCallDeps) {
   };
 }
 
+/** How long one delivery keeps posting parts before it hands back how far it got (its activity times out at 30 s). */
+const PARTS_PER_CALL_MS = 12_000;
+
 /** How far a final delivery got: the workflow hands it back after a wait, so nothing is sent twice. */
 export interface DeliveryProgress {
   /** The first part is in the invocation's message. */
@@ -465,6 +470,7 @@ async function supersede(deps: SlackActivityDeps, calls: SlackCallDeps, input: D
 function deliverAnswerActivity(deps: SlackActivityDeps, calls: SlackCallDeps) {
   return async function slackDeliverAnswer(input: DeliveryInput & { progress: DeliveryProgress }): Promise<DeliveryOutcome> {
     const parts = answerParts(input);
+    const startedAt = Date.now();
     let progress = input.progress;
     if (!progress.edited && !progress.asReplies) {
       const first = await editFirstPart(deps, calls, input, parts[0]!, progress);
@@ -475,7 +481,11 @@ function deliverAnswerActivity(deps: SlackActivityDeps, calls: SlackCallDeps) {
       }
       progress = first;
     }
+    const firstPart = progress.posted;
     for (let index = progress.posted; index < parts.length; index++) {
+      // Parts go out at their channel's pace: a long answer hands back how far it got well within
+      // the activity's timeout, and the workflow calls again for the rest.
+      if (index > firstPart && Date.now() - startedAt > PARTS_PER_CALL_MS) return { outcome: 'ratelimited', retryAfterMs: 1, progress };
       const key = progress.asReplies ? `${input.replyKey}/answer-${index + 1}` : `${input.replyKey}/part-${index + 1}`;
       const posted = await postPart(deps, calls, { ...input, replyKey: key }, parts[index]!);
       if (posted !== 'posted') return posted === 'skipped' ? { outcome: 'skipped', progress } : { ...posted, progress };

@@ -361,7 +361,7 @@ export async function fixtures(stack: LoadStack): Promise<Fixtures> {
     apiAppId: 'ABENCH0001',
     signingSecret: secret,
     // With a bot token the connect prompt is posted (to the bench's Slack, on loopback), as in production.
-    botToken: 'xoxb-bench',
+    botToken: stack.slack.issueToken({ token: 'xoxb-bench', teamId: 'TBENCH0001', appId: 'ABENCH0001' }),
   });
   // eslint-disable-next-line @typescript-eslint/no-require-imports
   const examples = require('@octokit/webhooks-examples/api.github.com/index.json') as {

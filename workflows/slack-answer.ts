@@ -18,13 +18,14 @@ import {
   sleep,
   workflowInfo,
 } from '@temporalio/workflow';
-import type { DeliveryOutcome, DeliveryProgress, FirstMessageNotice, SlackActivities } from '../activities/slack';
+import type { DeliveryOutcome, DeliveryProgress, FirstMessageNotice } from '../activities/slack';
 import { runReplyText } from '../src/slack/texts';
-import { editDelay, nextEditAt, progressText, STREAMED_TEXT, WORKING_TEXT } from '../src/slack/progress';
-import { finalMarkdown, markdownPieces, progressStep, type StreamChunk } from '../src/slack/stream';
+import { editDelay, nextEditAt, progressText, STREAMED_PARTS_TEXT, STREAMED_TEXT, WORKING_TEXT } from '../src/slack/progress';
+import { DEFAULT_STREAM_LIMITS } from '../src/slack/stream-segments';
 import type { RunProgress } from '../src/runs/contract';
 import type { SlackEventInput, SlackEventState, SlackFollowing, SlackThreadView } from '../src/slack/contract';
 import { continuesAsNew, olderAnswer } from './slack-legacy';
+import { StreamWriter, type ProgressStep } from './slack-stream';
 import { answerRecord, assistantEnded, assistantOpened, assistantProgress } from './slack-conversation';
 import {
   outcomeOf,
@@ -44,13 +45,6 @@ import {
 const DEFAULT_CONTINUE_AS_NEW_EVENTS = 4_000;
 /** Between two tries of a final delivery that Slack kept failing (5xx, timeouts), once its activity's own retries are spent. */
 const FINAL_RETRY_PAUSE_MS = 60_000;
-
-/** What one progress step did: shown, to wait for, or the end of progress for this message. */
-interface ProgressStep {
-  shown?: boolean;
-  retryAfterMs?: number;
-  stop?: boolean;
-}
 
 type ChildEnd = Promise<{ summary: RunOutcome } | { error: unknown }>;
 type Delivery = { replyKey: string; since: number; deadline: number };
@@ -73,6 +67,8 @@ export class ThreadAnswer {
   /** Set once the run ended: the progress loop stops. */
   private done = false;
   private readonly ref: MessageRef;
+  /** The streamed answer, in segments (workflows/slack-stream.ts). */
+  private readonly writer: StreamWriter;
 
   constructor(
     private readonly job: Invocation,
@@ -82,6 +78,18 @@ export class ThreadAnswer {
     this.shown = following.shown;
     this.nextAt = following.nextAt;
     this.ref = { connectionId: job.input.connectionId, channel: job.invocation.channel, threadTs: following.threadTs };
+    const { invocation, input } = job;
+    const dm = invocation.channelType === 'im' || invocation.channel.startsWith('D');
+    this.writer = new StreamWriter(this.view, {
+      ref: this.ref,
+      // A partner workspace's member in a shared channel is streamed to in their own workspace.
+      recipient: dm ? null : { userId: invocation.user, teamId: invocation.userTeam ?? input.teamId },
+      force: this.view.force,
+      limits: {
+        maxAgeMs: input.settings.streamMaxAgeMs ?? DEFAULT_STREAM_LIMITS.maxAgeMs,
+        maxBytes: input.settings.streamMaxBytes ?? DEFAULT_STREAM_LIMITS.maxBytes,
+      },
+    });
   }
 
   /**
@@ -218,36 +226,47 @@ export class ThreadAnswer {
 
   /**
    * Keeps the thread current with the run's newest progress until `done`: streamed into a reply
-   * (chat.startStream at the first report, chat.appendStream after) while Slack takes it, else
-   * edited into the first message; at most one call per interval, later when Slack or the budget
-   * asks for a wait, always the newest state. Leaves `nextAt` at when the next call may go out.
+   * (chat.startStream at the first report, chat.appendStream after, the next reply once one is
+   * old or large enough: workflows/slack-stream.ts) while Slack takes it, else edited into the
+   * first message; at most one call per interval, later when Slack or the budget asks for a wait,
+   * always the newest state. A streamed reply that reaches its age with nothing new is stopped
+   * then. Leaves `nextAt` at when the next call may go out.
    */
   async keepThreadCurrent(done: () => boolean): Promise<number> {
     const { signals } = this.job;
     const interval = progressInterval(this.job);
+    const newer = () => (signals.progress()?.sequence ?? 0) > this.shown;
     for (;;) {
-      await condition(() => done() || (signals.progress()?.sequence ?? 0) > this.shown || this.noticeAnswered());
+      const closeAt = this.streams() ? this.writer.closeDueAt() : null;
+      const woken = () => done() || newer() || this.noticeAnswered();
+      if (closeAt === null) await condition(woken);
+      else await condition(woken, Math.max(1, closeAt - Date.now()));
       if (done()) return this.nextAt;
       const wait = editDelay(Date.now(), this.nextAt);
       if (wait > 0 && (await condition(done, wait))) return this.nextAt;
-      const progress = signals.progress();
+      const progress = newer() ? signals.progress()! : null;
       // Claimed: the "no runtime" notice becomes "Working on it…" (an edit of progress replaces it anyway).
-      const clearing = this.noticeAnswered() && (this.streams() || (progress?.sequence ?? 0) <= this.shown);
+      const clearing = this.noticeAnswered() && (this.streams() || progress === null);
       let step: ProgressStep;
       try {
-        if (clearing) step = await this.clearNotice();
-        else step = this.streams() ? await this.streamProgress(progress!) : await this.editProgress(progress!);
+        step = clearing ? await this.clearNotice() : await this.progressStep(progress);
       } catch (error) {
         if (error instanceof ActivityFailure) return this.nextAt;
         throw error;
       }
       this.nextAt = nextEditAt(Date.now(), interval, step.retryAfterMs ?? 0);
       if (step.stop) return this.nextAt;
-      if (step.shown && !clearing) {
-        this.shown = progress!.sequence;
-        await assistantProgress(this.job, this.following, progress!.tool);
+      if (step.shown && !clearing && progress) {
+        this.shown = progress.sequence;
+        await assistantProgress(this.job, this.following, progress.tool);
       }
     }
+  }
+
+  /** The newest progress streamed or edited in; without any, the streamed reply stopped at its age. */
+  private progressStep(progress: RunProgress | null): Promise<ProgressStep> {
+    if (progress === null) return this.streams() ? this.writer.closeIdle() : Promise.resolve({});
+    return this.streams() ? this.writer.progress(progress) : this.editProgress(progress);
   }
 
   /** Progress goes into the stream (while Slack takes it), not into the first message. */
@@ -277,47 +296,6 @@ export class ThreadAnswer {
     return edit.outcome === 'updated' ? { shown: true } : { stop: true };
   }
 
-  /** One progress step as a stream: opened at the first report, appended after; refused or broken, edits take over. */
-  private async streamProgress(progress: RunProgress): Promise<ProgressStep> {
-    const { view, job } = this;
-    if (view.stream === null) {
-      const dm = job.invocation.channelType === 'im' || job.invocation.channel.startsWith('D');
-      const started = await progressApi.slackStartStream({
-        ...this.ref,
-        recipient: dm ? null : { userId: job.invocation.user, teamId: job.input.teamId },
-        force: view.force,
-        chunks: [],
-      });
-      if (started.outcome === 'ratelimited') return { retryAfterMs: started.retryAfterMs };
-      if (started.outcome !== 'ok' || started.ts === undefined) {
-        view.streamOff = true;
-        return {};
-      }
-      view.stream = { ts: started.ts, streamed: { source: '' }, openTask: null };
-    }
-    const stream = view.stream;
-    const next = progressStep(stream.streamed, progress, stream.openTask);
-    const pieces = next.append === '' ? [] : markdownPieces(next.append);
-    for (const [index, piece] of (pieces.length > 0 ? pieces : ['']).entries()) {
-      const chunks: StreamChunk[] = index === 0 ? next.chunks : [];
-      if (piece === '' && chunks.length === 0) break;
-      const appended = await progressApi.slackAppendStream({
-        ...this.ref,
-        streamTs: stream.ts,
-        markdown: piece,
-        chunks,
-        priority: 'progress',
-      });
-      if (appended.outcome === 'ratelimited') return { retryAfterMs: appended.retryAfterMs };
-      if (appended.outcome !== 'ok') {
-        view.streamOff = true;
-        return {};
-      }
-    }
-    view.stream = { ts: stream.ts, streamed: next.streamed, openTask: next.openTask };
-    return { shown: true };
-  }
-
   /**
    * The answer: the stream closed with the rest of it and the outcome, and the first message's
    * Cancel button gone; or, without a stream (or one Slack broke), the answer delivered by edit or
@@ -328,42 +306,16 @@ export class ThreadAnswer {
     const markdown = summary.status === 'succeeded' && !!summary.lastAssistantText?.trim();
     const answer = { text: markdown ? summary.lastAssistantText! : runReplyText(summary), markdown };
     if (view.stream !== null && !view.streamOff) {
-      const stopped = await this.stopStream(view.stream, summary, at.deadline);
+      const stopped = await this.writer.finish(summary, at.deadline);
       if (stopped.result !== 'fallback') {
         if (stopped.result !== 'posted' || view.ts === null) return stopped;
-        const status = summary.status === 'succeeded' ? STREAMED_TEXT : runReplyText({ ...summary, lastAssistantText: null });
+        const streamed = this.writer.replies > 1 ? STREAMED_PARTS_TEXT : STREAMED_TEXT;
+        const status = summary.status === 'succeeded' ? streamed : runReplyText({ ...summary, lastAssistantText: null });
         await this.deliverAnswer(view.ts, { text: status, markdown: false }, { ...at, replyKey: `${at.replyKey}/status` });
         return stopped;
       }
     }
     return this.deliverAnswer(view.ts, answer, at);
-  }
-
-  /** chat.stopStream with the rest of the answer; rate limits wait until the deadline; a stream Slack lost falls back to replies. */
-  private async stopStream(
-    stream: NonNullable<SlackThreadView['stream']>,
-    summary: RunOutcome,
-    deadline: number,
-  ): Promise<FinalResult | { result: 'fallback' }> {
-    const markdown = finalMarkdown(stream.streamed, summary);
-    const chunks: StreamChunk[] = stream.openTask ? [{ type: 'task_update', id: stream.openTask, title: 'Done', status: 'complete' }] : [];
-    const { connectionId, channel } = this.ref;
-    let from = 0;
-    for (;;) {
-      let step: Awaited<ReturnType<SlackActivities['slackStopStream']>>;
-      try {
-        step = await slackApi.slackStopStream({ connectionId, channel, streamTs: stream.ts, markdown, from, chunks });
-      } catch (error) {
-        if (error instanceof ActivityFailure) return { result: 'fallback' };
-        throw error;
-      }
-      if (step.outcome === 'ok') return { result: 'posted' };
-      if (step.outcome === 'skipped') return { result: 'skipped' };
-      if (step.outcome !== 'ratelimited') return { result: 'fallback' };
-      from = 'from' in step ? step.from : from;
-      if (Date.now() + step.retryAfterMs > deadline) return { result: 'fallback' };
-      await sleep(step.retryAfterMs);
-    }
   }
 
   /**

@@ -23,6 +23,7 @@ import {
   SLACK_LOCAL_RECORDS_PATCH,
   SLACK_PROGRESS_PATCH,
   SLACK_REMOVAL_PATCH,
+  SLACK_STREAM_SEGMENTS_PATCH,
   SLACK_RUNTIME_GATE_PATCH,
   type SlackEventState,
 } from '../src/slack/contract';
@@ -77,6 +78,16 @@ export const linkTimeoutExpires = (gotLink: boolean): boolean => !gotLink && !pa
  */
 export const continuesAsNew = (): boolean => patched(SLACK_CONTINUE_AS_NEW_PATCH);
 
+// ─── slack-stream-segments ────────────────────────────────────────────────────────────────────
+
+/**
+ * Whether the streamed answer goes in segments (workflows/slack-stream.ts): ask it only where the
+ * segments change what is sent (a reply to stop, repair or start, a write cut otherwise, a timer
+ * for a reply's age), since what fits one call is sent the same either way. Before the patch, the
+ * one stream took every append, its answer was one chat.stopStream activity, and an append Slack
+ * refused turned the thread to edits and replies.
+ */
+export const streamsInSegments = (): boolean => patched(SLACK_STREAM_SEGMENTS_PATCH);
 // ─── slack-conversation ───────────────────────────────────────────────────────────────────────
 
 /**

@@ -59,6 +59,7 @@ export async function startClusterLoadStack(options: { env?: Record<string, stri
       temporal,
       secretKey,
       githubSecret,
+      slack,
       async stop() {
         await temporal.close().catch(() => undefined);
         await cluster.stop();

@@ -19,7 +19,7 @@ import { migrateToLatest } from '../../src/app/store/migrate';
 import { createTemporalClient, type TemporalClientHandle } from '../../src/app/temporal/client';
 import { findTemporalCli, startDevServer, type CliLocation, type DevServer } from '../../src/app/temporal/dev-server';
 import { freePort } from '../../test/harness/ports';
-import { startFakeSlack } from '../../test/harness/slack';
+import { startFakeSlack, type FakeSlack } from '../../test/harness/slack';
 import { waitFor } from '../../test/harness/wait';
 
 const root = path.resolve(__dirname, '../..');
@@ -113,6 +113,8 @@ export interface LoadStack {
   temporal: TemporalClientHandle;
   secretKey: string;
   githubSecret: string;
+  /** Slack's Web API on loopback: a bot token must be issued by it to be taken. */
+  slack: FakeSlack;
   stop(): Promise<void>;
 }
 
@@ -133,6 +135,7 @@ export function asLoadStack(stack: BenchStack): LoadStack {
     temporal: stack.temporal,
     secretKey: stack.env.SECRET_KEY!,
     githubSecret: stack.secrets.github,
+    slack: stack.slack,
     stop: () => stack.stop(),
   };
 }
@@ -149,6 +152,7 @@ export interface BenchStack {
   postgres: EmbeddedPostgres;
   temporalServer: DevServer;
   secrets: { github: string };
+  slack: FakeSlack;
   /** kill -9 the Temporal dev server (its SQLite file keeps the state). */
   killTemporal(): Promise<void>;
   startTemporal(): Promise<void>;
@@ -269,6 +273,7 @@ export async function startBenchStack(
       return temporalServer;
     },
     secrets,
+    slack,
     async killTemporal() {
       if (temporalServer.pid) process.kill(temporalServer.pid, 'SIGKILL');
       await waitFor(async () => {

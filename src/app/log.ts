@@ -23,6 +23,10 @@ const REDACT_PATHS = [
   '*.signing_secret',
   '*.botToken',
   '*.bot_token',
+  '*.refreshToken',
+  '*.refresh_token',
+  '*.accessToken',
+  '*.access_token',
   '*.password',
   '*.client_secret',
   'token',
@@ -30,6 +34,7 @@ const REDACT_PATHS = [
   'secret',
   'signingSecret',
   'botToken',
+  'refreshToken',
 ];
 
 export interface LoggerOptions {

@@ -18,18 +18,7 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}) {
       buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
       registers: [registry],
     }),
-    ingress: new Counter({
-      name: 'den_ingress_outcomes_total',
-      help: 'Webhook and report outcomes by route: enqueued, duplicate, ineligible or rejected, with a reason.',
-      labelNames: ['route', 'outcome', 'reason'] as const,
-      registers: [registry],
-    }),
-    signatureFailures: new Counter({
-      name: 'den_signature_failures_total',
-      help: 'Requests whose provider signature did not verify, by route and reason.',
-      labelNames: ['route', 'reason'] as const,
-      registers: [registry],
-    }),
+    ...ingressMetrics(registry),
     authFailures: new Counter({
       name: 'den_auth_failures_total',
       help: 'Failed authentications by surface and outcome: rejected (looked up or checked, 401) or unknown_cached (401 without a lookup).',
@@ -85,6 +74,29 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}) {
     }),
   };
   return metrics;
+}
+
+/** What webhooks and reports came to: their outcomes, their signatures that failed, and Slack's notices that it drops events. */
+function ingressMetrics(registry: Registry) {
+  return {
+    ingress: new Counter({
+      name: 'den_ingress_outcomes_total',
+      help: 'Webhook and report outcomes by route: enqueued, duplicate, ineligible or rejected, with a reason.',
+      labelNames: ['route', 'outcome', 'reason'] as const,
+      registers: [registry],
+    }),
+    signatureFailures: new Counter({
+      name: 'den_signature_failures_total',
+      help: 'Requests whose provider signature did not verify, by route and reason.',
+      labelNames: ['route', 'reason'] as const,
+      registers: [registry],
+    }),
+    slackEventsRateLimited: new Counter({
+      name: 'den_slack_events_rate_limited_total',
+      help: "Minutes Slack said it dropped a connection's events (app_rate_limited), each counted once.",
+      registers: [registry],
+    }),
+  };
 }
 
 /** What admission by measured capacity shows: the engine's delay, the limit it sets, the live runs and their refusals. */

@@ -15,6 +15,7 @@
  * - Every heartbeat or event of the current attempt moves the lease to now + leaseTimeout.
  * - A `terminal` event ends the run once every earlier sequence of its attempt is applied.
  */
+import { utf8Bytes } from '../app/utf8';
 import {
   type RunCancelRequest,
   type RunCaller,
@@ -357,28 +358,6 @@ export function applyHeartbeat(state: RunState, { heartbeat, caller }: CallerHea
   const admitted = admitAttempt(counted, heartbeat.attempt, at);
   if (!admitted.admitted) return admitted.state;
   return { ...admitted.state, lastHeartbeatAt: at.now };
-}
-
-/**
- * Bytes of a string once encoded as UTF-8, which is what Temporal's payload limits count (a
- * CJK character is 1 UTF-16 unit but 3 bytes). Pure and deterministic: no TextEncoder needed.
- */
-export function utf8Bytes(text: string): number {
-  let bytes = 0;
-  for (let i = 0; i < text.length; i++) {
-    const code = text.charCodeAt(i);
-    if (code < 0x80) bytes += 1;
-    else if (code < 0x800) bytes += 2;
-    else if (code >= 0xd800 && code <= 0xdbff && i + 1 < text.length) {
-      const next = text.charCodeAt(i + 1);
-      // A surrogate pair is one code point of 4 bytes; a lone surrogate is encoded as U+FFFD (3).
-      if (next >= 0xdc00 && next <= 0xdfff) {
-        bytes += 4;
-        i += 1;
-      } else bytes += 3;
-    } else bytes += 3;
-  }
-  return bytes;
 }
 
 /** A payload's JSON size in UTF-8 bytes, for every byte budget that guards a Temporal payload. */

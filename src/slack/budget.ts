@@ -82,8 +82,8 @@ export interface BudgetSettings {
 
 export type BudgetVerdict = { taken: true; tokens: number } | { taken: false; waitMs: number; tokens: number };
 
-/** Reads, decides and writes one bucket under its row lock, on the database's clock (every replica's the same). */
-async function withBucket(
+/** Reads, decides and writes one bucket under its row lock, on the database's clock (every replica's the same); channel pacing (src/slack/pacing.ts) keeps its schedules in the same rows. */
+export async function withBucket(
   db: Db,
   key: { connectionId: string; method: string },
   decide: (state: BucketState | undefined, now: number) => { next: BucketState; verdict: BudgetVerdict },

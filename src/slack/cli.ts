@@ -5,8 +5,10 @@ import {
   listSlackConnections,
   SlackConnectionError,
   updateSlackConnection,
+  type CreateSlackConnectionInput,
   type UpdateSlackConnectionInput,
 } from './connections';
+import type { TokenRotation } from './web-api';
 import { CliError, print, type CliContext } from '../app/cli';
 import { liveMember } from '../identity';
 import { completeLink, LINK_REFUSAL_STATUS } from './link-completion';
@@ -49,6 +51,24 @@ function nonNegativeHours(value: string): number {
   return n;
 }
 
+function wholeSeconds(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1 || n > 366 * 86_400) throw new InvalidArgumentError('must be a whole number of seconds, 1 or more');
+  return n;
+}
+
+/**
+ * A rotating bot token's options (an app with token rotation on): its refresh token and its
+ * lifetime as Slack gave them (`expires_in`), together or not at all, and only with the token itself.
+ */
+function rotationOption(opts: { botToken?: string; refreshToken?: string; tokenExpiresIn?: number }): TokenRotation | undefined {
+  if (opts.refreshToken === undefined && opts.tokenExpiresIn === undefined) return undefined;
+  if (opts.refreshToken === undefined || opts.tokenExpiresIn === undefined || !opts.botToken) {
+    throw new CliError('--refresh-token and --token-expires-in go together, with the --bot-token they belong to');
+  }
+  return { refreshToken: opts.refreshToken, expiresInMs: opts.tokenExpiresIn * 1000 };
+}
+
 function connectionId(value: string): string {
   if (!CONNECTION_ID_PATTERN.test(value)) throw new CliError(`"${value}" is not a Slack connection id (emc_…)`);
   return value;
@@ -88,38 +108,58 @@ function registerCreateConnection(connections: Command, context: CliContext<Slac
     .requiredOption('--team-id <T>', 'Slack workspace (team) id', slackId('team'))
     .requiredOption('--app-id <A>', 'Slack app id (api_app_id)', slackId('app'))
     .requiredOption('--signing-secret <s>', "the app's signing secret", nonEmpty)
-    .option('--bot-token <t>', 'bot token (xoxb-…), needed to post replies and connect prompts')
+    .option('--bot-token <t>', 'bot token (xoxb-…, or xoxe.xoxb-… with token rotation on), needed to post replies and connect prompts')
+    .option('--refresh-token <t>', 'with token rotation on: the refresh token (xoxe-…) Slack issued with the bot token')
+    .option('--token-expires-in <seconds>', "with token rotation on: the bot token's lifetime, Slack's expires_in", wholeSeconds)
+    .option('--client-id <id>', "the app's client id (a rotating token is refreshed with it)", nonEmpty)
+    .option('--client-secret <s>', "the app's client secret (a rotating token is refreshed with it)", nonEmpty)
+    .option('--enterprise-id <E>', "an Enterprise Grid org-wide install: the organization's id", slackId('enterprise'))
     .option('--bot-user-id <U>', "the bot's own user id; its messages are never routed", slackId('user'))
     .option('--channels <C1,C2>', 'channel allowlist (DMs are always allowed)', channels)
     .option('--disabled', 'create it disabled')
-    .action(
-      (opts: {
-        org: string;
-        teamId: string;
-        appId: string;
-        signingSecret: string;
-        botToken?: string;
-        botUserId?: string;
-        channels?: string[];
-        disabled?: boolean;
-      }) =>
-        context.withDatabase(async ({ db, secretKey }) =>
-          operatorErrors(async () =>
-            print(
-              await createSlackConnection(db, await secretKey(), {
-                organizationId: opts.org,
-                teamId: opts.teamId,
-                apiAppId: opts.appId,
-                signingSecret: opts.signingSecret,
-                botToken: opts.botToken,
-                botUserId: opts.botUserId,
-                channels: opts.channels,
-                enabled: !opts.disabled,
-              }),
-            ),
-          ),
-        ),
+    .action((opts: CreateOptions) =>
+      context.withDatabase(async ({ db, secretKey }) =>
+        operatorErrors(async () => print(await createSlackConnection(db, await secretKey(), createInput(opts)))),
+      ),
     );
+}
+
+interface CreateOptions {
+  org: string;
+  teamId: string;
+  appId: string;
+  signingSecret: string;
+  botToken?: string;
+  refreshToken?: string;
+  tokenExpiresIn?: number;
+  clientId?: string;
+  clientSecret?: string;
+  enterpriseId?: string;
+  botUserId?: string;
+  channels?: string[];
+  disabled?: boolean;
+}
+
+/** What `create` stores; a rotating token needs the client credentials its refresh is made with. */
+function createInput(opts: CreateOptions): CreateSlackConnectionInput {
+  const rotation = rotationOption(opts);
+  if (rotation && (opts.clientId === undefined || opts.clientSecret === undefined)) {
+    throw new CliError('a rotating token (--refresh-token) needs --client-id and --client-secret to be refreshed with');
+  }
+  return {
+    organizationId: opts.org,
+    teamId: opts.teamId,
+    apiAppId: opts.appId,
+    signingSecret: opts.signingSecret,
+    botToken: opts.botToken,
+    rotation,
+    clientId: opts.clientId,
+    clientSecret: opts.clientSecret,
+    enterpriseId: opts.enterpriseId,
+    botUserId: opts.botUserId,
+    channels: opts.channels,
+    enabled: !opts.disabled,
+  };
 }
 
 function registerUpdateConnection(connections: Command, context: CliContext<SlackSettings>): void {
@@ -134,16 +174,20 @@ function registerUpdateConnection(connections: Command, context: CliContext<Slac
       nonNegativeHours,
     )
     .option('--channels <C1,C2>', 'replace the channel allowlist ("" clears it)', channels)
-    .option('--bot-token <t>', 'replace the bot token ("" removes it)')
+    .option('--bot-token <t>', 'replace the bot token ("" removes it); without --refresh-token it never expires')
+    .option('--refresh-token <t>', "with --bot-token, for an app with token rotation on: the token's refresh token")
+    .option('--token-expires-in <seconds>', "with --refresh-token: the bot token's lifetime, Slack's expires_in", wholeSeconds)
     .option('--bot-user-id <U>', "replace the bot's user id")
-    .action((id: string, opts: UpdateSlackConnectionInput) =>
+    .action((id: string, opts: UpdateSlackConnectionInput & { refreshToken?: string; tokenExpiresIn?: number }) =>
       context.withDatabase(async ({ db, secretKey }) => {
         connectionId(id);
         if (opts.previousSecretValidHours !== undefined && opts.signingSecret === undefined) {
           throw new CliError('--previous-secret-valid-hours only applies together with --signing-secret');
         }
         if (Object.values(opts).every((v) => v === undefined)) throw new CliError('nothing to update: pass at least one option');
-        await operatorErrors(async () => print(await updateSlackConnection(db, await secretKey(), id, opts)));
+        const { refreshToken: _r, tokenExpiresIn: _e, ...update } = opts;
+        const input = { ...update, rotation: rotationOption(opts) };
+        await operatorErrors(async () => print(await updateSlackConnection(db, await secretKey(), id, input)));
       }),
     );
 }

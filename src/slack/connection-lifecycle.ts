@@ -10,9 +10,10 @@
  * starts waiting before the removal (and is ended by it) or sees the removal and does not wait.
  */
 import { sql } from 'kysely';
-import { decryptSecret, encryptSecret, type SecretKeys } from '../app/secrets';
+import { decryptSecret, type SecretKeys } from '../app/secrets';
 import type { Db } from '../app/store/db';
-import { connectionView, type SlackConnectionView } from './connections';
+import { botTokenColumns, connectionView, type SlackConnectionView } from './connections';
+import type { TokenRotation } from './web-api';
 
 /** Why an install was not recorded. */
 export type InstallRefusal = 'not_found' | 'team_mismatch' | 'app_mismatch' | 'bound_elsewhere';
@@ -28,6 +29,8 @@ export interface SlackInstall {
   teamName: string | null;
   appId: string;
   botToken: string;
+  /** With token rotation on: the refresh token and the bot token's lifetime. */
+  rotation: TokenRotation | null;
   botUserId: string | null;
 }
 
@@ -37,7 +40,8 @@ const CLEARED_BY_REINSTALL = new Set(['app_uninstalled', 'tokens_revoked']);
 /**
  * Binds the install to its connection: the workspace and app must be the ones the connection is
  * bound to already (an operator's connection, a reinstall), and no other connection may hold the
- * same workspace and app. A reinstall replaces the bot token; an app Slack uninstalled is active again.
+ * same workspace and app. A reinstall replaces the bot token (and its rotation, on or off); an app
+ * Slack uninstalled is active again.
  */
 export async function recordSlackInstall(
   db: Db,
@@ -72,7 +76,7 @@ export async function recordSlackInstall(
         team_id: install.teamId,
         api_app_id: install.appId,
         team_name: install.teamName,
-        bot_token: encryptSecret(key, install.botToken),
+        ...botTokenColumns(key, install.botToken, install.rotation, now),
         bot_user_id: install.botUserId,
         installed_at: now,
         installed_by: install.memberId,

@@ -1,7 +1,8 @@
 /**
- * Slack connections (one app installation in one workspace). Signing secrets, client secrets and
- * bot tokens are sealed with AES-256-GCM (src/app/secrets.ts) before they reach Postgres; only
- * this module and src/slack/connection-lifecycle.ts open them, and the public view never carries them.
+ * Slack connections (one app installation in one workspace). Signing secrets, client secrets, bot
+ * tokens and refresh tokens are sealed with AES-256-GCM (src/app/secrets.ts) before they reach
+ * Postgres; only this module, src/slack/connection-lifecycle.ts and src/slack/tokens.ts (a
+ * rotating token's refresh) open them, and the public view never carries them.
  */
 import type { Selectable, Updateable } from 'kysely';
 import { typeid } from 'typeid-js';
@@ -9,6 +10,8 @@ import { decryptSecret, encryptSecret, tryDecrypt, type SecretKeys } from '../ap
 import type { Db } from '../app/store/db';
 import type { SlackTables } from './tables';
 import type { SlackSigningSecrets } from './signature';
+import type { TokenLifetime } from './tokens';
+import type { TokenRotation } from './web-api';
 import type { ThreadFollowUps } from './contract';
 import { storedConversation } from './conversation-settings';
 
@@ -42,6 +45,10 @@ export interface SlackConnection {
   streamingRefused: string | null;
   /** Slack uninstalled the app: nothing is linked or routed for it until it is installed again. */
   uninstalled: boolean;
+  /** With token rotation on, when the bot token expires and when it was issued (src/slack/tokens.ts); null when it never expires. */
+  tokenLifetime: TokenLifetime | null;
+  /** An Enterprise Grid org-wide install's organization (src/slack/ownership.ts). */
+  enterpriseId: string | null;
   /** Its own follow-ups setting (src/slack/conversation-settings.ts); null: SLACK_THREAD_FOLLOW_UPS. */
   threadFollowUps: ThreadFollowUps | null;
   /** Slack's refusal of the assistant methods for it, once remembered: its threads keep to messages. */
@@ -70,10 +77,20 @@ export interface SlackConnectionView {
   hasCredentials: boolean;
   botUserId: string | null;
   hasBotToken: boolean;
+  /** The app has token rotation on: its bot token expires and is refreshed before it does. */
+  tokenRotation: boolean;
+  /** When the current rotating bot token expires. */
+  tokenExpiresAt: string | null;
+  /** An Enterprise Grid org-wide install's organization. */
+  enterpriseId: string | null;
   channels: string[] | null;
   enabled: boolean;
   disabledReason: string | null;
   previousSecretExpiresAt: string | null;
+  /** The last minute Slack said it dropped this app's events for the workspace (`app_rate_limited`). */
+  eventsRateLimitedAt: string | null;
+  /** How many such minutes Slack has reported. */
+  eventsRateLimitedMinutes: number;
   installedAt: string | null;
   uninstalledAt: string | null;
   createdAt: string;
@@ -106,10 +123,15 @@ export function connectionView(row: SlackConnectionRow): SlackConnectionView {
     hasCredentials: row.client_id !== null && row.client_secret !== null && row.signing_secret !== null,
     botUserId: row.bot_user_id,
     hasBotToken: row.bot_token !== null,
+    tokenRotation: row.refresh_token !== null,
+    tokenExpiresAt: row.refresh_token !== null ? iso(row.token_expires_at) : null,
+    enterpriseId: row.enterprise_id,
     channels: row.channels && row.channels.length > 0 ? row.channels : null,
     enabled: row.enabled,
     disabledReason: row.disabled_reason,
     previousSecretExpiresAt: iso(row.previous_secret_expires_at),
+    eventsRateLimitedAt: iso(row.events_rate_limited_at),
+    eventsRateLimitedMinutes: row.events_rate_limited_minutes,
     installedAt: iso(row.installed_at),
     uninstalledAt: iso(row.uninstalled_at),
     createdAt: row.created_at.toISOString(),
@@ -124,9 +146,25 @@ export interface CreateSlackConnectionInput {
   apiAppId: string;
   signingSecret: string;
   botToken?: string;
+  /** With token rotation on: the bot token's refresh token and lifetime (a refresh needs the client credentials too). */
+  rotation?: TokenRotation;
+  clientId?: string;
+  clientSecret?: string;
   botUserId?: string;
+  /** An Enterprise Grid org-wide install's organization. */
+  enterpriseId?: string;
   channels?: string[];
   enabled?: boolean;
+}
+
+/** The columns of a bot token: sealed, with its rotation's refresh token and lifetime, or none. */
+export function botTokenColumns(key: SecretKeys | Buffer, token: string | null, rotation: TokenRotation | null, now: Date) {
+  return {
+    bot_token: token === null ? null : encryptSecret(key, token),
+    refresh_token: token === null || rotation === null ? null : encryptSecret(key, rotation.refreshToken),
+    token_expires_at: token === null || rotation === null ? null : new Date(now.getTime() + rotation.expiresInMs),
+    token_issued_at: token === null || rotation === null ? null : now,
+  };
 }
 
 async function requireOrganization(db: Db, organizationId: string): Promise<void> {
@@ -146,8 +184,11 @@ export async function createSlackConnection(db: Db, key: SecretKeys | Buffer, in
       team_id: input.teamId,
       api_app_id: input.apiAppId,
       signing_secret: encryptSecret(key, input.signingSecret),
-      bot_token: input.botToken ? encryptSecret(key, input.botToken) : null,
+      ...botTokenColumns(key, input.botToken || null, input.rotation ?? null, now),
+      client_id: input.clientId ?? null,
+      client_secret: input.clientSecret ? encryptSecret(key, input.clientSecret) : null,
       bot_user_id: input.botUserId ?? null,
+      enterprise_id: input.enterpriseId ?? null,
       channels: input.channels && input.channels.length > 0 ? input.channels : null,
       enabled: input.enabled ?? true,
       disabled_reason: input.enabled === false ? 'operator' : null,
@@ -219,6 +260,8 @@ export interface UpdateSlackConnectionInput {
   /** An empty list clears the allowlist. */
   channels?: string[];
   botToken?: string;
+  /** With a new bot token: its rotation (absent: the new token never expires). */
+  rotation?: TokenRotation;
   botUserId?: string;
 }
 
@@ -247,7 +290,12 @@ export async function updateSlackConnection(
     }
     if (input.channels !== undefined) patch.channels = input.channels.length > 0 ? input.channels : null;
     if (input.botToken !== undefined) {
-      patch.bot_token = input.botToken ? encryptSecret(key, input.botToken) : null;
+      if (input.rotation && (row.client_id === null || row.client_secret === null)) {
+        throw new SlackConnectionError(
+          'a rotating token needs the app’s client id and secret to be refreshed with: set its credentials first',
+        );
+      }
+      Object.assign(patch, botTokenColumns(key, input.botToken || null, input.rotation ?? null, now));
       // A new token may carry what streaming lacked (a scope, a reinstall): its threads try it again.
       patch.streaming_refused = null;
       patch.streaming_refused_at = null;
@@ -329,6 +377,11 @@ export async function findSlackConnection(db: Db, key: SecretKeys | Buffer, id: 
     disabledReason: row.disabled_reason,
     streamingRefused: row.streaming_refused,
     uninstalled: row.uninstalled_at !== null,
+    tokenLifetime:
+      row.refresh_token !== null && row.token_expires_at !== null
+        ? { expiresAt: row.token_expires_at.getTime(), issuedAt: (row.token_issued_at ?? row.token_expires_at).getTime() }
+        : null,
+    enterpriseId: row.enterprise_id,
     threadFollowUps: storedConversation(row).threadFollowUps,
     assistantRefused: row.assistant_refused,
   };
@@ -359,6 +412,25 @@ export async function findSealedSigningSecrets(db: Db, ids: string[]): Promise<M
   return new Map(rows.flatMap((row) => (sealedOf(row) ? [[row.id, sealedOf(row)!] as const] : [])));
 }
 
+/**
+ * Slack said it drops the app's events for the connection's workspace from `minute` on
+ * (`app_rate_limited`): remembered, each minute counted once (Slack's retries of the same notice
+ * change nothing). Whether it was a minute not seen before.
+ */
+export async function recordEventsRateLimited(db: Db, id: string, minute: Date, now = new Date()): Promise<boolean> {
+  const result = await db
+    .updateTable('slack_connections')
+    .set((eb) => ({
+      events_rate_limited_at: minute,
+      events_rate_limited_minutes: eb('events_rate_limited_minutes', '+', 1),
+      updated_at: now,
+    }))
+    .where('id', '=', id)
+    .where((eb) => eb.or([eb('events_rate_limited_at', 'is', null), eb('events_rate_limited_at', '<>', minute)]))
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows) > 0;
+}
+
 /** app_uninstalled / tokens_revoked (through the workflow) and operators. Idempotent. */
 export async function disableSlackConnection(db: Db, id: string, reason: string, now = new Date()): Promise<boolean> {
   const result = await db
@@ -378,11 +450,11 @@ export async function resealSlackSecrets(db: Db, keys: SecretKeys): Promise<{ re
   const counts = { resealed: 0, current: 0, undecryptable: 0 };
   const rows = await db
     .selectFrom('slack_connections')
-    .select(['id', 'signing_secret', 'previous_signing_secret', 'bot_token', 'client_secret'])
+    .select(['id', 'signing_secret', 'previous_signing_secret', 'bot_token', 'client_secret', 'refresh_token'])
     .execute();
   for (const row of rows) {
     const patch: Record<string, string> = {};
-    for (const column of ['signing_secret', 'previous_signing_secret', 'bot_token', 'client_secret'] as const) {
+    for (const column of ['signing_secret', 'previous_signing_secret', 'bot_token', 'client_secret', 'refresh_token'] as const) {
       const sealed = row[column];
       if (sealed === null) continue;
       if (tryDecrypt(keys.current, sealed) !== undefined) {

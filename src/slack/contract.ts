@@ -6,7 +6,8 @@
 import { defineSearchAttributeKey } from '@temporalio/common';
 import { defineQuery, defineSignal } from '@temporalio/workflow';
 import type { RunProgress, RunSettings, RunStatus } from '../runs/contract';
-import type { StreamedText } from './stream';
+import type { StreamChunk, StreamedText } from './stream';
+import type { StreamSegment } from './stream-segments';
 import { workflowRef } from '../app/temporal/contract';
 
 export const slackSearchAttributes = {
@@ -93,6 +94,8 @@ export interface SlackInvocation {
   ts: string;
   threadTs: string | null;
   text: string;
+  /** The asker's own workspace when it is not the connection's (a channel shared with another organization); absent in older events. */
+  userTeam?: string | null;
   /** A channel thread's reply without a mention, routed because the thread is a conversation (ThreadFollowUps). */
   followUp?: boolean;
 }
@@ -120,6 +123,9 @@ interface SlackEventSettings {
   finalDeliveryDeadlineMs?: number;
   /** The history length past which the invocation continues as new while it follows its run (SLACK_CONTINUE_AS_NEW_EVENTS). */
   continueAsNewEvents?: number;
+  /** When a streamed reply is stopped and the answer carries on in the next (SLACK_STREAM_MAX_AGE, SLACK_STREAM_MAX_BYTES); absent before them. */
+  streamMaxAgeMs?: number;
+  streamMaxBytes?: number;
 }
 
 /**
@@ -147,7 +153,18 @@ export interface SlackThreadView {
   streaming: boolean;
   /** `stream`: try it even where a refusal was remembered for the connection. */
   force: boolean;
-  stream: { ts: string; streamed: StreamedText; openTask: string | null } | null;
+  stream: {
+    /** The streamed reply written to now (with segments, the newest). */
+    ts: string;
+    streamed: StreamedText;
+    openTask: string | null;
+    /** The segment `ts` is (src/slack/stream-segments.ts); absent in streams opened before SLACK_STREAM_SEGMENTS_PATCH. */
+    segment?: StreamSegment;
+    /** What the newest progress still has to append, escaped, when a wait cut its step short. */
+    pending?: { markdown: string; chunks: StreamChunk[] };
+    /** Once Slack refused to grow a segment: the most a segment holds from then on, in UTF-8 bytes. */
+    maxBytes?: number;
+  } | null;
   /** Slack refused the stream, or it broke: edits from here on. */
   streamOff: boolean;
   /** The first message says no runtime of the member's is online (SLACK_RUNTIME_GATE_PATCH), until a runtime claims the run. */
@@ -159,6 +176,16 @@ export interface SlackThreadView {
  * past SLACK_CONTINUE_AS_NEW_EVENTS (or when Temporal suggests it) while it follows the run.
  */
 export const SLACK_CONTINUE_AS_NEW_PATCH = 'slack-continue-as-new';
+
+/**
+ * Workflow patch id: the streamed answer goes in segments (src/slack/stream-segments.ts): a
+ * streamed reply is stopped before SLACK_STREAM_MAX_AGE or SLACK_STREAM_MAX_BYTES and the answer
+ * carries on in a new one in the same thread; one Slack closed first (`message_not_in_streaming_state`)
+ * is repaired with chat.update and the answer carries on; one Slack will not grow (`msg_too_long`)
+ * is stopped and the answer carries on. Events before it append to one stream to the end, and
+ * fall back to edits and replies when Slack refuses an append.
+ */
+export const SLACK_STREAM_SEGMENTS_PATCH = 'slack-stream-segments';
 
 export interface SlackEventInput {
   connectionId: string;

@@ -4,6 +4,7 @@
  * is shared state in Postgres (quota.ts).
  */
 import type { SlackInvocation, SlackLifecycleType } from './contract';
+import { userTeamOf } from './ownership';
 
 export type IneligibleReason =
   | 'connection_disabled'
@@ -116,6 +117,7 @@ export function classifyEvent(event: Record<string, unknown>, connection: Eligib
         isDirectMessage(channel, channelType) && type !== 'app_mention' ? text.trim() : withoutBotMention(text, connection.botUserId),
         files,
       ),
+      userTeam: userTeamOf(event),
     },
   };
 }

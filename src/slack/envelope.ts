@@ -4,6 +4,7 @@
  */
 import type { InvalidRequestDetail } from '../app/errors';
 import { pathDeeperThan, TOO_DEEP_MESSAGE } from '../app/http/json-depth';
+import { parseAuthorizations, type EventAuthorization } from './ownership';
 
 type SlackEnvelope =
   | { kind: 'url_verification'; challenge: string }
@@ -15,6 +16,10 @@ type SlackEnvelope =
       /** Absent for envelopes that carry no event (then the route just acks). */
       eventId: string | undefined;
       event: Record<string, unknown> | undefined;
+      /** The installations the event is delivered for (src/slack/ownership.ts); absent in `app_rate_limited`. */
+      authorizations: EventAuthorization[] | undefined;
+      /** `app_rate_limited`: the minute (epoch seconds) Slack began dropping the app's events. */
+      minuteRateLimited: number | undefined;
     };
 
 export type EnvelopeResult = { ok: true; envelope: SlackEnvelope } | { ok: false; details: InvalidRequestDetail[] };
@@ -52,6 +57,11 @@ export function parseEnvelope(raw: Buffer): EnvelopeResult {
       apiAppId: nonEmptyString(body.api_app_id),
       eventId: nonEmptyString(body.event_id),
       event: isRecord(body.event) ? body.event : undefined,
+      authorizations: parseAuthorizations(body.authorizations),
+      minuteRateLimited:
+        typeof body.minute_rate_limited === 'number' && Number.isSafeInteger(body.minute_rate_limited)
+          ? body.minute_rate_limited
+          : undefined,
     },
   };
 }

@@ -2,6 +2,7 @@
 import { defineFeature } from '../app/feature';
 import { registerSlackCommands } from './cli';
 import { slackSearchAttributes } from './contract';
+import { startDeferredEvents } from './deferred-events';
 import { SlackQuota } from './quota';
 import { sweepSlackReplays } from './replays';
 import { createSlackRoutes } from './routes';
@@ -14,6 +15,8 @@ export { resealSlackSecrets } from './connections';
 
 /** How often a worker process deletes replay-cache entries whose signature window has closed. */
 const REPLAY_SWEEP_INTERVAL_MS = 60_000;
+/** How often a worker process starts the events kept while Temporal did not take them (src/slack/deferred-events.ts). */
+const DEFERRED_SWEEP_INTERVAL_MS = 5_000;
 /** A thread with no new request for this long is forgotten: a reply in it is no longer a follow-up. */
 const THREAD_RETENTION_MS = 30 * 24 * 3_600_000;
 const THREAD_SWEEP_INTERVAL_MS = 3_600_000;
@@ -31,6 +34,14 @@ export const slackFeature = defineFeature({
       threads: createThreadRouter(deps),
     }),
   sweeps: [
+    {
+      name: 'slack deferred events',
+      intervalMs: DEFERRED_SWEEP_INTERVAL_MS,
+      run: async (deps) => {
+        const done = await startDeferredEvents(deps);
+        if (done.started + done.failed > 0) deps.log.info(done, 'started slack events kept while Temporal did not take them');
+      },
+    },
     {
       name: 'slack replay cache',
       intervalMs: REPLAY_SWEEP_INTERVAL_MS,

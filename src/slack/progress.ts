@@ -76,6 +76,9 @@ export const SUPERSEDED_TEXT = 'The answer is in the replies below.';
 /** What the first message says once the answer streamed in the reply below it (its Cancel button goes). */
 export const STREAMED_TEXT = 'Done: the answer is in the reply below.';
 
+/** The same, once the answer streamed in several replies, one after another. */
+export const STREAMED_PARTS_TEXT = 'Done: the answer is in the replies below.';
+
 /** Block Kit of a finished message: the text alone (the Cancel button goes). */
 export function finalBlocks(text: string): Record<string, unknown>[] {
   return [{ type: 'section', text: mrkdwnText(text) }];

@@ -33,13 +33,6 @@ export interface SlackQuotaOptions {
   sweepBatch?: number;
 }
 
-/** Thrown inside the take's transaction to roll it back: the key is full. */
-class QuotaFull extends Error {
-  constructor(readonly key: string) {
-    super(`quota ${key} is full`);
-  }
-}
-
 /**
  * Outages are coded 503s already (the pool in store/db.ts). Any other Postgres refusal of a
  * quota write (a read-only failover, a deadlock, a full disk) is a dependency failure too, not
@@ -61,47 +54,50 @@ export class SlackQuota {
   }
 
   /**
-   * Takes one unit from every key, or from none when any is full (so a user over their own
-   * limit does not eat the workspace's budget), in one transaction. Keys are taken in the order
-   * given; every caller builds them with `slackQuotaChecks`, so concurrent takes lock rows in the
-   * same order. `release` gives the units back, for an event that turned out not to be routed
-   * after all (a duplicate delivery, a failed enqueue).
+   * Takes one unit from every key, or from none when any is full, one key at a time, each in one
+   * statement of its own: a key that is full gives back the units taken before it. No transaction
+   * holds a row lock across round trips, so a burst of mentions for one workspace does not queue
+   * on its row while each holds a pooled connection (which turned a burst of 30 a second into
+   * 503s). Every caller builds the keys with `slackQuotaChecks`, narrowest first, so a user over
+   * their own limit touches no workspace unit. `release` gives the units back, for an event that
+   * turned out not to be routed after all (a duplicate delivery, a failed enqueue).
    */
   async tryTake(checks: QuotaCheck[], now: number): Promise<QuotaVerdict> {
     const window = windowStart(now, this.counter.windowMs);
-    try {
-      await this.db.transaction().execute(async (trx) => {
-        for (const { key, limit } of checks) {
-          if (!(await this.counter.take({ key, window, units: 1, limit }, trx))) throw new QuotaFull(key);
-        }
-      });
-    } catch (error) {
-      if (error instanceof QuotaFull) return { ok: false, key: error.key };
-      throw asUnavailable(error);
+    const taken: string[] = [];
+    for (const { key, limit } of checks) {
+      let ok: boolean;
+      try {
+        ok = await this.counter.take({ key, window, units: 1, limit });
+      } catch (error) {
+        await this.release(taken, window);
+        throw asUnavailable(error);
+      }
+      if (!ok) {
+        await this.release(taken, window);
+        return { ok: false, key };
+      }
+      taken.push(key);
     }
     await this.counter.sweepSometimes(window);
-    const keys = checks.map((check) => check.key);
     let released = false;
     return {
       ok: true,
       release: async () => {
         if (released) return;
         released = true;
-        await this.release(keys, window);
+        await this.release(taken, window);
       },
     };
   }
 
   /**
    * Never throws: the callers release on their way to an answer that is already decided (a 503
-   * for a failed enqueue, an ack for a duplicate). A unit that cannot be given back stays spent
-   * until its window ends, which errs on the safe side of a quota.
+   * for a failed enqueue, an ack for a duplicate, a full key). A unit that cannot be given back
+   * stays spent until its window ends, which errs on the safe side of a quota.
    */
   private async release(keys: string[], window: number): Promise<void> {
     try {
-      // One row per statement: an UPDATE of both rows at once locks them in whatever order it
-      // finds them, and a take on another replica, holding the workspace row and waiting for the
-      // user row, would deadlock with it (Postgres then aborts the take with a 503).
       for (const key of keys) await this.counter.release({ key, window, units: 1 });
     } catch (error) {
       this.log.warn({ err: error, keys }, 'slack quota release failed; the units stay spent until their window ends');
@@ -109,10 +105,10 @@ export class SlackQuota {
   }
 }
 
-/** Workspace first, then user: the one order in which every take locks its rows. */
+/** The user first, then the workspace: a user over their own limit spends none of the workspace's units. */
 export function slackQuotaChecks(settings: SlackSettings, teamId: string, slackUserId: string): QuotaCheck[] {
   return [
-    { key: `workspace:${teamId}`, limit: settings.workspaceQuotaPerMinute },
     { key: `user:${teamId}:${slackUserId}`, limit: settings.userQuotaPerMinute },
+    { key: `workspace:${teamId}`, limit: settings.workspaceQuotaPerMinute },
   ];
 }

@@ -7,6 +7,11 @@ import { z } from 'zod';
 import { defineSettings, duration, int, optionalString } from '../app/settings';
 import { runDefaults, runnerSettings } from '../runs';
 
+/** The shortest SLACK_STREAM_MAX_AGE: each streamed reply of a long answer holds at least that much of it. */
+const MIN_STREAM_AGE_MS = 10_000;
+/** The longest SLACK_EVENT_ACK_WAIT: Slack wants an event's answer within 3 s, and the route does more than wait. */
+const MAX_ACK_WAIT_MS = 2_500;
+
 export const slackSettings = defineSettings(
   {
     ...runDefaults.shape,
@@ -25,6 +30,14 @@ export const slackSettings = defineSettings(
     SLACK_TIER3_PER_WINDOW: int(50, 1),
     SLACK_TIER4_PER_WINDOW: int(100, 1),
     SLACK_FINAL_DELIVERY_DEADLINE: duration('1h'),
+    // How long an event's ack waits for Temporal before the event is kept in Postgres (src/slack/deferred-events.ts).
+    SLACK_EVENT_ACK_WAIT: duration('2s'),
+    // Inside what Slack allows one streamed message: it closes one about 5 minutes after it
+    // starts, and stops one growing at roughly 10.6-12k UTF-8 bytes (src/slack/stream-segments.ts).
+    SLACK_STREAM_MAX_AGE: duration('4m'),
+    SLACK_STREAM_MAX_BYTES: int(9_000, 1_000, 12_000),
+    // chat.postMessage: about one message a second per channel (src/slack/pacing.ts).
+    SLACK_CHANNEL_POST_INTERVAL: duration('1s'),
     SLACK_CONTINUE_AS_NEW_EVENTS: int(4_000, 50),
     SLACK_RESPONSE_URL_PREFIX: z.string().url().default('https://hooks.slack.com/'),
     SLACK_OAUTH_AUTHORIZE_URL: z.string().url().default('https://slack.com/oauth/v2/authorize'),
@@ -54,6 +67,9 @@ export const slackSettings = defineSettings(
       tiers: { 2: e.SLACK_TIER2_PER_WINDOW, 3: e.SLACK_TIER3_PER_WINDOW, 4: e.SLACK_TIER4_PER_WINDOW },
     },
     finalDeliveryDeadlineMs: e.SLACK_FINAL_DELIVERY_DEADLINE,
+    eventAckWaitMs: e.SLACK_EVENT_ACK_WAIT,
+    stream: { maxAgeMs: e.SLACK_STREAM_MAX_AGE, maxBytes: e.SLACK_STREAM_MAX_BYTES },
+    channelPostIntervalMs: e.SLACK_CHANNEL_POST_INTERVAL,
     continueAsNewEvents: e.SLACK_CONTINUE_AS_NEW_EVENTS,
     responseUrlPrefix: e.SLACK_RESPONSE_URL_PREFIX,
     /** Slack's page that asks an admin to install an app (OAuth v2); tests point it at the fake. */
@@ -69,6 +85,13 @@ export const slackSettings = defineSettings(
     context: { maxMessages: e.SLACK_CONTEXT_MAX_MESSAGES, maxChars: e.SLACK_CONTEXT_MAX_CHARS },
     homeMinIntervalMs: e.SLACK_HOME_MIN_INTERVAL,
   }),
+  (e) => [
+    // A streamed reply younger than this is not worth the next one's chat.startStream.
+    ...(e.SLACK_STREAM_MAX_AGE < MIN_STREAM_AGE_MS ? [`SLACK_STREAM_MAX_AGE: at least ${MIN_STREAM_AGE_MS / 1000}s`] : []),
+    ...(e.SLACK_EVENT_ACK_WAIT < 1 || e.SLACK_EVENT_ACK_WAIT > MAX_ACK_WAIT_MS
+      ? [`SLACK_EVENT_ACK_WAIT: more than 0 and at most ${MAX_ACK_WAIT_MS / 1000}s`]
+      : []),
+  ],
 );
 
 export type SlackSettings = ReturnType<typeof slackSettings.build>;

@@ -46,9 +46,14 @@ export function streamDelta(streamed: StreamedText, next: string): { append: str
   return { append: `${streamed.source === '' ? '' : '\n\n'}${escapeMarkdown(next)}`, streamed: { source: next } };
 }
 
+/** The most characters of a tool's name a task's title shows: titles count toward what one streamed message holds (src/slack/stream-segments.ts). */
+export const TOOL_NAME_LIMIT = 200;
+
 /** A tool the run uses, as a task in the stream's timeline. */
 export function toolTask(id: string, tool: string, status: 'in_progress' | 'complete'): StreamChunk {
-  return { type: 'task_update', id, title: `Using ${escapeMarkdown(tool)}`, status };
+  const chars = Array.from(tool);
+  const name = chars.length > TOOL_NAME_LIMIT ? `${chars.slice(0, TOOL_NAME_LIMIT).join('')}…` : tool;
+  return { type: 'task_update', id, title: `Using ${escapeMarkdown(name)}`, status };
 }
 
 /** What a progress report adds to the stream: its text's delta, or a task for its tool. */
@@ -85,19 +90,28 @@ export function finalMarkdown(streamed: StreamedText, summary: Pick<RunSummary, 
 const ENTITY = /&(?:[a-z]+|#[0-9]+|#x[0-9a-f]+);/gi;
 
 /**
+ * Where to cut escaped Markdown that runs past `limit` characters: at the last line break or
+ * space in the first `limit` characters' second half (else at `limit`), and never inside an escape
+ * entity.
+ */
+export function cutBefore(text: string, limit: number): number {
+  let cut = Math.max(text.lastIndexOf('\n', limit - 1), text.lastIndexOf(' ', limit - 1)) + 1;
+  if (cut < limit / 2) cut = limit;
+  for (const match of text.slice(0, limit + 10).matchAll(ENTITY)) {
+    if (match.index < cut && match.index + match[0].length > cut) cut = match.index;
+  }
+  return cut;
+}
+
+/**
  * Escaped Markdown in pieces of at most `limit` characters for consecutive calls of one stream
- * (they join back into one message): cut at the last line break or space in a piece's second half,
- * and never inside an escape entity.
+ * (they join back into one message), each cut by cutBefore.
  */
 export function markdownPieces(text: string, limit = STREAM_CALL_LIMIT): string[] {
   const pieces: string[] = [];
   let rest = text;
   while (rest.length > limit) {
-    let cut = Math.max(rest.lastIndexOf('\n', limit - 1), rest.lastIndexOf(' ', limit - 1)) + 1;
-    if (cut < limit / 2) cut = limit;
-    for (const match of rest.slice(0, limit + 10).matchAll(ENTITY)) {
-      if (match.index < cut && match.index + match[0].length > cut) cut = match.index;
-    }
+    const cut = cutBefore(rest, limit);
     pieces.push(rest.slice(0, cut));
     rest = rest.slice(cut);
   }

@@ -1,6 +1,7 @@
 /**
  * The slack feature's tables as Kysely sees them; the DDL is in src/app/store/migrations/0003_slack.ts,
- * 0006_slack_quotas.ts, 0007_replays.ts, 0012_slack_delivery.ts, 0014_slack_onboarding.ts and 0018_slack_conversation.ts.
+ * 0006_slack_quotas.ts, 0007_replays.ts, 0012_slack_delivery.ts, 0014_slack_onboarding.ts, 0018_slack_conversation.ts,
+ * 0019_slack_token_rotation.ts and 0020_slack_deferred_events.ts.
  */
 import type { ColumnType, Generated } from 'kysely';
 import type { Timestamp, NullableTimestamp, Int8 } from '../app/store/columns';
@@ -21,6 +22,16 @@ export interface SlackTables {
     previous_secret_expires_at: NullableTimestamp;
     /** Sealed `xoxb-` token; without one the service never calls Slack for this connection. */
     bot_token: string | null;
+    /** With token rotation on, the sealed refresh token that trades the bot token for a new pair (src/slack/tokens.ts); null without rotation. */
+    refresh_token: string | null;
+    /** When a rotating bot token expires, and when it was issued; null without rotation. */
+    token_expires_at: NullableTimestamp;
+    token_issued_at: NullableTimestamp;
+    /** An Enterprise Grid org-wide install's organization: events whose authorizations name it are this connection's. */
+    enterprise_id: string | null;
+    /** The last minute Slack said it dropped this app's events (`app_rate_limited`), and how many such minutes it has reported. */
+    events_rate_limited_at: NullableTimestamp;
+    events_rate_limited_minutes: ColumnType<number, number | undefined, number>;
     bot_user_id: string | null;
     /** Channel allowlist; null or empty = every channel. DMs are always allowed. */
     channels: string[] | null;
@@ -171,6 +182,18 @@ export interface SlackTables {
     request_timestamp: Int8;
     signature: string;
     expires_at: Timestamp;
+  };
+  /** Slack events acked before Temporal took their workflow, until it does (src/slack/deferred-events.ts). */
+  slack_deferred_events: {
+    workflow_id: string;
+    connection_id: string;
+    organization_id: string;
+    /** The workflow's input (SlackEventInput), as the events route built it. */
+    input: ColumnType<unknown, string, string>;
+    received_at: Timestamp;
+    next_attempt_at: Timestamp;
+    attempts: ColumnType<number, number | undefined, number>;
+    created_at: ColumnType<Date, Date | undefined, Date>;
   };
   /** A token bucket per connection and Web API method, taken by every worker (src/slack/budget.ts). */
   slack_api_budgets: {

@@ -102,7 +102,9 @@ function asPosted(method: SlackApiMethod, body: Record<string, unknown>): Record
   if (!MRKDWN_METHODS.has(method)) return body;
   const text = typeof body.text === 'string' ? { text: defuseMentions(body.text) } : {};
   const blocks = body.blocks === undefined ? {} : { blocks: defuseBlocks(body.blocks) };
-  return { ...body, ...text, ...blocks, parse: 'none' };
+  // chat.update gives a streamed message Slack closed its Markdown back (src/slack/stream-segments.ts).
+  const markdown = typeof body.markdown_text === 'string' ? { markdown_text: defuseMarkdown(body.markdown_text) } : {};
+  return { ...body, ...text, ...blocks, ...markdown, parse: 'none' };
 }
 
 /** A Home tab view as published: every mrkdwn text object of its blocks defused, as in a message. */
@@ -171,6 +173,12 @@ export async function callSlackApi(
   }
 }
 
+/** A rotating app's pair (https://docs.slack.dev/authentication/using-token-rotation): the refresh token and how long the bot token lives. */
+export interface TokenRotation {
+  refreshToken: string;
+  expiresInMs: number;
+}
+
 /** What `oauth.v2.access` answered for a bot install, or why it refused or failed. */
 export type OAuthAccessResult =
   | {
@@ -181,11 +189,19 @@ export type OAuthAccessResult =
         appId: string | null;
         botToken: string | null;
         botUserId: string | null;
+        /** With token rotation on; null when the bot token never expires. */
+        rotation: TokenRotation | null;
         /** The bot scopes Slack granted (its `scope`, comma-separated), when it said. */
         scopes: string[] | null;
       };
     }
   | (Extract<SlackApiResult, { ok: false }> & { refused: boolean });
+
+/** The rotation part of an `oauth.v2.access` answer: both a refresh token and a lifetime, or none. */
+function rotationOf(answer: { refresh_token?: string; expires_in?: number }): TokenRotation | null {
+  if (!answer.refresh_token || typeof answer.expires_in !== 'number' || answer.expires_in <= 0) return null;
+  return { refreshToken: answer.refresh_token, expiresInMs: answer.expires_in * 1000 };
+}
 
 /**
  * Exchanges an install's code (https://docs.slack.dev/reference/methods/oauth.v2.access) with the
@@ -212,12 +228,38 @@ export async function oauthV2Access(
         appId: answer.app_id ?? null,
         botToken: answer.token_type === 'bot' ? (answer.access_token ?? null) : null,
         botUserId: answer.bot_user_id ?? null,
+        rotation: answer.token_type === 'bot' ? rotationOf(answer) : null,
         scopes: typeof answer.scope === 'string' ? answer.scope.split(',').filter(Boolean) : null,
       },
     };
   } catch (error) {
     const failure = failureOf(error);
     return { ...failure, refused: error instanceof WebAPIPlatformError && !failure.retryable };
+  }
+}
+
+/**
+ * Trades a rotating app's refresh token, once, for a new bot token and a new refresh token
+ * (`oauth.v2.access` with `grant_type=refresh_token` and the app's client credentials). A Slack
+ * error is final for that refresh token; an HTTP failure or a network error may be tried again.
+ * The tokens are only returned, never logged.
+ */
+export async function oauthV2Refresh(
+  baseUrl: string,
+  input: { clientId: string; clientSecret: string; refreshToken: string },
+): Promise<{ ok: true; token: TokenRotation & { accessToken: string } } | Extract<SlackApiResult, { ok: false }>> {
+  try {
+    const answer = await clientFor({ baseUrl }).oauth.v2.access({
+      client_id: input.clientId,
+      client_secret: input.clientSecret,
+      grant_type: 'refresh_token',
+      refresh_token: input.refreshToken,
+    });
+    const rotation = rotationOf(answer);
+    if (!answer.access_token || rotation === null) return { ok: false, retryable: false, error: 'no_rotating_token' };
+    return { ok: true, token: { accessToken: answer.access_token, ...rotation } };
+  } catch (error) {
+    return failureOf(error);
   }
 }
 

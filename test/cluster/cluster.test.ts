@@ -177,7 +177,7 @@ describe('one workflow per delivery across replicas', () => {
   it('the same Slack event sent concurrently to both replicas starts one workflow', async () => {
     const org = await createTestOrg(database.db);
     const key = parseSecretKey(SECRET_KEY);
-    const connectionRow = await createTestSlackConnection(database.db, key, org.organizationId);
+    const connectionRow = await createTestSlackConnection(database.db, key, org.organizationId, { slack });
     const envelope = eventEnvelope(connectionRow, appMention(newSlackUserId()));
     const answers = await Promise.all(Array.from({ length: 8 }, (_, i) => postSlackEvent(apis[i % 2]!, connectionRow, envelope)));
     expect(answers.filter((a) => a.status !== 200).map((a) => `${a.status} ${a.text}`)).toEqual([]);
@@ -205,7 +205,7 @@ describe('Slack quotas are shared by the replicas', () => {
     // Fixed one-minute windows: keep all 8 inside one, so the limit is exactly the one under test.
     await waitFor(() => new Date().getSeconds() < 45, 20_000, { what: 'the start of a minute', intervalMs: 200 });
     const org = await createTestOrg(database.db);
-    const connectionRow = await createTestSlackConnection(database.db, parseSecretKey(SECRET_KEY), org.organizationId);
+    const connectionRow = await createTestSlackConnection(database.db, parseSecretKey(SECRET_KEY), org.organizationId, { slack });
     const user = newSlackUserId();
     const envelopes = Array.from({ length: 8 }, () => eventEnvelope(connectionRow, appMention(user)));
     for (const [i, envelope] of envelopes.entries()) {

@@ -20,6 +20,13 @@
  *   exchange issues a bot token for the app in that workspace.
  * - `auth.revoke` revokes the calling token (`invalid_auth` for one that no longer works); a revoked
  *   token gets `token_revoked` from every method after.
+ * - Tokens (https://docs.slack.dev/authentication/using-token-rotation): a token the fake never
+ *   issued gets `invalid_auth` from every method; a test issues one as an operator would paste it
+ *   (issueToken). An app whose manifest turns `settings.token_rotation_enabled` on gets expiring
+ *   tokens: `oauth.v2.access` answers `refresh_token` and `expires_in` too, an expired token gets
+ *   `token_expired`, and `grant_type=refresh_token` with the app's client credentials trades a
+ *   refresh token, once, for a new access token and a new refresh token (a refresh token used
+ *   before, or never issued, is refused).
  */
 import { randomBytes, randomUUID } from 'node:crypto';
 import type http from 'node:http';
@@ -48,6 +55,15 @@ export interface FakeToken {
   appId: string;
   teamId: string;
   revoked: boolean;
+  /** A rotating token's expiry (ms since the epoch); a token without one never expires. */
+  expiresAt?: number;
+}
+
+/** A refresh token of a rotating app's install: it works once. */
+interface FakeRefreshToken {
+  appId: string;
+  teamId: string;
+  used: boolean;
 }
 
 export interface OAuthState {
@@ -55,9 +71,21 @@ export interface OAuthState {
   workspaces: Map<string, string>;
   codes: Map<string, IssuedCode>;
   tokens: Map<string, FakeToken>;
+  refreshTokens: Map<string, FakeRefreshToken>;
+  /** How long a rotating app's access token lives: Slack's is 12 hours; a test may shorten it. */
+  tokenLifetimeMs: number;
 }
 
-export const newOAuthState = (): OAuthState => ({ apps: new Map(), workspaces: new Map(), codes: new Map(), tokens: new Map() });
+const TOKEN_LIFETIME_MS = 12 * 3_600_000;
+
+export const newOAuthState = (): OAuthState => ({
+  apps: new Map(),
+  workspaces: new Map(),
+  codes: new Map(),
+  tokens: new Map(),
+  refreshTokens: new Map(),
+  tokenLifetimeMs: TOKEN_LIFETIME_MS,
+});
 
 const CODE_LIFETIME_MS = 10 * 60_000;
 const EVENT_SCOPES: Record<string, string> = {
@@ -203,17 +231,16 @@ export function oauthV2Access(state: OAuthState, authorization: string | undefin
   const app = appByClient(state, credentials.id);
   if (!app) return fail('invalid_client_id');
   if (credentials.secret !== app.clientSecret) return fail('bad_client_secret');
+  if (body.grant_type === 'refresh_token') return refreshAccess(state, app, body);
   const code = state.codes.get(String(body.code ?? ''));
   if (!code || code.clientId !== app.clientId || code.used || Date.now() - code.issuedAt > CODE_LIFETIME_MS) return fail('invalid_code');
   if (body.redirect_uri !== code.redirectUri) return fail('bad_redirect_uri');
   code.used = true;
-  const token = `xoxb-${hex(12)}-${hex(12)}`;
-  state.tokens.set(token, { appId: app.appId, teamId: code.teamId, revoked: false });
   return {
     status: 200,
     body: {
       ok: true,
-      access_token: token,
+      ...issueAccess(state, app, code.teamId),
       token_type: 'bot',
       scope: code.scopes.join(','),
       bot_user_id: `UB${app.appId.slice(1)}`,
@@ -224,6 +251,51 @@ export function oauthV2Access(state: OAuthState, authorization: string | undefin
       authed_user: { id: id('U') },
     },
   };
+}
+
+const rotates = (app: FakeSlackApp) => app.manifest.settings?.token_rotation_enabled === true;
+
+/** A bot token for the app in the workspace: with rotation on, an expiring one and its refresh token. */
+function issueAccess(state: OAuthState, app: FakeSlackApp, teamId: string): Record<string, unknown> {
+  if (!rotates(app)) {
+    const token = `xoxb-${hex(12)}-${hex(12)}`;
+    state.tokens.set(token, { appId: app.appId, teamId, revoked: false });
+    return { access_token: token };
+  }
+  const token = `xoxe.xoxb-1-${hex(16)}`;
+  const refresh = `xoxe-1-${hex(20)}`;
+  state.tokens.set(token, { appId: app.appId, teamId, revoked: false, expiresAt: Date.now() + state.tokenLifetimeMs });
+  state.refreshTokens.set(refresh, { appId: app.appId, teamId, used: false });
+  return { access_token: token, refresh_token: refresh, expires_in: Math.round(state.tokenLifetimeMs / 1000) };
+}
+
+/** `grant_type=refresh_token`: a refresh token of this app, used once, for a new access token and a new refresh token. */
+function refreshAccess(state: OAuthState, app: FakeSlackApp, body: Record<string, unknown>): Answer {
+  const refresh = state.refreshTokens.get(String(body.refresh_token ?? ''));
+  if (!refresh || refresh.used || refresh.appId !== app.appId) return fail('invalid_refresh_token');
+  refresh.used = true;
+  return {
+    status: 200,
+    body: {
+      ok: true,
+      ...issueAccess(state, app, refresh.teamId),
+      token_type: 'bot',
+      app_id: app.appId,
+      team: { id: refresh.teamId, name: state.workspaces.get(refresh.teamId) },
+      enterprise: null,
+      is_enterprise_install: false,
+    },
+  };
+}
+
+/**
+ * A token as an operator pastes it (`den slack connections create --bot-token`): the fake knows it
+ * from now on. With `expiresInMs`, it expires then, as a rotating app's token does.
+ */
+export function issueToken(state: OAuthState, input: { token: string; teamId: string; appId: string; expiresInMs?: number }): string {
+  const expiresAt = input.expiresInMs === undefined ? undefined : Date.now() + input.expiresInMs;
+  state.tokens.set(input.token, { appId: input.appId, teamId: input.teamId, revoked: false, ...(expiresAt ? { expiresAt } : {}) });
+  return input.token;
 }
 
 /** The bearer token of a Web API call. */
@@ -237,9 +309,21 @@ export function authRevoke(state: OAuthState, token: string | undefined): Answer
   return { status: 200, body: { ok: true, revoked: true } };
 }
 
-/** A revoked token's answer to any other method; tokens the fake did not issue (made by hand in tests) pass. */
-export function revokedToken(state: OAuthState, token: string | undefined): Answer | undefined {
-  return token !== undefined && state.tokens.get(token)?.revoked ? fail('token_revoked') : undefined;
+/** Methods called without a bot token: the OAuth exchange (client credentials) and a response_url. */
+const TOKENLESS = new Set(['oauth.v2.access', 'response_url']);
+
+/**
+ * What Slack answers a call whose token does not work: `not_authed` without one, `invalid_auth`
+ * for one it never issued, `token_revoked` once revoked, `token_expired` past a rotating token's expiry.
+ */
+export function tokenRefusal(state: OAuthState, method: string, token: string | undefined): Answer | undefined {
+  if (TOKENLESS.has(method)) return undefined;
+  if (token === undefined) return fail('not_authed');
+  const issued = state.tokens.get(token);
+  if (!issued) return fail('invalid_auth');
+  if (issued.revoked) return fail('token_revoked');
+  if (issued.expiresAt !== undefined && Date.now() >= issued.expiresAt) return fail('token_expired');
+  return undefined;
 }
 
 /** Slack's `app_uninstalled`, signed with the app's secret, to its events Request URL; the app's tokens in the workspace stop working. */

@@ -7,7 +7,10 @@
  *   (https://docs.slack.dev/apis/web-api/rate-limits): Tier 2 20, Tier 3 50, Tier 4 100 calls a
  *   minute, counted over a sliding window; over it, HTTP 429 with `Retry-After` in seconds. The
  *   window and the limits are options, so a test can scale time (its ratio stated where it does).
- *   chat.postMessage ("special": about one a second per channel, bursts allowed) is not limited.
+ *   chat.postMessage ("special": about one a second per channel, short bursts allowed) is limited
+ *   per workspace and channel (test/harness/fake-slack-limits.ts).
+ * - Tokens: one the fake never issued gets `invalid_auth`, an expired one `token_expired`
+ *   (test/harness/fake-slack-oauth.ts); a test issues an operator's token with issueToken.
  * - Sizes: `msg_too_long` past 40,000 characters of `text`; `invalid_blocks` past 50 blocks or a
  *   section text past 3,000 characters; the streaming methods' `markdown_text` past 12,000
  *   characters is `msg_too_long`.
@@ -19,7 +22,9 @@
  * - chat.startStream, chat.appendStream, chat.stopStream: a reply in a thread (`thread_ts`),
  *   `recipient_user_id` and `recipient_team_id` outside a DM, appends only to a message still
  *   streaming (`message_not_in_streaming_state`), Tier 2 for start and stop, Tier 4 for append;
- *   `streaming: false` answers `unknown_method` as an API without them would.
+ *   `streaming: false` answers `unknown_method` as an API without them would. A stream closes by
+ *   itself past an age and refuses appends past a total size (test/harness/fake-slack-limits.ts);
+ *   chat.update repairs a message Slack closed that way, with `markdown_text` as with `text`.
  * - response_url: `POST /actions/…` takes an interaction's answer (recorded as method `response_url`).
  * - The agent surface and the Home tab (fake-slack section "The conversation"): the assistant
  *   methods with their scopes and arguments (a `thread_ts` to setSuggestedPrompts of an agent app
@@ -44,14 +49,24 @@ import {
   checkEventsUrl,
   createApp,
   issueCode,
+  issueToken,
   newOAuthState,
   oauthV2Access,
-  revokedToken,
+  tokenRefusal,
   uninstall,
   type FakeSlackApp,
   type FakeToken,
   type OAuthState,
 } from './fake-slack-oauth';
+import {
+  channelPostLimited,
+  STRICT_DEFAULTS,
+  streamCallBytes,
+  streamLimitError,
+  streamState,
+  type StreamState,
+  type StrictLimits,
+} from './fake-slack-limits';
 
 export type { FakeSlackApp } from './fake-slack-oauth';
 
@@ -145,7 +160,16 @@ export interface FakeMessage {
   edits: { text: string; blocks?: unknown; at: number }[];
   postedAt: number;
   /** A streamed message (chat.startStream): its Markdown so far, its chunks, and whether it was stopped. */
-  stream?: { markdown: string; chunks: Record<string, unknown>[]; stopped: boolean; blocks?: unknown };
+  stream?: {
+    markdown: string;
+    chunks: Record<string, unknown>[];
+    stopped: boolean;
+    blocks?: unknown;
+    /** Its Markdown and task titles so far, in UTF-8 bytes (test/harness/fake-slack-limits.ts). */
+    bytes?: number;
+    /** chat.update gave it its text after Slack had closed it. */
+    repaired?: boolean;
+  };
 }
 
 export interface FakeSlackOptions {
@@ -159,6 +183,10 @@ export interface FakeSlackOptions {
   editWindowMs?: number;
   /** false: the streaming methods are unknown (an API without them). */
   streaming?: boolean;
+  /** Slack's limits on a stream's age and size and on posts per channel (test/harness/fake-slack-limits.ts). */
+  strict?: Partial<StrictLimits>;
+  /** How long a rotating app's access token lives (Slack: 12 hours). */
+  tokenLifetimeMs?: number;
   /** The bot token's scopes, for the methods that need one besides `chat:write` (default: every scope the manifest asks). */
   scopes?: string[];
   /** The app's messaging experience: `agent` (agent_view, the default), `assistant` (legacy assistant_view), or `none` (no agent feature). */
@@ -198,6 +226,10 @@ export interface FakeSlack {
   tokens: Map<string, FakeToken>;
   /** The app is uninstalled from the workspace: its tokens stop working and Slack sends `app_uninstalled`. */
   uninstall(app: FakeSlackApp, teamId: string): Promise<{ status: number; eventId: string }>;
+  /** A bot token as an operator pastes it, known to the fake from now on; `expiresInMs` makes it expire. */
+  issueToken(input: { token: string; teamId: string; appId: string; expiresInMs?: number }): string;
+  /** Where a streamed message stands now: `streaming`, `stopped`, `stuck` (closed by Slack, not repaired) or `repaired`. */
+  streamState(message: FakeMessage): StreamState | undefined;
   /** What the agent surface and the Home tab were given (section "The conversation"). */
   surface: FakeSurface;
   /** A person's message the fake holds (as Slack would): in conversations.replies, and chat.getPermalink finds it. */
@@ -206,11 +238,17 @@ export interface FakeSlack {
 }
 
 interface FakeState {
-  options: Required<Omit<FakeSlackOptions, 'editWindowMs' | 'tiers'>> & { editWindowMs?: number; tiers: Record<2 | 3 | 4, number> };
+  options: Required<Omit<FakeSlackOptions, 'editWindowMs' | 'tiers' | 'strict' | 'tokenLifetimeMs'>> & {
+    editWindowMs?: number;
+    tiers: Record<2 | 3 | 4, number>;
+    strict: StrictLimits;
+  };
   surface: FakeSurface;
   messages: FakeMessage[];
   /** Call times per (workspace, method) within the window. */
   windows: Map<string, number[]>;
+  /** chat.postMessage's bucket per (workspace, channel). */
+  channelPosts: Map<string, { tokens: number; at: number }>;
   cantUpdate: Set<string>;
   lastTs: number;
   oauth: OAuthState;
@@ -227,11 +265,13 @@ export async function startFakeSlack(options: FakeSlackOptions = {}): Promise<Fa
     options: withDefaults(options),
     messages: [],
     windows: new Map(),
+    channelPosts: new Map(),
     cantUpdate: new Set(),
     lastTs: 0,
     oauth: newOAuthState(),
     surface: newSurface(),
   };
+  if (options.tokenLifetimeMs !== undefined) state.oauth.tokenLifetimeMs = options.tokenLifetimeMs;
   const scripted = new Map<string, ScriptedReply[]>();
   const server = http.createServer((req, res) => {
     if (req.method === 'GET' && (req.url ?? '').split('?')[0] === '/oauth/v2/authorize') {
@@ -255,7 +295,11 @@ export async function startFakeSlack(options: FakeSlackOptions = {}): Promise<Fa
       calls.push(call);
       const reply = scripted.get(method)?.shift();
       if (reply) return answerScripted(state, call, reply, req, res);
-      const answer = revokedToken(state.oauth, bearer(call.authorization, body)) ?? rateLimited(state, call) ?? answerMethod(state, call);
+      const answer =
+        tokenRefusal(state.oauth, method, bearer(call.authorization, body)) ??
+        rateLimited(state, call) ??
+        postLimited(state, call) ??
+        answerMethod(state, call);
       call.status = answer.status;
       if (answer.body.ok === false) call.error = String(answer.body.error);
       res.writeHead(answer.status, { 'content-type': 'application/json', ...answer.headers });
@@ -281,7 +325,8 @@ export async function startFakeSlack(options: FakeSlackOptions = {}): Promise<Fa
       state.cantUpdate.add(`${channel}/${ts}`);
     },
     configure(next) {
-      state.options = withDefaults({ ...state.options, ...next });
+      state.options = withDefaults({ ...state.options, ...next, strict: { ...state.options.strict, ...next.strict } });
+      if (next.tokenLifetimeMs !== undefined) state.oauth.tokenLifetimeMs = next.tokenLifetimeMs;
     },
     async waitForCall(method, match = () => true, timeoutMs = 20_000) {
       return waitFor(() => calls.find((c) => c.method === method && match(c)), timeoutMs, { what: `Slack ${method}`, intervalMs: 100 });
@@ -297,6 +342,8 @@ export async function startFakeSlack(options: FakeSlackOptions = {}): Promise<Fa
     issueCode: (input) => issueCode(state.oauth, input),
     tokens: state.oauth.tokens,
     uninstall: (app, teamId) => uninstall(state.oauth, app, teamId),
+    issueToken: (input) => issueToken(state.oauth, input),
+    streamState: (message) => streamState(message, state.options.strict),
     surface: state.surface,
     userMessage: (message) => {
       const { threadTs, user, ...rest } = message;
@@ -317,6 +364,7 @@ function withDefaults(options: FakeSlackOptions): FakeState['options'] {
     nonMarketplace: options.nonMarketplace ?? false,
     editWindowMs: options.editWindowMs,
     streaming: options.streaming ?? true,
+    strict: { ...STRICT_DEFAULTS, ...options.strict },
     scopes: options.scopes ?? [...ALL_SCOPES],
     experience: options.experience ?? 'agent',
     homeTab: options.homeTab ?? true,
@@ -368,6 +416,14 @@ function rateLimited(state: FakeState, call: SlackApiCall): Answer | undefined {
   }
   times.push(call.at);
   return undefined;
+}
+
+/** chat.postMessage past its channel's rate (test/harness/fake-slack-limits.ts), per workspace. */
+function postLimited(state: FakeState, call: SlackApiCall): Answer | undefined {
+  if (call.method !== 'chat.postMessage') return undefined;
+  const token = bearer(call.authorization, call.body);
+  const workspace = (token && state.oauth.tokens.get(token)?.teamId) ?? token;
+  return channelPostLimited(state.channelPosts, `${workspace}/${String(call.body.channel)}`, state.options.strict);
 }
 
 /** A new message's ts: seconds and microseconds of now, strictly increasing, as Slack's are. */
@@ -446,11 +502,13 @@ function updateMessage(state: FakeState, body: Record<string, unknown>): Answer 
   if (state.cantUpdate.has(`${message.channel}/${message.ts}`)) return fail('cant_update_message');
   const window = state.options.editWindowMs;
   if (window !== undefined && Date.now() - message.postedAt > window) return fail('edit_window_closed');
-  const error = contentError(body);
+  const markdown = typeof body.markdown_text === 'string' ? body.markdown_text : undefined;
+  const error = markdown === undefined ? contentError(body) : markdown.length > 12_000 ? 'msg_too_long' : undefined;
   if (error) return fail(error);
-  message.text = String(body.text ?? '');
+  message.text = markdown ?? String(body.text ?? '');
   message.blocks = body.blocks;
   message.edits.push({ text: message.text, blocks: body.blocks, at: Date.now() });
+  if (message.stream && !message.stream.stopped && streamState(message, state.options.strict) === 'stuck') message.stream.repaired = true;
   return ok({ channel: message.channel, ts: message.ts, text: message.text });
 }
 
@@ -490,7 +548,9 @@ function stream(state: FakeState, method: string, body: Record<string, unknown>)
   const markdown = typeof body.markdown_text === 'string' ? body.markdown_text : '';
   if (markdown.length > 12_000) return fail('msg_too_long');
   const chunks = Array.isArray(body.chunks) ? (body.chunks as Record<string, unknown>[]) : [];
+  const added = streamCallBytes(markdown, chunks);
   if (method === 'chat.startStream') {
+    if (added > state.options.strict.streamMaxBytes) return fail('msg_too_long');
     if (typeof body.thread_ts !== 'string' || typeof body.channel !== 'string') return fail('invalid_arguments');
     if (!String(body.channel).startsWith('D') && (!body.recipient_user_id || !body.recipient_team_id)) return fail('invalid_arguments');
     const ts = nextTs(state);
@@ -501,7 +561,7 @@ function stream(state: FakeState, method: string, body: Record<string, unknown>)
       text: markdown,
       edits: [],
       postedAt: Date.now(),
-      stream: { markdown, chunks: [...chunks], stopped: false },
+      stream: { markdown, chunks: [...chunks], stopped: false, bytes: added },
     };
     state.messages.push(message);
     return ok({ channel: body.channel, ts });
@@ -509,6 +569,9 @@ function stream(state: FakeState, method: string, body: Record<string, unknown>)
   const message = state.messages.find((m) => m.channel === body.channel && m.ts === body.ts);
   if (!message) return fail('message_not_found');
   if (!message.stream || message.stream.stopped) return fail('message_not_in_streaming_state');
+  const refused = streamLimitError(message as FakeMessage & { stream: NonNullable<FakeMessage['stream']> }, added, state.options.strict);
+  if (refused) return fail(refused);
+  message.stream.bytes = (message.stream.bytes ?? 0) + added;
   message.stream.markdown +=
     markdown + chunks.flatMap((c) => (c.type === 'markdown_text' && typeof c.text === 'string' ? [c.text] : [])).join('');
   message.stream.chunks.push(...chunks);

@@ -24,23 +24,30 @@ export interface TestSlackConnection {
   botUserId: string;
 }
 
+/**
+ * A connection as an operator creates it. Its bot token (unless `botToken: null`) is one a fake
+ * Slack must know to take it: pass `slack`, and the fake issues it (a token it never issued gets
+ * `invalid_auth`, as from Slack).
+ */
 export async function createTestSlackConnection(
   db: Db,
   secretKey: SecretKeys | Buffer,
   organizationId: string,
-  options: { botToken?: string | null; channels?: string[]; enabled?: boolean } = {},
+  options: { botToken?: string | null; channels?: string[]; enabled?: boolean; slack?: FakeSlack } = {},
 ): Promise<TestSlackConnection> {
   const suffix = randomUUID().replace(/-/g, '').slice(0, 10).toUpperCase();
   const teamId = `T${suffix}`;
   const appId = `A${suffix}`;
   const botUserId = `UB${suffix}`;
   const signingSecret = randomUUID().replace(/-/g, '');
+  const botToken = options.botToken === null ? undefined : (options.botToken ?? `xoxb-test-${suffix}`);
+  if (botToken !== undefined) options.slack?.issueToken({ token: botToken, teamId, appId });
   const { connectionId } = await createSlackConnection(db, secretKey, {
     organizationId,
     teamId,
     apiAppId: appId,
     signingSecret,
-    botToken: options.botToken === null ? undefined : (options.botToken ?? `xoxb-test-${suffix}`),
+    botToken,
     botUserId,
     channels: options.channels,
     enabled: options.enabled,
@@ -68,6 +75,29 @@ export function eventEnvelope<E extends Record<string, unknown>>(
     type: 'event_callback',
     event_id: eventId,
     event_time: Math.floor(Date.now() / 1000),
+  };
+}
+
+/**
+ * An event as Slack sends it from a channel shared with another organization (Slack Connect): the
+ * envelope's `team_id` is the workspace that owns the channel (`ownerTeamId`), the installing
+ * workspace is in `authorizations` (bolt-js issues 935 and 687), and the event names the user's
+ * own workspace (`user_team`; `team` too).
+ */
+export function sharedChannelEnvelope(
+  connection: Pick<TestSlackConnection, 'teamId' | 'appId' | 'botUserId'>,
+  event: Record<string, unknown>,
+  teams: { ownerTeamId: string; userTeamId: string },
+) {
+  const envelope = eventEnvelope(connection, { ...event, user_team: teams.userTeamId, team: teams.userTeamId });
+  return {
+    ...envelope,
+    team_id: teams.ownerTeamId,
+    authorizations: [
+      { enterprise_id: null, team_id: connection.teamId, user_id: connection.botUserId, is_bot: true, is_enterprise_install: false },
+    ],
+    is_ext_shared_channel: true,
+    event_context: `4-${randomUUID()}`,
   };
 }
 
@@ -269,7 +299,7 @@ export async function startSlackLoop(
   const slack = await startFakeSlack(fake);
   const stack = await startTestStack({ worker: true, env: { ...fakeSlackEnv(slack), ...env } });
   const org = await createTestOrg(stack.services.database.db);
-  const connection = await createTestSlackConnection(stack.services.database.db, stack.services.secretKey, org.organizationId);
+  const connection = await createTestSlackConnection(stack.services.database.db, stack.services.secretKey, org.organizationId, { slack });
   return {
     stack,
     slack,

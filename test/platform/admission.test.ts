@@ -63,7 +63,7 @@ describe('a flood from one organization', () => {
     const db = stack.services.database.db;
     const flooder = await createTestOrg(db);
     const quiet = await createTestOrg(db);
-    const connection = await createTestSlackConnection(db, stack.services.secretKey, flooder.organizationId);
+    const connection = await createTestSlackConnection(db, stack.services.secretKey, flooder.organizationId, { slack });
     const a = runsClient(stack, flooder.owner.headers);
     const b = runsClient(stack, quiet.owner.headers);
     await windowStart();

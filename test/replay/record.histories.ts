@@ -21,6 +21,7 @@ import { runHeartbeatSignal, runWorkflowId } from '../../src/runs/contract';
 import { slackEventStateQuery, slackEventWorkflowId } from '../../src/slack/contract';
 import { deliver, freshId, githubExample, ownedTarget } from '../harness/github';
 import { startFakeGithub } from '../harness/fake-github';
+import { STRICT_DEFAULTS } from '../harness/fake-slack-limits';
 import { fakeGithubEnv, redeliverInto, syncedRepo } from '../harness/github-sync';
 import { createTestOrg } from '../harness/identity';
 import { closedPort } from '../harness/ports';
@@ -74,6 +75,9 @@ beforeAll(async () => {
       SLACK_PROGRESS_INTERVAL: '1000',
       // Above the progress recording's history, below the continue-as-new recording's.
       SLACK_CONTINUE_AS_NEW_EVENTS: '150',
+      // The least a streamed reply may hold, so a short recording cuts an answer in several; the
+      // other recordings stream less than this.
+      SLACK_STREAM_MAX_BYTES: '1000',
       GITHUB_TARGET_IDLE: '2s',
       // One runtime failure pauses a member: the paused recording needs one failed run, not five.
       RUNNER_BREAKER_FAILURES: '1',
@@ -243,7 +247,7 @@ async function claimRoutedRun(
 it('records a Slack event whose run its runtime reports failed', async () => {
   const org = await createTestOrg(stack.services.database.db);
   const member = await org.addMember('member');
-  const connection = await createTestSlackConnection(stack.services.database.db, stack.services.secretKey, org.organizationId);
+  const connection = await createTestSlackConnection(stack.services.database.db, stack.services.secretKey, org.organizationId, { slack });
   const slackUserId = newSlackUserId();
   await linkSlackUser(connection, member.headers, slackUserId);
   const envelope = eventEnvelope(connection, appMention(slackUserId, 'fail me'));
@@ -259,7 +263,7 @@ it('records a Slack event whose run its runtime reports failed', async () => {
 it('records a Slack event that waits for a link, then routes a run and replies', async () => {
   const org = await createTestOrg(stack.services.database.db);
   const member = await org.addMember('member');
-  const connection = await createTestSlackConnection(stack.services.database.db, stack.services.secretKey, org.organizationId);
+  const connection = await createTestSlackConnection(stack.services.database.db, stack.services.secretKey, org.organizationId, { slack });
   const slackUserId = newSlackUserId();
   const envelope = eventEnvelope(connection, appMention(slackUserId, 'record me'));
   expect((await postSlackEvent(stack, connection, envelope)).status).toBe(200);
@@ -277,7 +281,7 @@ it('records a Slack event that waits for a link, then routes a run and replies',
 it('records a Slack event whose message follows the run: progress edits, a 429, the answer in place', async () => {
   const org = await createTestOrg(stack.services.database.db);
   const member = await org.addMember('member');
-  const connection = await createTestSlackConnection(stack.services.database.db, stack.services.secretKey, org.organizationId);
+  const connection = await createTestSlackConnection(stack.services.database.db, stack.services.secretKey, org.organizationId, { slack });
   const slackUserId = newSlackUserId();
   await linkSlackUser(connection, member.headers, slackUserId);
   // The member's runtime is there: the first message is "Working on it…" (the other recordings ask with none).
@@ -307,7 +311,7 @@ it('records a Slack event whose message follows the run: progress edits, a 429, 
 it('records a Slack event that continues as new while it follows its run (slack-continue-as-new, run-tells-end)', async () => {
   const org = await createTestOrg(stack.services.database.db);
   const member = await org.addMember('member');
-  const connection = await createTestSlackConnection(stack.services.database.db, stack.services.secretKey, org.organizationId);
+  const connection = await createTestSlackConnection(stack.services.database.db, stack.services.secretKey, org.organizationId, { slack });
   const slackUserId = newSlackUserId();
   await linkSlackUser(connection, member.headers, slackUserId);
   const mention = appMention(slackUserId, 'a long one');
@@ -336,10 +340,45 @@ it('records a Slack event that continues as new while it follows its run (slack-
   );
 });
 
+it('records a Slack event whose answer streams in segments: one stopped at its size, one Slack closed and repaired (slack-stream-segments)', async () => {
+  const org = await createTestOrg(stack.services.database.db);
+  const member = await org.addMember('member');
+  const connection = await createTestSlackConnection(stack.services.database.db, stack.services.secretKey, org.organizationId, { slack });
+  const slackUserId = newSlackUserId();
+  await linkSlackUser(connection, member.headers, slackUserId);
+  const mention = appMention(slackUserId, 'a long answer');
+  const envelope = eventEnvelope(connection, mention);
+  expect((await postSlackEvent(stack, connection, envelope)).status).toBe(200);
+  const handle = stack.services.temporal.client.workflow.getHandle(slackEventWorkflowId(connection.connectionId, envelope.event_id));
+  const { runs, runId } = await claimRoutedRun(handle, member.headers);
+  // Slack closes a streamed reply 6 s after it opened, long before the service's SLACK_STREAM_MAX_AGE.
+  slack.configure({ strict: { streamMaxAgeMs: 6_000 } });
+  try {
+    const words = (n: number) => Array.from({ length: n }, (_, i) => `word${i + 1}`).join(' ');
+    // 700 bytes, then 1,500: the first reply is stopped near SLACK_STREAM_MAX_BYTES and the next takes the rest.
+    expect((await runs.postEvent(runId, event(1, 1, 'assistant', { text: words(100) }))).status).toBe(200);
+    await slack.waitForCall(
+      'chat.appendStream',
+      (c) => c.body.channel === mention.channel && String(c.body.markdown_text ?? '').includes('word100'),
+    );
+    expect((await runs.postEvent(runId, event(1, 2, 'assistant', { text: words(200) }))).status).toBe(200);
+    await slack.waitForCall('chat.appendStream', (c) => String(c.body.markdown_text ?? '').includes('word200'));
+    // Past Slack's 6 s the second reply is closed: the next append is refused, the reply repaired, the answer carried on.
+    await new Promise((resolve) => setTimeout(resolve, 6_500));
+    expect((await runs.postEvent(runId, event(1, 3, 'assistant', { text: `${words(200)} and the end` }))).status).toBe(200);
+    await slack.waitForCall('chat.update', (c) => c.body.channel === mention.channel && typeof c.body.markdown_text === 'string');
+    expect((await runs.postEvent(runId, event(1, 4, 'terminal'))).status).toBe(200);
+    expect(await handle.result()).toMatchObject({ status: 'replied', runStatus: 'succeeded' });
+  } finally {
+    slack.configure({ strict: { streamMaxAgeMs: STRICT_DEFAULTS.streamMaxAgeMs } });
+  }
+  await save('slack-event-stream-segments', handle);
+});
+
 it('records a follow-up in a thread that waits for the request ahead of it, then runs with the thread as context (slack-conversation)', async () => {
   const org = await createTestOrg(stack.services.database.db);
   const member = await org.addMember('member');
-  const connection = await createTestSlackConnection(stack.services.database.db, stack.services.secretKey, org.organizationId);
+  const connection = await createTestSlackConnection(stack.services.database.db, stack.services.secretKey, org.organizationId, { slack });
   await stack.services.database.db
     .updateTable('slack_connections')
     .set({ thread_follow_ups: 'asker' })
@@ -387,7 +426,7 @@ it('records a follow-up in a thread that waits for the request ahead of it, then
 it('records a mention whose member the breaker paused (slack-runtime-gate)', async () => {
   const org = await createTestOrg(stack.services.database.db);
   const member = await org.addMember('member');
-  const connection = await createTestSlackConnection(stack.services.database.db, stack.services.secretKey, org.organizationId);
+  const connection = await createTestSlackConnection(stack.services.database.db, stack.services.secretKey, org.organizationId, { slack });
   const slackUserId = newSlackUserId();
   await linkSlackUser(connection, member.headers, slackUserId);
   const broken = eventEnvelope(connection, appMention(slackUserId, 'crash'));
@@ -407,7 +446,7 @@ it('records a mention whose member the breaker paused (slack-runtime-gate)', asy
 it('records a DM in the app’s thread: its status while the run works, its title, and the status cleared (slack-conversation)', async () => {
   const org = await createTestOrg(stack.services.database.db);
   const member = await org.addMember('member');
-  const connection = await createTestSlackConnection(stack.services.database.db, stack.services.secretKey, org.organizationId);
+  const connection = await createTestSlackConnection(stack.services.database.db, stack.services.secretKey, org.organizationId, { slack });
   const slackUserId = newSlackUserId();
   await linkSlackUser(connection, member.headers, slackUserId);
   await markRuntimeOnline(stack, member);
@@ -426,7 +465,7 @@ it('records a DM in the app’s thread: its status while the run works, its titl
 
 it('records a Home tab opened', async () => {
   const org = await createTestOrg(stack.services.database.db);
-  const connection = await createTestSlackConnection(stack.services.database.db, stack.services.secretKey, org.organizationId);
+  const connection = await createTestSlackConnection(stack.services.database.db, stack.services.secretKey, org.organizationId, { slack });
   const envelope = eventEnvelope(connection, appHomeOpened(newSlackUserId(), 'home'));
   expect((await postSlackEvent(stack, connection, envelope)).status).toBe(200);
   const handle = stack.services.temporal.client.workflow.getHandle(slackEventWorkflowId(connection.connectionId, envelope.event_id));
@@ -436,7 +475,7 @@ it('records a Home tab opened', async () => {
 
 it('records an app_uninstalled that ends an invocation waiting for a link (slack-connection-removal)', async () => {
   const org = await createTestOrg(stack.services.database.db);
-  const connection = await createTestSlackConnection(stack.services.database.db, stack.services.secretKey, org.organizationId);
+  const connection = await createTestSlackConnection(stack.services.database.db, stack.services.secretKey, org.organizationId, { slack });
   const waiting = eventEnvelope(connection, appMention(newSlackUserId(), 'hold me'));
   expect((await postSlackEvent(stack, connection, waiting)).status).toBe(200);
   const held = stack.services.temporal.client.workflow.getHandle(slackEventWorkflowId(connection.connectionId, waiting.event_id));

@@ -92,7 +92,7 @@ describe('at capacity', () => {
 
   it('acks a Slack invocation beyond capacity; its run stays queued, claims get 429 until a live run ends, then one takes it', async () => {
     const member = await org.addMember('member');
-    const connection = await createTestSlackConnection(stack.services.database.db, stack.services.secretKey, org.organizationId);
+    const connection = await createTestSlackConnection(stack.services.database.db, stack.services.secretKey, org.organizationId, { slack });
     const user = await linkSlackUser(stack, connection, member);
     const mention = await postSlackEvent(stack, connection, eventEnvelope(connection, appMention(user, 'summarise the thread')));
     expect(mention.status).toBe(200);

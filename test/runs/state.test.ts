@@ -1,5 +1,6 @@
 /** Pure unit tests of the run actor's rules (src/runs/state.ts) and the heartbeat coalescer. */
 import fc from 'fast-check';
+import { utf8Bytes } from '../../src/app/utf8';
 import { createNotices } from '../../src/app/notices';
 import { runCancelRequested } from '../../src/runs/cancel';
 import { HeartbeatCoalescer } from '../../src/runs/heartbeat-coalescer';
@@ -7,7 +8,6 @@ import type { RunEventReport, RunEventType, RunSettings } from '../../src/runs/c
 import {
   CARRIED_STATE_MAX_BYTES,
   carriedBytes,
-  utf8Bytes,
   applyClaim,
   claimVerdict,
   cancelVerdict,

@@ -6,7 +6,10 @@ import { execFile } from 'node:child_process';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { createTestOrg } from '../harness/identity';
+import { WebClient } from '@slack/web-api';
 import { createLinkToken } from '../../src/slack/link-token';
+import { slackAppManifest } from '../../src/slack/manifest';
+import { freshBotToken } from '../../src/slack/tokens';
 import {
   createTestSlackConnection,
   linkTokenFrom,
@@ -232,13 +235,86 @@ describe('den slack connections', () => {
   });
 });
 
+describe('den slack connections with token rotation on', () => {
+  it('create and update take a rotating token with its refresh token, and the token is refreshed with the client credentials', async () => {
+    const slack = await startFakeSlack({ tokenLifetimeMs: 60_000 });
+    slackApiBaseUrl = slack.url;
+    try {
+      // An app whose owner switched rotation on in Slack; its operator installed it there and copied the tokens.
+      const manifest = slackAppManifest({
+        name: 'rotating',
+        publicBaseUrl: stack.url,
+        connectionId: 'emc_01h2xcejqtf2nbrexx3vqjhp41',
+        conversation: { threadFollowUps: 'off', suggestedPrompts: [] },
+      });
+      const app = await slack.createApp({ ...manifest, settings: { ...manifest.settings, token_rotation_enabled: true } });
+      const teamId = slack.addWorkspace('rotating');
+      const redirectUri = manifest.oauth_config!.redirect_urls![0]!;
+      const code = slack.issueCode({ clientId: app.clientId, redirectUri, teamId, scopes: manifest.oauth_config!.scopes!.bot! });
+      const issued = await new WebClient('', { slackApiUrl: `${slack.url}/` }).oauth.v2.access({
+        client_id: app.clientId,
+        client_secret: app.clientSecret,
+        code,
+        redirect_uri: redirectUri,
+      });
+      const rotation = ['--refresh-token', issued.refresh_token!, '--token-expires-in', String(issued.expires_in)];
+      const base = ['slack', 'connections', 'create', '--org', organizationId, '--team-id', teamId, '--app-id', app.appId];
+      const secrets = ['--signing-secret', app.signingSecret, '--bot-token', issued.access_token!];
+
+      const withoutClient = await den(...base, ...secrets, ...rotation);
+      expect(withoutClient.code).toBe(1);
+      expect(withoutClient.stderr).toContain('needs --client-id and --client-secret');
+      const withoutLifetime = await den(...base, ...secrets, '--refresh-token', issued.refresh_token!);
+      expect(withoutLifetime.code).toBe(1);
+      expect(withoutLifetime.stderr).toContain('--refresh-token and --token-expires-in go together');
+
+      const created = await den(...base, ...secrets, ...rotation, '--client-id', app.clientId, '--client-secret', app.clientSecret);
+      expect(created.stderr).not.toMatch(/den:/);
+      const { connectionId: id } = JSON.parse(created.stdout) as { connectionId: string };
+      const row = () =>
+        stack.services.database.db.selectFrom('slack_connections').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
+      const stored = await row();
+      expect(stored.refresh_token).toMatch(/^v1\./);
+      expect(stored.refresh_token).not.toContain(issued.refresh_token!);
+      expect(stored.client_secret).not.toContain(app.clientSecret);
+      expect(stored.token_expires_at!.getTime() - stored.token_issued_at!.getTime()).toBe(issued.expires_in! * 1000);
+      const listed = JSON.parse((await den('slack', 'connections', 'list', '--org', organizationId)).stdout) as Record<string, unknown>[];
+      expect(listed.find((c) => c.connectionId === id)).toMatchObject({ tokenRotation: true, hasBotToken: true });
+      expect(JSON.stringify(listed)).not.toContain(issued.refresh_token!);
+
+      // Due (a test's clock ten seconds before expiry): refreshed once, with the credentials the operator gave.
+      const deps = { db: stack.services.database.db, secretKey: stack.services.secretKey, apiBaseUrl: slack.url };
+      const fresh = await freshBotToken({ ...deps, now: () => stored.token_expires_at!.getTime() - 5_000 }, id);
+      expect(fresh).toMatchObject({ ok: true, refreshed: true });
+      expect((fresh as { token: string }).token).not.toBe(issued.access_token);
+      expect((await row()).token_expires_at!.getTime()).toBeGreaterThan(stored.token_expires_at!.getTime());
+
+      // A plain token replaces the rotating one: rotation off, nothing left to refresh.
+      const plain = await den('slack', 'connections', 'update', id, '--bot-token', 'xoxb-plain-token');
+      expect(JSON.parse(plain.stdout)).toMatchObject({ tokenRotation: false, tokenExpiresAt: null });
+      expect(await row()).toMatchObject({ refresh_token: null, token_expires_at: null });
+      // …and update takes a rotating one again.
+      const again = await den('slack', 'connections', 'update', id, '--bot-token', 'xoxe.xoxb-again', ...rotation);
+      expect(JSON.parse(again.stdout)).toMatchObject({ tokenRotation: true });
+      const alone = await den('slack', 'connections', 'update', id, '--refresh-token', 'xoxe-1-alone', '--token-expires-in', '60');
+      expect(alone.code).toBe(1);
+      expect(alone.stderr).toContain('with the --bot-token they belong to');
+    } finally {
+      slackApiBaseUrl = undefined;
+      await slack.close();
+    }
+  });
+});
+
 describe('den slack connections delete', () => {
   it('revokes the bot token at Slack and removes the connection, as the API does; its next request is refused as unknown', async () => {
     const slack = await startFakeSlack();
     slackApiBaseUrl = slack.url;
     try {
       const org = await createTestOrg(stack.services.database.db);
-      const connection = await createTestSlackConnection(stack.services.database.db, stack.services.secretKey, org.organizationId);
+      const connection = await createTestSlackConnection(stack.services.database.db, stack.services.secretKey, org.organizationId, {
+        slack,
+      });
       expect((await challenge(connection.connectionId, connection.signingSecret)).status).toBe(200);
       const other = await createTestOrg(stack.services.database.db);
       const wrongOrg = await den('slack', 'connections', 'delete', connection.connectionId, '--org', other.organizationId);
@@ -247,10 +323,10 @@ describe('den slack connections delete', () => {
 
       const deleted = await den('slack', 'connections', 'delete', connection.connectionId, '--org', org.organizationId);
       expect(deleted.code).toBe(0);
-      // The fake did not issue this token, so it answers invalid_auth: a token that no longer works counts as revoked.
-      expect(JSON.parse(deleted.stdout)).toEqual({ connectionId: connection.connectionId, token: 'gone', links: 0, waiting: 0 });
+      expect(JSON.parse(deleted.stdout)).toEqual({ connectionId: connection.connectionId, token: 'revoked', links: 0, waiting: 0 });
       const revoke = slack.calls.find((c) => c.method === 'auth.revoke');
       expect(revoke?.authorization).toBe(`Bearer xoxb-test-${connection.teamId.slice(1)}`);
+      expect(slack.tokens.get(`xoxb-test-${connection.teamId.slice(1)}`)?.revoked).toBe(true);
       expect((await challenge(connection.connectionId, connection.signingSecret)).status).toBe(401);
     } finally {
       slackApiBaseUrl = undefined;

@@ -62,7 +62,9 @@ async function memberWithRuntime(connection: TestSlackConnection): Promise<{ mem
 }
 
 async function connectionWith(threadFollowUps: 'off' | 'asker' | 'members'): Promise<TestSlackConnection> {
-  const connection = await createTestSlackConnection(stack.services.database.db, stack.services.secretKey, loop.org.organizationId);
+  const connection = await createTestSlackConnection(stack.services.database.db, stack.services.secretKey, loop.org.organizationId, {
+    slack: loop.slack,
+  });
   const patched = await stack.request('PATCH', `/v1/integrations/slack/connections/${connection.connectionId}`, {
     headers: loop.org.owner.headers,
     body: { threadFollowUps },
@@ -133,7 +135,9 @@ it('with `asker`, a reply without a mention by the asker runs in the thread, wit
 }, 150_000);
 
 it('a reply without a mention by another linked member is not for the bot, with the default setting and with `asker`', async () => {
-  const byDefault = await createTestSlackConnection(stack.services.database.db, stack.services.secretKey, loop.org.organizationId);
+  const byDefault = await createTestSlackConnection(stack.services.database.db, stack.services.secretKey, loop.org.organizationId, {
+    slack: loop.slack,
+  });
   const asker = await connectionWith('asker');
   for (const connection of [byDefault, asker]) {
     const { slackUserId } = await memberWithRuntime(connection);

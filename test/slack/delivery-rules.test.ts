@@ -5,7 +5,7 @@
  */
 import fc from 'fast-check';
 import { bucketLimits, drainToken, takeToken } from '../../src/slack/budget';
-import { escapeMarkdown, finalMarkdown, markdownPieces, streamDelta, toolTask } from '../../src/slack/stream';
+import { escapeMarkdown, finalMarkdown, markdownPieces, streamDelta, toolTask, TOOL_NAME_LIMIT } from '../../src/slack/stream';
 import { defuseMarkdown } from '../../src/slack/web-api';
 
 describe('the workspace budget', () => {
@@ -65,6 +65,9 @@ describe('a streamed answer', () => {
       title: 'Using &lt;@U1&gt; search',
       status: 'in_progress',
     });
+    // A task's title counts toward what one streamed reply holds: a long name is cut, never inside a character.
+    const long = toolTask('tool-4', '🔧'.repeat(TOOL_NAME_LIMIT + 50), 'in_progress');
+    expect(long).toMatchObject({ title: `Using ${'🔧'.repeat(TOOL_NAME_LIMIT)}…` });
   });
 
   it('closes with the rest of the answer, and why for a run that did not succeed', () => {

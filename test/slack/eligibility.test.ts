@@ -9,10 +9,27 @@ describe('classifyEvent', () => {
   it('routes app_mention and DMs as invocations, with the fields the workflow needs (the bot mention removed from the text)', () => {
     expect(classifyEvent(mention, on)).toEqual({
       route: 'invocation',
-      invocation: { type: 'app_mention', user: 'U1', channel: 'C1', channelType: null, ts: '1.000001', threadTs: null, text: 'hi' },
+      invocation: {
+        type: 'app_mention',
+        user: 'U1',
+        channel: 'C1',
+        channelType: null,
+        ts: '1.000001',
+        threadTs: null,
+        text: 'hi',
+        userTeam: null,
+      },
     });
     const inThread = classifyEvent({ ...dm, thread_ts: '0.5' }, on);
     expect(inThread).toMatchObject({ route: 'invocation', invocation: { type: 'message', channelType: 'im', threadTs: '0.5' } });
+  });
+
+  it("names the asker's own workspace: user_team, else team (a partner's in a shared channel)", () => {
+    expect(classifyEvent({ ...mention, user_team: 'TPARTNER', team: 'TOTHER' }, on)).toMatchObject({
+      invocation: { userTeam: 'TPARTNER' },
+    });
+    expect(classifyEvent({ ...mention, team: 'TPARTNER' }, on)).toMatchObject({ invocation: { userTeam: 'TPARTNER' } });
+    expect(classifyEvent({ ...mention, user_team: '' }, on)).toMatchObject({ invocation: { userTeam: null } });
   });
 
   it('routes lifecycle events, even on a disabled connection', () => {

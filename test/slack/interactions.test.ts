@@ -240,7 +240,9 @@ describe('/den cancel, /den status, /den help', () => {
 });
 
 it('a connection of another workspace cannot reach these runs', async () => {
-  const other = await createTestSlackConnection(stack.services.database.db, stack.services.secretKey, loop.org.organizationId);
+  const other = await createTestSlackConnection(stack.services.database.db, stack.services.secretKey, loop.org.organizationId, {
+    slack: loop.slack,
+  });
   const { runId, run, slackUserId } = await invocation();
   const before = Date.now();
   await postInteraction(stack, other, blockActions(other, { user: slackUserId, actionId: CANCEL_ACTION_ID, value: runId }));

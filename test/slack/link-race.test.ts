@@ -26,7 +26,7 @@ it('a link that lands while the pending row is being cleared, after the wait tim
   const db = stack.services.database.db;
   const org = await createTestOrg(db);
   const member = await org.addMember('member');
-  const connection = await createTestSlackConnection(db, stack.services.secretKey, org.organizationId);
+  const connection = await createTestSlackConnection(db, stack.services.secretKey, org.organizationId, { slack });
   const slackUserId = newSlackUserId();
   const envelope = eventEnvelope(connection, appMention(slackUserId, 'race me'));
   const handle = stack.services.temporal.client.workflow.getHandle(slackEventWorkflowId(connection.connectionId, envelope.event_id));

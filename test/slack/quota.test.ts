@@ -1,7 +1,7 @@
 /**
  * Slack quotas counted in Postgres: replicas share one budget, a restart keeps it,
- * a full key takes nothing from the others, released units come back, and a refused write is a
- * 503. Real HTTP, Temporal and Postgres; every stack here shares the suite's database.
+ * a full key takes nothing from the others, released units come back, an event kept while
+ * Temporal is unreachable keeps its unit, and a refused write is a 503. Real HTTP, Temporal and Postgres; every stack here shares the suite's database.
  */
 import { WorkflowNotFoundError } from '@temporalio/client';
 import { slackEventWorkflowId } from '../../src/slack/contract';
@@ -60,7 +60,18 @@ async function mention(stack: TestStack, connection: TestSlackConnection, user: 
   return envelope.event_id;
 }
 
-/** Routed means its workflow was started. */
+/** Kept in Postgres until Temporal takes its workflow (src/slack/deferred-events.ts). */
+async function kept(connection: TestSlackConnection, eventId: string): Promise<boolean> {
+  const workflowId = slackEventWorkflowId(connection.connectionId, eventId);
+  const row = await a.services.database.db
+    .selectFrom('slack_deferred_events')
+    .select('workflow_id')
+    .where('workflow_id', '=', workflowId)
+    .executeTakeFirst();
+  return row !== undefined;
+}
+
+/** Routed means its workflow was started, or the event kept until Temporal takes it (when Temporal was slow to). */
 async function routed(connection: TestSlackConnection, eventId: string): Promise<boolean> {
   const workflowId = slackEventWorkflowId(connection.connectionId, eventId);
   try {
@@ -68,7 +79,7 @@ async function routed(connection: TestSlackConnection, eventId: string): Promise
     started.push({ stack: a, workflowId });
     return true;
   } catch (error) {
-    if (error instanceof WorkflowNotFoundError) return false;
+    if (error instanceof WorkflowNotFoundError) return kept(connection, eventId);
     throw error;
   }
 }
@@ -137,19 +148,26 @@ describe('releasing units', () => {
     expect((await b.request('GET', '/metrics')).text).toMatch(/outcome="duplicate"/);
   });
 
-  it('gives back the unit of an event Temporal did not take (503)', async () => {
+  it('keeps the unit of an event kept while Temporal was unreachable, and gives back the unit of its retry', async () => {
     const connection = await newConnection();
     const user = newSlackUserId();
     expect(await routed(connection, await mention(a, connection, user))).toBe(true);
     const noTemporal = await startTestStack({ env: { ...env, TEMPORAL_ADDRESS: `127.0.0.1:${await closedPort()}` }, now });
     try {
-      const res = await postSlackEvent(noTemporal, connection, eventEnvelope(connection, appMention(user)));
-      expect(res.status).toBe(503);
-      expect(res.json).toMatchObject({ error: 'unavailable', dependency: 'temporal' });
+      const envelope = eventEnvelope(connection, appMention(user));
+      for (let delivery = 0; delivery < 2; delivery++) {
+        const res = await postSlackEvent(noTemporal, connection, envelope);
+        expect(res.status).toBe(200);
+        expect(res.json).toEqual({ ok: true });
+      }
+      expect(await kept(connection, envelope.event_id)).toBe(true);
     } finally {
       await noTemporal.stop();
+      // No worker of another test file's sweep is to start it.
+      await a.services.database.db.deleteFrom('slack_deferred_events').where('connection_id', '=', connection.connectionId).execute();
     }
-    expect(await used(userKey(connection, user), workspaceKey(connection))).toEqual([1, 1]);
+    // The kept event holds its units, its retry none.
+    expect(await used(userKey(connection, user), workspaceKey(connection))).toEqual([2, 2]);
   });
 
   it('takes from every key or from none, and releases once', async () => {

@@ -41,7 +41,7 @@ beforeAll(async () => {
     },
   });
   org = await createTestOrg(stack.services.database.db);
-  connection = await createTestSlackConnection(stack.services.database.db, stack.services.secretKey, org.organizationId);
+  connection = await createTestSlackConnection(stack.services.database.db, stack.services.secretKey, org.organizationId, { slack });
 });
 afterAll(async () => {
   await stack.stop();

@@ -33,7 +33,9 @@ it('a mention in a thread is answered in that thread by `den runtime --exec "tr 
   const org = await createTestOrg(stack.services.database.db);
   const member = await org.addMember('member');
   const other = await org.addMember('member');
-  const connection = await createTestSlackConnection(stack.services.database.db, stack.services.secretKey, org.organizationId);
+  const connection = await createTestSlackConnection(stack.services.database.db, stack.services.secretKey, org.organizationId, {
+    slack: loop.slack,
+  });
 
   // Link the member's Slack account through a real slash command.
   const slackUserId = await linkSlackUser(stack, connection, member);
@@ -104,7 +106,9 @@ it('a mention in a thread is answered in that thread by `den runtime --exec "tr 
 it('reports a failing command as failed, with the tail of its stderr', async () => {
   const org = await createTestOrg(stack.services.database.db);
   const member = await org.addMember('member');
-  const connection = await createTestSlackConnection(stack.services.database.db, stack.services.secretKey, org.organizationId);
+  const connection = await createTestSlackConnection(stack.services.database.db, stack.services.secretKey, org.organizationId, {
+    slack: loop.slack,
+  });
   const mention = appMention(await linkSlackUser(stack, connection, member), 'fail please');
   await postSlackEvent(stack, connection, eventEnvelope(connection, mention));
 

@@ -42,7 +42,8 @@ afterAll(async () => {
 });
 afterEach(() => loop.slack.configure({ experience: 'agent', scopes: undefined }));
 
-const newConnection = () => createTestSlackConnection(stack.services.database.db, stack.services.secretKey, loop.org.organizationId);
+const newConnection = () =>
+  createTestSlackConnection(stack.services.database.db, stack.services.secretKey, loop.org.organizationId, { slack: loop.slack });
 
 async function send(connection: TestSlackConnection, body: Record<string, unknown>): Promise<string> {
   const envelope = eventEnvelope(connection, body);

@@ -147,7 +147,9 @@ it('a final edit refused for its content (msg_too_long) lands as a reply, and th
 
 it('five runs at once in one workspace: every answer lands, and no 429 reaches a final answer', async () => {
   // A workspace of its own: its own bot token, so its own limits at the fake and its own budget.
-  const workspace = await createTestSlackConnection(stack.services.database.db, stack.services.secretKey, loop.org.organizationId);
+  const workspace = await createTestSlackConnection(stack.services.database.db, stack.services.secretKey, loop.org.organizationId, {
+    slack: loop.slack,
+  });
   const started = Date.now();
   const members = await Promise.all(Array.from({ length: 5 }, () => loop.org.addMember('member')));
   const users = await Promise.all(members.map((member) => linkSlackUser(stack, workspace, member)));

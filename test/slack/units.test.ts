@@ -58,11 +58,11 @@ describe('quota windows', () => {
     expect(windowStart(-1, QUOTA_WINDOW_MS)).toBe(-60_000);
   });
 
-  it('checks the workspace first, then the user, with the configured limits', () => {
+  it('checks the user first, then the workspace, with the configured limits', () => {
     const config = loadConfigWith({ SLACK_WORKSPACE_QUOTA_PER_MINUTE: '7', SLACK_USER_QUOTA_PER_MINUTE: '3' });
     expect(slackQuotaChecks(config.slack, 'T1', 'U1')).toEqual([
-      { key: 'workspace:T1', limit: 7 },
       { key: 'user:T1:U1', limit: 3 },
+      { key: 'workspace:T1', limit: 7 },
     ]);
   });
 });
@@ -148,7 +148,8 @@ describe('the last guard before a message leaves', () => {
     try {
       const raw = '<!channel> @here <@U123> <https://docs.example|docs>';
       const blocks = [{ type: 'section', text: { type: 'mrkdwn', text: raw, verbatim: true } }];
-      const result = await callSlackApi({ baseUrl: slack.url, token: 'xoxb-test' }, 'chat.update', {
+      const token = slack.issueToken({ token: 'xoxb-test', teamId: 'T1', appId: 'A1' });
+      const result = await callSlackApi({ baseUrl: slack.url, token }, 'chat.update', {
         channel: 'C1',
         ts: '1.2',
         text: raw,

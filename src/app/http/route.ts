@@ -29,8 +29,11 @@ import { authResponses, bodyTooSlow, InvalidRequestError, PlainText, unauthentic
 
 type Method = 'get' | 'post' | 'put' | 'patch' | 'delete';
 
-/** The outcome labels of `den_ingress_outcomes_total`; the durable ones come from the ingress gateway. */
-type IngressOutcome = 'enqueued' | 'duplicate' | 'closed' | 'ineligible' | 'acknowledged' | 'rejected' | 'not_enqueued';
+/**
+ * The outcome labels of `den_ingress_outcomes_total`; the durable ones come from the ingress
+ * gateway, and `deferred` is a delivery kept in Postgres until Temporal takes its workflow.
+ */
+type IngressOutcome = 'enqueued' | 'deferred' | 'duplicate' | 'closed' | 'ineligible' | 'acknowledged' | 'rejected' | 'not_enqueued';
 
 export interface Reply {
   status: number;

@@ -61,10 +61,19 @@ export const SlackConnectionBody = z
     hasCredentials: z.boolean().openapi({ description: 'The client id, client secret and signing secret are set (never returned).' }),
     botUserId: nullableString,
     hasBotToken: z.boolean(),
+    tokenRotation: z
+      .boolean()
+      .openapi({ description: 'The app has token rotation on: its bot token expires, and is refreshed before it does.' }),
+    tokenExpiresAt: nullableString.openapi({ description: 'When the current rotating bot token expires.' }),
+    enterpriseId: nullableString.openapi({ description: "An Enterprise Grid org-wide install's organization." }),
     channels: z.array(z.string()).nullable(),
     enabled: z.boolean(),
     disabledReason: nullableString,
     previousSecretExpiresAt: nullableString,
+    eventsRateLimitedAt: nullableString.openapi({
+      description: "The last minute Slack said it dropped this app's events for the workspace (the `app_rate_limited` event).",
+    }),
+    eventsRateLimitedMinutes: z.number().int().openapi({ description: 'How many such minutes Slack has reported.' }),
     installedAt: nullableString,
     uninstalledAt: nullableString,
     createdAt: z.string(),

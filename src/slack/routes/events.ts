@@ -3,20 +3,23 @@
  * API request URL.
  *
  * The check order is the contract: id (400) → size (413) → installation (401) → signature (401)
- * → envelope (400) → url_verification (200) → team/app (403) → no event (200) → eligibility, or
- * the conversation's routing of channel messages and surfaces (200, not routed) → durable
- * enqueue → 200. The handler calls neither Slack nor a runtime:
- * Slack wants an ack within 3 s, and only the enqueue stands before it.
+ * → envelope (400) → url_verification (200) → team/app (403: src/slack/ownership.ts, a shared
+ * channel's event included) → app_rate_limited (recorded, 200) → no event (200) → eligibility, or
+ * the conversation's routing of channel messages and surfaces (200, not routed) → durable enqueue
+ * (the workflow started, or the event kept in Postgres when Temporal is slow or down) → 200. The
+ * handler calls neither Slack nor a runtime: Slack wants an ack within 3 s, and only the enqueue
+ * stands before it.
  */
 import { errors } from '../../app/errors';
 import type { AppContext } from '../../app/http/context';
 import { defineRoute, type Reply, type Route } from '../../app/http/route';
 import { InvalidRequestError, OkFalse, OkResponse, PlainText } from '../../app/http/schemas';
 import { z } from '../../app/http/zod';
-import type { StartOutcome, Tenancy } from '../../app/ingress';
-import type { SlackConnection } from '../connections';
-import { slackEventWorkflow, slackEventWorkflowId, slackMessageWorkflowId, slackSearchAttributes, type SlackEventInput } from '../contract';
+import { recordEventsRateLimited, type SlackConnection } from '../connections';
+import { isConnectionsEvent } from '../ownership';
+import { slackEventWorkflowId, slackMessageWorkflowId, type SlackEventInput } from '../contract';
 import type { ConversationIgnoreReason } from '../conversation';
+import { startOrDefer, type TakenOutcome } from '../deferred-events';
 import { classifyEvent, type EventClassification, type IneligibleReason } from '../eligibility';
 import type { ConversationRoute } from '../thread-routing';
 import { parseEnvelope } from '../envelope';
@@ -28,7 +31,10 @@ const EVENTS_BODY_LIMIT = 1_000_000;
 
 const Challenge = z.object({ challenge: z.string() }).openapi('SlackUrlVerificationChallenge');
 
-type EventsDeps = Pick<SlackRouteDeps, 'settings' | 'db' | 'secretKey' | 'ingress' | 'metrics' | 'now' | 'verifier' | 'quota' | 'threads'>;
+type EventsDeps = Pick<
+  SlackRouteDeps,
+  'settings' | 'db' | 'secretKey' | 'ingress' | 'metrics' | 'now' | 'verifier' | 'quota' | 'threads' | 'log'
+>;
 
 /** An event that is routed: a lifecycle event, an invocation, or a surface the conversation routes (src/slack/thread-routing.ts). */
 type Routed = Exclude<EventClassification, { route: 'ignore' }> | Extract<ConversationRoute, { undo: unknown }>['classified'];
@@ -53,11 +59,29 @@ async function readEvent(deps: EventsDeps, ctx: AppContext, connectionId: string
   }
   // A draft not installed yet has no workspace: only its url_verification is answered.
   const teamId = connection.teamId;
-  if (teamId === null || envelope.teamId !== teamId || envelope.apiAppId !== connection.apiAppId) {
-    throw errors.webhook('installation_mismatch', 403);
-  }
+  if (teamId === null || !isConnectionsEvent({ ...connection, teamId }, envelope)) throw errors.webhook('installation_mismatch', 403);
+  if (envelope.type === 'app_rate_limited') return { reply: await rateLimitedReply(deps, ctx, connection, envelope.minuteRateLimited) };
   if (!envelope.event || !envelope.eventId) return { reply: { ...ok(), outcome: { outcome: 'acknowledged', reason: 'no_event' } } };
   return { connection, teamId, event: envelope.event, eventId: envelope.eventId };
+}
+
+/**
+ * Slack drops the app's events for the workspace past 30,000 an hour and says so once a minute
+ * (https://docs.slack.dev/reference/events/app_rate_limited/): recorded on the connection (shown
+ * by `GET …/connections/{id}`), counted in den_slack_events_rate_limited_total, and logged.
+ */
+async function rateLimitedReply(
+  deps: EventsDeps,
+  ctx: AppContext,
+  connection: SlackConnection,
+  minute: number | undefined,
+): Promise<Reply> {
+  const at = minute !== undefined ? new Date(minute * 1000) : new Date(Math.floor(deps.now() / 60_000) * 60_000);
+  if (await recordEventsRateLimited(deps.db, connection.id, at)) {
+    deps.metrics.slackEventsRateLimited.inc();
+    ctx.state.log.warn({ connectionId: connection.id, minute: at.toISOString() }, 'slack is dropping this app’s events (app_rate_limited)');
+  }
+  return { ...ok(), outcome: { outcome: 'acknowledged', reason: 'app_rate_limited' } };
 }
 
 /** The slack-event workflow's input: the event's route and the settings it runs under. */
@@ -83,6 +107,8 @@ function slackEventInput(
       replyMode: settings.replyMode,
       finalDeliveryDeadlineMs: settings.finalDeliveryDeadlineMs,
       continueAsNewEvents: settings.continueAsNewEvents,
+      streamMaxAgeMs: settings.stream.maxAgeMs,
+      streamMaxBytes: settings.stream.maxBytes,
     },
     ...(classified.route === 'lifecycle'
       ? { lifecycle: { type: classified.type } }
@@ -93,24 +119,16 @@ function slackEventInput(
 }
 
 /**
- * An event's tenancy: its organization's fairness key, and never shed for its share. Slack
- * retries a failed event only three times, ignores Retry-After and keeps no log to recover it
- * from, and it already bounds what it sends (30,000 events per workspace an hour): a refusal here
- * would lose a mention. The event is acked once Temporal holds it; its processing waits its turn
- * among the organizations on the task queue.
- */
-const tenancyOf = (input: SlackEventInput): Tenancy => ({ tenant: input.organizationId, admission: 'bypass' });
-
-/**
- * Starts the event's workflow once, under the workspace's and the user's quotas. Quota applies
- * to invocations only: lifecycle events must always get through.
+ * Takes the event under the workspace's and the user's quotas (invocations only: lifecycle events
+ * must always get through): its workflow started, or the event kept in Postgres until Temporal
+ * takes it (src/slack/deferred-events.ts), so a busy or unreachable engine never costs a mention.
  */
 async function enqueueEvent(
   deps: EventsDeps,
   input: SlackEventInput,
   keyOnMessage: boolean,
-): Promise<{ ok: true; outcome: StartOutcome } | { ok: false; reason: NotRoutedReason }> {
-  const { settings, ingress, now, quota } = deps;
+): Promise<{ ok: true; outcome: TakenOutcome } | { ok: false; reason: NotRoutedReason }> {
+  const { settings, now, quota } = deps;
   let release: (() => Promise<void>) | undefined;
   if (input.invocation) {
     const verdict = await quota.tryTake(slackQuotaChecks(settings, input.teamId, input.invocation.user), now());
@@ -120,23 +138,17 @@ async function enqueueEvent(
 
   let outcome;
   try {
-    outcome = await ingress.start({
-      workflow: slackEventWorkflow,
-      id: workflowIdOf(input, keyOnMessage),
-      args: [input],
-      tenancy: tenancyOf(input),
-      searchAttributes: [
-        { key: slackSearchAttributes.ConnectionId, value: input.connectionId },
-        { key: slackSearchAttributes.SlackEventStatus, value: 'received' },
-        ...(input.invocation ? [{ key: slackSearchAttributes.SlackUserId, value: input.invocation.user }] : []),
-      ],
-    });
+    outcome = await startOrDefer(
+      { db: deps.db, ingress: deps.ingress, log: deps.log, ackWaitMs: settings.eventAckWaitMs },
+      workflowIdOf(input, keyOnMessage),
+      input,
+    );
   } catch (error) {
     await release?.();
     throw error;
   }
   // A duplicate was counted against the quota by its first delivery already.
-  if (outcome !== 'enqueued') await release?.();
+  if (outcome === 'duplicate' || outcome === 'not_enqueued') await release?.();
   return { ok: true, outcome };
 }
 
@@ -223,7 +235,10 @@ export function createEventsRoute(deps: EventsDeps): Route {
       200: { description: '`OkResponse`, or `{challenge}` for url_verification.', schema: z.union([OkResponse, Challenge]) },
       400: { description: 'Invalid connection id or payload.', schema: z.union([InvalidRequestError, OkFalse]) },
       401: { description: 'No such installation, or the signature is invalid.', schema: OkFalse },
-      403: { description: 'team_id or api_app_id differs from the installation.', schema: OkFalse },
+      403: {
+        description: "api_app_id differs from the installation's, or neither team_id nor authorizations[] names its workspace.",
+        schema: OkFalse,
+      },
       413: { description: 'Body over 1,000,000 bytes.', schema: PlainText, contentType: 'text/plain' },
       503: {
         description:

@@ -18,6 +18,7 @@ import { parseInteraction, type BlockActions } from '../envelope';
 import { CANCEL_ACTION_ID } from '../progress';
 import { cancelFromSlack } from '../run-control';
 import { cancelOutcomeText } from '../texts';
+import { dueBotToken } from '../tokens';
 import { callSlackApi, postResponseUrl } from '../web-api';
 import { ConnectionParams, type SlackRouteDeps } from './shared';
 
@@ -90,16 +91,24 @@ function tell(deps: InteractionDeps, connection: SlackConnection, interaction: B
     });
     return;
   }
-  if (!connection.botToken || !interaction.channelId) return;
+  const botToken = connection.botToken;
+  if (!botToken || !interaction.channelId) return;
   const body = {
     channel: interaction.channelId,
     user: interaction.userId,
     text,
     ...(interaction.threadTs ? { thread_ts: interaction.threadTs } : {}),
   };
-  void callSlackApi({ baseUrl: deps.settings.apiBaseUrl, token: connection.botToken }, 'chat.postEphemeral', body).then((result) => {
-    if (!result.ok) deps.log.warn({ connectionId: connection.id, error: result.error }, 'slack ephemeral answer to an interaction failed');
-  });
+  const baseUrl = deps.settings.apiBaseUrl;
+  void dueBotToken({ db: deps.db, secretKey: deps.secretKey, apiBaseUrl: baseUrl, log: deps.log }, { ...connection, botToken })
+    .then((token) => callSlackApi({ baseUrl, token }, 'chat.postEphemeral', body))
+    .then((result) => {
+      if (!result.ok)
+        deps.log.warn({ connectionId: connection.id, error: result.error }, 'slack ephemeral answer to an interaction failed');
+    })
+    .catch((error: unknown) =>
+      deps.log.warn({ connectionId: connection.id, err: error }, 'slack ephemeral answer to an interaction failed'),
+    );
 }
 
 export function createInteractionsRoute(deps: InteractionDeps): Route {

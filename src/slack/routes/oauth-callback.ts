@@ -187,6 +187,7 @@ async function bindInstall(
       teamName: install.teamName,
       appId,
       botToken,
+      rotation: install.rotation,
       botUserId: install.botUserId,
     },
     new Date(deps.now()),

@@ -17,6 +17,8 @@ import * as engineCapacity from './0015_engine_capacity';
 import * as runners from './0016_runners';
 import * as githubRound2 from './0017_github_round2';
 import * as slackConversation from './0018_slack_conversation';
+import * as slackTokenRotation from './0019_slack_token_rotation';
+import * as slackDeferredEvents from './0020_slack_deferred_events';
 
 /** Ordered by name. Never edit a migration that has shipped: add a new one. */
 export const migrations: Record<string, Migration> = {
@@ -38,4 +40,6 @@ export const migrations: Record<string, Migration> = {
   '0016_runners': runners,
   '0017_github_round2': githubRound2,
   '0018_slack_conversation': slackConversation,
+  '0019_slack_token_rotation': slackTokenRotation,
+  '0020_slack_deferred_events': slackDeferredEvents,
 };

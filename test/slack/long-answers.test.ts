@@ -1,0 +1,121 @@
+/**
+ * A long answer streamed against a fake Slack as strict as Slack (test/harness/fake-slack-limits.ts):
+ * a streamed reply closes by itself past an age and stops growing past a size. Scaled down from
+ * Slack's (about 5 minutes and 10.6k bytes) to 20 s and 6,000 bytes, with SLACK_STREAM_MAX_AGE
+ * and SLACK_STREAM_MAX_BYTES at the same ratio to them as their defaults to Slack's (4 of 5
+ * minutes: 16 of 20 s; 9,000 of about 10,600 bytes: 5,100 of 6,000).
+ *
+ * `den runtime` prints numbered lines for 60 s, about 18,600 characters: the thread holds every
+ * line exactly once, in order, across its streamed replies; none is left streaming; the run
+ * succeeds. Then Slack closes and refuses replies before the service would stop them, and the
+ * service repairs and carries on.
+ */
+import { slackEventWorkflowId } from '../../src/slack/contract';
+import { CANCEL_ACTION_ID } from '../../src/slack/progress';
+import { spawnDen } from '../harness/process';
+import { appMention, eventEnvelope, linkSlackUser, postSlackEvent, startSlackLoop, type FakeSlack } from '../harness/slack';
+import type { FakeMessage } from '../harness/fake-slack';
+import type { TestStack } from '../harness/stack';
+import { waitFor } from '../harness/wait';
+
+const SLACK_LIMITS = { streamMaxAgeMs: 20_000, streamMaxBytes: 6_000 };
+
+let loop: Awaited<ReturnType<typeof startSlackLoop>>;
+let stack: TestStack;
+let slack: FakeSlack;
+let runtime: ReturnType<typeof spawnDen>;
+let slackUserId: string;
+
+beforeAll(async () => {
+  loop = await startSlackLoop({ SLACK_STREAM_MAX_AGE: '16s', SLACK_STREAM_MAX_BYTES: '5100' }, { strict: SLACK_LIMITS });
+  ({ stack, slack } = loop);
+  const member = await loop.org.addMember('member');
+  slackUserId = await linkSlackUser(stack, loop.connection, member);
+  // The command prints `lines` numbered lines of 62 characters, five a second; the mention's text says how many.
+  const script =
+    'n=$(cat | tr -dc 0-9); i=1; while [ $i -le $n ]; do printf "line %03d abcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvwxyz\\n" $i; i=$((i+1)); sleep 0.2; done';
+  runtime = spawnDen(['runtime', '--exec', script, '--wait', '2', '--heartbeat-interval', '1', '--grace', '5'], {
+    DEN_API_KEY: member.apiKey,
+    DEN_API_URL: stack.url,
+  });
+  await waitFor(() => runtime.output().includes('claiming runs from'), 60_000, { what: 'den runtime to start' });
+}, 120_000);
+
+afterAll(async () => {
+  runtime?.child.kill('SIGINT');
+  await runtime?.exited;
+  await loop.stop();
+});
+
+const expectedLines = (n: number) =>
+  Array.from({ length: n }, (_, i) => `line ${String(i + 1).padStart(3, '0')} abcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvwxyz`);
+
+/** What a streamed reply shows: what it streamed, or what chat.update gave it once Slack had closed it. */
+const shown = (message: FakeMessage) => (message.stream?.repaired ? message.text : message.stream!.markdown);
+
+/** A mention asking for `lines` lines; its thread once the invocation has ended. */
+async function answerOf(lines: number) {
+  const mention = appMention(slackUserId, `print ${lines} lines`);
+  const envelope = eventEnvelope(loop.connection, mention);
+  const since = slack.calls.length;
+  expect((await postSlackEvent(stack, loop.connection, envelope)).json).toEqual({ ok: true });
+  const handle = stack.services.temporal.client.workflow.getHandle(slackEventWorkflowId(loop.connection.connectionId, envelope.event_id));
+  const state = await handle.result();
+  const thread = slack.messages.filter((m) => m.channel === mention.channel && m.thread_ts === mention.ts);
+  const replies = thread.filter((m) => m.stream).sort((a, b) => Number(a.ts) - Number(b.ts));
+  const calls = slack.calls.slice(since).filter((c) => c.body.channel === mention.channel);
+  return { state, first: thread.find((m) => !m.stream)!, replies, calls };
+}
+
+it('60 s of numbered lines, about 18,600 characters: every line once, in order, across replies stopped before Slack would', async () => {
+  const { state, first, replies, calls } = await answerOf(300);
+  expect(state).toMatchObject({ status: 'replied', runStatus: 'succeeded' });
+  const lines = replies.map(shown).join('').split('\n').filter(Boolean);
+  expect(lines).toEqual(expectedLines(300));
+  // Stopped by the service before Slack closed or refused any: no repair was needed.
+  expect(replies.map((m) => slack.streamState(m))).toEqual(replies.map(() => 'stopped'));
+  expect(calls.filter((c) => c.error === 'message_not_in_streaming_state' || c.error === 'msg_too_long')).toEqual([]);
+  expect(replies.length).toBeGreaterThanOrEqual(4);
+  for (const reply of replies) expect(reply.stream!.bytes).toBeLessThanOrEqual(5_100);
+  // The first message kept its Cancel button to the end; then it points to the replies.
+  expect(JSON.stringify(calls.find((c) => c.method === 'chat.postMessage' && c.body.text === 'Working on it…')?.body.blocks)).toContain(
+    CANCEL_ACTION_ID,
+  );
+  expect(first.edits.map((e) => e.text)).toEqual(['Done: the answer is in the replies below.']);
+  // Every call counted in the workspace budget: none was answered 429.
+  expect(calls.filter((c) => c.status === 429)).toEqual([]);
+}, 240_000);
+
+it('Slack closing a reply before the service would: the stuck reply repaired with its own text, the answer carried on in the next', async () => {
+  // Slack now closes a reply after 7 s, well before the service's 16 s.
+  slack.configure({ strict: { streamMaxAgeMs: 7_000 } });
+  try {
+    const { state, replies, calls } = await answerOf(120);
+    expect(state).toMatchObject({ status: 'replied', runStatus: 'succeeded' });
+    expect(replies.map(shown).join('').split('\n').filter(Boolean)).toEqual(expectedLines(120));
+    expect(replies.map((m) => slack.streamState(m)).filter((s) => s !== 'stopped' && s !== 'repaired')).toEqual([]);
+    const closed = new Set(calls.filter((c) => c.error === 'message_not_in_streaming_state').map((c) => c.body.ts));
+    expect(closed.size).toBeGreaterThanOrEqual(1);
+    // Each reply Slack closed got its text back from chat.update, once.
+    const repairs = calls.filter((c) => c.method === 'chat.update' && typeof c.body.markdown_text === 'string');
+    expect(repairs.map((c) => c.body.ts).sort()).toEqual([...closed].sort());
+    for (const ts of closed) expect(slack.streamState(replies.find((m) => m.ts === ts)!)).toBe('repaired');
+  } finally {
+    slack.configure({ strict: SLACK_LIMITS });
+  }
+}, 180_000);
+
+it('Slack refusing to grow a reply before the service would stop it: the reply stopped, the answer carried on in the next', async () => {
+  // Slack now stops a reply growing at 1,500 bytes, well before the service's 5,100.
+  slack.configure({ strict: { streamMaxBytes: 1_500 } });
+  try {
+    const { state, replies, calls } = await answerOf(120);
+    expect(state).toMatchObject({ status: 'replied', runStatus: 'succeeded' });
+    expect(replies.map(shown).join('').split('\n').filter(Boolean)).toEqual(expectedLines(120));
+    expect(replies.map((m) => slack.streamState(m))).toEqual(replies.map(() => 'stopped'));
+    expect(calls.some((c) => c.error === 'msg_too_long')).toBe(true);
+    for (const reply of replies) expect(reply.stream!.bytes).toBeLessThanOrEqual(1_500);
+  } finally {
+    slack.configure({ strict: SLACK_LIMITS });
+  }
+}, 180_000);
