@@ -15,7 +15,7 @@ import {
 
 interface Beat {
   at: number;
-  /** The forward of this heartbeat fails (a 503) and the runtime sends it again half an interval later, as den runtime does. */
+  /** The forward of this heartbeat fails (a 503) and the runtime sends it again `resendAfterMs` later. */
   fails?: boolean;
 }
 
@@ -32,7 +32,7 @@ interface Outcome {
  * Drives one run: each forward lands `latencyMs` after its heartbeat and moves the run's lease to
  * that moment plus the lease, as the workflow does (`applyHeartbeat`, src/runs/state.ts).
  */
-function simulate(options: { leaseMs: number; fraction: number; latencyMs: number; beats: Beat[] }): Outcome {
+function simulate(options: { leaseMs: number; fraction: number; latencyMs: number; beats: Beat[]; resendAfterMs?: number }): Outcome {
   const { leaseMs, fraction, latencyMs } = options;
   const coalescer = new HeartbeatCoalescer(HeartbeatCoalescer.windowFor(leaseMs, fraction), undefined, fraction);
   const key = HeartbeatCoalescer.key({ organizationId: 'org', runId: 'run', attempt: 1, memberId: 'member' });
@@ -49,7 +49,8 @@ function simulate(options: { leaseMs: number; fraction: number; latencyMs: numbe
       outcome.forwarded += 1;
       if (beat.fails) {
         coalescer.release(key, beat.at);
-        queue.push({ at: beat.at + (queue[0] ? Math.min((queue[0].at - beat.at) / 2, leaseMs) : leaseMs / 6) });
+        // den runtime sends a failed heartbeat again once, half an interval later (src/cli/runtime/runtime.ts).
+        queue.push({ at: beat.at + options.resendAfterMs! });
         queue.sort((a, b) => a.at - b.at);
         continue;
       }
@@ -127,7 +128,7 @@ describe('a runtime beating at least every third of its lease never loses it', (
             // At most one failed forward in a row: den runtime sends it again once, then keeps its beat.
             fails: failures[i % 64]! && !failures[(i + 63) % 64]!,
           }));
-          const outcome = simulate({ leaseMs, fraction, latencyMs: latencyShare * (leaseMs / 24), beats });
+          const outcome = simulate({ leaseMs, fraction, latencyMs: latencyShare * (leaseMs / 24), beats, resendAfterMs: intervalMs / 2 });
           return outcome.lost === 0 && outcome.overstated === 0;
         },
       ),
