@@ -1,6 +1,6 @@
 /**
  * `npm run bench [-- --duration 30 --connections 16 --only slack-events,github-push] [--cluster] [--env NAME=VALUE …]`
- * `npm run bench -- heartbeats --runs N --interval S --ramp R --duration T [--lease L --fraction F --capacity C] [--cluster]`
+ * `npm run bench -- heartbeats --runs N --interval S --ramp R --duration T [--lease L --fraction F --capacity C] [--env NAME=VALUE …] [--cluster]`
  * `npm run bench -- histories`: history events, workflow tasks and activities per recorded item
  * `npm run bench -- unauthenticated`: the API's memory under unsigned 25 MB uploads (bench/unauthenticated-memory.ts)
  * `npm run bench -- fairness [--duration 20 --connections 32 --interval 250] [--cluster] [--mechanism on|off|both] [--env NAME=VALUE …] [--server-config key=value …]`:
@@ -576,6 +576,8 @@ async function heartbeats(argv: string[]): Promise<number> {
       // Unset: the service's default (RUN_CAPACITY).
       capacity: { type: 'string' },
       cluster: { type: 'boolean', default: false },
+      // Any other setting of the API and worker, for tuning: NAME=VALUE, repeatable.
+      env: { type: 'string', multiple: true, default: [] },
     },
   });
   const runs = Number(values.runs);
@@ -586,6 +588,7 @@ async function heartbeats(argv: string[]): Promise<number> {
     RUN_LEASE_TIMEOUT: `${values.lease}s`,
     ...(values.fraction === undefined ? {} : { RUN_HEARTBEAT_COALESCE_FRACTION: values.fraction }),
     ...(values.capacity === undefined ? {} : { RUN_CAPACITY: values.capacity }),
+    ...envOptions(values.env),
   };
   const stack = await startLoadStack(values.cluster, env);
   // Each request to the next replica, as a round-robin load balancer would: the worst case for

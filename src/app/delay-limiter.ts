@@ -4,15 +4,20 @@
  * clock-injected.
  *
  * - **Saturation.** The engine is saturated while its measured delay (src/app/engine-delay.ts) is
- *   past its target *and* rising. Past the target but stable or falling, it keeps up at the rate
- *   admitted; under the target it has room. Work is limited only from the moment it saturates.
+ *   past its target and not falling: rising, or standing still. Under the target it has room;
+ *   past it and falling, it is catching up. Work is limited only from the moment it saturates.
+ *   A delay that stands past the target is saturation too: the engine then serves what it is fed,
+ *   but every call waits that long (a standing queue of 10 s was measured behind the heartbeat bench,
+ *   five times the 2 s a start may take), so the queue must drain, not merely stop growing.
  * - **Measured throughput.** What the engine completes, in requests a second (`measuredThroughput`):
  *   the oldest waiting request was admitted `delay` ago, and a queue whose head ages by g seconds
  *   each second moves through that work at (1 − g) of the rate it was admitted at then. So this is
  *   the engine's pace whatever the work costs it, with no model of that cost.
  * - **The limit** is that throughput, set when the engine saturates and following it from then on
- *   while the delay is past its target; under the target it is off. It is never a fraction of a
- *   limit already cut: a lone organization is held at the engine's pace, not below it.
+ *   while the delay is past its target, less what drains the part of the delay past the target
+ *   within DRAIN_HORIZON_MS (`drainShare`); under the target it is off. It is never a fraction of
+ *   a limit already cut: a lone organization is held at the engine's pace, not below it, with
+ *   the engine's delay about its target rather than wherever the flood first pushed it.
  * - **The shares**: the limit is divided between the organizations that ask, by weighted max-min
  *   fairness on what each asked over the last interval, and each gets at least its weighted part of
  *   it. An organization asking within its weighted part of the engine's throughput is never
@@ -26,6 +31,17 @@ const RISING_MS_PER_S = 50;
 const TREND_READINGS = 3;
 /** However fast the delay grows, the engine is taken to serve at least this fraction of what it is fed. */
 const MIN_SERVED = 0.05;
+/**
+ * The part of the delay past the target is drained within this long: the limit is the throughput
+ * less that backlog spread over it. Long enough that a small overshoot costs the senders little,
+ * short enough that a standing queue is gone before a lease's margin (2 s at the least) is spent
+ * many times over.
+ */
+const DRAIN_HORIZON_MS = 5_000;
+/** Under the target again, the limit grows by this factor an interval until it covers what is asked. */
+const RELEASE_STEP = 1.25;
+/** While draining, at least this share of the measured throughput is still admitted: new work is slowed, never stopped. */
+const MIN_DRAIN_SHARE = 0.1;
 /** The limit is the median of this many interval estimates of the throughput: one odd reading moves nothing. */
 const ESTIMATES = 5;
 /** At least this many requests a second for each organization of weight 1 that asks. */
@@ -118,6 +134,16 @@ export function measuredThroughput(readings: readonly Reading[], admittedAt: (at
   return admittedAt(last.at - last.delayMs) * Math.max(MIN_SERVED, served);
 }
 
+/**
+ * The share of the measured throughput to admit at `delayMs`: all of it at the target, less the
+ * part that drains the excess within DRAIN_HORIZON_MS (a queue `excess` long holds `excess`
+ * seconds of throughput), and never under MIN_DRAIN_SHARE.
+ */
+export function drainShare(delayMs: number, targetMs: number): number {
+  const excess = Math.max(0, delayMs - targetMs);
+  return Math.max(MIN_DRAIN_SHARE, 1 - excess / DRAIN_HORIZON_MS);
+}
+
 const median = (values: readonly number[]) => {
   const sorted = [...values].sort((a, b) => a - b);
   return sorted[Math.floor(sorted.length / 2)] ?? 0;
@@ -127,6 +153,8 @@ export class DelayLimiter {
   private readonly tenants = new Map<string, TenantState>();
   /** Requests a second of new work, every organization together; undefined while off. */
   private limit: number | undefined;
+  /** The engine's measured throughput the limit was drawn from: each organization's weighted part is of this, not of the drained limit. */
+  private throughput = 0;
   private readonly readings: Reading[] = [];
   private readonly admitted: AdmittedSpan[] = [];
   /** The last few estimates of the engine's throughput, while the delay is past its target. */
@@ -194,26 +222,48 @@ export class DelayLimiter {
   }
 
   /**
-   * Off under the target. Past it, the limit is set to the measured throughput once the engine
-   * saturates (the delay rising), and from then on follows that throughput each interval, except
-   * while a cut is still settling. Past the target but never saturated, nothing is limited.
+   * Off under the target. Past it, the limit is set once the engine saturates (the delay rising or
+   * standing; one falling is catching up on its own), and from then on follows the measured
+   * throughput each interval, less what drains the delay back to the target (`drainShare`),
+   * except while a cut is still settling.
    */
   private move(delayMs: number, now: number): void {
     if (delayMs <= this.settings.targetMs) {
-      this.limit = undefined;
-      this.estimates.length = 0;
+      this.release();
       return;
     }
     this.estimates.push(measuredThroughput(this.readings, (at) => this.admittedAt(at)));
     if (this.estimates.length > ESTIMATES) this.estimates.shift();
-    const rising = this.readings.length >= 2 && delayGrowth(this.readings) >= RISING_MS_PER_S;
-    if (this.limit === undefined && !rising) return;
+    const growth = this.readings.length >= 2 ? delayGrowth(this.readings) : 0;
+    const rising = growth >= RISING_MS_PER_S;
+    const falling = growth <= -RISING_MS_PER_S;
+    // One reading shows no trend yet; a falling delay is the engine catching up on its own.
+    if (this.limit === undefined && (falling || this.readings.length < 2)) return;
     // The work admitted before a cut still ages the queue: the trend speaks for the cut only once
     // every reading it holds came after it.
     const settling = this.readings[0]!.at <= this.lastCut;
     if (this.limit !== undefined && settling) return;
     if (this.limit === undefined || rising) this.lastCut = now;
-    this.limit = Math.max(this.floor(), median(this.estimates));
+    this.throughput = Math.max(this.floor(), median(this.estimates));
+    this.limit = Math.max(this.floor(), this.throughput * drainShare(delayMs, this.settings.targetMs));
+  }
+
+  /**
+   * Under the target again, the limit is lifted to the engine's measured throughput, then by
+   * RELEASE_STEP an interval, and goes once it
+   * covers everything asked: switched off at once, a flood held back would all come in before
+   * the delay (the age of the oldest waiting request) shows it, and fill the queue again.
+   */
+  private release(): void {
+    this.estimates.length = 0;
+    if (this.limit === undefined) return;
+    let asked = 0;
+    for (const state of this.tenants.values()) asked += state.askedRate;
+    // From the engine's measured pace at once: under the target, the engine keeps up with that much.
+    this.limit = Math.max(this.limit * RELEASE_STEP, this.throughput);
+    if (this.limit < asked) return;
+    this.limit = undefined;
+    this.throughput = 0;
   }
 
   /** What this process admitted a second around `at` (the oldest or newest interval kept, outside them). */
@@ -229,9 +279,10 @@ export class DelayLimiter {
   }
 
   /**
-   * Splits the limit by weighted max-min fairness on what each organization asked last interval,
-   * and gives each at least its weighted part of the limit: one that asks no more than that part
-   * is never refused, however its requests fall within a second.
+   * Splits the limit by weighted max-min fairness on what each organization asked last interval.
+   * One that asks no more than its weighted part of the engine's measured throughput gets that part
+   * whole, drained or not, and so is never refused however its requests fall within a second; the
+   * others share what the limit leaves, and only they wait for the delay to drain.
    */
   private share(now: number): void {
     if (this.limit === undefined) return;
@@ -243,8 +294,9 @@ export class DelayLimiter {
     const weights = states.reduce((sum, s) => sum + (s.askedRate > 0 ? s.weight : 0), 0);
     states.forEach((state, i) => {
       this.refill(state, now);
-      const part = weights > 0 ? (this.limit! * state.weight) / weights : this.limit!;
-      state.share = Math.max(shares[i]!, part, FLOOR_PER_WEIGHT * state.weight);
+      const part = weights > 0 ? (this.throughput * state.weight) / weights : this.throughput;
+      const within = state.askedRate <= part;
+      state.share = Math.max(shares[i]!, within ? part : 0, FLOOR_PER_WEIGHT * state.weight);
       state.tokens = Math.min(state.tokens, this.burst(state));
     });
   }
@@ -280,7 +332,7 @@ export class DelayLimiter {
     if (this.limit === undefined) return FLOOR_PER_WEIGHT * weight;
     let weights = weight;
     for (const state of this.tenants.values()) if (state.askedRate > 0) weights += state.weight;
-    return Math.max(FLOOR_PER_WEIGHT * weight, (this.limit * weight) / weights);
+    return Math.max(FLOOR_PER_WEIGHT * weight, (this.throughput * weight) / weights);
   }
 
   /** At most one second of its share, and at least one request. */

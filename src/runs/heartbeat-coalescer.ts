@@ -31,6 +31,7 @@
  * Postgres read or a Temporal call).
  * Pure and clock-injected: it knows nothing of HTTP or Temporal.
  */
+import { boundedCache } from '../app/bounded-caches';
 export interface HeartbeatAnswer {
   leaseExpiresAt: number;
   cancelRequested: boolean;
@@ -154,6 +155,8 @@ interface Entry {
 
 export class HeartbeatCoalescer {
   private readonly entries = new Map<string, Entry>();
+  /** The newest attempt a forward learnt, per run (a key prefix), bounded like the entries. */
+  private readonly attempts = boundedCache<number>({ max: 100_000 });
   private admitsSinceSweep = 0;
 
   constructor(
@@ -239,10 +242,16 @@ export class HeartbeatCoalescer {
     }
   }
 
-  /** A newer attempt holds the run: coalesced heartbeats of older attempts say so from now on. */
+  /**
+   * A newer attempt holds the run: coalesced heartbeats of older attempts say so from now on. Only
+   * a forward that learns of an attempt newer than any noted for its run looks through the
+   * entries, so the usual forward costs no scan however many runs this process follows.
+   */
   private noteAttempt(key: string, current: number): void {
     const [organizationId, runId] = JSON.parse(key) as [string, string];
     const prefix = `${JSON.stringify([organizationId, runId]).slice(0, -1)},`;
+    if ((this.attempts.get(prefix) ?? 1) >= current) return;
+    this.attempts.set(prefix, current);
     for (const [other, entry] of this.entries) {
       if (!other.startsWith(prefix) || !entry.answer || HeartbeatCoalescer.attemptOf(other) >= current) continue;
       entry.answer = { ...entry.answer, attempt: current, leaseValid: false };

@@ -1,5 +1,5 @@
 /** Unit tests of admission by measured delay (src/app/delay-limiter.ts) and of the delay's measure (src/app/engine-delay.ts). */
-import { DelayLimiter, delayGrowth, measuredThroughput, weightedShares } from '../../src/app/delay-limiter';
+import { DelayLimiter, delayGrowth, drainShare, measuredThroughput, weightedShares } from '../../src/app/delay-limiter';
 import { LagRecorder, quantile } from '../../src/app/engine-delay';
 
 const INTERVAL = 1000;
@@ -70,6 +70,8 @@ function drive(options: {
   engine: SimulatedEngine;
   intervals: number;
   tenants: Record<string, { perSecond: number; weight?: number; from?: number }>;
+  /** Filled with the engine's delay at the end of each interval. */
+  delays?: number[];
 }): Record<string, number[]> {
   const admitted: Record<string, number[]> = Object.fromEntries(Object.keys(options.tenants).map((t) => [t, []]));
   for (let i = 0; i < options.intervals; i++) {
@@ -89,7 +91,9 @@ function drive(options: {
       options.engine.feed(r.at);
     }
     for (const tenant of Object.keys(counts)) admitted[tenant]!.push(counts[tenant]!);
-    options.limiter.update(options.engine.serve(start + INTERVAL, INTERVAL), start + INTERVAL);
+    const delay = options.engine.serve(start + INTERVAL, INTERVAL);
+    options.delays?.push(delay);
+    options.limiter.update(delay, start + INTERVAL);
   }
   return admitted;
 }
@@ -129,13 +133,29 @@ describe('the delay limiter', () => {
     expect(limiter.currentLimit).toBeUndefined();
   });
 
-  it('limits nothing past the target while the delay is stable or falling: the engine keeps up at the rate admitted', () => {
+  it('limits nothing past the target while the delay is falling: the engine is catching up at the rate admitted', () => {
     const limiter = new DelayLimiter({ targetMs: TARGET, intervalMs: INTERVAL });
     for (let t = 0; t < 10; t++) {
       expect(send(limiter, 'a', 100, t * INTERVAL)).toBe(100);
-      limiter.update(TARGET * 3 - t * 10, (t + 1) * INTERVAL);
+      limiter.update(TARGET * 3 - t * 200, (t + 1) * INTERVAL);
     }
     expect(limiter.currentLimit).toBeUndefined();
+  });
+
+  it('limits a delay that stands past the target below the rate admitted, so the queue drains', () => {
+    for (const standing of [TARGET * 1.5, TARGET * 3, TARGET * 10]) {
+      const limiter = new DelayLimiter({ targetMs: TARGET, intervalMs: INTERVAL });
+      for (let t = 0; t < 10; t++) {
+        send(limiter, 'a', 100, t * INTERVAL);
+        limiter.update(standing + (t % 2) * 10, (t + 1) * INTERVAL);
+      }
+      // The engine serves what it is fed (100 a second): the limit leaves less than that, the further past the target the less.
+      expect({ standing, limit: limiter.currentLimit! < 100 }).toEqual({ standing, limit: true });
+      expect(limiter.currentLimit! / 100).toBeCloseTo(drainShare(standing, TARGET), 1);
+    }
+    expect(drainShare(TARGET, TARGET)).toBe(1);
+    expect(drainShare(TARGET + 2_500, TARGET)).toBe(0.5);
+    expect(drainShare(TARGET * 100, TARGET)).toBe(0.1);
   });
 
   it('holds a lone organization at the engine’s pace, never below it, at loads users will send', () => {
@@ -146,10 +166,18 @@ describe('the delay limiter', () => {
       [200, 1_000],
     ] as const) {
       const limiter = new DelayLimiter({ targetMs: TARGET, intervalMs: INTERVAL });
-      const admitted = drive({ limiter, engine: new SimulatedEngine(pace), intervals: 120, tenants: { a: { perSecond: asked } } });
+      const engine = new SimulatedEngine(pace);
+      const delays: number[] = [];
+      const admitted = drive({ limiter, engine, intervals: 120, tenants: { a: { perSecond: asked } }, delays });
       // Once it has settled, the organization gets the engine's pace: at least 0.9 of it.
       const settled = mean(admitted.a!.slice(40));
       expect({ pace, asked, ratio: settled / pace >= 0.9 && settled / pace <= 1.25 }).toEqual({ pace, asked, ratio: true });
+      // And the engine's delay stays about its target, not wherever the first burst pushed it (27 s at 500 against 50).
+      expect({ pace, asked, meanDelayUnder2xTarget: mean(delays.slice(40)) <= 2 * TARGET }).toEqual({
+        pace,
+        asked,
+        meanDelayUnder2xTarget: true,
+      });
     }
   });
 
