@@ -37,7 +37,7 @@ type AccountLinkDeps = Pick<SlackRouteDeps, 'db' | 'secretKey' | 'ingress' | 'no
 /** The route's answer to each refusal; the codes' statuses are defined with completeLink. */
 function linkRefusal(error: LinkRefusal): AppError {
   if (error === 'no_connection' || error === 'other_organization') return errors.notFound('No such Slack connection.');
-  return new AppError(error, LINK_REFUSAL_STATUS[error], { error });
+  return new AppError(error, LINK_REFUSAL_STATUS[error], { body: { error } });
 }
 
 async function postAccountLink(

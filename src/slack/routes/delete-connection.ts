@@ -26,8 +26,7 @@ async function remove(deps: Deps, ctx: AppContext, principal: Principal, connect
       'slack connection not removed: auth.revoke failed',
     );
     throw new AppError('slack_unavailable', 502, {
-      error: 'slack_unavailable',
-      message: 'Slack could not revoke the bot token; nothing was removed. Try again.',
+      body: { error: 'slack_unavailable', message: 'Slack could not revoke the bot token; nothing was removed. Try again.' },
     });
   }
   deps.verifier.forget(connectionId);

@@ -53,8 +53,7 @@ async function update(deps: Deps, principal: Principal, connectionId: string, bo
   if (!before) throw connectionNotFound();
   if (body.enabled === true && before.state === 'uninstalled') {
     throw new AppError('uninstalled', 409, {
-      error: 'uninstalled',
-      message: 'Slack uninstalled this app: install it again (POST …/install) to enable it.',
+      body: { error: 'uninstalled', message: 'Slack uninstalled this app: install it again (POST …/install) to enable it.' },
     });
   }
   const { threadFollowUps, suggestedPrompts, ...connection } = body;
