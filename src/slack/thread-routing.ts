@@ -60,7 +60,7 @@ export function createThreadRouter(deps: RouterState['deps'] & { now?: () => num
   return {
     route: async (connection, event, now) => {
       const surface = surfaceOf(event);
-      if (surface !== undefined) return routeSurface(state, connection, surface, now);
+      if (surface !== undefined) return routeSurface(state, { connection, surface, now });
       if (!isChannelMessage(event)) return undefined;
       return routeChannelMessage(state, connection, event);
     },
@@ -77,12 +77,14 @@ async function answeredThread(state: RouterState, key: ThreadKey): Promise<Answe
   return found;
 }
 
-async function routeSurface(
-  state: RouterState,
-  connection: SlackConnection,
-  surface: SlackSurfaceEvent | { ignore: ConversationIgnoreReason },
-  now: number,
-): Promise<ConversationRoute> {
+/** A surface event as it arrived: its connection, what `surfaceOf` made of it, and when. */
+interface SurfaceArrival {
+  connection: SlackConnection;
+  surface: SlackSurfaceEvent | { ignore: ConversationIgnoreReason };
+  now: number;
+}
+
+async function routeSurface(state: RouterState, { connection, surface, now }: SurfaceArrival): Promise<ConversationRoute> {
   if ('ignore' in surface) return { ignore: surface.ignore };
   if (!connection.enabled) return { ignore: 'connection_disabled' };
   const claim = await claimSurfaceRequest(state.deps.db, {
