@@ -19,6 +19,7 @@ import type { SlackConnection } from './connections';
 import type { SlackSurfaceEvent } from './contract';
 import { followUpAllowed, isChannelMessage, judgeChannelMessage, surfaceOf, type ConversationIgnoreReason } from './conversation';
 import { classifyEvent, type EventClassification, type IneligibleReason } from './eligibility';
+import type { SlackEventOf, SlackEventPayload } from './event-payloads';
 import type { SlackSettings } from './settings';
 import {
   claimSurfaceRequest,
@@ -42,7 +43,7 @@ export type ConversationRoute =
 
 export interface ThreadRouter {
   /** The conversation's decision on an event, or undefined when the event is not one it decides (classifyEvent does). */
-  route(connection: SlackConnection, event: Record<string, unknown>, now: number): Promise<ConversationRoute | undefined>;
+  route(connection: SlackConnection, event: SlackEventPayload, now: number): Promise<ConversationRoute | undefined>;
 }
 
 interface RouterState {
@@ -101,7 +102,7 @@ async function routeSurface(state: RouterState, { connection, surface, now }: Su
 async function routeChannelMessage(
   state: RouterState,
   connection: SlackConnection,
-  event: Record<string, unknown>,
+  event: SlackEventOf<'message'>,
 ): Promise<ConversationRoute> {
   if (!connection.enabled) return { ignore: 'connection_disabled' };
   const mode = connection.threadFollowUps ?? state.deps.settings.threadFollowUps;

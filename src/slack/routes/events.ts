@@ -21,6 +21,7 @@ import { slackEventWorkflowId, slackMessageWorkflowId, type SlackEventInput } fr
 import type { ConversationIgnoreReason } from '../conversation';
 import { startOrDefer, type TakenOutcome } from '../deferred-events';
 import { classifyEvent, type EventClassification, type IneligibleReason } from '../eligibility';
+import type { SlackEventPayload } from '../event-payloads';
 import type { ConversationRoute } from '../thread-routing';
 import { parseEnvelope } from '../envelope';
 import { slackQuotaChecks } from '../quota';
@@ -44,7 +45,7 @@ type Routed = Exclude<EventClassification, { route: 'ignore' }> | Extract<Conver
 type NotRoutedReason = IneligibleReason | ConversationIgnoreReason;
 
 /** A verified callback that carries an event, or the answer to a request that carries none. */
-type ReadEvent = { reply: Reply } | { connection: SlackConnection; teamId: string; event: Record<string, unknown>; eventId: string };
+type ReadEvent = { reply: Reply } | { connection: SlackConnection; teamId: string; event: SlackEventPayload; eventId: string };
 
 /** The checks up to "no event": installation, signature, envelope, url_verification, team/app. */
 async function readEvent(deps: EventsDeps, ctx: AppContext, { connectionId, rawBody }: SignedBody): Promise<ReadEvent> {
@@ -177,7 +178,7 @@ const askedInDm = (invocation: { channel: string; channelType: string | null }) 
 async function routeOf(
   deps: EventsDeps,
   connection: SlackConnection,
-  event: Record<string, unknown>,
+  event: SlackEventPayload,
 ): Promise<{ classified: Routed; undo?: () => Promise<void> } | { ignore: NotRoutedReason }> {
   const conversation = await deps.threads.route(connection, event, deps.now());
   if (conversation !== undefined) return conversation;
