@@ -54,11 +54,11 @@ async function surfaceCall(
   if ('skipped' in postable) return 'skipped';
   const assistant = call.method.startsWith('assistant.');
   if (assistant && postable.connection.assistantRefused !== null) return 'refused';
-  const result = await sendWithin(calls, postable.connection, call.method, call.body, call.priority);
+  const result = await sendWithin(calls, postable.connection, call);
   if (result.ok) return 'ok';
   if (result.error === 'ratelimited') return 'ratelimited';
   if (assistant && isAssistantRefusal(result.error)) {
-    await rememberAssistantRefused(deps.db, call.connectionId, result.error);
+    await rememberAssistantRefused(deps.db, { connectionId: call.connectionId, error: result.error });
     deps.log.warn(
       { connectionId: call.connectionId, method: call.method, error: result.error },
       'slack refused the assistant surface: threads keep to messages',
@@ -83,7 +83,7 @@ async function gatherThreadContext(
 ): Promise<RunContextMessage[]> {
   const limits = deps.settings.context;
   if (limits.maxMessages === 0 || limits.maxChars === 0) return [];
-  const held = await heldThreadMessages(deps.db, input, input.ts, limits.maxMessages);
+  const held = await heldThreadMessages(deps.db, input, { beforeTs: input.ts, limit: limits.maxMessages });
   const sources = [held];
   if (input.threadTs !== input.ts && (await lacksMessages(deps, input, held))) {
     const fetched = await fetchReplies(deps, calls, input);
@@ -110,7 +110,7 @@ async function fetchReplies(
   const postable = await postableConnection(deps, thread.connectionId);
   if ('skipped' in postable) return [];
   const body = { channel: thread.channel, ts: thread.threadTs, latest: thread.ts, inclusive: false, limit: REPLIES_LIMIT };
-  const result = await sendWithin(calls, postable.connection, 'conversations.replies', body, 'progress');
+  const result = await sendWithin(calls, postable.connection, { method: 'conversations.replies', body, priority: 'progress' });
   if (!result.ok) {
     deps.log.info({ connectionId: thread.connectionId, error: result.error }, 'slack: thread context without conversations.replies');
     return [];
@@ -204,13 +204,11 @@ async function homeRuns(
 async function askPermalink(deps: ConversationDeps, calls: SlackCallDeps, thread: ThreadKey): Promise<string | null> {
   const postable = await postableConnection(deps, thread.connectionId);
   if ('skipped' in postable) return null;
-  const result = await sendWithin(
-    calls,
-    postable.connection,
-    'chat.getPermalink',
-    { channel: thread.channel, message_ts: thread.threadTs },
-    'progress',
-  );
+  const result = await sendWithin(calls, postable.connection, {
+    method: 'chat.getPermalink',
+    body: { channel: thread.channel, message_ts: thread.threadTs },
+    priority: 'progress',
+  });
   if (!result.ok || typeof result.body.permalink !== 'string') return null;
   await rememberPermalink(deps.db, thread, result.body.permalink);
   return result.body.permalink;

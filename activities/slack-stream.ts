@@ -56,12 +56,12 @@ export function createStreamActivities(deps: StreamActivityDeps, calls: SlackCal
         ...(input.chunks.length > 0 ? { chunks: input.chunks } : {}),
       };
       const step = stepOf(
-        await sendWithin(calls, postable.connection, 'chat.startStream', body, 'progress'),
+        await sendWithin(calls, postable.connection, { method: 'chat.startStream', body, priority: 'progress' }),
         'chat.startStream',
         'refused',
       );
       if (step.outcome === 'refused') {
-        await rememberStreamingRefused(deps.db, input.connectionId, step.error);
+        await rememberStreamingRefused(deps.db, { connectionId: input.connectionId, error: step.error });
         deps.log.warn({ connectionId: input.connectionId, error: step.error }, 'slack refused streaming: the thread keeps to edits');
       }
       return step;
@@ -79,7 +79,8 @@ export function createStreamActivities(deps: StreamActivityDeps, calls: SlackCal
         ...(input.markdown !== '' ? { markdown_text: input.markdown } : {}),
         ...(input.chunks.length > 0 ? { chunks: input.chunks } : {}),
       };
-      return stepOf(await sendWithin(calls, postable.connection, 'chat.appendStream', body, input.priority), 'chat.appendStream', 'gone');
+      const appended = await sendWithin(calls, postable.connection, { method: 'chat.appendStream', body, priority: input.priority });
+      return stepOf(appended, 'chat.appendStream', 'gone');
     },
 
     /**
@@ -96,7 +97,8 @@ export function createStreamActivities(deps: StreamActivityDeps, calls: SlackCal
       let from = input.from;
       for (const piece of pieces.slice(0, -1)) {
         const body = { channel: input.channel, ts: input.streamTs, markdown_text: piece };
-        const step = stepOf(await sendWithin(calls, postable.connection, 'chat.appendStream', body, 'final'), 'chat.appendStream', 'gone');
+        const appended = await sendWithin(calls, postable.connection, { method: 'chat.appendStream', body, priority: 'final' });
+        const step = stepOf(appended, 'chat.appendStream', 'gone');
         if (step.outcome === 'ratelimited') return { ...step, from };
         if (step.outcome !== 'ok') return step;
         from += piece.length;
@@ -108,7 +110,8 @@ export function createStreamActivities(deps: StreamActivityDeps, calls: SlackCal
         ...(last !== '' ? { markdown_text: last } : {}),
         ...(input.chunks.length > 0 ? { chunks: input.chunks } : {}),
       };
-      const step = stepOf(await sendWithin(calls, postable.connection, 'chat.stopStream', body, 'final'), 'chat.stopStream', 'gone');
+      const stopped = await sendWithin(calls, postable.connection, { method: 'chat.stopStream', body, priority: 'final' });
+      const step = stepOf(stopped, 'chat.stopStream', 'gone');
       return step.outcome === 'ratelimited' ? { ...step, from } : step;
     },
 
@@ -124,7 +127,7 @@ export function createStreamActivities(deps: StreamActivityDeps, calls: SlackCal
         input.markdown.trim() === ''
           ? (['chat.delete', { channel: input.channel, ts: input.streamTs }] as const)
           : (['chat.update', { channel: input.channel, ts: input.streamTs, markdown_text: input.markdown }] as const);
-      const result = await sendWithin(calls, postable.connection, method, body, 'final');
+      const result = await sendWithin(calls, postable.connection, { method, body, priority: 'final' });
       if (!result.ok && result.error === 'message_not_found') return { outcome: 'ok' };
       return stepOf(result, method, 'gone');
     },

@@ -9,7 +9,14 @@ import { uninstallSlackConnection } from '../src/slack/connection-lifecycle';
 import { slackConnectionRemovedSignal, slackThreadTurnSignal } from '../src/slack/contract';
 import { SlackBudget, type BudgetPriority, type BudgetVerdict } from '../src/slack/budget';
 import { ChannelPacer } from '../src/slack/pacing';
-import { earlierPosts, isConnectionError, postableConnection, sendWithin, type SlackCallDeps } from '../src/slack/outbound';
+import {
+  earlierPosts,
+  isConnectionError,
+  postableConnection,
+  sendWithin,
+  type BudgetTake,
+  type SlackCallDeps,
+} from '../src/slack/outbound';
 import { issueConnectGrant } from '../src/slack/link-codes';
 import { clearPendingInvocation, linkOrWait, type AccountLink, type ConnectionGone } from '../src/slack/links';
 import { releaseMemberInvocation, reserveMemberInvocation, type MemberLimits, type ReservationOutcome } from '../src/slack/limits';
@@ -67,7 +74,7 @@ function slackCallDeps(deps: SlackActivityDeps): SlackCallDeps {
           )
           .add(1, { method, outcome });
       },
-      budget(_connectionId: string, method: SlackApiMethod, priority: BudgetPriority, verdict: BudgetVerdict) {
+      budget({ method, priority }: BudgetTake, verdict: BudgetVerdict) {
         if (!Number.isFinite(verdict.tokens)) return;
         const meter = Context.current().metricMeter;
         meter
@@ -92,17 +99,20 @@ function slackCallDeps(deps: SlackActivityDeps): SlackCallDeps {
   };
 }
 
-/** One post with the connection's bot token, within its budget; skipped when the connection cannot post. */
-async function post(
-  deps: SlackActivityDeps,
-  calls: SlackCallDeps,
-  connectionId: string,
-  method: 'chat.postMessage' | 'chat.postEphemeral',
-  body: (connection: { teamId: string | null }) => Promise<Record<string, unknown>> | Record<string, unknown>,
-): Promise<SlackPostResult & { ts?: string }> {
-  const postable = await postableConnection(deps, connectionId);
+/** A message to post: the method, and its arguments made for the connection it goes through. */
+interface MessagePost {
+  method: 'chat.postMessage' | 'chat.postEphemeral';
+  body: (connection: { teamId: string | null }) => Promise<Record<string, unknown>> | Record<string, unknown>;
+}
+
+/**
+ * One post with the connection's bot token, within its budget; skipped when the connection cannot post.
+ * These helpers reach Slack and the connection through `calls` alone, which carries the store, key and log they need.
+ */
+async function post(calls: SlackCallDeps, connectionId: string, { method, body }: MessagePost): Promise<SlackPostResult & { ts?: string }> {
+  const postable = await postableConnection(calls, connectionId);
   if ('skipped' in postable) return { posted: false, skipped: postable.skipped };
-  const result = await sendWithin(calls, postable.connection, method, await body(postable.connection), 'final');
+  const result = await sendWithin(calls, postable.connection, { method, body: await body(postable.connection), priority: 'final' });
   if (result.ok) return { posted: true, ...(typeof result.body.ts === 'string' ? { ts: result.body.ts } : {}) };
   throw slackApiFailure(method, result);
 }
@@ -117,30 +127,27 @@ const firstAskedAt = (since: number | undefined) => since ?? Context.current().i
  * that key with one conversations.replies call. When Slack cannot tell, it posts once more.
  */
 async function replyOnce(
-  deps: SlackActivityDeps,
   calls: SlackCallDeps,
   input: { connectionId: string; channel: string; threadTs: string; replyKey: string; since?: number; again?: boolean },
   body: Record<string, unknown>,
 ): Promise<SlackPostResult & { ts?: string }> {
   if (input.again || Context.current().info.attempt > 1) {
-    const postable = await postableConnection(deps, input.connectionId);
+    const postable = await postableConnection(calls, input.connectionId);
     if ('connection' in postable) {
       const found = await earlierPosts(calls, postable.connection, { ...input, since: firstAskedAt(input.since) });
       const ts = found === 'unknown' ? undefined : found.get(input.replyKey);
       if (ts !== undefined) return { posted: true, ts };
     }
   }
-  return post(deps, calls, input.connectionId, 'chat.postMessage', () => ({
-    channel: input.channel,
-    thread_ts: input.threadTs,
-    ...body,
-    metadata: replyMetadata(input.replyKey),
-  }));
+  return post(calls, input.connectionId, {
+    method: 'chat.postMessage',
+    body: () => ({ channel: input.channel, thread_ts: input.threadTs, ...body, metadata: replyMetadata(input.replyKey) }),
+  });
 }
 
 function disableConnectionActivity(deps: SlackActivityDeps) {
   return async function slackDisableConnection(input: { connectionId: string; reason: string }): Promise<{ disabled: boolean }> {
-    const disabled = await disableSlackConnection(deps.db, input.connectionId, input.reason);
+    const disabled = await disableSlackConnection(deps.db, input);
     deps.log.info({ connectionId: input.connectionId, reason: input.reason, disabled }, 'slack connection disabled by lifecycle event');
     return { disabled };
   };
@@ -153,7 +160,7 @@ function disableConnectionActivity(deps: SlackActivityDeps) {
  */
 function uninstallConnectionActivity(deps: SlackActivityDeps) {
   return async function slackUninstallConnection(input: { connectionId: string }): Promise<{ links: number; waiting: number }> {
-    const removal = await uninstallSlackConnection(deps.db, input.connectionId, async (workflowIds) => {
+    const removal = await uninstallSlackConnection(deps.db, input, async (workflowIds) => {
       for (const id of workflowIds) {
         await deps.ingress.signal({ id, signal: slackConnectionRemovedSignal, args: [{ reason: 'app_uninstalled' }] });
       }
@@ -217,7 +224,7 @@ function releaseInvocationActivity(deps: SlackActivityDeps) {
     /** The answer, kept as the thread's message for the next request's context. */
     answer?: ThreadKey & { ts: string; text: string };
   }): Promise<void> {
-    await releaseMemberInvocation(deps.db, input.connectionId, input.eventId, new Date());
+    await releaseMemberInvocation(deps.db, { connectionId: input.connectionId, eventId: input.eventId, now: new Date() });
     if (input.answer) {
       const { ts, text, ...thread } = input.answer;
       await recordThreadMessage(deps.db, thread, { ts, userId: null, bot: true, text });
@@ -240,28 +247,31 @@ function postConnectPromptActivity(deps: SlackActivityDeps, calls: SlackCallDeps
     threadTs: string | null;
     waitMs: number;
   }): Promise<SlackPostResult> {
-    return post(deps, calls, input.connectionId, 'chat.postEphemeral', async (connection) => {
-      const ttlMs = deps.settings.linkTokenTtlMs;
-      const { token, code } = await issueConnectGrant(deps, {
-        connectionId: input.connectionId,
-        teamId: connection.teamId!,
-        slackUserId: input.user,
-        now: Date.now(),
-        ttlMs,
-      });
-      const dashboard = deps.settings.dashboardUrl;
-      const url = dashboard === undefined ? undefined : connectLinkUrl(dashboard, token);
-      return {
-        channel: input.channel,
-        user: input.user,
-        text: heldInvocationText({ url, code, ttlMs }, input.waitMs),
-        ...(input.threadTs ? { thread_ts: input.threadTs } : {}),
-      };
+    return post(calls, input.connectionId, {
+      method: 'chat.postEphemeral',
+      body: async (connection) => {
+        const ttlMs = deps.settings.linkTokenTtlMs;
+        const { token, code } = await issueConnectGrant(deps, {
+          connectionId: input.connectionId,
+          teamId: connection.teamId!,
+          slackUserId: input.user,
+          now: Date.now(),
+          ttlMs,
+        });
+        const dashboard = deps.settings.dashboardUrl;
+        const url = dashboard === undefined ? undefined : connectLinkUrl(dashboard, token);
+        return {
+          channel: input.channel,
+          user: input.user,
+          text: heldInvocationText({ url, code, ttlMs }, input.waitMs),
+          ...(input.threadTs ? { thread_ts: input.threadTs } : {}),
+        };
+      },
     });
   };
 }
 
-function postEphemeralActivity(deps: SlackActivityDeps, calls: SlackCallDeps) {
+function postEphemeralActivity(calls: SlackCallDeps) {
   return async function slackPostEphemeral(input: {
     connectionId: string;
     channel: string;
@@ -269,17 +279,20 @@ function postEphemeralActivity(deps: SlackActivityDeps, calls: SlackCallDeps) {
     threadTs: string | null;
     text: string;
   }) {
-    return post(deps, calls, input.connectionId, 'chat.postEphemeral', () => ({
-      channel: input.channel,
-      user: input.user,
-      text: input.text,
-      ...(input.threadTs ? { thread_ts: input.threadTs } : {}),
-    }));
+    return post(calls, input.connectionId, {
+      method: 'chat.postEphemeral',
+      body: () => ({
+        channel: input.channel,
+        user: input.user,
+        text: input.text,
+        ...(input.threadTs ? { thread_ts: input.threadTs } : {}),
+      }),
+    });
   };
 }
 
 /** The run's answer in its thread, exactly once as far as Slack can tell (replyOnce): events from before the message was kept current. */
-function postMessageActivity(deps: SlackActivityDeps, calls: SlackCallDeps) {
+function postMessageActivity(calls: SlackCallDeps) {
   return async function slackPostMessage(input: {
     connectionId: string;
     channel: string;
@@ -288,7 +301,7 @@ function postMessageActivity(deps: SlackActivityDeps, calls: SlackCallDeps) {
     replyKey: string;
     since?: number;
   }): Promise<SlackPostResult> {
-    const posted = await replyOnce(deps, calls, input, { text: input.text });
+    const posted = await replyOnce(calls, input, { text: input.text });
     return { posted: posted.posted, ...(posted.skipped ? { skipped: posted.skipped } : {}) };
   };
 }
@@ -304,13 +317,13 @@ interface SlackMessageRef {
  * The invocation's one message, posted in the thread as the run starts: "Working on it…" with the
  * Cancel button, exactly once by replyOnce's rule. Answers the message's ts.
  */
-function postAcceptedActivity(deps: SlackActivityDeps, calls: SlackCallDeps) {
+function postAcceptedActivity(calls: SlackCallDeps) {
   return async function slackPostAccepted(
     input: SlackMessageRef & { runId: string; replyKey: string; since?: number; notice?: FirstMessageNotice },
   ): Promise<SlackPostResult & { ts?: string }> {
-    if (input.notice?.kind === 'queued') return replyOnce(deps, calls, input, { text: QUEUED_TEXT, blocks: finalBlocks(QUEUED_TEXT) });
+    if (input.notice?.kind === 'queued') return replyOnce(calls, input, { text: QUEUED_TEXT, blocks: finalBlocks(QUEUED_TEXT) });
     const text = input.notice?.kind === 'no_runtime' ? noRuntimeText({ ...input.notice, now: Date.now() }) : WORKING_TEXT;
-    return replyOnce(deps, calls, input, { text, blocks: progressBlocks(text, input.runId) });
+    return replyOnce(calls, input, { text, blocks: progressBlocks(text, input.runId) });
   };
 }
 
@@ -324,39 +337,39 @@ export type FirstMessageNotice = { kind: 'no_runtime'; claimDeadlineMs: number; 
 type EditOutcome =
   { outcome: 'updated' | 'message_not_found' | 'skipped' | 'failed'; error?: string } | { outcome: 'ratelimited'; retryAfterMs: number };
 
+/** What an edit sets, and whether it is a final answer or progress that may wait. */
+interface MessageEdit {
+  text: string;
+  blocks: Record<string, unknown>[];
+  priority: BudgetPriority;
+}
+
 /** One chat.update of the message within the workspace's budget; a retryable failure other than a 429 throws (Temporal retries it). */
 async function editMessage(
-  deps: SlackActivityDeps,
   calls: SlackCallDeps,
   input: SlackMessageRef & { ts: string },
-  message: { text: string; blocks: Record<string, unknown>[] },
-  priority: BudgetPriority,
+  { text, blocks, priority }: MessageEdit,
 ): Promise<EditOutcome> {
-  const postable = await postableConnection(deps, input.connectionId);
+  const postable = await postableConnection(calls, input.connectionId);
   if ('skipped' in postable) return { outcome: 'skipped' };
-  const result = await sendWithin(
-    calls,
-    postable.connection,
-    'chat.update',
-    { channel: input.channel, ts: input.ts, ...message },
-    priority,
-  );
+  const body = { channel: input.channel, ts: input.ts, text, blocks };
+  const result = await sendWithin(calls, postable.connection, { method: 'chat.update', body, priority });
   if (result.ok) return { outcome: 'updated' };
   if (result.error === 'ratelimited') return { outcome: 'ratelimited', retryAfterMs: result.retryAfterMs ?? 1000 };
   if (result.error === 'message_not_found') return { outcome: 'message_not_found', error: result.error };
   if (result.retryable) throw slackApiFailure('chat.update', result);
-  deps.log.warn({ connectionId: input.connectionId, error: result.error }, 'slack chat.update refused');
+  calls.log.warn({ connectionId: input.connectionId, error: result.error }, 'slack chat.update refused');
   return { outcome: 'failed', error: result.error };
 }
 
 /** The run's progress in the invocation's message (the Cancel button stays); it yields the budget to final answers. */
-function updateProgressActivity(deps: SlackActivityDeps, calls: SlackCallDeps) {
+function updateProgressActivity(calls: SlackCallDeps) {
   return async function slackUpdateProgress(
     input: SlackMessageRef & { ts: string; runId: string; text: string; notice?: FirstMessageNotice },
   ): Promise<EditOutcome> {
     // A queued follow-up's message that becomes its first: the notice it opens with, if any, else the text.
     const text = input.notice?.kind === 'no_runtime' ? noRuntimeText({ ...input.notice, now: Date.now() }) : input.text;
-    return editMessage(deps, calls, input, { text, blocks: progressBlocks(text, input.runId) }, 'progress');
+    return editMessage(calls, input, { text, blocks: progressBlocks(text, input.runId), priority: 'progress' });
   };
 }
 
@@ -372,7 +385,7 @@ function answerParts(input: { text: string; markdown: boolean }): string[] {
  * first part in the message, the rest as replies (each exactly once, by its own key); a message
  * someone deleted (or none posted) is answered with new replies instead.
  */
-function finishMessageActivity(deps: SlackActivityDeps, calls: SlackCallDeps) {
+function finishMessageActivity(calls: SlackCallDeps) {
   return async function slackFinishMessage(
     input: SlackMessageRef & { ts: string | null; text: string; markdown: boolean; replyKey: string },
   ): Promise<EditOutcome | { outcome: 'posted' }> {
@@ -380,12 +393,13 @@ function finishMessageActivity(deps: SlackActivityDeps, calls: SlackCallDeps) {
     let first = 0;
     let outcome: EditOutcome | { outcome: 'posted' } = { outcome: 'posted' };
     if (input.ts !== null) {
-      outcome = await editMessage(deps, calls, { ...input, ts: input.ts }, { text: parts[0]!, blocks: finalBlocks(parts[0]!) }, 'final');
+      const head = parts[0]!;
+      outcome = await editMessage(calls, { ...input, ts: input.ts }, { text: head, blocks: finalBlocks(head), priority: 'final' });
       if (outcome.outcome === 'ratelimited' || outcome.outcome === 'skipped') return outcome;
       if (outcome.outcome !== 'message_not_found') first = 1;
     }
     for (let index = first; index < parts.length; index++) {
-      const posted = await replyOnce(deps, calls, { ...input, replyKey: `${input.replyKey}/part-${index + 1}` }, { text: parts[index]! });
+      const posted = await replyOnce(calls, { ...input, replyKey: `${input.replyKey}/part-${index + 1}` }, { text: parts[index]! });
       if (!posted.posted) return { outcome: 'skipped' };
     }
     return first === 1 ? outcome : { outcome: 'posted' };
@@ -425,19 +439,14 @@ type DeliveryInput = SlackMessageRef & {
 };
 
 /**
- * The first part in the invocation's message. Refused for any reason but the connection's
- * (a closed edit window, a message too long or gone, blocks Slack will not take…), the answer goes
- * as new replies instead.
+ * The first part in the invocation's message, from the delivery's progress so far. Refused for any
+ * reason but the connection's (a closed edit window, a message too long or gone, blocks Slack will
+ * not take…), the answer goes as new replies instead.
  */
-async function editFirstPart(
-  deps: SlackActivityDeps,
-  calls: SlackCallDeps,
-  input: DeliveryInput,
-  first: string,
-  progress: DeliveryProgress,
-) {
+async function editFirstPart(calls: SlackCallDeps, input: DeliveryInput & { progress: DeliveryProgress }, first: string) {
+  const progress = input.progress;
   if (input.ts === null) return { ...progress, asReplies: true, superseded: true };
-  const edit = await editMessage(deps, calls, { ...input, ts: input.ts }, { text: first, blocks: finalBlocks(first) }, 'final');
+  const edit = await editMessage(calls, { ...input, ts: input.ts }, { text: first, blocks: finalBlocks(first), priority: 'final' });
   if (edit.outcome === 'updated') return { ...progress, edited: true, posted: 1, superseded: true };
   if (edit.outcome === 'ratelimited' || edit.outcome === 'skipped') return edit;
   if (edit.error !== undefined && isConnectionError(edit.error)) return { outcome: 'failed' as const, error: edit.error };
@@ -445,15 +454,16 @@ async function editFirstPart(
 }
 
 /** The first message, whose edit Slack refused: marked superseded, or deleted when it cannot be edited at all; left as it is if neither works. */
-async function supersede(deps: SlackActivityDeps, calls: SlackCallDeps, input: DeliveryInput & { ts: string }): Promise<EditOutcome> {
-  const marked = await editMessage(deps, calls, input, { text: SUPERSEDED_TEXT, blocks: finalBlocks(SUPERSEDED_TEXT) }, 'final');
+async function supersede(calls: SlackCallDeps, input: DeliveryInput & { ts: string }): Promise<EditOutcome> {
+  const marked = await editMessage(calls, input, { text: SUPERSEDED_TEXT, blocks: finalBlocks(SUPERSEDED_TEXT), priority: 'final' });
   if (marked.outcome !== 'failed') return marked;
-  const postable = await postableConnection(deps, input.connectionId);
+  const postable = await postableConnection(calls, input.connectionId);
   if ('skipped' in postable) return { outcome: 'skipped' };
-  const deleted = await sendWithin(calls, postable.connection, 'chat.delete', { channel: input.channel, ts: input.ts }, 'final');
+  const body = { channel: input.channel, ts: input.ts };
+  const deleted = await sendWithin(calls, postable.connection, { method: 'chat.delete', body, priority: 'final' });
   if (deleted.ok) return { outcome: 'updated' };
   if (deleted.error === 'ratelimited') return { outcome: 'ratelimited', retryAfterMs: deleted.retryAfterMs ?? 1000 };
-  deps.log.warn(
+  calls.log.warn(
     { connectionId: input.connectionId, error: deleted.error },
     'slack: a superseded message could be neither edited nor deleted',
   );
@@ -467,13 +477,13 @@ async function supersede(deps: SlackActivityDeps, calls: SlackCallDeps, input: D
  * Within the workspace's budget as a final answer: out of tokens or rate-limited, it answers how
  * far it got and how long to wait, and the workflow calls it again after a timer.
  */
-function deliverAnswerActivity(deps: SlackActivityDeps, calls: SlackCallDeps) {
+function deliverAnswerActivity(calls: SlackCallDeps) {
   return async function slackDeliverAnswer(input: DeliveryInput & { progress: DeliveryProgress }): Promise<DeliveryOutcome> {
     const parts = answerParts(input);
     const startedAt = Date.now();
     let progress = input.progress;
     if (!progress.edited && !progress.asReplies) {
-      const first = await editFirstPart(deps, calls, input, parts[0]!, progress);
+      const first = await editFirstPart(calls, input, parts[0]!);
       if ('outcome' in first) {
         if (first.outcome === 'ratelimited') return { outcome: 'ratelimited', retryAfterMs: first.retryAfterMs, progress };
         if (first.outcome === 'failed') return { outcome: 'failed', error: first.error ?? 'failed', progress };
@@ -487,12 +497,12 @@ function deliverAnswerActivity(deps: SlackActivityDeps, calls: SlackCallDeps) {
       // the activity's timeout, and the workflow calls again for the rest.
       if (index > firstPart && Date.now() - startedAt > PARTS_PER_CALL_MS) return { outcome: 'ratelimited', retryAfterMs: 1, progress };
       const key = progress.asReplies ? `${input.replyKey}/answer-${index + 1}` : `${input.replyKey}/part-${index + 1}`;
-      const posted = await postPart(deps, calls, { ...input, replyKey: key }, parts[index]!);
+      const posted = await postPart(calls, { ...input, replyKey: key }, parts[index]!);
       if (posted !== 'posted') return posted === 'skipped' ? { outcome: 'skipped', progress } : { ...posted, progress };
       progress = { ...progress, posted: index + 1 };
     }
     if (!progress.superseded && input.ts !== null) {
-      const done = await supersede(deps, calls, { ...input, ts: input.ts });
+      const done = await supersede(calls, { ...input, ts: input.ts });
       if (done.outcome === 'ratelimited') return { outcome: 'ratelimited', retryAfterMs: done.retryAfterMs, progress };
       progress = { ...progress, superseded: true };
     }
@@ -502,13 +512,12 @@ function deliverAnswerActivity(deps: SlackActivityDeps, calls: SlackCallDeps) {
 
 /** One part as a reply: posted, skipped, or how it failed (a 429 or a final connection error) for the workflow to decide. */
 async function postPart(
-  deps: SlackActivityDeps,
   calls: SlackCallDeps,
   input: DeliveryInput,
   text: string,
 ): Promise<'posted' | 'skipped' | { outcome: 'ratelimited'; retryAfterMs: number } | { outcome: 'failed'; error: string }> {
   try {
-    const posted = await replyOnce(deps, calls, input, { text });
+    const posted = await replyOnce(calls, input, { text });
     return posted.posted ? 'posted' : 'skipped';
   } catch (error) {
     if (!(error instanceof ApplicationFailure) || error.nonRetryable !== true) {
@@ -532,12 +541,12 @@ export function createSlackActivities(deps: SlackActivityDeps) {
     slackReserveInvocation: reserveInvocationActivity(deps),
     slackReleaseInvocation: releaseInvocationActivity(deps),
     slackPostConnectPrompt: postConnectPromptActivity(deps, calls),
-    slackPostEphemeral: postEphemeralActivity(deps, calls),
-    slackPostMessage: postMessageActivity(deps, calls),
-    slackPostAccepted: postAcceptedActivity(deps, calls),
-    slackUpdateProgress: updateProgressActivity(deps, calls),
-    slackFinishMessage: finishMessageActivity(deps, calls),
-    slackDeliverAnswer: deliverAnswerActivity(deps, calls),
+    slackPostEphemeral: postEphemeralActivity(calls),
+    slackPostMessage: postMessageActivity(calls),
+    slackPostAccepted: postAcceptedActivity(calls),
+    slackUpdateProgress: updateProgressActivity(calls),
+    slackFinishMessage: finishMessageActivity(calls),
+    slackDeliverAnswer: deliverAnswerActivity(calls),
     ...createStreamActivities(deps, calls),
     ...createConversationActivities(deps, calls),
   };

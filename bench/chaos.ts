@@ -45,12 +45,15 @@ async function main(): Promise<number> {
   try {
     const org = await createTestOrg(stack.database.db, 'chaos');
     const slackSecret = randomUUID();
-    const { connectionId } = await createSlackConnection(stack.database.db, Buffer.from(stack.env.SECRET_KEY!, 'hex'), {
-      organizationId: org.organizationId,
-      teamId: 'TCHAOS0001',
-      apiAppId: 'ACHAOS0001',
-      signingSecret: slackSecret,
-    });
+    const { connectionId } = await createSlackConnection(
+      { db: stack.database.db, secretKey: Buffer.from(stack.env.SECRET_KEY!, 'hex') },
+      {
+        organizationId: org.organizationId,
+        teamId: 'TCHAOS0001',
+        apiAppId: 'ACHAOS0001',
+        signingSecret: slackSecret,
+      },
+    );
     // The pushes' repository has a target: a push no target takes is answered 200 and not queued.
     await ownedTarget(stack.database.db, {
       organizationId: org.organizationId,

@@ -203,13 +203,16 @@ export async function tenant(stack: LoadStack, name: string): Promise<Tenant> {
   const org = await createTestOrg(stack.database.db, name);
   const secret = randomUUID();
   const teamId = `T${name.toUpperCase()}${randomBytes(3).toString('hex').toUpperCase()}`;
-  const connection = await createSlackConnection(stack.database.db, Buffer.from(stack.secretKey, 'hex'), {
-    organizationId: org.organizationId,
-    teamId,
-    apiAppId: 'ABENCH0001',
-    signingSecret: secret,
-    botToken: 'xoxb-bench',
-  });
+  const connection = await createSlackConnection(
+    { db: stack.database.db, secretKey: Buffer.from(stack.secretKey, 'hex') },
+    {
+      organizationId: org.organizationId,
+      teamId,
+      apiAppId: 'ABENCH0001',
+      signingSecret: secret,
+      botToken: 'xoxb-bench',
+    },
+  );
   // eslint-disable-next-line @typescript-eslint/no-require-imports, @typescript-eslint/no-explicit-any
   const examples = require('@octokit/webhooks-examples/api.github.com/index.json') as { name: string; examples: Record<string, any>[] }[];
   const push = structuredClone(

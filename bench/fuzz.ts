@@ -26,12 +26,15 @@ async function main(): Promise<number> {
     const credentials = { owner: org.owner.apiKey, member: member.apiKey, session: (await org.session(org.owner.memberId)).token };
     // A real installation, so half the Slack and GitHub inputs get past the signature checks.
     const slack = { teamId: 'T0FUZZ', apiAppId: 'A0FUZZ', secret: 'fuzz-slack-secret' };
-    const { connectionId } = await createSlackConnection(stack.database.db, Buffer.from(stack.env.SECRET_KEY!, 'hex'), {
-      organizationId: org.organizationId,
-      teamId: slack.teamId,
-      apiAppId: slack.apiAppId,
-      signingSecret: slack.secret,
-    });
+    const { connectionId } = await createSlackConnection(
+      { db: stack.database.db, secretKey: Buffer.from(stack.env.SECRET_KEY!, 'hex') },
+      {
+        organizationId: org.organizationId,
+        teamId: slack.teamId,
+        apiAppId: slack.apiAppId,
+        signingSecret: slack.secret,
+      },
+    );
     const signers = { slack: { ...slack, connectionId }, github: { secret: stack.secrets.github } };
     const port = Number(new URL(stack.api.url!).port);
     const heapBefore = await readMetric(stack.api.url!, 'nodejs_heap_size_used_bytes');

@@ -355,14 +355,17 @@ export async function fixtures(stack: LoadStack): Promise<Fixtures> {
   const org = await createTestOrg(stack.database.db, 'bench');
   const secret = randomUUID();
   const key = Buffer.from(stack.secretKey, 'hex');
-  const connection = await createSlackConnection(stack.database.db, key, {
-    organizationId: org.organizationId,
-    teamId: 'TBENCH0001',
-    apiAppId: 'ABENCH0001',
-    signingSecret: secret,
-    // With a bot token the connect prompt is posted (to the bench's Slack, on loopback), as in production.
-    botToken: stack.slack.issueToken({ token: 'xoxb-bench', teamId: 'TBENCH0001', appId: 'ABENCH0001' }),
-  });
+  const connection = await createSlackConnection(
+    { db: stack.database.db, secretKey: key },
+    {
+      organizationId: org.organizationId,
+      teamId: 'TBENCH0001',
+      apiAppId: 'ABENCH0001',
+      signingSecret: secret,
+      // With a bot token the connect prompt is posted (to the bench's Slack, on loopback), as in production.
+      botToken: stack.slack.issueToken({ token: 'xoxb-bench', teamId: 'TBENCH0001', appId: 'ABENCH0001' }),
+    },
+  );
   // eslint-disable-next-line @typescript-eslint/no-require-imports
   const examples = require('@octokit/webhooks-examples/api.github.com/index.json') as {
     name: string;

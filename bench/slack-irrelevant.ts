@@ -45,14 +45,17 @@ async function followUpConnection(stack: LoadStack): Promise<Fixture> {
   const org = await createTestOrg(stack.database.db, 'bench-irrelevant');
   const secret = randomUUID();
   const fixture = { secret, teamId: 'TBENCHIRR1', appId: 'ABENCHIRR1' };
-  const { connectionId } = await createSlackConnection(stack.database.db, Buffer.from(stack.secretKey, 'hex'), {
-    organizationId: org.organizationId,
-    teamId: fixture.teamId,
-    apiAppId: fixture.appId,
-    signingSecret: secret,
-    botToken: 'xoxb-bench',
-    botUserId: 'UBENCHBOT1',
-  });
+  const { connectionId } = await createSlackConnection(
+    { db: stack.database.db, secretKey: Buffer.from(stack.secretKey, 'hex') },
+    {
+      organizationId: org.organizationId,
+      teamId: fixture.teamId,
+      apiAppId: fixture.appId,
+      signingSecret: secret,
+      botToken: 'xoxb-bench',
+      botUserId: 'UBENCHBOT1',
+    },
+  );
   await stack.database.db.updateTable('slack_connections').set({ thread_follow_ups: 'members' }).where('id', '=', connectionId).execute();
   return { ...fixture, connectionId };
 }

@@ -53,6 +53,11 @@ type Stream = NonNullable<SlackThreadView['stream']>;
 type Open = Stream & { segment: StreamSegment };
 /** Where a write stands: go on, wait, or stop streaming (edits and replies take over). */
 type Turn = 'next' | { retryAfterMs: number } | 'off';
+/** How a write reaches Slack: through which activity options (progressApi or slackApi), at which budget priority. */
+interface StreamCall {
+  api: typeof slackApi;
+  priority: CallPriority;
+}
 
 /**
  * A refusal the answer gets past: Slack will not grow a segment (the next, or a smaller piece,
@@ -88,7 +93,7 @@ export class StreamWriter {
     const stream = view.stream!;
     const next = progressStep(stream.streamed, progress, stream.openTask);
     const add = { markdown: next.append, chunks: next.chunks };
-    if (!stream.segment || (isEmpty(stream.pending) && fitsOneCall(stream.segment, add, Date.now(), this.limitsOf(stream)))) {
+    if (!stream.segment || (isEmpty(stream.pending) && this.takesInOneCall(stream as Open, add))) {
       return this.appendAsBefore(stream, next);
     }
     if (!streamsInSegments()) return this.appendAsBefore(stream, next);
@@ -129,7 +134,8 @@ export class StreamWriter {
     const markdown = finalMarkdown(stream.streamed, summary);
     const chunks = stream.openTask ? [closeTask(stream.openTask)] : [];
     const segment = stream.segment;
-    if (!segment || (isEmpty(stream.pending) && fitsOneCall(segment, { markdown, chunks }, Date.now(), this.limitsOf(stream)))) {
+    const add = { markdown, chunks };
+    if (!segment || (isEmpty(stream.pending) && this.takesInOneCall(stream as Open, add))) {
       const stopped = await this.stopAsBefore(stream, { markdown, chunks }, deadline);
       if (!('gone' in stopped)) return stopped;
       const refusal: StreamStep = { outcome: 'gone', error: stopped.gone };
@@ -159,7 +165,7 @@ export class StreamWriter {
     for (const [index, piece] of (pieces.length > 0 ? pieces : ['']).entries()) {
       const chunks: StreamChunk[] = index === 0 ? next.chunks : [];
       if (piece === '' && chunks.length === 0) break;
-      const appended = await this.append(progressApi, stream, { markdown: piece, chunks }, 'progress');
+      const appended = await this.append(stream, { markdown: piece, chunks }, { api: progressApi, priority: 'progress' });
       if (appended.outcome === 'ratelimited') return { retryAfterMs: appended.retryAfterMs };
       if (appended.outcome === 'ok') continue;
       if (!stream.segment || !carriesOn(appended, stream.segment) || !streamsInSegments()) {
@@ -245,16 +251,16 @@ export class StreamWriter {
         continue;
       }
       const written =
-        final && this.fitsRest(stream, pending)
+        final && this.takesInOneCall(stream, pending)
           ? await this.stopWith(stream, pending)
-          : await this.appendPiece(api, stream, pending, priority);
+          : await this.appendPiece(stream, pending, { api, priority });
       if (written !== 'next') return written;
     }
   }
 
-  /** Whether the segment takes all that is pending in one call. */
-  private fitsRest(stream: Open, pending: NonNullable<Stream['pending']>): boolean {
-    return fitsOneCall(stream.segment, pending, Date.now(), this.limitsOf(stream));
+  /** Whether the open segment takes `add` (all that is pending, or a step) in one call, now. */
+  private takesInOneCall(stream: Open, add: { markdown: string; chunks: StreamChunk[] }): boolean {
+    return fitsOneCall({ segment: stream.segment, add, now: Date.now(), limits: this.limitsOf(stream) });
   }
 
   /** The segments' limits: the settings', and smaller once Slack refused to grow one before them. */
@@ -264,20 +270,15 @@ export class StreamWriter {
   }
 
   /** The next piece of what is pending into the open segment (with its task updates); a segment without room is stopped first. */
-  private async appendPiece(
-    api: typeof slackApi,
-    stream: Open,
-    pending: NonNullable<Stream['pending']>,
-    priority: CallPriority,
-  ): Promise<Turn> {
+  private async appendPiece(stream: Open, pending: NonNullable<Stream['pending']>, call: StreamCall): Promise<Turn> {
     const segment = stream.segment;
     const limits = this.limitsOf(stream);
     const chunkSize = chunkBytes(pending.chunks);
     // Task updates too large for any segment go into a fresh one all the same, or no segment would ever take them.
     const noRoom = chunkSize > roomLeft(segment, limits) && segment.bytes > 0;
     const piece = noRoom ? '' : pieceForSegment(pending.markdown, { ...segment, bytes: segment.bytes + chunkSize }, limits);
-    if (noRoom || (piece === '' && pending.chunks.length === 0)) return this.stopSegment(stream, priority);
-    const appended = await this.append(api, stream, { markdown: piece, chunks: pending.chunks }, priority);
+    if (noRoom || (piece === '' && pending.chunks.length === 0)) return this.stopSegment(stream, call.priority);
+    const appended = await this.append(stream, { markdown: piece, chunks: pending.chunks }, call);
     if (appended.outcome === 'ratelimited') return { retryAfterMs: appended.retryAfterMs };
     if (appended.outcome !== 'ok') return this.refused(stream, appended, utf8Bytes(piece) + chunkSize);
     stream.pending = { markdown: pending.markdown.slice(piece.length), chunks: [] };
@@ -393,10 +394,9 @@ export class StreamWriter {
 
   /** One append to the stream; an open segment counts what it took. */
   private async append(
-    api: typeof slackApi,
     stream: Stream,
     add: { markdown: string; chunks: StreamChunk[] },
-    priority: CallPriority,
+    { api, priority }: StreamCall,
   ): Promise<StreamStep> {
     const { connectionId, channel } = this.place.ref;
     const appended = await api.slackAppendStream({ connectionId, channel, streamTs: stream.ts, ...add, priority });

@@ -84,16 +84,15 @@ export function decryptSecret(keys: SecretKeys | Buffer, sealed: string): string
     const opened = tryDecrypt(key, sealed);
     if (opened !== undefined) return opened;
   }
-  throw new AppError(
-    'secret_undecryptable',
-    503,
-    {
+  throw new AppError('secret_undecryptable', 503, {
+    body: {
       error: 'unavailable',
       dependency: 'secret_key',
       message: 'A stored secret cannot be decrypted with SECRET_KEY or SECRET_KEY_PREVIOUS.',
     },
-    { headers: { 'retry-after': '30' }, dependency: 'secret_key' },
-  );
+    headers: { 'retry-after': '30' },
+    dependency: 'secret_key',
+  });
 }
 
 /** Whether `sealed` opens with this very key (den secrets rotate: already current?). */

@@ -39,11 +39,16 @@ function refilled(state: BucketState | undefined, now: number, limits: BucketLim
   return Math.min(limits.capacity, state.tokens + Math.max(0, now - state.at) * limits.refillPerMs);
 }
 
+/** A bucket as it stands now: its stored state (none before its first call) and its limits. */
+export interface BucketNow {
+  state: BucketState | undefined;
+  now: number;
+  limits: BucketLimits;
+}
+
 /** One token for a call of this priority now, or how long until there is one. */
 export function takeToken(
-  state: BucketState | undefined,
-  now: number,
-  limits: BucketLimits,
+  { state, now, limits }: BucketNow,
   priority: BudgetPriority,
 ): { taken: true; next: BucketState } | { taken: false; waitMs: number; next: BucketState } {
   const tokens = refilled(state, now, limits);
@@ -53,7 +58,7 @@ export function takeToken(
 }
 
 /** Slack answered 429 all the same (another process, another app): nothing is sent before `retryAfterMs` has passed. */
-export function drainToken(state: BucketState | undefined, now: number, limits: BucketLimits, retryAfterMs: number): BucketState {
+export function drainToken({ state, now, limits }: BucketNow, retryAfterMs: number): BucketState {
   return { tokens: Math.min(refilled(state, now, limits), 1 - retryAfterMs * limits.refillPerMs), at: now };
 }
 
@@ -129,7 +134,7 @@ export class SlackBudget {
     const limits = this.limitsOf(method);
     if (!limits) return { taken: true, tokens: Number.POSITIVE_INFINITY };
     return withBucket(this.db, { connectionId, method }, (state, now) => {
-      const taken = takeToken(state, now, limits, priority);
+      const taken = takeToken({ state, now, limits }, priority);
       const verdict: BudgetVerdict = taken.taken
         ? { taken: true, tokens: taken.next.tokens }
         : { taken: false, waitMs: taken.waitMs, tokens: taken.next.tokens };
@@ -142,7 +147,7 @@ export class SlackBudget {
     const limits = this.limitsOf(method);
     if (!limits) return;
     await withBucket(this.db, { connectionId, method }, (state, now) => {
-      const next = drainToken(state, now, limits, retryAfterMs);
+      const next = drainToken({ state, now, limits }, retryAfterMs);
       return { next, verdict: { taken: false, waitMs: retryAfterMs, tokens: next.tokens } };
     });
   }

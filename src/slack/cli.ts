@@ -119,7 +119,7 @@ function registerCreateConnection(connections: Command, context: CliContext<Slac
     .option('--disabled', 'create it disabled')
     .action((opts: CreateOptions) =>
       context.withDatabase(async ({ db, secretKey }) =>
-        operatorErrors(async () => print(await createSlackConnection(db, await secretKey(), createInput(opts)))),
+        operatorErrors(async () => print(await createSlackConnection({ db, secretKey: await secretKey() }, createInput(opts)))),
       ),
     );
 }
@@ -187,7 +187,9 @@ function registerUpdateConnection(connections: Command, context: CliContext<Slac
         if (Object.values(opts).every((v) => v === undefined)) throw new CliError('nothing to update: pass at least one option');
         const { refreshToken: _r, tokenExpiresIn: _e, ...update } = opts;
         const input = { ...update, rotation: rotationOption(opts) };
-        await operatorErrors(async () => print(await updateSlackConnection(db, await secretKey(), id, input)));
+        await operatorErrors(async () =>
+          print(await updateSlackConnection({ db, secretKey: await secretKey() }, { connectionId: id, change: input })),
+        );
       }),
     );
 }

@@ -12,7 +12,7 @@
 import { sql } from 'kysely';
 import { decryptSecret, type SecretKeys } from '../app/secrets';
 import type { Db } from '../app/store/db';
-import { botTokenColumns, connectionView, type SlackConnectionView } from './connections';
+import { botTokenColumns, connectionView, type SecretStore, type SlackConnectionView } from './connections';
 import type { TokenRotation } from './web-api';
 
 /** Why an install was not recorded. */
@@ -43,12 +43,7 @@ const CLEARED_BY_REINSTALL = new Set(['app_uninstalled', 'tokens_revoked']);
  * same workspace and app. A reinstall replaces the bot token (and its rotation, on or off); an app
  * Slack uninstalled is active again.
  */
-export async function recordSlackInstall(
-  db: Db,
-  key: SecretKeys | Buffer,
-  install: SlackInstall,
-  now = new Date(),
-): Promise<InstallOutcome> {
+export async function recordSlackInstall({ db, secretKey }: SecretStore, install: SlackInstall, now = new Date()): Promise<InstallOutcome> {
   return db.transaction().execute(async (trx): Promise<InstallOutcome> => {
     await sql`SELECT pg_advisory_xact_lock(hashtextextended(${`slack-app:${install.teamId}:${install.appId}`}, 0))`.execute(trx);
     const row = await trx
@@ -76,7 +71,7 @@ export async function recordSlackInstall(
         team_id: install.teamId,
         api_app_id: install.appId,
         team_name: install.teamName,
-        ...botTokenColumns(key, install.botToken, install.rotation, now),
+        ...botTokenColumns(secretKey, { token: install.botToken, rotation: install.rotation, issuedAt: now }),
         bot_user_id: install.botUserId,
         installed_at: now,
         installed_by: install.memberId,
@@ -115,8 +110,7 @@ export async function findClientCredentials(
 
 /** The bot token an admin's removal revokes, opened; undefined when the organization has no such connection. */
 export async function findBotTokenForRemoval(
-  db: Db,
-  key: SecretKeys | Buffer,
+  { db, secretKey: key }: SecretStore,
   organizationId: string,
   connectionId: string,
 ): Promise<{ botToken: string | null } | undefined> {
@@ -138,12 +132,22 @@ export interface Removal {
   waiting: number;
 }
 
+/** Which connection goes: its id, and the organization it must belong to. */
+interface OwnedConnection {
+  organizationId: string;
+  connectionId: string;
+}
+
 /**
  * `app_uninstalled`: the connection is marked uninstalled and stops routing, its token (which
  * Slack has revoked) is dropped, its member links and link codes removed, and its waiting
  * invocations told. Idempotent: Slack's retries find nothing more to do.
  */
-export async function uninstallSlackConnection(db: Db, id: string, notify: NotifyRemoved, now = new Date()): Promise<Removal | undefined> {
+export async function uninstallSlackConnection(
+  db: Db,
+  { connectionId: id, now = new Date() }: { connectionId: string; now?: Date },
+  notify: NotifyRemoved,
+): Promise<Removal | undefined> {
   return db.transaction().execute(async (trx) => {
     const row = await trx
       .selectFrom('slack_connections')
@@ -178,8 +182,7 @@ export async function uninstallSlackConnection(db: Db, id: string, notify: Notif
  */
 export async function removeSlackConnection(
   db: Db,
-  organizationId: string,
-  id: string,
+  { organizationId, connectionId: id }: OwnedConnection,
   notify: NotifyRemoved,
 ): Promise<Removal | undefined> {
   return db.transaction().execute(async (trx) => {

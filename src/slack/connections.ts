@@ -157,13 +157,26 @@ export interface CreateSlackConnectionInput {
   enabled?: boolean;
 }
 
+/** The database and the key the connections' secrets are sealed with. */
+export interface SecretStore {
+  db: Db;
+  secretKey: SecretKeys | Buffer;
+}
+
+/** A bot token as it is stored: the token (none removes it), its rotation (none: it never expires), and when it was issued. */
+interface IssuedBotToken {
+  token: string | null;
+  rotation: TokenRotation | null;
+  issuedAt: Date;
+}
+
 /** The columns of a bot token: sealed, with its rotation's refresh token and lifetime, or none. */
-export function botTokenColumns(key: SecretKeys | Buffer, token: string | null, rotation: TokenRotation | null, now: Date) {
+export function botTokenColumns(key: SecretKeys | Buffer, { token, rotation, issuedAt }: IssuedBotToken) {
   return {
     bot_token: token === null ? null : encryptSecret(key, token),
     refresh_token: token === null || rotation === null ? null : encryptSecret(key, rotation.refreshToken),
-    token_expires_at: token === null || rotation === null ? null : new Date(now.getTime() + rotation.expiresInMs),
-    token_issued_at: token === null || rotation === null ? null : now,
+    token_expires_at: token === null || rotation === null ? null : new Date(issuedAt.getTime() + rotation.expiresInMs),
+    token_issued_at: token === null || rotation === null ? null : issuedAt,
   };
 }
 
@@ -173,7 +186,7 @@ async function requireOrganization(db: Db, organizationId: string): Promise<void
 }
 
 /** An operator's connection (`den slack connections create`): the workspace, the app and the signing secret known at once. */
-export async function createSlackConnection(db: Db, key: SecretKeys | Buffer, input: CreateSlackConnectionInput, now = new Date()) {
+export async function createSlackConnection({ db, secretKey: key }: SecretStore, input: CreateSlackConnectionInput, now = new Date()) {
   await requireOrganization(db, input.organizationId);
   const id = newConnectionId();
   await db
@@ -184,7 +197,7 @@ export async function createSlackConnection(db: Db, key: SecretKeys | Buffer, in
       team_id: input.teamId,
       api_app_id: input.apiAppId,
       signing_secret: encryptSecret(key, input.signingSecret),
-      ...botTokenColumns(key, input.botToken || null, input.rotation ?? null, now),
+      ...botTokenColumns(key, { token: input.botToken || null, rotation: input.rotation ?? null, issuedAt: now }),
       client_id: input.clientId ?? null,
       client_secret: input.clientSecret ? encryptSecret(key, input.clientSecret) : null,
       bot_user_id: input.botUserId ?? null,
@@ -225,23 +238,27 @@ export async function createSlackConnectionDraft(
   return view(row);
 }
 
+/** A connection's new app credentials, and when they were set. */
+interface CredentialsChange {
+  connectionId: string;
+  credentials: { clientId: string; clientSecret: string; signingSecret: string };
+  now?: Date;
+}
+
 /**
  * The app's credentials from its *Basic Information* page, sealed. A new signing secret counts at
  * once (the old one stops): the verifier rereads a connection's secrets whenever a signature fails.
  */
 export async function setSlackCredentials(
-  db: Db,
-  key: SecretKeys | Buffer,
-  id: string,
-  input: { clientId: string; clientSecret: string; signingSecret: string },
-  now = new Date(),
+  { db, secretKey: key }: SecretStore,
+  { connectionId: id, credentials, now = new Date() }: CredentialsChange,
 ): Promise<SlackConnectionView | undefined> {
   const row = await db
     .updateTable('slack_connections')
     .set({
-      client_id: input.clientId,
-      client_secret: encryptSecret(key, input.clientSecret),
-      signing_secret: encryptSecret(key, input.signingSecret),
+      client_id: credentials.clientId,
+      client_secret: encryptSecret(key, credentials.clientSecret),
+      signing_secret: encryptSecret(key, credentials.signingSecret),
       previous_signing_secret: null,
       previous_secret_expires_at: null,
       updated_at: now,
@@ -265,12 +282,16 @@ export interface UpdateSlackConnectionInput {
   botUserId?: string;
 }
 
+/** What to change in which connection, and when. */
+interface ConnectionChange {
+  connectionId: string;
+  change: UpdateSlackConnectionInput;
+  now?: Date;
+}
+
 export async function updateSlackConnection(
-  db: Db,
-  key: SecretKeys | Buffer,
-  id: string,
-  input: UpdateSlackConnectionInput,
-  now = new Date(),
+  { db, secretKey: key }: SecretStore,
+  { connectionId: id, change: input, now = new Date() }: ConnectionChange,
 ) {
   return db.transaction().execute(async (trx) => {
     const row = await trx.selectFrom('slack_connections').selectAll().where('id', '=', id).forUpdate().executeTakeFirst();
@@ -295,7 +316,7 @@ export async function updateSlackConnection(
           'a rotating token needs the app’s client id and secret to be refreshed with: set its credentials first',
         );
       }
-      Object.assign(patch, botTokenColumns(key, input.botToken || null, input.rotation ?? null, now));
+      Object.assign(patch, botTokenColumns(key, { token: input.botToken || null, rotation: input.rotation ?? null, issuedAt: now }));
       // A new token may carry what streaming lacked (a scope, a reinstall): its threads try it again.
       patch.streaming_refused = null;
       patch.streaming_refused_at = null;
@@ -387,12 +408,19 @@ export async function findSlackConnection(db: Db, key: SecretKeys | Buffer, id: 
   };
 }
 
+/** What Slack refused a connection (its error), and when. */
+interface MethodRefusal {
+  connectionId: string;
+  error: string;
+  now?: Date;
+}
+
 /** Slack refused chat.startStream for this connection: remembered, so its threads keep to edits. */
-export async function rememberStreamingRefused(db: Db, id: string, error: string, now = new Date()): Promise<void> {
+export async function rememberStreamingRefused(db: Db, { connectionId, error, now = new Date() }: MethodRefusal): Promise<void> {
   await db
     .updateTable('slack_connections')
     .set({ streaming_refused: error, streaming_refused_at: now })
-    .where('id', '=', id)
+    .where('id', '=', connectionId)
     .where('streaming_refused', 'is', null)
     .execute();
 }
@@ -417,7 +445,10 @@ export async function findSealedSigningSecrets(db: Db, ids: string[]): Promise<M
  * (`app_rate_limited`): remembered, each minute counted once (Slack's retries of the same notice
  * change nothing). Whether it was a minute not seen before.
  */
-export async function recordEventsRateLimited(db: Db, id: string, minute: Date, now = new Date()): Promise<boolean> {
+export async function recordEventsRateLimited(
+  db: Db,
+  { connectionId: id, minute, now = new Date() }: { connectionId: string; minute: Date; now?: Date },
+): Promise<boolean> {
   const result = await db
     .updateTable('slack_connections')
     .set((eb) => ({
@@ -432,11 +463,14 @@ export async function recordEventsRateLimited(db: Db, id: string, minute: Date, 
 }
 
 /** app_uninstalled / tokens_revoked (through the workflow) and operators. Idempotent. */
-export async function disableSlackConnection(db: Db, id: string, reason: string, now = new Date()): Promise<boolean> {
+export async function disableSlackConnection(
+  db: Db,
+  { connectionId, reason, now = new Date() }: { connectionId: string; reason: string; now?: Date },
+): Promise<boolean> {
   const result = await db
     .updateTable('slack_connections')
     .set({ enabled: false, disabled_reason: reason, updated_at: now })
-    .where('id', '=', id)
+    .where('id', '=', connectionId)
     .where('enabled', '=', true)
     .executeTakeFirst();
   return Number(result.numUpdatedRows) > 0;

@@ -77,13 +77,15 @@ export async function loadConversations(db: Db, ids: string[]): Promise<Map<stri
   return new Map(rows.map((row) => [row.id, storedConversation(row)]));
 }
 
+/** What a `PATCH` changes in a connection's conversation, and when. */
+interface ConversationChange {
+  connectionId: string;
+  change: { threadFollowUps?: ThreadFollowUps; suggestedPrompts?: SuggestedPrompt[] };
+  now: Date;
+}
+
 /** Sets what `PATCH` names; absent fields stay as they are. */
-export async function updateConversation(
-  db: Db,
-  id: string,
-  change: { threadFollowUps?: ThreadFollowUps; suggestedPrompts?: SuggestedPrompt[] },
-  now: Date,
-): Promise<void> {
+export async function updateConversation(db: Db, { connectionId: id, change, now }: ConversationChange): Promise<void> {
   if (change.threadFollowUps === undefined && change.suggestedPrompts === undefined) return;
   await db
     .updateTable('slack_connections')
@@ -124,11 +126,14 @@ export async function recordInstalledApp(
 }
 
 /** Slack refused an assistant method for this connection: remembered, so its threads keep to messages. */
-export async function rememberAssistantRefused(db: Db, id: string, error: string, now = new Date()): Promise<void> {
+export async function rememberAssistantRefused(
+  db: Db,
+  { connectionId, error, now = new Date() }: { connectionId: string; error: string; now?: Date },
+): Promise<void> {
   await db
     .updateTable('slack_connections')
     .set({ assistant_refused: error, assistant_refused_at: now })
-    .where('id', '=', id)
+    .where('id', '=', connectionId)
     .where('assistant_refused', 'is', null)
     .execute();
 }

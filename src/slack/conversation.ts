@@ -13,6 +13,7 @@
  */
 import type { SlackSurfaceEvent, ThreadFollowUps } from './contract';
 import { nonEmptyString } from './envelope';
+import { isEvent, type SlackEventOf, type SlackEventPayload } from './event-payloads';
 
 /** Why a channel message or a surface event was acknowledged and not routed. */
 export type ConversationIgnoreReason =
@@ -67,8 +68,8 @@ export function mentionsOthersOnly(messageText: string, botUserId: string | null
 }
 
 /** A `message` event from a channel, a private channel or a group DM (not a DM: those are asked as ever). */
-export function isChannelMessage(event: Record<string, unknown>): boolean {
-  if (event.type !== 'message') return false;
+export function isChannelMessage(event: SlackEventPayload): event is SlackEventOf<'message'> {
+  if (!isEvent(event, 'message')) return false;
   const channelType = nonEmptyString(event.channel_type);
   if (channelType !== undefined) return channelType === 'channel' || channelType === 'group' || channelType === 'mpim';
   const channel = nonEmptyString(event.channel);
@@ -77,7 +78,7 @@ export function isChannelMessage(event: Record<string, unknown>): boolean {
 
 /** A channel `message` event, judged without a lookup (isChannelMessage must hold). */
 export function judgeChannelMessage(
-  event: Record<string, unknown>,
+  event: SlackEventOf<'message'>,
   connection: { botUserId: string | null; threadFollowUps: ThreadFollowUps },
 ): ChannelMessageVerdict {
   const ignore = (reason: ConversationIgnoreReason) => ({ kind: 'ignore' as const, reason });
@@ -117,17 +118,17 @@ export function followUpAllowed(mode: ThreadFollowUps, user: string, askerSlackU
  *   Slack drop the call without an error).
  * - `app_home_opened` with `tab: "home"`: the Home tab (views.publish).
  */
-export function surfaceOf(event: Record<string, unknown>): SlackSurfaceEvent | { ignore: ConversationIgnoreReason } | undefined {
-  if (event.type === 'assistant_thread_context_changed') return { ignore: 'surface_unused' };
-  if (event.type === 'assistant_thread_started') {
-    const thread = (event.assistant_thread ?? {}) as Record<string, unknown>;
-    const user = nonEmptyString(thread.user_id);
-    const channel = nonEmptyString(thread.channel_id);
-    const threadTs = nonEmptyString(thread.thread_ts);
+export function surfaceOf(event: SlackEventPayload): SlackSurfaceEvent | { ignore: ConversationIgnoreReason } | undefined {
+  if (isEvent(event, 'assistant_thread_context_changed')) return { ignore: 'surface_unused' };
+  if (isEvent(event, 'assistant_thread_started')) {
+    const thread = event.assistant_thread;
+    const user = nonEmptyString(thread?.user_id);
+    const channel = nonEmptyString(thread?.channel_id);
+    const threadTs = nonEmptyString(thread?.thread_ts);
     if (user === undefined || channel === undefined || threadTs === undefined) return { ignore: 'surface_unused' };
     return { kind: 'prompts', user, channel, threadTs };
   }
-  if (event.type !== 'app_home_opened') return undefined;
+  if (!isEvent(event, 'app_home_opened')) return undefined;
   const user = nonEmptyString(event.user);
   if (user === undefined) return { ignore: 'surface_unused' };
   if (event.tab === 'home') return { kind: 'home', user };

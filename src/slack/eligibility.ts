@@ -4,6 +4,7 @@
  * is shared state in Postgres (quota.ts).
  */
 import type { SlackInvocation, SlackLifecycleType } from './contract';
+import { isEvent, type SlackEventOf, type SlackEventPayload } from './event-payloads';
 import { userTeamOf } from './ownership';
 
 export type IneligibleReason =
@@ -35,8 +36,6 @@ export interface EligibilityContext {
   channelMessages?: boolean;
 }
 
-const LIFECYCLE: readonly string[] = ['app_uninstalled', 'tokens_revoked'];
-
 /**
  * Message subtypes that are still a person asking: a file shared with text
  * (https://docs.slack.dev/reference/events/message/file_share) and a thread reply also sent to
@@ -45,8 +44,8 @@ const LIFECYCLE: readonly string[] = ['app_uninstalled', 'tokens_revoked'];
 const ASKING_SUBTYPES: readonly string[] = ['file_share', 'thread_broadcast'];
 
 /** The names of the files an event carries, for the run's input. */
-function fileNames(event: Record<string, unknown>): string[] {
-  const files = Array.isArray(event.files) ? (event.files as Record<string, unknown>[]) : [];
+function fileNames(event: SlackEventOf<'app_mention' | 'message'>): string[] {
+  const files = Array.isArray(event.files) ? event.files : [];
   return files.map((file) => str(file?.name) ?? str(file?.title) ?? 'a file').slice(0, 20);
 }
 
@@ -61,9 +60,9 @@ function inputText(text: string, files: string[]): string {
  * tokens_revoked lists the user tokens (`tokens.oauth`) and bot tokens (`tokens.bot`) revoked.
  * The service holds only a bot token: only a revoked bot token disables the connection.
  */
-function revokesBotToken(event: Record<string, unknown>): boolean {
-  const tokens = event.tokens as { bot?: unknown } | undefined;
-  return Array.isArray(tokens?.bot) && tokens.bot.length > 0;
+function revokesBotToken(event: SlackEventOf<'tokens_revoked'>): boolean {
+  const bot = event.tokens?.bot;
+  return Array.isArray(bot) && bot.length > 0;
 }
 
 const str = (value: unknown): string | undefined => (typeof value === 'string' && value.length > 0 ? value : undefined);
@@ -71,16 +70,22 @@ const str = (value: unknown): string | undefined => (typeof value === 'string' &
 /** DM channel ids start with D; `channel_type: im` says the same on message events. */
 const isDirectMessage = (channel: string, channelType: string | null) => channelType === 'im' || channel.startsWith('D');
 
-export function classifyEvent(event: Record<string, unknown>, connection: EligibilityContext): EventClassification {
-  const type = str(event.type);
+export function classifyEvent(event: SlackEventPayload, connection: EligibilityContext): EventClassification {
   // Lifecycle events count even on a disabled connection: they are what disables it.
-  if (type === 'tokens_revoked' && !revokesBotToken(event)) return { route: 'ignore', reason: 'user_tokens_only' };
-  if (type && LIFECYCLE.includes(type)) return { route: 'lifecycle', type: type as SlackLifecycleType };
+  if (isEvent(event, 'tokens_revoked') && !revokesBotToken(event)) return { route: 'ignore', reason: 'user_tokens_only' };
+  if (isEvent(event, 'tokens_revoked') || isEvent(event, 'app_uninstalled')) {
+    const type: SlackLifecycleType = event.type;
+    return { route: 'lifecycle', type };
+  }
   if (!connection.enabled) return { route: 'ignore', reason: 'connection_disabled' };
 
+  if (!isEvent(event, 'app_mention') && !isEvent(event, 'message')) return { route: 'ignore', reason: 'unsupported_type' };
+  const type = event.type;
   const channelType = str(event.channel_type) ?? null;
-  const invocationType = type === 'app_mention' || (type === 'message' && (channelType === 'im' || connection.channelMessages === true));
-  if (!invocationType) return { route: 'ignore', reason: 'unsupported_type' };
+  // A message asks in a DM, or in a channel once the conversation found it is for the bot.
+  if (type === 'message' && channelType !== 'im' && connection.channelMessages !== true) {
+    return { route: 'ignore', reason: 'unsupported_type' };
+  }
 
   // A bot answering a bot would loop: anything sent by a bot or an app is never routed.
   if (event.bot_id !== undefined || event.app_id !== undefined || event.bot_profile !== undefined) {
@@ -107,7 +112,7 @@ export function classifyEvent(event: Record<string, unknown>, connection: Eligib
   return {
     route: 'invocation',
     invocation: {
-      type: type as 'app_mention' | 'message',
+      type,
       user,
       channel,
       channelType,

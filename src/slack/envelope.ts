@@ -2,8 +2,10 @@
  * The Events API envelope (https://api.slack.com/apis/events-api#callback-field), parsed from
  * the raw bytes after the signature has been verified. Pure: no Koa, no I/O.
  */
+import type { AppRateLimitedEvent } from '@slack/types';
 import type { InvalidRequestDetail } from '../app/errors';
 import { pathDeeperThan, TOO_DEEP_MESSAGE } from '../app/http/json-depth';
+import type { SlackEventPayload } from './event-payloads';
 import { parseAuthorizations, type EventAuthorization } from './ownership';
 
 type SlackEnvelope =
@@ -15,11 +17,12 @@ type SlackEnvelope =
       apiAppId: string | undefined;
       /** Absent for envelopes that carry no event (then the route just acks). */
       eventId: string | undefined;
-      event: Record<string, unknown> | undefined;
+      /** The event, read as Slack documents its type (src/slack/event-payloads.ts). */
+      event: SlackEventPayload | undefined;
       /** The installations the event is delivered for (src/slack/ownership.ts); absent in `app_rate_limited`. */
       authorizations: EventAuthorization[] | undefined;
-      /** `app_rate_limited`: the minute (epoch seconds) Slack began dropping the app's events. */
-      minuteRateLimited: number | undefined;
+      /** `app_rate_limited` (Slack's `AppRateLimitedEvent`): the minute (epoch seconds) Slack began dropping the app's events. */
+      minuteRateLimited: AppRateLimitedEvent['minute_rate_limited'] | undefined;
     };
 
 export type EnvelopeResult = { ok: true; envelope: SlackEnvelope } | { ok: false; details: InvalidRequestDetail[] };

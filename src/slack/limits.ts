@@ -92,7 +92,10 @@ export async function reserveMemberInvocation(
   });
 }
 
-export async function releaseMemberInvocation(db: Db, connectionId: string, eventId: string, now: Date): Promise<void> {
+export async function releaseMemberInvocation(
+  db: Db,
+  { connectionId, eventId, now }: { connectionId: string; eventId: string; now: Date },
+): Promise<void> {
   await db
     .updateTable('slack_member_invocations')
     .set({ ended_at: now })

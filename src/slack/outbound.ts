@@ -27,8 +27,22 @@ export interface SlackCallDeps {
   /** Counts a message call (den_slack_messages_total) and shows a bucket's tokens (den_slack_budget_tokens). */
   observe: {
     call(method: SlackApiMethod, outcome: string): void;
-    budget(connectionId: string, method: SlackApiMethod, priority: BudgetPriority, verdict: BudgetVerdict): void;
+    budget(take: BudgetTake, verdict: BudgetVerdict): void;
   };
+}
+
+/** One Web API call: the method, its arguments, and whether it is a final answer or progress that may wait. */
+export interface SlackCall {
+  method: SlackApiMethod;
+  body: Record<string, unknown>;
+  priority: BudgetPriority;
+}
+
+/** A token asked of a workspace's budget: the connection, the method, and the call's priority. */
+export interface BudgetTake {
+  connectionId: string;
+  method: SlackApiMethod;
+  priority: BudgetPriority;
 }
 
 /** Errors no other call to the same place can get past: the token or the channel is gone. */
@@ -83,16 +97,20 @@ function callOutcome(result: SlackApiResult): string {
 }
 
 /** A call held back, answered as a 429 would be (`ratelimited`, with the wait), and counted as what held it. */
-function heldBack(deps: SlackCallDeps, method: SlackApiMethod, why: 'budget_wait' | 'channel_wait', waitMs: number): SlackApiResult {
-  if (method !== 'conversations.replies') deps.observe.call(method, why);
+function heldBack(
+  deps: SlackCallDeps,
+  method: SlackApiMethod,
+  { by, waitMs }: { by: 'budget_wait' | 'channel_wait'; waitMs: number },
+): SlackApiResult {
+  if (method !== 'conversations.replies') deps.observe.call(method, by);
   return { ok: false, retryable: true, error: 'ratelimited', retryAfterMs: waitMs };
 }
 
 /** One token of the workspace's budget for the call, or the answer that holds it back. */
-async function takeBudget(deps: SlackCallDeps, connectionId: string, method: SlackApiMethod, priority: BudgetPriority) {
-  const verdict = await deps.budget.take(connectionId, method, priority);
-  deps.observe.budget(connectionId, method, priority, verdict);
-  return verdict.taken ? undefined : heldBack(deps, method, 'budget_wait', verdict.waitMs);
+async function takeBudget(deps: SlackCallDeps, take: BudgetTake) {
+  const verdict = await deps.budget.take(take.connectionId, take.method, take.priority);
+  deps.observe.budget(take, verdict);
+  return verdict.taken ? undefined : heldBack(deps, take.method, { by: 'budget_wait', waitMs: verdict.waitMs });
 }
 
 /**
@@ -106,16 +124,15 @@ async function takeBudget(deps: SlackCallDeps, connectionId: string, method: Sla
 export async function sendWithin(
   deps: SlackCallDeps,
   connection: CallConnection,
-  method: SlackApiMethod,
-  body: Record<string, unknown>,
-  priority: BudgetPriority,
+  { method, body, priority }: SlackCall,
 ): Promise<SlackApiResult> {
-  const held = await takeBudget(deps, connection.id, method, priority);
+  const take = { connectionId: connection.id, method, priority };
+  const held = await takeBudget(deps, take);
   if (held) return held;
   const channel = method === 'chat.postMessage' ? String(body.channel) : undefined;
   if (channel !== undefined) {
     const slot = await deps.pacer.reserve(connection.id, channel);
-    if (!slot.reserved) return heldBack(deps, method, 'channel_wait', slot.waitMs);
+    if (!slot.reserved) return heldBack(deps, method, { by: 'channel_wait', waitMs: slot.waitMs });
     if (slot.waitMs > 0) await new Promise((resolve) => setTimeout(resolve, slot.waitMs));
   }
   let result = await callSlackApi({ baseUrl: deps.settings.apiBaseUrl, token: connection.botToken }, method, body);
@@ -123,7 +140,7 @@ export async function sendWithin(
     const fresh = await freshBotToken(tokenDeps(deps), connection.id, result.error === 'token_expired' ? connection.botToken : undefined);
     if (fresh.ok && fresh.token !== connection.botToken) {
       connection.botToken = fresh.token;
-      const heldAgain = await takeBudget(deps, connection.id, method, priority);
+      const heldAgain = await takeBudget(deps, take);
       if (heldAgain) return heldAgain;
       result = await callSlackApi({ baseUrl: deps.settings.apiBaseUrl, token: connection.botToken }, method, body);
     }
@@ -152,13 +169,11 @@ export async function earlierPosts(
   thread: { channel: string; threadTs: string; since: number },
 ): Promise<Map<string, string> | 'unknown'> {
   const oldest = Math.max(0, Math.floor(thread.since / 1000) - LOOKBACK_SECONDS);
-  const result = await sendWithin(
-    deps,
-    connection,
-    'conversations.replies',
-    { channel: thread.channel, ts: thread.threadTs, oldest: `${oldest}.000000`, limit: LOOKUP_LIMIT, include_all_metadata: true },
-    'final',
-  );
+  const result = await sendWithin(deps, connection, {
+    method: 'conversations.replies',
+    body: { channel: thread.channel, ts: thread.threadTs, oldest: `${oldest}.000000`, limit: LOOKUP_LIMIT, include_all_metadata: true },
+    priority: 'final',
+  });
   if (!result.ok) {
     deps.log.warn({ connectionId: connection.id, error: result.error }, 'slack: could not look for an earlier post; posting once more');
     return 'unknown';

@@ -7,6 +7,7 @@
  * `team_id` is the workspace whose events Slack drops (https://docs.slack.dev/reference/events/app_rate_limited/).
  * Pure: no Koa, no I/O.
  */
+import type { SlackEventOf } from './event-payloads';
 
 /** One entry of an envelope's `authorizations`, the fields used. */
 export interface EventAuthorization {
@@ -65,6 +66,6 @@ export function parseAuthorizations(value: unknown): EventAuthorization[] | unde
  * The workspace of the user who wrote an event: `user_team`, else `team` (a partner workspace's
  * in a shared channel), else none (the connection's own).
  */
-export function userTeamOf(event: Record<string, unknown>): string | null {
+export function userTeamOf(event: Pick<SlackEventOf<'app_mention' | 'message'>, 'user_team' | 'team'>): string | null {
   return textOrNull(event.user_team) ?? textOrNull(event.team);
 }

@@ -23,13 +23,14 @@ interface Schedule {
 /** A slot: reserved (wait this long, then post), or not (ask again after this long). */
 export type Slot = { reserved: true; waitMs: number } | { reserved: false; waitMs: number };
 
+/** A channel's pace: the least time between two posts, and the longest a post may wait for its slot. */
+interface Pace {
+  intervalMs: number;
+  maxWaitMs: number;
+}
+
 /** The next slot of a channel's schedule at `now`, one `intervalMs` after the last reserved, if it is within `maxWaitMs`. */
-export function reserveSlot(
-  schedule: Schedule | undefined,
-  now: number,
-  intervalMs: number,
-  maxWaitMs: number,
-): { slot: Slot; next: Schedule } {
+export function reserveSlot(schedule: Schedule | undefined, now: number, { intervalMs, maxWaitMs }: Pace): { slot: Slot; next: Schedule } {
   const at = Math.max(schedule?.at ?? now, now);
   if (at - now > maxWaitMs) return { slot: { reserved: false, waitMs: at - now - maxWaitMs }, next: { at } };
   return { slot: { reserved: true, waitMs: at - now }, next: { at: at + intervalMs } };
@@ -53,7 +54,7 @@ export class ChannelPacer {
   async reserve(connectionId: string, channel: string): Promise<Slot> {
     let slot: Slot = { reserved: true, waitMs: 0 };
     await withBucket(this.db, { connectionId, ...key(channel) }, (state, now) => {
-      const reserved = reserveSlot(state && { at: state.at }, now, this.intervalMs, MAX_INLINE_WAIT_MS);
+      const reserved = reserveSlot(state && { at: state.at }, now, { intervalMs: this.intervalMs, maxWaitMs: MAX_INLINE_WAIT_MS });
       slot = reserved.slot;
       return { next: { tokens: 0, at: reserved.next.at }, verdict: { taken: true, tokens: 0 } };
     });

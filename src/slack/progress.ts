@@ -117,8 +117,15 @@ function unlinked(text: string): string {
   return text.replace(/^<([^<>|]*)(?:\|([^<>]*))?>/, (_, url: string, label?: string) => (label ? `${label} (${url})` : url));
 }
 
+/** A text with where it can be cut up to `limit` (`positions`, from cutPositions). */
+interface Cuttable {
+  text: string;
+  limit: number;
+  positions: Int32Array;
+}
+
 /** The last index of `char` in `text` before `limit`, in its second half, where a cut may go; or -1. */
-function lastCutAt(text: string, char: string, limit: number, positions: Int32Array): number {
+function lastCutAt({ text, limit, positions }: Cuttable, char: string): number {
   for (let at = text.lastIndexOf(char, limit - 1); at >= limit / 2; at = text.lastIndexOf(char, at - 1)) {
     if (positions[at] === at) return at;
   }
@@ -142,8 +149,9 @@ export function splitMessage(text: string, limit = MESSAGE_TEXT_LIMIT): string[]
   let rest = text;
   while (rest.length > limit) {
     const positions = cutPositions(rest, room);
-    const newline = lastCutAt(rest, '\n', room, positions);
-    const space = lastCutAt(rest, ' ', room, positions);
+    const cuttable = { text: rest, limit: room, positions };
+    const newline = lastCutAt(cuttable, '\n');
+    const space = lastCutAt(cuttable, ' ');
     let cut = newline >= 0 ? newline : space >= 0 ? space : positions[room]!;
     if (cut === 0 && rest.startsWith('<')) {
       rest = unlinked(rest);

@@ -27,7 +27,7 @@ export type RemovalOutcome =
   | { ok: false; reason: 'slack_unavailable'; error: string };
 
 export async function removeConnection(deps: RemovalDeps, organizationId: string, connectionId: string): Promise<RemovalOutcome> {
-  const found = await findBotTokenForRemoval(deps.db, deps.secretKey, organizationId, connectionId);
+  const found = await findBotTokenForRemoval(deps, organizationId, connectionId);
   if (!found) return { ok: false, reason: 'not_found' };
   let token: 'revoked' | 'gone' | 'none' = 'none';
   if (found.botToken !== null) {
@@ -36,7 +36,7 @@ export async function removeConnection(deps: RemovalDeps, organizationId: string
     if (!revoked.ok) return { ok: false, reason: 'slack_unavailable', error: revoked.error };
     token = revoked.outcome;
   }
-  const removal = await removeSlackConnection(deps.db, organizationId, connectionId, async (workflowIds) => {
+  const removal = await removeSlackConnection(deps.db, { organizationId, connectionId }, async (workflowIds) => {
     for (const id of workflowIds) {
       await deps.ingress.signal({ id, signal: slackConnectionRemovedSignal, args: [{ reason: 'connection_deleted' }] });
     }

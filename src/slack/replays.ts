@@ -50,7 +50,7 @@ export async function firstSighting(db: Db, request: SignedRequest): Promise<boo
  * Deletes expired entries, oldest first, in batches of `batch` rows, at most `maxBatches` per call
  * so one sweep never holds the table for long; returns how many went.
  */
-export async function sweepSlackReplays(db: Db, now: Date, batch = 1000, maxBatches = 10): Promise<number> {
+export async function sweepSlackReplays(db: Db, now: Date, { batch = 1000, maxBatches = 10 } = {}): Promise<number> {
   let deleted = 0;
   for (let i = 0; i < maxBatches; i++) {
     const result = await sql`

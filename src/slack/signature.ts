@@ -40,7 +40,14 @@ function headerValue(headers: HeaderBag, name: string): string | undefined | nul
   return value;
 }
 
-function signatureMatches(secret: string, timestamp: string, rawBody: Buffer | string, expected: Buffer): boolean {
+/** A signed request as checked: its timestamp header, its raw body, and the signature it carries (the hex digest's bytes). */
+interface SignedPayload {
+  timestamp: string;
+  rawBody: Buffer | string;
+  expected: Buffer;
+}
+
+function signatureMatches(secret: string, { timestamp, rawBody, expected }: SignedPayload): boolean {
   const computed = Buffer.from(signSlackRequest(secret, timestamp, rawBody).slice(3), 'hex');
   return computed.length === expected.length && timingSafeEqual(computed, expected);
 }
@@ -82,10 +89,10 @@ export function verifySlackSignature(input: {
 }): SignatureVerdict {
   const read = readSignedHeaders(input.headers, input.now, input.toleranceSeconds);
   if ('failure' in read) return { ok: false, reason: read.failure };
-  const { timestamp, expected } = read;
-  if (signatureMatches(input.secrets.current, timestamp, input.rawBody, expected)) return { ok: true, secret: 'current' };
+  const signed = { timestamp: read.timestamp, rawBody: input.rawBody, expected: read.expected };
+  if (signatureMatches(input.secrets.current, signed)) return { ok: true, secret: 'current' };
   const previous = input.secrets.previous;
-  if (previous && input.now() < previous.expiresAt && signatureMatches(previous.secret, timestamp, input.rawBody, expected)) {
+  if (previous && input.now() < previous.expiresAt && signatureMatches(previous.secret, signed)) {
     return { ok: true, secret: 'previous' };
   }
   return { ok: false, reason: 'mismatch' };

@@ -49,13 +49,16 @@ export function segmentDone(segment: StreamSegment, now: number, limits: StreamL
 /** Bytes the open segment still takes. */
 export const roomLeft = (segment: StreamSegment, limits: StreamLimits): number => Math.max(0, limits.maxBytes - segment.bytes);
 
+/** What is to be added to a segment, and the segment as it stands at `now` under its limits. */
+interface SegmentAddition {
+  segment: StreamSegment;
+  add: { markdown: string; chunks: StreamChunk[] };
+  now: number;
+  limits: StreamLimits;
+}
+
 /** Whether `markdown` and `chunks` go into the segment in one call, as they did before segments: open, young enough, and room for them. */
-export function fitsOneCall(
-  segment: StreamSegment,
-  add: { markdown: string; chunks: StreamChunk[] },
-  now: number,
-  limits: StreamLimits,
-): boolean {
+export function fitsOneCall({ segment, add, now, limits }: SegmentAddition): boolean {
   if (segmentDone(segment, now, limits) || add.markdown.length > STREAM_CALL_LIMIT) return false;
   return utf8Bytes(add.markdown) + chunkBytes(add.chunks) <= roomLeft(segment, limits);
 }

@@ -19,6 +19,7 @@ import type { SlackConnection } from './connections';
 import type { SlackSurfaceEvent } from './contract';
 import { followUpAllowed, isChannelMessage, judgeChannelMessage, surfaceOf, type ConversationIgnoreReason } from './conversation';
 import { classifyEvent, type EventClassification, type IneligibleReason } from './eligibility';
+import type { SlackEventOf, SlackEventPayload } from './event-payloads';
 import type { SlackSettings } from './settings';
 import {
   claimSurfaceRequest,
@@ -42,7 +43,7 @@ export type ConversationRoute =
 
 export interface ThreadRouter {
   /** The conversation's decision on an event, or undefined when the event is not one it decides (classifyEvent does). */
-  route(connection: SlackConnection, event: Record<string, unknown>, now: number): Promise<ConversationRoute | undefined>;
+  route(connection: SlackConnection, event: SlackEventPayload, now: number): Promise<ConversationRoute | undefined>;
 }
 
 interface RouterState {
@@ -60,7 +61,7 @@ export function createThreadRouter(deps: RouterState['deps'] & { now?: () => num
   return {
     route: async (connection, event, now) => {
       const surface = surfaceOf(event);
-      if (surface !== undefined) return routeSurface(state, connection, surface, now);
+      if (surface !== undefined) return routeSurface(state, { connection, surface, now });
       if (!isChannelMessage(event)) return undefined;
       return routeChannelMessage(state, connection, event);
     },
@@ -77,12 +78,14 @@ async function answeredThread(state: RouterState, key: ThreadKey): Promise<Answe
   return found;
 }
 
-async function routeSurface(
-  state: RouterState,
-  connection: SlackConnection,
-  surface: SlackSurfaceEvent | { ignore: ConversationIgnoreReason },
-  now: number,
-): Promise<ConversationRoute> {
+/** A surface event as it arrived: its connection, what `surfaceOf` made of it, and when. */
+interface SurfaceArrival {
+  connection: SlackConnection;
+  surface: SlackSurfaceEvent | { ignore: ConversationIgnoreReason };
+  now: number;
+}
+
+async function routeSurface(state: RouterState, { connection, surface, now }: SurfaceArrival): Promise<ConversationRoute> {
   if ('ignore' in surface) return { ignore: surface.ignore };
   if (!connection.enabled) return { ignore: 'connection_disabled' };
   const claim = await claimSurfaceRequest(state.deps.db, {
@@ -99,7 +102,7 @@ async function routeSurface(
 async function routeChannelMessage(
   state: RouterState,
   connection: SlackConnection,
-  event: Record<string, unknown>,
+  event: SlackEventOf<'message'>,
 ): Promise<ConversationRoute> {
   if (!connection.enabled) return { ignore: 'connection_disabled' };
   const mode = connection.threadFollowUps ?? state.deps.settings.threadFollowUps;

@@ -91,7 +91,11 @@ export async function recordThreadAsk(
 }
 
 /** The thread's messages the service holds before `beforeTs`, newest first, at most `limit`. */
-export async function heldThreadMessages(db: Db, thread: ThreadKey, beforeTs: string, limit: number): Promise<RunContextMessage[]> {
+export async function heldThreadMessages(
+  db: Db,
+  thread: ThreadKey,
+  { beforeTs, limit }: { beforeTs: string; limit: number },
+): Promise<RunContextMessage[]> {
   if (limit <= 0) return [];
   const rows = await db
     .selectFrom('slack_thread_messages')

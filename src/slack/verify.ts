@@ -55,6 +55,24 @@ interface VerifierState {
   lookup: BatchedLookup<SealedSigningSecrets>;
 }
 
+/** What the verifier's steps share: its deps, and the state it keeps between requests. */
+interface VerifierCore {
+  deps: VerifyDeps;
+  state: VerifierState;
+}
+
+/** Why a request to a connection is refused. */
+interface Refused {
+  connectionId: string;
+  reason: string;
+}
+
+/** A signed request: the connection its path names, and its body's raw bytes (what the signature covers). */
+export interface SignedBody {
+  connectionId: string;
+  rawBody: Buffer;
+}
+
 /** One process's verification of signed Slack requests, with the cache and lookup that keep forgeries cheap. */
 export interface SlackVerifier {
   /** The check that needs no body, run before it is read: 401 for signature headers that cannot verify whatever the body. */
@@ -78,11 +96,12 @@ export function createSlackVerifier(deps: VerifyDeps): SlackVerifier {
     cached: boundedCache<CachedSecrets>({ max: deps.platform.authCaches.maxKeys }),
     lookup: createBatchedLookup((ids) => findSealedSigningSecrets(deps.db, ids), LOOKUPS),
   };
-  const verifiedConnection = (ctx: AppContext, id: string, rawBody: Buffer) => verified(deps, state, ctx, id, rawBody);
+  const verifiedConnection = (ctx: AppContext, id: string, rawBody: Buffer) =>
+    verified({ deps, state }, ctx, { connectionId: id, rawBody });
   return {
     checkHeaders: (ctx, id) => {
       const failure = slackHeadersFailure(ctx.headers, deps.now);
-      if (failure) refuseRequest(deps, ctx, id, failure);
+      if (failure) refuseRequest(deps, ctx, { connectionId: id, reason: failure });
     },
     verifiedConnection,
     forget: (id) => state.cached.delete(id),
@@ -102,11 +121,11 @@ export function createSlackVerifier(deps: VerifyDeps): SlackVerifier {
  * Reads the id's sealed secrets (through the batched lookup) into the cache, opening them only if
  * they changed; a 401 for an id that does not exist.
  */
-async function readSecrets(deps: VerifyDeps, state: VerifierState, ctx: AppContext, id: string): Promise<CachedSecrets> {
+async function readSecrets({ deps, state }: VerifierCore, ctx: AppContext, id: string): Promise<CachedSecrets> {
   const sealed = await state.lookup(id);
   if (!sealed) {
     state.cached.delete(id);
-    refuseRequest(deps, ctx, id, 'unknown_installation');
+    refuseRequest(deps, ctx, { connectionId: id, reason: 'unknown_installation' });
   }
   const before = state.cached.get(id);
   const same = before && JSON.stringify(before.sealed) === JSON.stringify(sealed);
@@ -119,7 +138,7 @@ async function readSecrets(deps: VerifyDeps, state: VerifierState, ctx: AppConte
  * 401 `{ok:false}`, the same answer, count and log line for an unknown installation as for a bad
  * signature, so neither tells a caller whether the id exists.
  */
-function refuseRequest(deps: VerifyDeps, ctx: AppContext, connectionId: string, reason: string): never {
+function refuseRequest(deps: VerifyDeps, ctx: AppContext, { connectionId, reason }: Refused): never {
   deps.metrics.authFailures.inc({ surface: 'slack', outcome: 'rejected' });
   deps.metrics.signatureFailures.inc({ route: ctx.state.routeTemplate ?? 'slack', reason });
   ctx.state.log.info({ connectionId, reason }, 'slack request refused');
@@ -132,20 +151,21 @@ function refuseRequest(deps: VerifyDeps, ctx: AppContext, connectionId: string, 
  * the connection read fresh, whose secrets must verify it too: the cache only spares a valid
  * request a read, never lets a request through.
  */
-async function verified(deps: VerifyDeps, state: VerifierState, ctx: AppContext, id: string, rawBody: Buffer): Promise<SlackConnection> {
+async function verified(core: VerifierCore, ctx: AppContext, { connectionId: id, rawBody }: SignedBody): Promise<SlackConnection> {
+  const { deps, state } = core;
   const check = (secrets: SlackSigningSecrets) => verifySlackSignature({ rawBody, headers: ctx.headers, secrets, now: deps.now });
   const cached = state.cached.get(id);
   let verdict = cached && check(cached.secrets);
-  if (!verdict?.ok) verdict = check((await readSecrets(deps, state, ctx, id)).secrets);
-  if (!verdict.ok) refuseRequest(deps, ctx, id, verdict.reason);
+  if (!verdict?.ok) verdict = check((await readSecrets(core, ctx, id)).secrets);
+  if (!verdict.ok) refuseRequest(deps, ctx, { connectionId: id, reason: verdict.reason });
   const connection = await findSlackConnection(deps.db, deps.secretKey, id);
   // Removed, or (a draft) without a signing secret since the cache took it: as unknown as an id never seen.
   if (!connection || connection.secrets === null) {
     state.cached.delete(id);
-    refuseRequest(deps, ctx, id, 'unknown_installation');
+    refuseRequest(deps, ctx, { connectionId: id, reason: 'unknown_installation' });
   }
   const current = check(connection.secrets);
-  if (!current.ok) refuseRequest(deps, ctx, id, current.reason);
+  if (!current.ok) refuseRequest(deps, ctx, { connectionId: id, reason: current.reason });
   if (current.secret === 'previous') ctx.state.log.info({ connectionId: id }, 'slack request verified with the previous signing secret');
   return connection;
 }

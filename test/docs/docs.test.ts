@@ -70,13 +70,6 @@ function relativeLinks(markdown: string): string[] {
 /** A table cell longer than this is a paragraph no reader scans: it belongs in prose or a list below the table. */
 const MAX_CELL = 300;
 
-/** Pages that may still hold longer cells, each with why. Remove a page once its cells are cut. */
-const LONG_CELLS_WAIT: Readonly<Record<string, string>> = {
-  'docs/configuration.md': 'their Slack work is being merged; cut after',
-  'docs/operations.md': 'their Slack work is being merged; cut after',
-  'docs/slack.md': 'their Slack work is being merged; cut after',
-};
-
 /**
  * `file:line: a cell of N characters` for each table cell of `markdown` longer than MAX_CELL.
  * Cells end at unescaped pipes (a table writes a pipe inside a cell, code spans included, as
@@ -154,14 +147,9 @@ describe('tables in README.md and docs/', () => {
 
   it(`have no cell longer than ${MAX_CELL} characters`, () => {
     expect(pages).toEqual(expect.arrayContaining(['README.md', 'docs/runs.md', 'docs/github.md']));
-    const offenders = pages.filter((file) => LONG_CELLS_WAIT[file] === undefined).flatMap((file) => longCells(file, read(file)));
+    const offenders = pages.flatMap((file) => longCells(file, read(file)));
     if (offenders.length > 0) console.error(`Table cells to cut into prose or a list below the table:\n${offenders.join('\n')}`);
     expect(offenders).toEqual([]);
-  });
-
-  it('let only pages that still hold a long cell wait (remove a page from LONG_CELLS_WAIT once cut)', () => {
-    const cut = Object.keys(LONG_CELLS_WAIT).filter((file) => !pages.includes(file) || longCells(file, read(file)).length === 0);
-    expect(cut).toEqual([]);
   });
 });
 

@@ -40,12 +40,15 @@ beforeAll(async () => {
     credentials = { owner: org.owner.apiKey, member: member.apiKey, session: (await org.session(org.owner.memberId)).token };
     // A real installation, so signed inputs get past the signature and reach the parsers.
     const slack = { teamId: 'T0FUZZ', apiAppId: 'A0FUZZ', secret: 'fuzz-slack-secret' };
-    const { connectionId } = await createSlackConnection(database.db, Buffer.from(base.secretKey!, 'hex'), {
-      organizationId: org.organizationId,
-      teamId: slack.teamId,
-      apiAppId: slack.apiAppId,
-      signingSecret: slack.secret,
-    });
+    const { connectionId } = await createSlackConnection(
+      { db: database.db, secretKey: Buffer.from(base.secretKey!, 'hex') },
+      {
+        organizationId: org.organizationId,
+        teamId: slack.teamId,
+        apiAppId: slack.apiAppId,
+        signingSecret: slack.secret,
+      },
+    );
     signers = { slack: { ...slack, connectionId }, github: { secret: 'fuzz-secret' } };
   } finally {
     await database.close();

@@ -42,16 +42,19 @@ export async function createTestSlackConnection(
   const signingSecret = randomUUID().replace(/-/g, '');
   const botToken = options.botToken === null ? undefined : (options.botToken ?? `xoxb-test-${suffix}`);
   if (botToken !== undefined) options.slack?.issueToken({ token: botToken, teamId, appId });
-  const { connectionId } = await createSlackConnection(db, secretKey, {
-    organizationId,
-    teamId,
-    apiAppId: appId,
-    signingSecret,
-    botToken,
-    botUserId,
-    channels: options.channels,
-    enabled: options.enabled,
-  });
+  const { connectionId } = await createSlackConnection(
+    { db, secretKey },
+    {
+      organizationId,
+      teamId,
+      apiAppId: appId,
+      signingSecret,
+      botToken,
+      botUserId,
+      channels: options.channels,
+      enabled: options.enabled,
+    },
+  );
   return { connectionId, teamId, appId, signingSecret, botUserId };
 }
 

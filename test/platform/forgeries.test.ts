@@ -169,7 +169,10 @@ describe('Slack signed routes', () => {
     const first = envelope(connection);
     expect((await post('127.0.0.7', connection.connectionId, first, signed(connection, first))).status).toBe(200);
     const rotated = { ...connection, signingSecret: randomUUID().replace(/-/g, '') };
-    await updateSlackConnection(db, stack.services.secretKey, connection.connectionId, { signingSecret: rotated.signingSecret });
+    await updateSlackConnection(
+      { db, secretKey: stack.services.secretKey },
+      { connectionId: connection.connectionId, change: { signingSecret: rotated.signingSecret } },
+    );
     const next = envelope(rotated);
     expect((await post('127.0.0.7', connection.connectionId, next, signed(rotated, next))).status).toBe(200);
     // The old secret no longer verifies, though it was cached a moment ago.

@@ -16,7 +16,7 @@ describe('the refusal hold', () => {
     expect(holdMsFor(errors.webhook('overloaded', 503, { headers: { 'retry-after': '1' } }), 3000)).toBe(1000);
     expect(holdMsFor(errors.shed(5), 0)).toBe(0);
     expect(holdMsFor(errors.unavailable('temporal'), 1000)).toBe(0);
-    expect(holdMsFor(new AppError('conflict', 409, { error: 'conflict', message: 'x' }), 1000)).toBe(0);
+    expect(holdMsFor(new AppError('conflict', 409, { body: { error: 'conflict', message: 'x' } }), 1000)).toBe(0);
   });
 
   it('answers a first refusal at once, and holds only a sender that comes back before its Retry-After', async () => {

@@ -52,10 +52,10 @@ describe('stream segments', () => {
   it('one call is what it was before segments: the segment open, young and with room', () => {
     const segment = freshSegment(1_000, 1);
     const add = { markdown: 'x'.repeat(900), chunks: [] };
-    expect(fitsOneCall(segment, add, 1_000 + limits.maxAgeMs - 1, limits)).toBe(true);
-    expect(fitsOneCall(segment, add, 1_000 + limits.maxAgeMs, limits)).toBe(false);
-    expect(fitsOneCall({ ...segment, bytes: 200 }, add, 1_000, limits)).toBe(false);
-    expect(fitsOneCall({ ...segment, state: 'stuck' }, { markdown: '', chunks: [] }, 1_000, limits)).toBe(false);
+    expect(fitsOneCall({ segment, add, now: 1_000 + limits.maxAgeMs - 1, limits })).toBe(true);
+    expect(fitsOneCall({ segment, add, now: 1_000 + limits.maxAgeMs, limits })).toBe(false);
+    expect(fitsOneCall({ segment: { ...segment, bytes: 200 }, add, now: 1_000, limits })).toBe(false);
+    expect(fitsOneCall({ segment: { ...segment, state: 'stuck' }, add: { markdown: '', chunks: [] }, now: 1_000, limits })).toBe(false);
     expect(segmentDone({ ...segment, state: 'full' }, 1_000, limits)).toBe(true);
   });
 
@@ -104,13 +104,13 @@ describe('channel pacing', () => {
     let schedule: { at: number } | undefined;
     const waits: number[] = [];
     for (let i = 0; i < 4; i++) {
-      const { slot, next } = reserveSlot(schedule, 10_000, 1_000, MAX_INLINE_WAIT_MS);
+      const { slot, next } = reserveSlot(schedule, 10_000, { intervalMs: 1_000, maxWaitMs: MAX_INLINE_WAIT_MS });
       expect(slot.reserved).toBe(true);
       waits.push(slot.waitMs);
       schedule = next;
     }
     expect(waits).toEqual([0, 1_000, 2_000, 3_000]);
-    const far = reserveSlot(schedule, 10_000, 1_000, MAX_INLINE_WAIT_MS);
+    const far = reserveSlot(schedule, 10_000, { intervalMs: 1_000, maxWaitMs: MAX_INLINE_WAIT_MS });
     expect(far.slot).toEqual({ reserved: false, waitMs: 1_000 });
     expect(far.next).toEqual(schedule);
   });

@@ -7,23 +7,24 @@ import { assistantStatus, promptsOf, threadTitle, DEFAULT_SUGGESTED_PROMPTS } fr
 import { boundContext, compareTs, contextFromReplies } from '../../src/slack/context';
 import { followUpAllowed, isChannelMessage, judgeChannelMessage, mentionsOthersOnly, surfaceOf } from '../../src/slack/conversation';
 import { classifyEvent } from '../../src/slack/eligibility';
+import type { SlackEventOf } from '../../src/slack/event-payloads';
 import { homeView, HOME_BLOCK_LIMIT } from '../../src/slack/home';
 import { appLacks, EARLIER_APP, FOLLOW_UP_EVENTS, manifestNeeds } from '../../src/slack/manifest';
 import { humanDuration, noRuntimeText, pausedText } from '../../src/slack/runtime-texts';
 
 const BOT = 'UBOT1';
 const on = { botUserId: BOT, threadFollowUps: 'asker' as const };
-const reply = (text: string, extra: Record<string, unknown> = {}) => ({
-  type: 'message',
-  channel_type: 'channel',
+const REPLY = {
+  type: 'message' as const,
+  channel_type: 'channel' as const,
   channel: 'C1',
   user: 'U1',
-  text,
   ts: '1700000010.000200',
   thread_ts: '1700000000.000100',
   parent_user_id: 'U1',
-  ...extra,
-});
+};
+/** A reply in a channel's thread, as Slack sends it. */
+const reply = (text: string, extra: Partial<SlackEventOf<'message'>> = {}): SlackEventOf<'message'> => ({ ...REPLY, text, ...extra });
 
 describe('channel messages', () => {
   it('are the message events of channels, private channels and group DMs, not of DMs', () => {

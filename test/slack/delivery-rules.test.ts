@@ -23,7 +23,7 @@ describe('the workspace budget', () => {
         const sent: number[] = [];
         for (const [gap, final] of steps) {
           now += gap;
-          const taken = takeToken(state, now, limits, final ? 'final' : 'progress');
+          const taken = takeToken({ state, now, limits }, final ? 'final' : 'progress');
           state = taken.next;
           if (taken.taken) sent.push(now);
         }
@@ -34,14 +34,14 @@ describe('the workspace budget', () => {
 
   it('leaves the reserve to final answers: progress waits while a final still gets a token', () => {
     let state = { tokens: 5.5, at: 0 };
-    const progress = takeToken(state, 0, limits, 'progress');
+    const progress = takeToken({ state, now: 0, limits }, 'progress');
     expect(progress).toMatchObject({ taken: false });
     expect(progress.taken ? 0 : progress.waitMs).toBe(Math.ceil(0.5 / limits.refillPerMs));
-    const final = takeToken(state, 0, limits, 'final');
+    const final = takeToken({ state, now: 0, limits }, 'final');
     expect(final).toMatchObject({ taken: true, next: { tokens: 4.5 } });
-    state = drainToken(final.next, 0, limits, 3_000);
-    expect(takeToken(state, 2_999, limits, 'final').taken).toBe(false);
-    expect(takeToken(state, 3_000, limits, 'final').taken).toBe(true);
+    state = drainToken({ state: final.next, now: 0, limits }, 3_000);
+    expect(takeToken({ state, now: 2_999, limits }, 'final').taken).toBe(false);
+    expect(takeToken({ state, now: 3_000, limits }, 'final').taken).toBe(true);
   });
 });
 

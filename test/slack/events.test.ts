@@ -350,7 +350,7 @@ describe('lifecycle events', () => {
 
   it('a lifecycle event still counts on an already disabled connection', async () => {
     const connection = await newConnection();
-    await disableSlackConnection(stack.services.database.db, connection.connectionId, 'operator');
+    await disableSlackConnection(stack.services.database.db, { connectionId: connection.connectionId, reason: 'operator' });
     const envelope = eventEnvelope(connection, { type: 'app_uninstalled' });
     expect((await postSlackEvent(stack, connection, envelope)).json).toEqual({ ok: true });
     expect(await workflowExists(connection.connectionId, envelope.event_id)).toBe(true);

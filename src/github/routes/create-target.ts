@@ -38,13 +38,14 @@ function refusal(outcome: Exclude<ConnectOutcome, { ok: true }>): AppError {
       return errors.notFound('No such installation in this organization.');
     case 'repository_not_accessible':
       return new AppError('repository_not_accessible', 422, {
-        error: 'repository_not_accessible',
-        message: 'The installation cannot read this repository: add it to the installation on GitHub, or check its name.',
+        body: {
+          error: 'repository_not_accessible',
+          message: 'The installation cannot read this repository: add it to the installation on GitHub, or check its name.',
+        },
       });
     case 'github_unavailable':
       return new AppError('github_unavailable', 502, {
-        error: 'github_unavailable',
-        message: `GitHub did not answer the repository check: ${outcome.message}`,
+        body: { error: 'github_unavailable', message: `GitHub did not answer the repository check: ${outcome.message}` },
       });
   }
 }

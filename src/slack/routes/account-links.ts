@@ -37,16 +37,17 @@ type AccountLinkDeps = Pick<SlackRouteDeps, 'db' | 'secretKey' | 'ingress' | 'no
 /** The route's answer to each refusal; the codes' statuses are defined with completeLink. */
 function linkRefusal(error: LinkRefusal): AppError {
   if (error === 'no_connection' || error === 'other_organization') return errors.notFound('No such Slack connection.');
-  return new AppError(error, LINK_REFUSAL_STATUS[error], { error });
+  return new AppError(error, LINK_REFUSAL_STATUS[error], { body: { error } });
 }
 
-async function postAccountLink(
-  deps: AccountLinkDeps,
-  ctx: AppContext,
-  principal: Principal,
-  proof: LinkProof,
-  connectionId?: string,
-): Promise<Reply> {
+/** A member's link: who asks, the token or code they hold, and the connection the path names (none for a code alone). */
+interface LinkRequest {
+  principal: Principal;
+  proof: LinkProof;
+  connectionId?: string;
+}
+
+async function postAccountLink(deps: AccountLinkDeps, ctx: AppContext, { principal, proof, connectionId }: LinkRequest): Promise<Reply> {
   const { db, secretKey, ingress, now } = deps;
   const outcome = await completeLink(
     { db, secretKey, ingress, now },
@@ -92,7 +93,8 @@ export function createAccountLinksRoute(deps: AccountLinkDeps): Route {
     params: ConnectionParams,
     body: { kind: 'json', schema: LinkBody, limitBytes: BODY_LIMIT },
     responses,
-    handler: ({ params, body, principal }, ctx) => postAccountLink(deps, ctx, principal, body, params.connectionId),
+    handler: ({ params, body, principal }, ctx) =>
+      postAccountLink(deps, ctx, { principal, proof: body, connectionId: params.connectionId }),
   });
 }
 
@@ -108,6 +110,6 @@ export function createLinkCodeRoute(deps: AccountLinkDeps): Route {
     auth: 'authenticated',
     body: { kind: 'json', schema: CodeBody, limitBytes: BODY_LIMIT },
     responses,
-    handler: ({ body, principal }, ctx) => postAccountLink(deps, ctx, principal, { code: body.code }),
+    handler: ({ body, principal }, ctx) => postAccountLink(deps, ctx, { principal, proof: { code: body.code } }),
   });
 }

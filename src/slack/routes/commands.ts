@@ -13,6 +13,7 @@ import { isSslCheck, parseSlashCommand } from '../envelope';
 import { issueConnectGrant } from '../link-codes';
 import { cancelFromSlack, slackRunStatus } from '../run-control';
 import { cancelOutcomeText, connectAccountText, connectLinkUrl, DISABLED_CONNECTION_TEXT, HELP_TEXT, runStatusText } from '../texts';
+import type { SignedBody } from '../verify';
 import { ConnectionParams, type SlackRouteDeps } from './shared';
 
 const COMMANDS_BODY_LIMIT = 100_000;
@@ -39,17 +40,22 @@ const ephemeral = (text: string, reason: string): Reply => ({
   outcome: { outcome: 'acknowledged', reason },
 });
 
+/** Who ran a command: the connection, the Slack user, and the command's trigger id (Slack's, when it sent one). */
+interface CommandCaller {
+  connectionId: string;
+  userId: string;
+  triggerId: string | undefined;
+}
+
 /** `/den status`, `/den cancel`, `/den help`: the caller's runs, found through their linked member. */
 async function subcommandReply(
   deps: CommandDeps,
-  connectionId: string,
-  command: { userId: string; triggerId: string | undefined },
   subcommand: Subcommand,
+  { connectionId, userId, triggerId }: CommandCaller,
 ): Promise<Reply> {
-  const userId = command.userId;
   if (subcommand === 'help') return ephemeral(HELP_TEXT, 'help');
   if (subcommand === 'cancel') {
-    const requestId = command.triggerId ?? randomUUID();
+    const requestId = triggerId ?? randomUUID();
     const outcome = await cancelFromSlack(deps, { connectionId, slackUserId: userId, runId: null, requestId });
     return ephemeral(cancelOutcomeText(outcome), `cancel_${outcome}`);
   }
@@ -58,7 +64,7 @@ async function subcommandReply(
   return ephemeral(runStatusText(runs, deps.now()), 'status');
 }
 
-async function postCommand(deps: CommandDeps, ctx: AppContext, connectionId: string, rawBody: Buffer): Promise<Reply> {
+async function postCommand(deps: CommandDeps, ctx: AppContext, { connectionId, rawBody }: SignedBody): Promise<Reply> {
   const { settings, secretKey, now } = deps;
   // A captured command replayed within the signature window would mint a new link token: refused.
   const connection = await deps.verifier.verifiedOnce(ctx, connectionId, rawBody);
@@ -81,7 +87,9 @@ async function postCommand(deps: CommandDeps, ctx: AppContext, connectionId: str
     };
   }
   const subcommand = subcommandOf(command.text);
-  if (subcommand) return subcommandReply(deps, connection.id, command, subcommand);
+  if (subcommand) {
+    return subcommandReply(deps, subcommand, { connectionId: connection.id, userId: command.userId, triggerId: command.triggerId });
+  }
   // The team was checked against the connection's above.
   const { token, code } = await issueConnectGrant(
     { db: deps.db, secretKey },
@@ -129,6 +137,6 @@ export function createCommandsRoute(deps: CommandDeps): Route {
       403: { description: 'team_id or api_app_id differs from the installation, or api_app_id is missing.', schema: OkFalse },
       413: { description: 'Body over 100,000 bytes.', schema: PlainText, contentType: 'text/plain' },
     },
-    handler: ({ params, rawBody }, ctx) => postCommand(deps, ctx, params.connectionId, rawBody),
+    handler: ({ params, rawBody }, ctx) => postCommand(deps, ctx, { connectionId: params.connectionId, rawBody }),
   });
 }

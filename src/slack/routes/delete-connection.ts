@@ -17,7 +17,11 @@ type Deps = Pick<SlackRouteDeps, 'db' | 'secretKey' | 'ingress' | 'settings' | '
 
 const SlackUnavailable = z.object({ error: z.literal('slack_unavailable'), message: z.string() });
 
-async function remove(deps: Deps, ctx: AppContext, principal: Principal, connectionId: string): Promise<Reply> {
+async function remove(
+  deps: Deps,
+  ctx: AppContext,
+  { principal, connectionId }: { principal: Principal; connectionId: string },
+): Promise<Reply> {
   const outcome = await removeConnection(deps, principal.organizationId, connectionId);
   if (!outcome.ok && outcome.reason === 'not_found') throw connectionNotFound();
   if (!outcome.ok) {
@@ -26,8 +30,7 @@ async function remove(deps: Deps, ctx: AppContext, principal: Principal, connect
       'slack connection not removed: auth.revoke failed',
     );
     throw new AppError('slack_unavailable', 502, {
-      error: 'slack_unavailable',
-      message: 'Slack could not revoke the bot token; nothing was removed. Try again.',
+      body: { error: 'slack_unavailable', message: 'Slack could not revoke the bot token; nothing was removed. Try again.' },
     });
   }
   deps.verifier.forget(connectionId);
@@ -48,6 +51,6 @@ export function createDeleteConnectionRoute(deps: Deps): Route {
       502: { description: '`slack_unavailable`: Slack did not revoke the token; nothing was removed.', schema: SlackUnavailable },
       ...connectionResponses,
     },
-    handler: ({ principal, params }, ctx) => remove(deps, ctx, principal, params.connectionId),
+    handler: ({ principal, params }, ctx) => remove(deps, ctx, { principal, connectionId: params.connectionId }),
   });
 }

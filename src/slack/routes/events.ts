@@ -21,10 +21,12 @@ import { slackEventWorkflowId, slackMessageWorkflowId, type SlackEventInput } fr
 import type { ConversationIgnoreReason } from '../conversation';
 import { startOrDefer, type TakenOutcome } from '../deferred-events';
 import { classifyEvent, type EventClassification, type IneligibleReason } from '../eligibility';
+import type { SlackEventPayload } from '../event-payloads';
 import type { ConversationRoute } from '../thread-routing';
 import { parseEnvelope } from '../envelope';
 import { slackQuotaChecks } from '../quota';
 import type { SlackSettings } from '../settings';
+import type { SignedBody } from '../verify';
 import { ConnectionParams, ok, type SlackRouteDeps } from './shared';
 
 const EVENTS_BODY_LIMIT = 1_000_000;
@@ -43,10 +45,10 @@ type Routed = Exclude<EventClassification, { route: 'ignore' }> | Extract<Conver
 type NotRoutedReason = IneligibleReason | ConversationIgnoreReason;
 
 /** A verified callback that carries an event, or the answer to a request that carries none. */
-type ReadEvent = { reply: Reply } | { connection: SlackConnection; teamId: string; event: Record<string, unknown>; eventId: string };
+type ReadEvent = { reply: Reply } | { connection: SlackConnection; teamId: string; event: SlackEventPayload; eventId: string };
 
 /** The checks up to "no event": installation, signature, envelope, url_verification, team/app. */
-async function readEvent(deps: EventsDeps, ctx: AppContext, connectionId: string, rawBody: Buffer): Promise<ReadEvent> {
+async function readEvent(deps: EventsDeps, ctx: AppContext, { connectionId, rawBody }: SignedBody): Promise<ReadEvent> {
   const connection = await deps.verifier.verifiedConnection(ctx, connectionId, rawBody);
 
   const parsed = parseEnvelope(rawBody);
@@ -60,7 +62,9 @@ async function readEvent(deps: EventsDeps, ctx: AppContext, connectionId: string
   // A draft not installed yet has no workspace: only its url_verification is answered.
   const teamId = connection.teamId;
   if (teamId === null || !isConnectionsEvent({ ...connection, teamId }, envelope)) throw errors.webhook('installation_mismatch', 403);
-  if (envelope.type === 'app_rate_limited') return { reply: await rateLimitedReply(deps, ctx, connection, envelope.minuteRateLimited) };
+  if (envelope.type === 'app_rate_limited') {
+    return { reply: await rateLimitedReply(deps, ctx, { connectionId: connection.id, minute: envelope.minuteRateLimited }) };
+  }
   if (!envelope.event || !envelope.eventId) return { reply: { ...ok(), outcome: { outcome: 'acknowledged', reason: 'no_event' } } };
   return { connection, teamId, event: envelope.event, eventId: envelope.eventId };
 }
@@ -73,25 +77,26 @@ async function readEvent(deps: EventsDeps, ctx: AppContext, connectionId: string
 async function rateLimitedReply(
   deps: EventsDeps,
   ctx: AppContext,
-  connection: SlackConnection,
-  minute: number | undefined,
+  { connectionId, minute }: { connectionId: string; minute: number | undefined },
 ): Promise<Reply> {
   const at = minute !== undefined ? new Date(minute * 1000) : new Date(Math.floor(deps.now() / 60_000) * 60_000);
-  if (await recordEventsRateLimited(deps.db, connection.id, at)) {
+  if (await recordEventsRateLimited(deps.db, { connectionId, minute: at })) {
     deps.metrics.slackEventsRateLimited.inc();
-    ctx.state.log.warn({ connectionId: connection.id, minute: at.toISOString() }, 'slack is dropping this app’s events (app_rate_limited)');
+    ctx.state.log.warn({ connectionId, minute: at.toISOString() }, 'slack is dropping this app’s events (app_rate_limited)');
   }
   return { ...ok(), outcome: { outcome: 'acknowledged', reason: 'app_rate_limited' } };
 }
 
+/** A routed event: the connection it came through, its id, when it arrived, and its route. */
+interface RoutedEvent {
+  connection: SlackConnection & { teamId: string };
+  eventId: string;
+  receivedAt: number;
+  classified: Routed;
+}
+
 /** The slack-event workflow's input: the event's route and the settings it runs under. */
-function slackEventInput(
-  settings: SlackSettings,
-  connection: SlackConnection & { teamId: string },
-  eventId: string,
-  receivedAt: number,
-  classified: Routed,
-): SlackEventInput {
+function slackEventInput(settings: SlackSettings, { connection, eventId, receivedAt, classified }: RoutedEvent): SlackEventInput {
   return {
     connectionId: connection.id,
     organizationId: connection.organizationId,
@@ -173,7 +178,7 @@ const askedInDm = (invocation: { channel: string; channelType: string | null }) 
 async function routeOf(
   deps: EventsDeps,
   connection: SlackConnection,
-  event: Record<string, unknown>,
+  event: SlackEventPayload,
 ): Promise<{ classified: Routed; undo?: () => Promise<void> } | { ignore: NotRoutedReason }> {
   const conversation = await deps.threads.route(connection, event, deps.now());
   if (conversation !== undefined) return conversation;
@@ -181,10 +186,10 @@ async function routeOf(
   return classified.route === 'ignore' ? { ignore: classified.reason } : { classified };
 }
 
-async function receiveEvent(deps: EventsDeps, ctx: AppContext, connectionId: string, rawBody: Buffer): Promise<Reply> {
+async function receiveEvent(deps: EventsDeps, ctx: AppContext, signed: SignedBody): Promise<Reply> {
   const { settings, now } = deps;
   const log = ctx.state.log;
-  const read = await readEvent(deps, ctx, connectionId, rawBody);
+  const read = await readEvent(deps, ctx, signed);
   if ('reply' in read) return read.reply;
   const { event, eventId } = read;
   const connection = { ...read.connection, teamId: read.teamId };
@@ -196,7 +201,7 @@ async function receiveEvent(deps: EventsDeps, ctx: AppContext, connectionId: str
   const routed = await routeOf(deps, connection, event);
   if ('ignore' in routed) return notRouted(routed.ignore);
 
-  const input = slackEventInput(settings, connection, eventId, now(), routed.classified);
+  const input = slackEventInput(settings, { connection, eventId, receivedAt: now(), classified: routed.classified });
   let enqueued: Awaited<ReturnType<typeof enqueueEvent>>;
   try {
     enqueued = await enqueueEvent(deps, input, (connection.threadFollowUps ?? settings.threadFollowUps) !== 'off');
@@ -246,6 +251,6 @@ export function createEventsRoute(deps: EventsDeps): Route {
           'as many unauthenticated bodies as it may (`busy`, with `Retry-After`); Slack retries.',
       },
     },
-    handler: ({ params, rawBody }, ctx) => receiveEvent(deps, ctx, params.connectionId, rawBody),
+    handler: ({ params, rawBody }, ctx) => receiveEvent(deps, ctx, { connectionId: params.connectionId, rawBody }),
   });
 }

@@ -19,10 +19,17 @@ import { ConnectionParams, type SlackRouteDeps } from './shared';
 
 type Deps = Pick<SlackRouteDeps, 'db' | 'settings' | 'platform'>;
 
-async function getConnection(deps: Deps, principal: Principal, connectionId: string, manifest: boolean): Promise<Reply> {
+/** Who asks, for which connection, and whether for the connection or its manifest. */
+interface ConnectionRead {
+  principal: Principal;
+  connectionId: string;
+  answer: 'connection' | 'manifest';
+}
+
+async function getConnection(deps: Deps, { principal, connectionId, answer }: ConnectionRead): Promise<Reply> {
   const connection = await getSlackConnectionView(deps.db, principal.organizationId, connectionId);
   if (!connection) throw connectionNotFound();
-  if (manifest) return { status: 200, body: { manifest: await currentManifest(deps, connection) } };
+  if (answer === 'manifest') return { status: 200, body: { manifest: await currentManifest(deps, connection) } };
   return { status: 200, body: (await presentConnections(deps, [connection], true))[0] };
 }
 
@@ -35,7 +42,7 @@ export function createGetConnectionRoute(deps: Deps): Route {
     auth: 'admin',
     params: ConnectionParams,
     responses: { 200: { description: 'The connection; no secret or token.', schema: SlackConnectionBody }, ...connectionResponses },
-    handler: ({ principal, params }) => getConnection(deps, principal, params.connectionId, false),
+    handler: ({ principal, params }) => getConnection(deps, { principal, connectionId: params.connectionId, answer: 'connection' }),
   });
 }
 
@@ -48,6 +55,6 @@ export function createGetManifestRoute(deps: Deps): Route {
     auth: 'admin',
     params: ConnectionParams,
     responses: { 200: { description: 'The manifest.', schema: z.object({ manifest: ManifestBody }) }, ...connectionResponses },
-    handler: ({ principal, params }) => getConnection(deps, principal, params.connectionId, true),
+    handler: ({ principal, params }) => getConnection(deps, { principal, connectionId: params.connectionId, answer: 'manifest' }),
   });
 }

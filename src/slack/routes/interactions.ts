@@ -19,6 +19,7 @@ import { CANCEL_ACTION_ID } from '../progress';
 import { cancelFromSlack } from '../run-control';
 import { cancelOutcomeText } from '../texts';
 import { dueBotToken } from '../tokens';
+import type { SignedBody } from '../verify';
 import { callSlackApi, postResponseUrl } from '../web-api';
 import { ConnectionParams, type SlackRouteDeps } from './shared';
 
@@ -36,7 +37,13 @@ const ack = (reason: string, outcome: 'acknowledged' | 'ineligible' = 'acknowled
   outcome: { outcome, reason },
 });
 
-async function postInteraction(deps: InteractionDeps, ctx: AppContext, connectionId: string, rawBody: Buffer): Promise<Reply> {
+/** A click on the Cancel button: the connection it came through, and Slack's payload. */
+interface CancelClick {
+  connection: SlackConnection;
+  interaction: BlockActions;
+}
+
+async function postInteraction(deps: InteractionDeps, ctx: AppContext, { connectionId, rawBody }: SignedBody): Promise<Reply> {
   const connection = await deps.verifier.verifiedOnce(ctx, connectionId, rawBody);
   const parsed = parseInteraction(rawBody);
   if (!parsed.ok) throw errors.invalidRequest(parsed.details);
@@ -56,9 +63,10 @@ async function postInteraction(deps: InteractionDeps, ctx: AppContext, connectio
     requestId: interaction.triggerId ?? randomUUID(),
   };
   const outcome = await cancelFromSlack(deps, request);
-  tell(deps, connection, interaction, cancelOutcomeText(outcome));
+  const click = { connection, interaction };
+  tell(deps, click, cancelOutcomeText(outcome));
   // Not known yet whether the run took it: the same request again (the same Update), after the ack.
-  if (outcome === 'unconfirmed') void confirmLater(deps, connection, interaction, request);
+  if (outcome === 'unconfirmed') void confirmLater(deps, click, request);
   return ack(`cancel_${outcome}`);
 }
 
@@ -66,15 +74,10 @@ async function postInteraction(deps: InteractionDeps, ctx: AppContext, connectio
 const CONFIRM_TIMEOUT_MS = 20_000;
 
 /** Asks the run again with the same Update id; tells the clicker only what changes what they were told. */
-async function confirmLater(
-  deps: InteractionDeps,
-  connection: SlackConnection,
-  interaction: BlockActions,
-  request: Parameters<typeof cancelFromSlack>[1],
-): Promise<void> {
+async function confirmLater(deps: InteractionDeps, click: CancelClick, request: Parameters<typeof cancelFromSlack>[1]): Promise<void> {
   const outcome = await cancelFromSlack(deps, { ...request, timeoutMs: CONFIRM_TIMEOUT_MS }).catch(() => 'unconfirmed' as const);
   if (outcome === 'requested') return;
-  tell(deps, connection, interaction, cancelOutcomeText(outcome === 'unconfirmed' ? 'failed' : outcome));
+  tell(deps, click, cancelOutcomeText(outcome === 'unconfirmed' ? 'failed' : outcome));
 }
 
 /**
@@ -82,7 +85,7 @@ async function confirmLater(
  * Slack's hooks, SLACK_RESPONSE_URL_PREFIX), else an ephemeral message in the thread. Not
  * awaited: the route answers Slack within 3 s whatever Slack does with it; a failure is logged.
  */
-function tell(deps: InteractionDeps, connection: SlackConnection, interaction: BlockActions, text: string): void {
+function tell(deps: InteractionDeps, { connection, interaction }: CancelClick, text: string): void {
   const prefix = deps.settings.responseUrlPrefix;
   if (interaction.responseUrl?.startsWith(prefix)) {
     void postResponseUrl(prefix, interaction.responseUrl, { text, response_type: 'ephemeral', replace_original: false }).then((result) => {
@@ -140,6 +143,6 @@ export function createInteractionsRoute(deps: InteractionDeps): Route {
       403: { description: 'team.id or api_app_id differs from the installation, or api_app_id is missing.', schema: OkFalse },
       413: { description: 'Body over 100,000 bytes.', schema: PlainText, contentType: 'text/plain' },
     },
-    handler: ({ params, rawBody }, ctx) => postInteraction(deps, ctx, params.connectionId, rawBody),
+    handler: ({ params, rawBody }, ctx) => postInteraction(deps, ctx, { connectionId: params.connectionId, rawBody }),
   });
 }

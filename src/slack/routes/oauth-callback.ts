@@ -59,8 +59,16 @@ const CallbackQuery = z.object({
 const InstallResultPage = z.string().openapi({ description: 'A short HTML page saying what happened.' });
 const installPage = (description: string) => ({ description, schema: InstallResultPage, contentType: 'text/html' });
 
+/** Why an install was refused: the status, the coded reason, what the page says, and any facts it shows below. */
+interface InstallRefused {
+  status: number;
+  reason: string;
+  message: string;
+  facts?: [string, string][];
+}
+
 /** A page saying the app was not connected, with the coded reason. */
-function refusedPage(status: number, reason: string, message: string, facts: [string, string][] = []): Reply {
+function refusedPage({ status, reason, message, facts = [] }: InstallRefused): Reply {
   return flowPage({ status, title: 'Slack was not connected', message, facts: [['Reason', reason], ...facts] });
 }
 
@@ -79,8 +87,12 @@ type ReadCallback = { ok: true; code: string; state: string } | { ok: false; pag
 /** A state this service did not issue for this flow, or no longer honours: the install is refused (403). */
 function stateRefused(reason: FlowStateRefusal | 'missing'): Reply {
   if (reason === 'missing')
-    return refusedPage(403, 'invalid_callback', `This address completes an install link of this service. ${ASK_FOR_NEW_LINK}`);
-  return refusedPage(403, `state_${reason}`, `${FLOW_STATE_REFUSALS[reason]} ${ASK_FOR_NEW_LINK}`);
+    return refusedPage({
+      status: 403,
+      reason: 'invalid_callback',
+      message: `This address completes an install link of this service. ${ASK_FOR_NEW_LINK}`,
+    });
+  return refusedPage({ status: 403, reason: `state_${reason}`, message: `${FLOW_STATE_REFUSALS[reason]} ${ASK_FOR_NEW_LINK}` });
 }
 
 /**
@@ -94,9 +106,17 @@ function readOAuthCallback(deps: Deps, query: z.output<typeof CallbackQuery>): R
   const read = readFlowState(deps.secretKey, state, { purpose: SLACK_INSTALL_FLOW.purpose, now: deps.now() });
   if (!read.ok) return { ok: false, page: stateRefused(read.reason) };
   if (error !== undefined) {
-    return { ok: false, page: refusedPage(400, 'slack_error', `Slack did not install the app (${error}). ${ASK_FOR_NEW_LINK}`) };
+    return {
+      ok: false,
+      page: refusedPage({ status: 400, reason: 'slack_error', message: `Slack did not install the app (${error}). ${ASK_FOR_NEW_LINK}` }),
+    };
   }
-  if (code === undefined) return { ok: false, page: refusedPage(400, 'invalid_callback', 'Slack sent no valid authorization code.') };
+  if (code === undefined) {
+    return {
+      ok: false,
+      page: refusedPage({ status: 400, reason: 'invalid_callback', message: 'Slack sent no valid authorization code.' }),
+    };
+  }
   return { ok: true, code, state };
 }
 
@@ -113,19 +133,25 @@ async function credentialsFor(
 ): Promise<{ page: Reply } | { connectionId: string; clientId: string; clientSecret: string }> {
   const connectionId = claims.subject ?? '';
   const credentials = await findClientCredentials(deps.db, deps.secretKey, connectionId);
-  if (!credentials) return { page: refusedPage(404, 'connection_not_found', INSTALL_REFUSALS.not_found.message) };
+  if (!credentials) {
+    return { page: refusedPage({ status: 404, reason: 'connection_not_found', message: INSTALL_REFUSALS.not_found.message }) };
+  }
   if (credentials.organizationId !== claims.organizationId) {
     return {
-      page: refusedPage(403, 'other_organization', `The install link names a connection of another organization. ${ASK_FOR_NEW_LINK}`),
+      page: refusedPage({
+        status: 403,
+        reason: 'other_organization',
+        message: `The install link names a connection of another organization. ${ASK_FOR_NEW_LINK}`,
+      }),
     };
   }
   if (credentials.clientId === null || credentials.clientSecret === null) {
     return {
-      page: refusedPage(
-        409,
-        'credentials_missing',
-        'The connection has no client id and secret: set its credentials, then install it again.',
-      ),
+      page: refusedPage({
+        status: 409,
+        reason: 'credentials_missing',
+        message: 'The connection has no client id and secret: set its credentials, then install it again.',
+      }),
     };
   }
   return { connectionId, clientId: credentials.clientId, clientSecret: credentials.clientSecret };
@@ -141,7 +167,11 @@ async function completeInstall(deps: Deps, query: z.output<typeof CallbackQuery>
   }
   const claims = verdict.claims;
   if (!(await isStillAdmin(deps, claims)))
-    return refusedPage(403, 'not_admin', 'The admin who asked for this install link can no longer install apps.');
+    return refusedPage({
+      status: 403,
+      reason: 'not_admin',
+      message: 'The admin who asked for this install link can no longer install apps.',
+    });
   const app = await credentialsFor(deps, claims);
   if ('page' in app) return app.page;
   const exchanged = await oauthV2Access(deps.settings.apiBaseUrl, {
@@ -153,32 +183,40 @@ async function completeInstall(deps: Deps, query: z.output<typeof CallbackQuery>
   if (!exchanged.ok) {
     ctx.state.log.warn({ connectionId: app.connectionId, error: exchanged.error }, 'slack install: oauth.v2.access refused or failed');
     return exchanged.refused
-      ? refusedPage(400, 'authorization_refused', `Slack refused the authorization (${exchanged.error}). ${ASK_FOR_NEW_LINK}`)
-      : refusedPage(
-          502,
-          'slack_unavailable',
-          `Slack could not be reached to complete the install, and this install link is now used. ${ASK_FOR_NEW_LINK}`,
-        );
+      ? refusedPage({
+          status: 400,
+          reason: 'authorization_refused',
+          message: `Slack refused the authorization (${exchanged.error}). ${ASK_FOR_NEW_LINK}`,
+        })
+      : refusedPage({
+          status: 502,
+          reason: 'slack_unavailable',
+          message: `Slack could not be reached to complete the install, and this install link is now used. ${ASK_FOR_NEW_LINK}`,
+        });
   }
-  return bindInstall(deps, ctx, claims, app.connectionId, exchanged.install);
+  return bindInstall(deps, ctx, { claims, connectionId: app.connectionId, install: exchanged.install });
+}
+
+/** An install Slack granted: the install link's claims, its connection, and what `oauth.v2.access` answered. */
+interface GrantedInstall {
+  claims: FlowStateClaims;
+  connectionId: string;
+  install: Extract<Awaited<ReturnType<typeof oauthV2Access>>, { ok: true }>['install'];
 }
 
 /** Stores the install, or refuses it and revokes the token Slack just issued for it. */
-async function bindInstall(
-  deps: Deps,
-  ctx: AppContext,
-  claims: FlowStateClaims,
-  connectionId: string,
-  install: Extract<Awaited<ReturnType<typeof oauthV2Access>>, { ok: true }>['install'],
-): Promise<Reply> {
+async function bindInstall(deps: Deps, ctx: AppContext, { claims, connectionId, install }: GrantedInstall): Promise<Reply> {
   const { teamId, appId, botToken } = install;
   if (teamId === null || appId === null || botToken === null) {
     if (botToken !== null) await authRevoke(deps.settings.apiBaseUrl, botToken);
-    return refusedPage(400, 'no_workspace_install', 'Slack did not install the app in a workspace with a bot user.');
+    return refusedPage({
+      status: 400,
+      reason: 'no_workspace_install',
+      message: 'Slack did not install the app in a workspace with a bot user.',
+    });
   }
   const recorded = await recordSlackInstall(
-    deps.db,
-    deps.secretKey,
+    deps,
     {
       connectionId,
       organizationId: claims.organizationId,
@@ -197,7 +235,7 @@ async function bindInstall(
   if (!recorded.ok) {
     await authRevoke(deps.settings.apiBaseUrl, botToken);
     const refusal = INSTALL_REFUSALS[recorded.reason];
-    return refusedPage(refusal.status, recorded.reason, refusal.message, [workspace]);
+    return refusedPage({ ...refusal, reason: recorded.reason, facts: [workspace] });
   }
   await recordInstalledApp(deps.db, connectionId, { grantedScopes: install.scopes, defaultFollowUps: deps.settings.threadFollowUps });
   const again = recorded.reinstall ? ' Its bot token was replaced.' : '';
@@ -214,11 +252,11 @@ async function callback(deps: Deps, query: z.output<typeof CallbackQuery>, ctx: 
     return await completeInstall(deps, query, ctx);
   } catch (error) {
     if (!(error instanceof AppError && error.dependency !== undefined)) throw error;
-    const page = refusedPage(
-      503,
-      'unavailable',
-      `The service is briefly unavailable, and this install link may be used up. ${ASK_FOR_NEW_LINK}`,
-    );
+    const page = refusedPage({
+      status: 503,
+      reason: 'unavailable',
+      message: `The service is briefly unavailable, and this install link may be used up. ${ASK_FOR_NEW_LINK}`,
+    });
     return { ...page, headers: { ...page.headers, 'retry-after': '5' } };
   }
 }

@@ -28,14 +28,16 @@ const CredentialsRequest = z
   .strict()
   .openapi('SlackConnectionCredentials');
 
-async function setCredentials(
-  deps: Deps,
-  principal: Principal,
-  connectionId: string,
-  body: z.output<typeof CredentialsRequest>,
-): Promise<Reply> {
+/** An admin's credentials: who sets them, on which connection, and what they are. */
+interface CredentialsSet {
+  principal: Principal;
+  connectionId: string;
+  body: z.output<typeof CredentialsRequest>;
+}
+
+async function setCredentials(deps: Deps, { principal, connectionId, body }: CredentialsSet): Promise<Reply> {
   if (!(await getSlackConnectionView(deps.db, principal.organizationId, connectionId))) throw connectionNotFound();
-  const connection = await setSlackCredentials(deps.db, deps.secretKey, connectionId, body, new Date(deps.now()));
+  const connection = await setSlackCredentials(deps, { connectionId, credentials: body, now: new Date(deps.now()) });
   if (!connection) throw connectionNotFound();
   deps.verifier.forget(connectionId);
   return { status: 200, body: (await presentConnections(deps, [connection], true))[0] };
@@ -54,6 +56,6 @@ export function createSetCredentialsRoute(deps: Deps): Route {
     params: ConnectionParams,
     body: { kind: 'json', schema: CredentialsRequest, limitBytes: 16_384 },
     responses: { 200: { description: 'The connection (no secret).', schema: SlackConnectionBody }, ...connectionResponses },
-    handler: ({ principal, params, body }) => setCredentials(deps, principal, params.connectionId, body),
+    handler: ({ principal, params, body }) => setCredentials(deps, { principal, connectionId: params.connectionId, body }),
   });
 }

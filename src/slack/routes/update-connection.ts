@@ -48,19 +48,25 @@ const UpdateRequest = z
 
 const Conflict = z.object({ error: z.literal('uninstalled'), message: z.string() });
 
-async function update(deps: Deps, principal: Principal, connectionId: string, body: z.output<typeof UpdateRequest>): Promise<Reply> {
+/** An admin's update: who asks, of which connection, and what to change. */
+interface ConnectionUpdate {
+  principal: Principal;
+  connectionId: string;
+  body: z.output<typeof UpdateRequest>;
+}
+
+async function update(deps: Deps, { principal, connectionId, body }: ConnectionUpdate): Promise<Reply> {
   const before = await getSlackConnectionView(deps.db, principal.organizationId, connectionId);
   if (!before) throw connectionNotFound();
   if (body.enabled === true && before.state === 'uninstalled') {
     throw new AppError('uninstalled', 409, {
-      error: 'uninstalled',
-      message: 'Slack uninstalled this app: install it again (POST …/install) to enable it.',
+      body: { error: 'uninstalled', message: 'Slack uninstalled this app: install it again (POST …/install) to enable it.' },
     });
   }
   const { threadFollowUps, suggestedPrompts, ...connection } = body;
   const now = new Date(deps.now());
-  const after = await updateSlackConnection(deps.db, deps.secretKey, connectionId, connection, now);
-  await updateConversation(deps.db, connectionId, { threadFollowUps, suggestedPrompts }, now);
+  const after = await updateSlackConnection(deps, { connectionId, change: connection, now });
+  await updateConversation(deps.db, { connectionId, change: { threadFollowUps, suggestedPrompts }, now });
   return { status: 200, body: (await presentConnections(deps, [after], true))[0] };
 }
 
@@ -78,6 +84,6 @@ export function createUpdateConnectionRoute(deps: Deps): Route {
       409: { description: '`uninstalled`: an app Slack uninstalled is enabled by installing it again.', schema: Conflict },
       ...connectionResponses,
     },
-    handler: ({ principal, params, body }) => update(deps, principal, params.connectionId, body),
+    handler: ({ principal, params, body }) => update(deps, { principal, connectionId: params.connectionId, body }),
   });
 }

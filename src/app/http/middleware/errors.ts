@@ -22,7 +22,7 @@ export async function errorMapper(ctx: AppContext, next: Next, refusals?: Refusa
       // Dependency outages arrive as AppErrors already, named where they happen
       // (temporalCall, the Postgres pool in store/db.ts): anything else is a bug.
       ctx.state.log?.error({ err: caught }, 'unhandled error');
-      error = new AppError('internal', 500, { error: 'internal', message: 'Internal server error.' });
+      error = new AppError('internal', 500, { body: { error: 'internal', message: 'Internal server error.' } });
     }
     // A full unauthenticated budget is load, not a fault: den_unauthenticated_body_refusals_total counts it.
     if (error.status === 503 && error.code !== 'busy' && error.code !== 'overloaded')
