@@ -4,8 +4,9 @@
  * clock-injected.
  *
  * - **Saturation.** The engine is saturated while its measured delay (src/app/engine-delay.ts) is
- *   past its target and not falling: rising, or standing still. Under the target it has room;
- *   past it and falling, it is catching up. Work is limited only from the moment it saturates.
+ *   past its target and rising, or standing still at twice its target or more. Under the target
+ *   it has room; past it and falling, it is catching up. Work is limited only from the moment it
+ *   saturates.
  *   A delay that stands past the target is saturation too: the engine then serves what it is fed,
  *   but every call waits that long (a standing queue of 10 s was measured behind the heartbeat bench,
  *   five times the 2 s a start may take), so the queue must drain, not merely stop growing.
@@ -38,6 +39,8 @@ const MIN_SERVED = 0.05;
  * many times over.
  */
 const DRAIN_HORIZON_MS = 5_000;
+/** A delay standing still (neither rising nor falling) saturates the engine once it is this many times its target. */
+const STANDING_FACTOR = 2;
 /** Under the target again, the limit grows by this factor an interval until it covers what is asked. */
 const RELEASE_STEP = 1.25;
 /** While draining, at least this share of the measured throughput is still admitted: new work is slowed, never stopped. */
@@ -237,8 +240,11 @@ export class DelayLimiter {
     const growth = this.readings.length >= 2 ? delayGrowth(this.readings) : 0;
     const rising = growth >= RISING_MS_PER_S;
     const falling = growth <= -RISING_MS_PER_S;
-    // One reading shows no trend yet; a falling delay is the engine catching up on its own.
-    if (this.limit === undefined && (falling || this.readings.length < 2)) return;
+    // One reading shows no trend yet; a falling delay is the engine catching up on its own; a
+    // standing one is cut only once it stands STANDING_FACTOR times past the target, so a busy
+    // engine's noise about its target refuses nobody.
+    const standing = !rising && !falling && delayMs > this.settings.targetMs * STANDING_FACTOR;
+    if (this.limit === undefined && (this.readings.length < 2 || !(rising || standing))) return;
     // The work admitted before a cut still ages the queue: the trend speaks for the cut only once
     // every reading it holds came after it.
     const settling = this.readings[0]!.at <= this.lastCut;
