@@ -7,9 +7,9 @@
  *   past its target and rising, or standing still at twice its target or more. Under the target
  *   it has room; past it and falling, it is catching up. Work is limited only from the moment it
  *   saturates.
- *   A delay that stands past the target is saturation too: the engine then serves what it is fed,
- *   but every call waits that long (a standing queue of 10 s was measured behind the heartbeat bench,
- *   five times the 2 s a start may take), so the queue must drain, not merely stop growing.
+ *   A delay that stands far past the target is saturation too: the engine then serves what it is
+ *   fed, but every call waits that long (a standing queue of 10 s was measured behind the heartbeat
+ *   bench, five times the 2 s a start may take), so the queue must drain, not merely stop growing.
  * - **Measured throughput.** What the engine completes, in requests a second (`measuredThroughput`):
  *   the oldest waiting request was admitted `delay` ago, and a queue whose head ages by g seconds
  *   each second moves through that work at (1 − g) of the rate it was admitted at then. So this is
@@ -256,9 +256,9 @@ export class DelayLimiter {
 
   /**
    * Under the target again, the limit is lifted to the engine's measured throughput, then by
-   * RELEASE_STEP an interval, and goes once it
-   * covers everything asked: switched off at once, a flood held back would all come in before
-   * the delay (the age of the oldest waiting request) shows it, and fill the queue again.
+   * RELEASE_STEP an interval, and goes once it covers everything asked: switched off at once, a
+   * flood held back would all come in before the delay (the age of the oldest waiting request)
+   * shows it, and fill the queue again.
    */
   private release(): void {
     this.estimates.length = 0;

@@ -228,8 +228,11 @@ export class HeartbeatCoalescer {
     entry.windowMs = HeartbeatCoalescer.windowFor(leaseTimeoutMs, this.leaseFraction);
     entry.confirmed = true;
     entry.leaseTimeoutMs = leaseTimeoutMs;
-    entry.answer = { leaseExpiresAt: at + leaseTimeoutMs, cancelRequested, ...lease };
-    if (lease.leaseValid) entry.leaseFloor = Math.max(entry.leaseFloor ?? 0, at + leaseTimeoutMs);
+    // A newer attempt another forward already learnt of holds the run, whatever this one was told.
+    const newest = this.attempts.get(HeartbeatCoalescer.runPrefix(key));
+    const held = newest !== undefined && newest > HeartbeatCoalescer.attemptOf(key) ? { attempt: newest, leaseValid: false } : lease;
+    entry.answer = { leaseExpiresAt: at + leaseTimeoutMs, cancelRequested, ...held };
+    if (held.leaseValid) entry.leaseFloor = Math.max(entry.leaseFloor ?? 0, at + leaseTimeoutMs);
     this.noteAttempt(key, lease.attempt);
   }
 
@@ -248,14 +251,19 @@ export class HeartbeatCoalescer {
    * entries, so the usual forward costs no scan however many runs this process follows.
    */
   private noteAttempt(key: string, current: number): void {
-    const [organizationId, runId] = JSON.parse(key) as [string, string];
-    const prefix = `${JSON.stringify([organizationId, runId]).slice(0, -1)},`;
+    const prefix = HeartbeatCoalescer.runPrefix(key);
     if ((this.attempts.get(prefix) ?? 1) >= current) return;
     this.attempts.set(prefix, current);
     for (const [other, entry] of this.entries) {
       if (!other.startsWith(prefix) || !entry.answer || HeartbeatCoalescer.attemptOf(other) >= current) continue;
       entry.answer = { ...entry.answer, attempt: current, leaseValid: false };
     }
+  }
+
+  /** What every key of the key's run starts with (keys are JSON arrays of organization, run, attempt and member). */
+  private static runPrefix(key: string): string {
+    const [organizationId, runId] = JSON.parse(key) as [string, string];
+    return `${JSON.stringify([organizationId, runId]).slice(0, -1)},`;
   }
 
   /** The attempt a key was made for (key). */

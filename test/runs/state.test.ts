@@ -678,6 +678,22 @@ describe('heartbeat coalescer', () => {
     }
   });
 
+  it("answers an older attempt's heartbeats as not holding the lease once a newer attempt is known, whichever forward came first", () => {
+    const c = new HeartbeatCoalescer(15_000, undefined, 0.25);
+    const at = (attempt: number, memberId = 'm') => HeartbeatCoalescer.key({ organizationId: 'org', runId: 'run', attempt, memberId });
+    // Attempt 1 forwarded first, then attempt 2: attempt 1's coalesced answers say so.
+    c.admit(at(1), 0);
+    c.forwarded(at(1), 0, { leaseTimeoutMs: 60_000 });
+    c.admit(at(2), 1);
+    c.forwarded(at(2), 1, { leaseTimeoutMs: 60_000 });
+    expect(c.admit(at(1), 2)).toMatchObject({ forward: false, attempt: 2, leaseValid: false });
+    // Another member's attempt-1 forward lands after that, on a row that still showed attempt 1: its answers say so too.
+    c.admit(at(1, 'other'), 3);
+    c.forwarded(at(1, 'other'), 3, { leaseTimeoutMs: 60_000, lease: { attempt: 1, leaseValid: true } });
+    expect(c.admit(at(1, 'other'), 4)).toMatchObject({ forward: false, attempt: 2, leaseValid: false });
+    expect(c.admit(at(2), 5)).toMatchObject({ forward: false, attempt: 2, leaseValid: true });
+  });
+
   it('keys cannot collide through separators in ids', () => {
     expect(HeartbeatCoalescer.key({ organizationId: 'a/b', runId: 'c', attempt: 1, memberId: 'm' })).not.toBe(
       HeartbeatCoalescer.key({ organizationId: 'a', runId: 'b/c', attempt: 1, memberId: 'm' }),
