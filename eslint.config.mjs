@@ -166,6 +166,7 @@ export default tseslint.config(
       'src/cli/runtime/settings.ts',
       'test/setup/**',
       'test/harness/process.ts',
+      'test/harness/den-bin.ts',
       'bench/**',
       'scripts/**',
     ],

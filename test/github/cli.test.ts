@@ -1,13 +1,13 @@
 /** `den github targets …` through the real binary, against the suite's Postgres. */
 import { execFile } from 'node:child_process';
-import path from 'node:path';
 import { loadConfig } from '../../src/main/config';
 import { getTarget } from '../../src/github/target-records';
 import { openDatabase, type DbHandle } from '../../src/app/store/db';
 import { freshId } from '../harness/github';
+import { denBin } from '../harness/den-bin';
 import { createTestOrg } from '../harness/identity';
 
-const BIN = path.resolve(__dirname, '..', '..', 'bin', 'den.js');
+const BIN = denBin();
 const config = loadConfig();
 
 interface CliRun {

@@ -6,7 +6,6 @@
  */
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import path from 'node:path';
 import { Migrator } from 'kysely';
 import { typeid } from 'typeid-js';
 import { loadConfig } from '../../src/main/config';
@@ -14,9 +13,10 @@ import { migrations } from '../../src/app/store/migrations';
 import { openDatabase, type DbHandle } from '../../src/app/store/db';
 import type { GithubTargetStatus } from '../../src/github/tables';
 import { freshId } from '../harness/github';
+import { denBin } from '../harness/den-bin';
 import { createTestOrg } from '../harness/identity';
 
-const BIN = path.resolve(__dirname, '..', '..', 'bin', 'den.js');
+const BIN = denBin();
 const config = loadConfig();
 const name = `den_migration_${randomBytes(6).toString('hex')}`;
 const url = new URL(config.database.url!);

@@ -6,13 +6,13 @@
  */
 import { randomUUID } from 'node:crypto';
 import { execFile } from 'node:child_process';
-import path from 'node:path';
 import { githubReconcileScheduleId, githubReconcileWorkflow, type GithubReconcileSummary } from '../../src/github/contract';
 import { signGithubPayload } from '../../src/github/signature';
 import { ensureFeatureSchedules } from '../../src/main/worker';
 import { startFakeGithub, type FakeGithub } from '../harness/fake-github';
 import { deliver } from '../harness/github';
 import { fakeGithubEnv, redeliverInto, syncedRepo, type SyncedRepo } from '../harness/github-sync';
+import { denBin } from '../harness/den-bin';
 import { createTestOrg } from '../harness/identity';
 import { ownDatabase } from '../harness/own-database';
 import { closedPort } from '../harness/ports';
@@ -20,7 +20,7 @@ import { startTestStack, type TestStack } from '../harness/stack';
 import { waitFor } from '../harness/wait';
 
 const SECRET = `secret-${randomUUID()}`;
-const BIN = path.resolve(__dirname, '..', '..', 'bin', 'den.js');
+const BIN = denBin();
 const MAX_PAGES = 2;
 const MAX_REDELIVERIES = 2;
 let fake: FakeGithub;

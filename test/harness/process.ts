@@ -1,6 +1,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
+import { denBin } from './den-bin';
 import { waitFor } from './wait';
 
 const root = path.resolve(__dirname, '../..');
@@ -35,9 +36,9 @@ export function spawnImportEntry(entry: string, env: Record<string, string | und
   return spawnNode(['--import', 'tsx', path.join(root, entry)], env, { detached: true });
 }
 
-/** Runs the `den` CLI (bin/den.js) as a real process. */
+/** Runs the `den` CLI as a real process (test/harness/den-bin.ts says which file). */
 export function spawnDen(args: string[], env: Record<string, string | undefined>): Spawned {
-  return spawnNode([path.join(root, 'bin', 'den.js'), ...args], env);
+  return spawnNode([denBin(), ...args], env);
 }
 
 /**

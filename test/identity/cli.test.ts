@@ -1,12 +1,12 @@
 /** The real `den` binary against the real database. */
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import path from 'node:path';
 import { promisify } from 'node:util';
+import { DEN_LAUNCHER, denBin } from '../harness/den-bin';
 import { startTestStack, type TestStack } from '../harness/stack';
 
 const exec = promisify(execFile);
-const DEN = path.resolve(__dirname, '../../bin/den.js');
+const DEN = denBin();
 
 async function den(stack: TestStack, ...args: string[]) {
   try {
@@ -196,5 +196,15 @@ describe('den CLI', () => {
     const help = await den(stack, 'api-keys', 'create', '--help');
     expect(help.code).toBe(0);
     expect(help.stdout).toContain('--expires-in-days');
+  }, 60_000);
+
+  it('the development launcher (bin/den.js) runs the same CLI from the sources, as npx den does in a clone', async () => {
+    const env = { DATABASE_URL: stack.config.database.url, DATA_DIR: stack.config.dataDir };
+    const failure = await exec(process.execPath, [DEN_LAUNCHER, 'members', 'list', '--org', 'org_nope'], { env, timeout: 30_000 }).then(
+      () => undefined,
+      (error: { code: number; stdout: string; stderr: string }) => error,
+    );
+    expect(failure).toMatchObject({ code: 1, stdout: '' });
+    expect(failure?.stderr).toContain('organization org_nope not found');
   }, 60_000);
 });

@@ -19,6 +19,7 @@ import { migrateToLatest } from '../../src/app/store/migrate';
 import { findTemporalCli, startDevServer } from '../../src/app/temporal/dev-server';
 import { bundleWorkflows } from '../../src/app/temporal/worker';
 import { freePort } from '../harness/ports';
+import { bundleDenCli } from './den-bundle';
 
 export default async function globalSetup(): Promise<void> {
   const config = loadConfig();
@@ -57,12 +58,14 @@ export default async function globalSetup(): Promise<void> {
 
   const bundlePath = path.join(dataDir, 'workflow-bundle.js');
   await fs.writeFile(bundlePath, await bundleWorkflows(WORKFLOW_MODULES));
+  const denBundle = await bundleDenCli();
 
   Object.assign(process.env, {
     DATA_DIR: dataDir,
     DATABASE_URL: databaseUrl,
     TEMPORAL_ADDRESS: temporalAddress,
     WORKFLOW_BUNDLE_PATH: bundlePath,
+    DEN_TEST_CLI_BUNDLE: denBundle,
     SECRET_KEY: randomBytes(32).toString('hex'),
     // Quiet by default; LOG_LEVEL=debug npm test shows the service's logs.
     LOG_LEVEL: config.logLevel === 'info' ? 'silent' : config.logLevel,
@@ -70,4 +73,5 @@ export default async function globalSetup(): Promise<void> {
   });
   (globalThis as { __denTestStops?: typeof stops; __denTestDataDir?: string }).__denTestStops = stops;
   (globalThis as { __denTestDataDir?: string }).__denTestDataDir = dataDir;
+  stops.push(() => fs.rm(denBundle, { force: true }));
 }

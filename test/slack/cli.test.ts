@@ -3,7 +3,6 @@
  * signing-secret rotation it performs, checked on the events route.
  */
 import { execFile } from 'node:child_process';
-import path from 'node:path';
 import { promisify } from 'node:util';
 import { createTestOrg } from '../harness/identity';
 import { WebClient } from '@slack/web-api';
@@ -18,10 +17,11 @@ import {
   slackSignatureHeaders,
   startFakeSlack,
 } from '../harness/slack';
+import { denBin } from '../harness/den-bin';
 import { startTestStack, type TestStack } from '../harness/stack';
 
 const run = promisify(execFile);
-const BIN = path.resolve(__dirname, '../../bin/den.js');
+const BIN = denBin();
 
 /** Where the CLI's Slack Web API calls go (a fake's URL, for `delete`). */
 let slackApiBaseUrl: string | undefined;
