@@ -1,5 +1,5 @@
 /**
- * Continue-as-new with a low threshold (RUN_CONTINUE_AS_NEW_EVENTS=100): 1,000 events sent
+ * Continue-as-new with a low threshold (RUN_CONTINUE_AS_NEW_EVENTS=50): 500 events sent
  * by four concurrent senders (so they also arrive out of order and the buffer is carried across executions)
  * lose nothing, and the run really went through many executions.
  */
@@ -14,7 +14,7 @@ describe('automation run continue-as-new', () => {
   let runs: ReturnType<typeof runsClient>;
 
   beforeAll(async () => {
-    stack = await startTestStack({ worker: true, env: { RUN_CONTINUE_AS_NEW_EVENTS: '100' } });
+    stack = await startTestStack({ worker: true, env: { RUN_CONTINUE_AS_NEW_EVENTS: '50' } });
     org = await createTestOrg(stack.services.database.db);
     runs = runsClient(stack, org.owner.headers);
   });
@@ -27,9 +27,9 @@ describe('automation run continue-as-new', () => {
     return events[events.length - 1]?.workflowExecutionContinuedAsNewEventAttributes?.newExecutionRunId ?? undefined;
   };
 
-  it('1,000 events across continue-as-new: nothing lost, nothing doubled, all in order', async () => {
+  it('500 events across continue-as-new: nothing lost, nothing doubled, all in order', async () => {
     const id = newRunId();
-    const total = 1000;
+    const total = 500;
     expect((await runs.postEvent(id, event(1, 1, 'usage', { tokens: 1 }))).status).toBe(200);
     const handle = stack.services.temporal.client.workflow.getHandle(runWorkflowId(org.organizationId, id));
     const firstRunId = (await handle.describe()).runId;
@@ -56,7 +56,7 @@ describe('automation run continue-as-new', () => {
     };
     await Promise.all(Array.from({ length: 4 }, sender));
     // A few duplicates on top (answered 200: the run holds them already), then the terminal.
-    for (const sequence of [1, 500, 1000]) await send(event(1, sequence, 'usage', { tokens: 1 }));
+    for (const sequence of [1, total / 2, total]) await send(event(1, sequence, 'usage', { tokens: 1 }));
     await send(event(1, total + 1, 'terminal'));
 
     const result = await runResult(stack, org.organizationId, id, 60_000);
