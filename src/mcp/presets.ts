@@ -20,9 +20,12 @@ const SLACK_SCOPES = [
 ];
 
 /**
- * GitHub's default OAuth grant: `DefaultOAuthScopes` in github/github-mcp-server's
- * pkg/scopes/scopes.go, the lower-risk scopes its OAuth login asks for. Its remote server asks
- * for more (`delete_repo`, `workflow`, `codespace`) by a scope challenge when a tool needs them.
+ * GitHub's default OAuth grant: the scopes GitHub's own server (github/github-mcp-server) requests
+ * when it logs in by OAuth in its local (stdio) mode, since the remote server's docs name no
+ * default scopes. Its stdio command requests `DefaultScopes` of pkg/http/oauth/oauth.go unless
+ * `--oauth-scopes` is given (cmd/github-mcp-server/main.go), and those are `DefaultOAuthScopes` of
+ * pkg/scopes/scopes.go, "the lower-risk scopes requested by default". Its remote server asks for
+ * more (`delete_repo`, `workflow`, `codespace`) by a scope challenge when a tool needs them.
  */
 const GITHUB_SCOPES = [
   'repo',

@@ -123,18 +123,23 @@ describe("an admin's runner token", () => {
       });
     expect(await online()).toBe(true);
 
-    // The token the test minted (the runtime renewed its own) opens nothing but the run routes.
+    // The token the test minted (the runtime renewed its own) opens nothing but the run routes,
+    // not even the presets any member may read; every refusal is the same 403 body.
+    const refusals: unknown[] = [];
     for (const [method, route] of [
       ['GET', '/v1/organization/members'],
       ['GET', '/v1/integrations/slack/connections'],
       ['POST', '/v1/mcp-connections/resolve'],
+      ['GET', '/v1/mcp-connections/presets'],
     ] as const) {
       const res = await stack.request(method, route, {
         headers: { authorization: `Bearer ${token}` },
         body: method === 'POST' ? { query: 'x' } : undefined,
       });
       expect({ route, status: res.status, reason: res.json?.reason }).toEqual({ route, status: 403, reason: 'runner_token' });
+      refusals.push(res.json);
     }
+    expect(refusals).toEqual(refusals.map(() => refusals[0]));
 
     runtime.child.kill('SIGINT');
     expect((await runtime.exited).code).toBe(0);

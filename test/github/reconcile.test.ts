@@ -223,10 +223,46 @@ it('a delivery that always fails stops at its cap; our own 503 overloaded does n
 
   const run = await reconcile('--verbose');
   expect(run.code).toBe(0);
-  const records = run.summary.redeliveries as { guid: string; outcome: string; tries: number; uncountedTries: number; asks: unknown[] }[];
-  expect(records.find((g) => g.guid === failing)).toMatchObject({ outcome: 'capped', tries: MAX_REDELIVERIES, uncountedTries: 0 });
-  expect(records.find((g) => g.guid === failing)!.asks).toHaveLength(MAX_REDELIVERIES);
+  const records = run.summary.redeliveries as {
+    guid: string;
+    outcome: string;
+    tries: number;
+    uncountedTries: number;
+    asks: { answer: string }[];
+  }[];
+  // Given up with its last answer: the 502 of its newest attempt (not the 500 first logged), and no error, since GitHub took each ask.
+  expect(records.find((g) => g.guid === failing)).toMatchObject({
+    outcome: 'capped',
+    tries: MAX_REDELIVERIES,
+    uncountedTries: 0,
+    lastStatusCode: 502,
+    lastError: null,
+  });
+  expect(records.find((g) => g.guid === failing)!.asks.map((a) => a.answer)).toEqual(Array(MAX_REDELIVERIES).fill('accepted'));
   expect(records.find((g) => g.guid === shed)).toMatchObject({ outcome: 'asked', tries: 0, uncountedTries: 5 });
+});
+
+it('a 5xx from the redeliver endpoint leaves the delivery ask_failed, not refused for good, and the next run asks again', async () => {
+  const guid = randomUUID();
+  const raw = JSON.stringify({ zen: 'ping', hook_id: 1 });
+  const logId = fake.logDelivery({ event: 'ping', guid, raw, signature: signGithubPayload(SECRET, raw) }, { status: 502, body: null });
+  const ask = `/app/hook/deliveries/${logId}/attempts`;
+  fake.fail((c) => c.kind === 'redeliver' && c.path === ask, 502);
+  const record = () => db().selectFrom('github_redeliveries').selectAll().where('guid', '=', guid).executeTakeFirstOrThrow();
+
+  const first = await reconcileNow();
+  expect(first.errors).toContainEqual(expect.stringMatching(`^POST ${ask}: 502 `));
+  expect(await record()).toMatchObject({ outcome: 'ask_failed', tries: 1, last_error: expect.stringMatching(/: 502 /) });
+  expect(asksFor(guid)).toEqual([]);
+
+  const second = await reconcileNow();
+  expect(asksFor(guid)).toEqual([logId]);
+  expect(await record()).toMatchObject({ outcome: 'asked', tries: 2 });
+  expect(second.redeliveriesWaiting).toBe(first.redeliveriesWaiting! - 1);
+  // GitHub sends it again: the service takes it, and the log shows it before the next test reads it.
+  await waitFor(() => fake.deliveries.some((d) => d.guid === guid && d.redelivery && d.status_code === 200), 10_000, {
+    what: 'the redelivered ping answered',
+  });
 });
 
 it('2 failed deliveries on page 3 of a 3-page listing, one at the window’s edge, are each redelivered exactly once', async () => {

@@ -152,3 +152,16 @@ it('a token GitHub refuses because the installation is gone disconnects its targ
   await waitFor(async () => (await syncEvent()).status !== 'running', 20_000, { what: "the push's sync event to end" });
   expect(await syncEvent()).toMatchObject({ status: 'failed', error_code: 'installation_deleted' });
 });
+
+it('a reconcile whose token GitHub refuses because the installation was suspended meanwhile disables its targets, with no webhook at all', async () => {
+  const r = await newRepo();
+  await syncedTo(r, (await r.push(FILES)).sha);
+  // Suspended on GitHub, its webhook lost, and no push since: only the reconcile calls GitHub for it.
+  fake.suspendInstallation(r.installationId);
+  const reconciled = await reconcileNow();
+  expect(reconciled.errors).toEqual([]);
+  expect(reconciled.targetStates).toContainEqual({ targetId: r.targetId, repository: r.fullName, state: 'installation_suspended' });
+  const shown = await stack.request('GET', `/v1/connectors/github/targets/${r.targetId}`, { headers: org.owner.headers });
+  expect(shown.json).toMatchObject({ status: 'disabled', statusReason: 'installation_suspended' });
+  expect(callsOf(r.installationId).filter((c) => c.kind === 'token' && c.status === 403)).toHaveLength(1);
+});

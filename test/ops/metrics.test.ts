@@ -2,8 +2,9 @@
  * /metrics carries what operators need, driven by real requests: the request histogram, ingress
  * outcomes, signature failures, heartbeats forwarded vs coalesced, Temporal client errors; and
  * the worker's SDK endpoint carries run status transitions, including automatic lease loss, the
- * GitHub reconcile's counts (its Schedule registered by the worker process at start) and the
- * redeliveries it asked for, and GitHub's rate limits with the waits they set.
+ * GitHub reconcile's counts (its Schedule registered by the worker process at start), the
+ * redeliveries it asked for and its pace (points spent on the App's routes, deliveries still
+ * waiting), and GitHub's rate limits with the waits they set.
  */
 import { randomUUID } from 'node:crypto';
 import { githubReconcileScheduleId, type GithubReconcileSummary } from '../../src/github/contract';
@@ -162,7 +163,9 @@ describe('worker metrics (SDK Prometheus endpoint)', () => {
       const text = await waitFor(
         async () => {
           const body = await (await fetch(metricsUrl)).text();
-          return /^den_github_reconcile_total\{[^}]*item="redeliveries_asked"/m.test(body) ? body : undefined;
+          return /^den_github_reconcile_total\{[^}]*item="redeliveries_asked"/m.test(body) && /^den_github_app_points_total[{ ]/m.test(body)
+            ? body
+            : undefined;
         },
         30_000,
         { what: 'the reconcile counts in the worker metrics', intervalMs: 250 },
@@ -171,6 +174,9 @@ describe('worker metrics (SDK Prometheus endpoint)', () => {
       expect(Number(line.split(' ').pop())).toBeGreaterThanOrEqual(1);
       expect(github.redeliveryRequests.length).toBeGreaterThanOrEqual(1);
       expect(metricValue(text, 'den_github_redeliveries_total', { outcome: 'asked' })).toBeGreaterThanOrEqual(1);
+      // Its pace: the points it spent on the App's routes (a page of the log, 1, and the redelivery's POST, 5, at least), and the GUIDs still owed an ask.
+      expect(metricValue(text, 'den_github_app_points_total', {})).toBeGreaterThanOrEqual(6);
+      expect(metricValue(text, 'den_github_redeliveries_waiting', {})).toBeGreaterThanOrEqual(0);
     } finally {
       await schedule.delete();
     }
