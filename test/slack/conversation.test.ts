@@ -263,13 +263,17 @@ it('a follow-up from someone not linked is asked to link once per thread, not on
 
 it('2,000 channel messages outside answered threads start no workflow', async () => {
   const connection = await connectionWith('members');
-  const enqueued = async () =>
+  /** The events route's answers with this outcome so far (den_ingress_outcomes_total, every reason). */
+  const outcomes = async (outcome: string) =>
     [
       ...(await stack.request('GET', '/metrics')).text.matchAll(
-        /den_ingress_outcomes_total\{route="\/v1\/integrations\/slack\/\{connectionId\}\/events",outcome="enqueued",[^}]*\} (\d+)/g,
+        new RegExp(
+          `den_ingress_outcomes_total\\{route="/v1/integrations/slack/\\{connectionId\\}/events",outcome="${outcome}",[^}]*\\} (\\d+)`,
+          'g',
+        ),
       ),
     ].reduce((sum, m) => sum + Number(m[1]), 0);
-  const before = await enqueued();
+  const before = { enqueued: await outcomes('enqueued'), ineligible: await outcomes('ineligible') };
   const user = newSlackUserId();
   const events = Array.from({ length: 2000 }, (_, i) =>
     i % 2 === 0
@@ -279,7 +283,16 @@ it('2,000 channel messages outside answered threads start no workflow', async ()
   for (let i = 0; i < events.length; i += 50) {
     await Promise.all(events.slice(i, i + 50).map((event) => send(connection, event)));
   }
-  expect(await enqueued()).toBe(before);
+  // Every one was turned away at the door: neither started nor kept in Postgres for a later start (`deferred`).
+  expect(await outcomes('enqueued')).toBe(before.enqueued);
+  expect((await outcomes('ineligible')) - before.ineligible).toBe(2000);
+  const kept = await stack.services.database.db
+    .selectFrom('slack_deferred_events')
+    .select('workflow_id')
+    .where('connection_id', '=', connection.connectionId)
+    .limit(3)
+    .execute();
+  expect(kept).toEqual([]);
   const count = await stack.services.temporal.client.workflow.count(`ConnectionId = '${connection.connectionId}'`);
   expect(count.count).toBe(0);
 }, 150_000);
