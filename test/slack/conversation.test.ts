@@ -261,6 +261,60 @@ it('a follow-up from someone not linked is asked to link once per thread, not on
   expect(prompts()[0]!.body).toMatchObject({ thread_ts: mention.ts, channel: mention.channel });
 }, 150_000);
 
+it('a thread begun before the bot was asked: its messages from conversations.replies; a 429 or a missing scope still runs, on what is held', async () => {
+  // Follow-ups off: the service hears only the mentions, so each run of the thread asks Slack for the rest.
+  const connection = await createTestSlackConnection(stack.services.database.db, stack.services.secretKey, loop.org.organizationId, {
+    slack: loop.slack,
+  });
+  const { member, slackUserId } = await memberWithRuntime(connection);
+  const colleague = newSlackUserId();
+  const channel = 'C0BEGUN';
+  const root = { userId: colleague, bot: false, text: 'the build is red on main', ts: newTs() };
+  const aside = { userId: colleague, bot: false, text: 'since the upgrade', ts: newTs() };
+  loop.slack.userMessage({ channel, ts: root.ts, user: colleague, text: root.text });
+  loop.slack.userMessage({ channel, ts: aside.ts, user: colleague, text: aside.text, threadTs: root.ts });
+  const repliesFor = (ts: string) =>
+    loop.slack.calls.filter((c) => c.method === 'conversations.replies' && c.body.ts === root.ts && c.body.latest === ts);
+  const ask = async (text: string) => {
+    const mention = { ...mentionBy(connection, slackUserId, text, channel), thread_ts: root.ts };
+    await send(connection, mention);
+    await answered(root.ts, `answer to ${text}`);
+    const [run] = await runsOf(member);
+    expect(run.input.text).toBe(text);
+    return { run, mention };
+  };
+
+  const first = await ask('why is it red?');
+  expect(first.run.input.context).toEqual([root, aside]);
+  expect(repliesFor(first.mention.ts).map((c) => [c.status, Number(c.body.limit)])).toEqual([[200, 15]]);
+  const held = [
+    root,
+    aside,
+    { userId: slackUserId, bot: false, text: 'why is it red?', ts: first.mention.ts },
+    { userId: null, bot: true, text: 'answer to why is it red?', ts: expect.any(String) },
+  ];
+  // Said in the thread after the first answer: Slack has it, the service (taking no follow-ups) does not.
+  loop.slack.userMessage({ channel, ts: newTs(), user: colleague, text: 'and the cache too', threadTs: root.ts });
+
+  loop.slack.script('conversations.replies', {
+    status: 200,
+    body: { ok: false, error: 'missing_scope', needed: 'channels:history', provided: 'chat:write' },
+  });
+  const refused = await ask('can you retry the build?');
+  expect(repliesFor(refused.mention.ts).map((c) => c.error)).toEqual(['missing_scope']);
+  expect(refused.run.input.context).toEqual(held);
+
+  // Last: a 429 empties the workspace's budget for the method a while, which would hold back a call after it.
+  loop.slack.script('conversations.replies', { status: 429, headers: { 'retry-after': '1' } });
+  const limited = await ask('and tag it');
+  expect(repliesFor(limited.mention.ts).map((c) => c.status)).toEqual([429]);
+  expect(limited.run.input.context).toEqual([
+    ...held,
+    { userId: slackUserId, bot: false, text: 'can you retry the build?', ts: refused.mention.ts },
+    { userId: null, bot: true, text: 'answer to can you retry the build?', ts: expect.any(String) },
+  ]);
+}, 150_000);
+
 it('2,000 channel messages outside answered threads start no workflow', async () => {
   const connection = await connectionWith('members');
   /** The events route's answers with this outcome so far (den_ingress_outcomes_total, every reason). */
