@@ -2,9 +2,10 @@
  * The thread as a conversation, over the real stack with `den runtime --exec` as a child process
  * and the strict fake Slack: a reply without a mention follows up on the conversation (from its
  * asker, or from any linked member on their own runtime), the run gets the thread as its context
- * (`input.context`, and the file DEN_RUN_CONTEXT names), one message that Slack delivers twice
- * makes one run, a follow-up behind a live request of its thread waits and says so, and what is
- * not for the bot starts nothing.
+ * (`input.context`, and the file DEN_RUN_CONTEXT names) and, for a thread begun without it, what
+ * conversations.replies adds (a refusal or a 429 of that call costing only what Slack alone holds),
+ * one message that Slack delivers twice makes one run, a follow-up behind a live request of its
+ * thread waits and says so, and what is not for the bot starts nothing.
  */
 import fs from 'node:fs';
 import os from 'node:os';
