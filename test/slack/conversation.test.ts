@@ -2,9 +2,10 @@
  * The thread as a conversation, over the real stack with `den runtime --exec` as a child process
  * and the strict fake Slack: a reply without a mention follows up on the conversation (from its
  * asker, or from any linked member on their own runtime), the run gets the thread as its context
- * (`input.context`, and the file DEN_RUN_CONTEXT names), one message that Slack delivers twice
- * makes one run, a follow-up behind a live request of its thread waits and says so, and what is
- * not for the bot starts nothing.
+ * (`input.context`, and the file DEN_RUN_CONTEXT names) and, for a thread begun without it, what
+ * conversations.replies adds (a refusal or a 429 of that call costing only what Slack alone holds),
+ * one message that Slack delivers twice makes one run, a follow-up behind a live request of its
+ * thread waits and says so, and what is not for the bot starts nothing.
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -261,15 +262,73 @@ it('a follow-up from someone not linked is asked to link once per thread, not on
   expect(prompts()[0]!.body).toMatchObject({ thread_ts: mention.ts, channel: mention.channel });
 }, 150_000);
 
+it('a thread begun before the bot was asked: its messages from conversations.replies; a 429 or a missing scope still runs, on what is held', async () => {
+  // Follow-ups off: the service hears only the mentions, so each run of the thread asks Slack for the rest.
+  const connection = await createTestSlackConnection(stack.services.database.db, stack.services.secretKey, loop.org.organizationId, {
+    slack: loop.slack,
+  });
+  const { member, slackUserId } = await memberWithRuntime(connection);
+  const colleague = newSlackUserId();
+  const channel = 'C0BEGUN';
+  const root = { userId: colleague, bot: false, text: 'the build is red on main', ts: newTs() };
+  const aside = { userId: colleague, bot: false, text: 'since the upgrade', ts: newTs() };
+  loop.slack.userMessage({ channel, ts: root.ts, user: colleague, text: root.text });
+  loop.slack.userMessage({ channel, ts: aside.ts, user: colleague, text: aside.text, threadTs: root.ts });
+  const repliesFor = (ts: string) =>
+    loop.slack.calls.filter((c) => c.method === 'conversations.replies' && c.body.ts === root.ts && c.body.latest === ts);
+  const ask = async (text: string) => {
+    const mention = { ...mentionBy(connection, slackUserId, text, channel), thread_ts: root.ts };
+    await send(connection, mention);
+    await answered(root.ts, `answer to ${text}`);
+    const [run] = await runsOf(member);
+    expect(run.input.text).toBe(text);
+    return { run, mention };
+  };
+
+  const first = await ask('why is it red?');
+  expect(first.run.input.context).toEqual([root, aside]);
+  expect(repliesFor(first.mention.ts).map((c) => [c.status, Number(c.body.limit)])).toEqual([[200, 15]]);
+  const held = [
+    root,
+    aside,
+    { userId: slackUserId, bot: false, text: 'why is it red?', ts: first.mention.ts },
+    { userId: null, bot: true, text: 'answer to why is it red?', ts: expect.any(String) },
+  ];
+  // Said in the thread after the first answer: Slack has it, the service (taking no follow-ups) does not.
+  loop.slack.userMessage({ channel, ts: newTs(), user: colleague, text: 'and the cache too', threadTs: root.ts });
+
+  loop.slack.script('conversations.replies', {
+    status: 200,
+    body: { ok: false, error: 'missing_scope', needed: 'channels:history', provided: 'chat:write' },
+  });
+  const refused = await ask('can you retry the build?');
+  expect(repliesFor(refused.mention.ts).map((c) => c.error)).toEqual(['missing_scope']);
+  expect(refused.run.input.context).toEqual(held);
+
+  // Last: a 429 empties the workspace's budget for the method a while, which would hold back a call after it.
+  loop.slack.script('conversations.replies', { status: 429, headers: { 'retry-after': '1' } });
+  const limited = await ask('and tag it');
+  expect(repliesFor(limited.mention.ts).map((c) => c.status)).toEqual([429]);
+  expect(limited.run.input.context).toEqual([
+    ...held,
+    { userId: slackUserId, bot: false, text: 'can you retry the build?', ts: refused.mention.ts },
+    { userId: null, bot: true, text: 'answer to can you retry the build?', ts: expect.any(String) },
+  ]);
+}, 150_000);
+
 it('2,000 channel messages outside answered threads start no workflow', async () => {
   const connection = await connectionWith('members');
-  const enqueued = async () =>
+  /** The events route's answers with this outcome so far (den_ingress_outcomes_total, every reason). */
+  const outcomes = async (outcome: string) =>
     [
       ...(await stack.request('GET', '/metrics')).text.matchAll(
-        /den_ingress_outcomes_total\{route="\/v1\/integrations\/slack\/\{connectionId\}\/events",outcome="enqueued",[^}]*\} (\d+)/g,
+        new RegExp(
+          `den_ingress_outcomes_total\\{route="/v1/integrations/slack/\\{connectionId\\}/events",outcome="${outcome}",[^}]*\\} (\\d+)`,
+          'g',
+        ),
       ),
     ].reduce((sum, m) => sum + Number(m[1]), 0);
-  const before = await enqueued();
+  const before = { enqueued: await outcomes('enqueued'), ineligible: await outcomes('ineligible') };
   const user = newSlackUserId();
   const events = Array.from({ length: 2000 }, (_, i) =>
     i % 2 === 0
@@ -279,7 +338,16 @@ it('2,000 channel messages outside answered threads start no workflow', async ()
   for (let i = 0; i < events.length; i += 50) {
     await Promise.all(events.slice(i, i + 50).map((event) => send(connection, event)));
   }
-  expect(await enqueued()).toBe(before);
+  // Every one was turned away at the door: neither started nor kept in Postgres for a later start (`deferred`).
+  expect(await outcomes('enqueued')).toBe(before.enqueued);
+  expect((await outcomes('ineligible')) - before.ineligible).toBe(2000);
+  const kept = await stack.services.database.db
+    .selectFrom('slack_deferred_events')
+    .select('workflow_id')
+    .where('connection_id', '=', connection.connectionId)
+    .limit(3)
+    .execute();
+  expect(kept).toEqual([]);
   const count = await stack.services.temporal.client.workflow.count(`ConnectionId = '${connection.connectionId}'`);
   expect(count.count).toBe(0);
 }, 150_000);

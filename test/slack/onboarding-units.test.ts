@@ -48,6 +48,30 @@ describe('the app manifest', () => {
     expect(manifest.features?.app_home).toMatchObject({ messages_tab_enabled: true, messages_tab_read_only_enabled: false });
   });
 
+  it("turns on the agent experience with the connection's prompts, the Home tab, and the surface's scope and events", () => {
+    const prompts = [
+      { title: 'Ship it', message: 'Deploy main to staging.' },
+      { title: 'Why red?', message: 'Why is the build red?' },
+    ];
+    const custom = slackAppManifest({
+      name: 'den',
+      publicBaseUrl: 'https://den.example',
+      connectionId: 'emc_01h2xcejqtf2nbrexx3vqjhp41',
+      conversation: { threadFollowUps: 'off', suggestedPrompts: prompts },
+    });
+    // Slack's *Agents & AI Apps* feature: `agent_view` (the current experience), with a description and the prompts.
+    const agentView = custom.features?.agent_view;
+    expect(agentView).toEqual({ agent_description: expect.any(String), suggested_prompts: prompts });
+    expect(agentView!.agent_description!.length).toBeGreaterThan(0);
+    expect(agentView!.agent_description!.length).toBeLessThanOrEqual(300);
+    expect(manifest.features?.agent_view?.suggested_prompts).toEqual(DEFAULT_SUGGESTED_PROMPTS);
+    expect(custom.features?.app_home?.home_tab_enabled).toBe(true);
+    expect(custom.oauth_config?.scopes?.bot).toContain('assistant:write');
+    expect(custom.settings?.event_subscriptions?.bot_events).toEqual(
+      expect.arrayContaining(['assistant_thread_started', 'assistant_thread_context_changed', 'app_home_opened']),
+    );
+  });
+
   it('carries the scopes and events docs/slack.md lists for the app, no more and no fewer', () => {
     const doc = fs.readFileSync(path.resolve(__dirname, '../../docs/slack.md'), 'utf8');
     const listed = (label: string) => {

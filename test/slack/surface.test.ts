@@ -144,6 +144,38 @@ describe('the assistant thread while a run works', () => {
     expect((await runs.postEvent(next.id, event(1, 1, 'terminal', { status: 'succeeded' }))).status).toBe(200);
   }, 90_000);
 
+  it('with `den runtime --exec` answering: "is working on it…" while the command runs, cleared once its answer has landed', async () => {
+    const connection = await newConnection();
+    const member = await loop.org.addMember('member');
+    const user = await linkSlackUser(stack, connection, member);
+    const [started, gate] = [path.join(dir, 'working-started'), path.join(dir, 'working-gate')];
+    // The command holds its answer until the test opens the gate (15 s at most), so the run is surely live meanwhile.
+    const script = [
+      `touch "${started}"`,
+      'i=0',
+      `while [ ! -f "${gate}" ] && [ $i -lt 150 ]; do sleep 0.1; i=$((i + 1)); done`,
+      'printf "done: %s" "$(cat)"',
+    ].join('\n');
+    await startScriptRuntime({ url: stack.url, apiKey: member.apiKey }, { dir, name: 'working', text: script }, spawned);
+    const dm = { ...directMessage(user, 'tidy the changelog', 'D0WORKING'), ts: newTs() };
+    await send(connection, dm);
+    const answerText = 'done: tidy the changelog';
+    const statuses = () => loop.slack.surface.statuses.filter((s) => s.threadTs === dm.ts);
+    const answerCalls = () => loop.slack.calls.filter((c) => c.method.startsWith('chat.') && JSON.stringify(c.body).includes(answerText));
+
+    await waitFor(() => fs.existsSync(started), 30_000, { what: 'the command to start' });
+    const working = await waitFor(() => statuses().find((s) => s.status === 'is working on it…'), 15_000, { what: 'the status' });
+    expect(statuses().map((s) => s.status)).toEqual(['is working on it…']);
+    expect(answerCalls()).toEqual([]);
+
+    fs.writeFileSync(gate, '');
+    const landed = await waitFor(() => answerCalls()[0], 30_000, { what: 'the answer' });
+    expect(landed.body.channel).toBe('D0WORKING');
+    await waitFor(() => statuses().at(-1)?.status === '', 15_000, { what: 'the status cleared' });
+    expect(working.at).toBeLessThan(landed.at);
+    expect(statuses().at(-1)!.at).toBeGreaterThanOrEqual(landed.at);
+  }, 90_000);
+
   it('an app Slack refuses the assistant methods (no agent feature): remembered, and its threads keep to messages', async () => {
     loop.slack.configure({ experience: 'none' });
     const connection = await newConnection();
