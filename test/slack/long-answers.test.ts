@@ -9,12 +9,23 @@
  * line exactly once, in order, across its streamed replies; none is left streaming; the run
  * succeeds. Then Slack closes and refuses replies before the service would stop them, and the
  * service repairs and carries on. Every reply it opens and every repair it makes takes from the
- * workspace's budget (src/slack/budget.ts).
+ * workspace's budget (src/slack/budget.ts). Cancel, pressed once the answer is in its second reply,
+ * still stops the run, and only the last reply says so.
  */
-import { slackEventWorkflowId } from '../../src/slack/contract';
+import type { WorkflowHandle } from '@temporalio/client';
+import { slackEventStateQuery, slackEventWorkflowId } from '../../src/slack/contract';
 import { CANCEL_ACTION_ID } from '../../src/slack/progress';
 import { spawnDen } from '../harness/process';
-import { appMention, eventEnvelope, linkSlackUser, postSlackEvent, startSlackLoop, type FakeSlack } from '../harness/slack';
+import {
+  appMention,
+  blockActions,
+  eventEnvelope,
+  linkSlackUser,
+  postInteraction,
+  postSlackEvent,
+  startSlackLoop,
+  type FakeSlack,
+} from '../harness/slack';
 import type { FakeMessage, SlackApiCall } from '../harness/fake-slack';
 import type { TestStack } from '../harness/stack';
 import { waitFor } from '../harness/wait';
@@ -85,11 +96,11 @@ function watchBudget(methods: string[]) {
 }
 
 /**
- * A mention asking for `lines` lines; its thread once the invocation has ended.
- * `budgeted(method, which)`: for each call of `which` of the method, whether its row was
+ * A mention asking for `lines` lines; its thread once the invocation has ended. `during` acts while
+ * it runs. `budgeted(method, which)`: for each call of `which` of the method, whether its row was
  * written after the method's previous call (or the mention) and by the time Slack got the call.
  */
-async function answerOf(lines: number) {
+async function answerOf(lines: number, during?: (mention: { channel: string; ts: string }, handle: WorkflowHandle) => Promise<void>) {
   const mention = appMention(slackUserId, `print ${lines} lines`);
   const envelope = eventEnvelope(loop.connection, mention);
   const since = slack.calls.length;
@@ -98,6 +109,7 @@ async function answerOf(lines: number) {
   const state = await (async () => {
     expect((await postSlackEvent(stack, loop.connection, envelope)).json).toEqual({ ok: true });
     const handle = stack.services.temporal.client.workflow.getHandle(slackEventWorkflowId(loop.connection.connectionId, envelope.event_id));
+    await during?.(mention, handle);
     return handle.result();
   })().finally(budget.stop);
   const thread = slack.messages.filter((m) => m.channel === mention.channel && m.thread_ts === mention.ts);
@@ -166,6 +178,45 @@ it('Slack refusing to grow a reply before the service would stop it: the reply s
     expect(replies.map((m) => slack.streamState(m))).toEqual(replies.map(() => 'stopped'));
     expect(calls.some((c) => c.error === 'msg_too_long')).toBe(true);
     for (const reply of replies) expect(reply.stream!.bytes).toBeLessThanOrEqual(1_500);
+  } finally {
+    slack.configure({ strict: SLACK_LIMITS });
+  }
+}, 180_000);
+
+it('Cancel pressed once the answer is in its second reply: the run ends cancelled, every line once, only the last reply says so', async () => {
+  // Slack now stops a reply growing at 1,500 bytes (about 23 lines), so the second reply opens within seconds.
+  slack.configure({ strict: { streamMaxBytes: 1_500 } });
+  try {
+    const { state, first, replies } = await answerOf(300, async (mention, handle) => {
+      const runId = await waitFor(async () => (await handle.query(slackEventStateQuery)).runId ?? undefined, 30_000, { what: 'the run' });
+      const inThread = () => slack.messages.filter((m) => m.channel === mention.channel && m.thread_ts === mention.ts);
+      await waitFor(() => inThread().filter((m) => m.stream).length >= 2, 60_000, { what: 'the second streamed reply' });
+      // The first message still shows its Cancel button, and pressing it reaches the run.
+      expect(JSON.stringify(inThread().find((m) => !m.stream)!.blocks)).toContain(CANCEL_ACTION_ID);
+      const click = blockActions(loop.connection, {
+        user: slackUserId,
+        actionId: CANCEL_ACTION_ID,
+        value: runId,
+        channel: mention.channel,
+        threadTs: mention.ts,
+      });
+      expect((await postInteraction(stack, loop.connection, click)).status).toBe(200);
+    });
+    expect(state).toMatchObject({ status: 'cancelled', runStatus: 'cancelled' });
+    expect(replies.length).toBeGreaterThanOrEqual(2);
+    expect(replies.map((m) => slack.streamState(m))).toEqual(replies.map(() => 'stopped'));
+    const texts = replies.map(shown);
+    const cancelled = /The run was cancelled/;
+    expect(texts.map((text) => cancelled.test(text))).toEqual(texts.map((_, i) => i === texts.length - 1));
+    const lines = texts.join('').split('\n').filter(Boolean);
+    expect(lines.at(-1)).toMatch(/^The run was cancelled/);
+    // The lines printed before the cancel, each once and in order, across the replies.
+    const printed = lines.slice(0, -1);
+    expect(printed.length).toBeGreaterThan(shown(replies[0]!).split('\n').filter(Boolean).length);
+    expect(printed).toEqual(expectedLines(printed.length));
+    // The first message says how the run ended; its Cancel button is gone.
+    expect(first.text).toMatch(cancelled);
+    expect(JSON.stringify(first.blocks)).not.toContain(CANCEL_ACTION_ID);
   } finally {
     slack.configure({ strict: SLACK_LIMITS });
   }
