@@ -33,7 +33,7 @@ export async function createTestSlackConnection(
   db: Db,
   secretKey: SecretKeys | Buffer,
   organizationId: string,
-  options: { botToken?: string | null; channels?: string[]; enabled?: boolean; slack?: FakeSlack } = {},
+  options: { botToken?: string | null; channels?: string[]; enabled?: boolean; slack?: FakeSlack; enterpriseId?: string } = {},
 ): Promise<TestSlackConnection> {
   const suffix = randomUUID().replace(/-/g, '').slice(0, 10).toUpperCase();
   const teamId = `T${suffix}`;
@@ -53,6 +53,7 @@ export async function createTestSlackConnection(
       botUserId,
       channels: options.channels,
       enabled: options.enabled,
+      enterpriseId: options.enterpriseId,
     },
   );
   return { connectionId, teamId, appId, signingSecret, botUserId };

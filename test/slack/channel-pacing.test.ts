@@ -3,7 +3,8 @@
  * chat.postMessage per channel as Slack does (about one a second, a short burst tolerated:
  * test/harness/fake-slack-limits.ts). A long answer's parts, and several invocations answering in
  * one channel at once, land whole and in order without one 429; the schedule is one per channel
- * in Postgres, shared by every worker, and a 429 moves it past its Retry-After.
+ * in Postgres, shared by every worker, and a 429 moves it past its Retry-After: a part Slack
+ * refused lands no earlier than Slack said, and the answer still lands whole.
  */
 import { openDatabase } from '../../src/app/store/db';
 import { slackEventStateQuery, slackEventWorkflowId } from '../../src/slack/contract';
@@ -85,6 +86,28 @@ it('three invocations answering in one channel at once: every answer whole, no 4
     expect(threadTexts(mention).map((text) => text.split(' ')[0])).toEqual([1, 2, 3, 4].map((n) => `m${i}-${n}`));
   }
   expect(postsTo('C0PACED02').filter((c) => c.status === 429)).toEqual([]);
+}, 120_000);
+
+it('a 429 on one part, with Retry-After: that part posted again no earlier, the answer whole and in order', async () => {
+  const member = await loop.org.addMember('member');
+  const user = await linkSlackUser(stack, loop.connection, member);
+  const channel = 'C0PACED03';
+  const answering = answered(member, user, channel, answer('retry', 4));
+  // Once the second part is in, Slack answers the next post (the third part) 429, Retry-After: 3
+  // seconds, three times the channel's pace.
+  await slack.waitForCall('chat.postMessage', (c) => c.body.channel === channel && String(c.body.text).startsWith('retry-2 '), 60_000);
+  slack.script('chat.postMessage', { status: 429, headers: { 'retry-after': '3' }, body: { ok: false, error: 'ratelimited' } });
+  const { state, mention } = await answering;
+  expect(state).toMatchObject({ status: 'replied', runStatus: 'succeeded' });
+  expect(threadTexts(mention).map((text) => text.split(' ')[0])).toEqual(['retry-1', 'retry-2', 'retry-3', 'retry-4']);
+  const posts = postsTo(channel);
+  const limited = posts.findIndex((c) => c.status === 429);
+  expect(String(posts[limited]?.body.text).split(' ')[0]).toBe('retry-3');
+  expect(posts.filter((c) => c.status === 429)).toHaveLength(1);
+  // The next post to the channel is that part again, sent no earlier than the Retry-After.
+  const next = posts[limited + 1]!;
+  expect(String(next.body.text).split(' ')[0]).toBe('retry-3');
+  expect(next.at - posts[limited]!.at).toBeGreaterThanOrEqual(3_000);
 }, 120_000);
 
 describe('the schedule in Postgres', () => {

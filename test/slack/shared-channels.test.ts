@@ -3,7 +3,9 @@
  * app's events, over the real stack. A shared channel's event names the workspace that owns the
  * channel as `team_id` and the installation in `authorizations` (bolt-js issues 935 and 687): it
  * is the connection's, its member comes from the link (a partner workspace's user linked like any
- * other), and the answer streams to the user in their own workspace. `app_rate_limited` carries no
+ * other), and the answer streams to the user in their own workspace. An Enterprise Grid org-wide
+ * install is named in `authorizations` by its organization (`enterprise_id`, `is_enterprise_install`),
+ * whichever of its workspaces the event comes from. `app_rate_limited` carries no
  * `authorizations`: it is the connection's by its top-level `team_id`, recorded on the connection
  * and counted.
  */
@@ -12,6 +14,7 @@ import type { TestMember } from '../harness/identity';
 import { runsClient } from '../harness/runs';
 import {
   appMention,
+  createTestSlackConnection,
   eventEnvelope,
   linkCodeFrom,
   linkSlackUser,
@@ -117,6 +120,40 @@ describe('a Slack Connect mention (foreign envelope team_id, the connection in a
         .catch(() => 'none'),
     ).toBe('none');
   });
+});
+
+describe('an Enterprise Grid org-wide install (the connection has an enterprise id)', () => {
+  it('takes a mention from another workspace of the organization, named in authorizations by its enterprise_id: 200, routed', async () => {
+    const enterpriseId = 'EGRID000001';
+    const grid = await createTestSlackConnection(stack.services.database.db, stack.services.secretKey, loop.org.organizationId, {
+      slack,
+      enterpriseId,
+    });
+    const member = await loop.org.addMember('member');
+    const user = await linkSlackUser(stack, grid, member);
+    // An org-wide install's authorization names the organization, no workspace of its own.
+    const envelope = (enterprise: string) => ({
+      ...sharedChannelEnvelope(grid, appMention(user, 'from across the grid', 'C0GRID0001'), { ownerTeamId: OWNER, userTeamId: PARTNER }),
+      authorizations: [{ enterprise_id: enterprise, team_id: null, user_id: grid.botUserId, is_bot: true, is_enterprise_install: true }],
+    });
+    const ours = envelope(enterpriseId);
+    const res = await postSlackEvent(stack, grid, ours);
+    expect(res.status).toBe(200);
+    expect(res.json).toEqual({ ok: true });
+    const routed = await waitFor(
+      async () => {
+        const state = await stack.services.temporal.client.workflow
+          .getHandle(slackEventWorkflowId(grid.connectionId, ours.event_id))
+          .query(slackEventStateQuery);
+        return state.status === 'run_created' ? state : undefined;
+      },
+      20_000,
+      { what: 'the run of the mention' },
+    );
+    expect(routed).toMatchObject({ memberId: member.memberId, runId: expect.any(String) });
+    // Another organization's org-wide install is not this connection.
+    expect((await postSlackEvent(stack, grid, envelope('EOTHER00001'))).status).toBe(403);
+  }, 60_000);
 });
 
 describe('app_rate_limited', () => {

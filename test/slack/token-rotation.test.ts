@@ -5,14 +5,25 @@
  * Slack instead of Slack's 12 hours. The connection keeps answering past each expiry, with one
  * refresh (`oauth.v2.access`, `grant_type=refresh_token`) per expiry, however many calls want the
  * token at once; `token_expired` is refreshed and tried once more, never taken for a refusal of
- * streaming, and a mark it left once is cleared.
+ * streaming, and a mark it left once is cleared. A bot token Slack never issued (`invalid_auth`)
+ * is no reason to refresh: the reply fails, saying so.
  */
+import { createSlackConnection } from '../../src/slack/connections';
 import { freshBotToken } from '../../src/slack/tokens';
 import { slackEventStateQuery, slackEventWorkflowId } from '../../src/slack/contract';
 import { createTestOrg, type TestMember } from '../harness/identity';
 import { freePort } from '../harness/ports';
 import { runsClient } from '../harness/runs';
-import { appMention, eventEnvelope, fakeSlackEnv, linkSlackUser, postSlackEvent, startFakeSlack, type FakeSlack } from '../harness/slack';
+import {
+  appMention,
+  eventEnvelope,
+  fakeSlackEnv,
+  linkSlackUser,
+  postSlackEvent,
+  startFakeSlack,
+  type FakeSlack,
+  type FakeSlackApp,
+} from '../harness/slack';
 import { startTestStack, type TestStack } from '../harness/stack';
 import { waitFor } from '../harness/wait';
 
@@ -20,6 +31,8 @@ const TOKEN_LIFETIME_MS = 60_000;
 
 let slack: FakeSlack;
 let stack: TestStack;
+let org: Awaited<ReturnType<typeof createTestOrg>>;
+let app: FakeSlackApp;
 let admin: TestMember;
 let member: TestMember;
 let slackUserId: string;
@@ -34,13 +47,13 @@ beforeAll(async () => {
   slack = await startFakeSlack({ tokenLifetimeMs: TOKEN_LIFETIME_MS });
   const port = await freePort();
   stack = await startTestStack({ worker: true, port, env: { ...fakeSlackEnv(slack), APP_BASE_URL: `http://127.0.0.1:${port}` } });
-  const org = await createTestOrg(db());
+  org = await createTestOrg(db());
   admin = await org.addMember('admin');
   member = await org.addMember('member');
   const draft = await stack.request('POST', CONNECTIONS, { headers: admin.headers, body: { name: 'rotating' } });
   const { connectionId, manifest } = draft.json;
   // The generated manifest turns rotation off; this app's owner switched it on in Slack.
-  const app = await slack.createApp({ ...manifest, settings: { ...manifest.settings, token_rotation_enabled: true } });
+  app = await slack.createApp({ ...manifest, settings: { ...manifest.settings, token_rotation_enabled: true } });
   const credentials = await stack.request('PUT', `${CONNECTIONS}/${connectionId}/credentials`, {
     headers: admin.headers,
     body: { clientId: app.clientId, clientSecret: app.clientSecret, signingSecret: app.signingSecret },
@@ -61,12 +74,16 @@ afterAll(async () => {
   await slack?.close();
 });
 
-/** A mention answered by the member's runtime (this test): the invocation's end state. */
-async function mentionAnswered(text: string) {
-  const mention = appMention(slackUserId, text);
-  const envelope = eventEnvelope(connection, mention);
-  expect((await postSlackEvent(stack, connection, envelope)).status).toBe(200);
-  const handle = stack.services.temporal.client.workflow.getHandle(slackEventWorkflowId(connection.connectionId, envelope.event_id));
+/**
+ * A mention answered by the member's runtime (this test): the invocation's end state. Through
+ * `via` (by default the rotating connection, its user `slackUserId`); `streamed: false` when the
+ * answer cannot stream, so nothing waits for it to.
+ */
+async function mentionAnswered(text: string, via = { connection, user: slackUserId, streamed: true }) {
+  const mention = appMention(via.user, text);
+  const envelope = eventEnvelope(via.connection, mention);
+  expect((await postSlackEvent(stack, via.connection, envelope)).status).toBe(200);
+  const handle = stack.services.temporal.client.workflow.getHandle(slackEventWorkflowId(via.connection.connectionId, envelope.event_id));
   const runId = await waitFor(async () => (await handle.query(slackEventStateQuery)).runId ?? undefined, 20_000, { what: 'the run' });
   const runs = runsClient(stack, member.headers);
   await runs.waitForStatus(runId, ['queued'], 20_000);
@@ -79,7 +96,9 @@ async function mentionAnswered(text: string) {
     createdAt: Date.now(),
   });
   expect((await runs.postEvent(runId, event(1, 'assistant', { text: `answer to ${text}` }))).status).toBe(200);
-  await slack.waitForCall('chat.appendStream', (c) => String(c.body.markdown_text ?? '').includes(`answer to ${text}`), 20_000);
+  if (via.streamed) {
+    await slack.waitForCall('chat.appendStream', (c) => String(c.body.markdown_text ?? '').includes(`answer to ${text}`), 20_000);
+  }
   expect((await runs.postEvent(runId, event(2, 'terminal', { status: 'succeeded' }))).status).toBe(200);
   return { state: await handle.result(), mention };
 }
@@ -103,7 +122,7 @@ it('keeps answering past each expiry, with one refresh per expiry, however many 
     intervalMs: 500,
   });
   // Three invocations at once, each of them posting, streaming and editing with the token.
-  const answers = await Promise.all(['second', 'third', 'fourth'].map(mentionAnswered));
+  const answers = await Promise.all(['second', 'third', 'fourth'].map((text) => mentionAnswered(text)));
   for (const { state } of answers) expect(state).toMatchObject({ status: 'replied', runStatus: 'succeeded' });
   expect(refreshes().length - before).toBe(1);
   expect(slack.calls.filter((c) => c.error === 'token_expired' || c.error === 'invalid_auth')).toEqual([]);
@@ -161,3 +180,43 @@ it('refreshes once per connection across processes: concurrent callers on separa
   expect(new Set(results.map((r) => (r as { token: string }).token)).size).toBe(1);
   expect(refreshes().length - before).toBe(1);
 });
+
+it('a bot token Slack never issued: every call answered invalid_auth, the reply fails saying so, and no refresh is tried', async () => {
+  // A rotating connection in another workspace, pasted with a bot token and a refresh token Slack never issued.
+  const botToken = 'xoxb-never-issued-by-slack';
+  const refreshToken = 'xoxe-1-never-issued-by-slack';
+  const unissued = {
+    teamId: slack.addWorkspace('unissued'),
+    appId: app.appId,
+    signingSecret: app.signingSecret,
+    botUserId: 'UBUNISSUED1',
+  };
+  const { connectionId } = await createSlackConnection(
+    { db: db(), secretKey: stack.services.secretKey },
+    {
+      organizationId: org.organizationId,
+      ...unissued,
+      apiAppId: unissued.appId,
+      botToken,
+      rotation: { refreshToken, expiresInMs: 12 * 3_600_000 },
+      clientId: app.clientId,
+      clientSecret: app.clientSecret,
+    },
+  );
+  const via = { ...unissued, connectionId };
+  const user = await linkSlackUser(stack, via, member);
+  const since = slack.calls.length;
+  const { state } = await mentionAnswered('never issued', { connection: via, user, streamed: false });
+  expect(state).toMatchObject({ status: 'reply_failed', detail: 'invalid_auth', runStatus: 'succeeded' });
+  const withToken = slack.calls.slice(since).filter((c) => c.authorization === `Bearer ${botToken}`);
+  expect(withToken.length).toBeGreaterThan(0);
+  expect(withToken.filter((c) => c.error !== 'invalid_auth')).toEqual([]);
+  // invalid_auth is not an expiry: the refresh token was never spent.
+  expect(slack.calls.filter((c) => c.method === 'oauth.v2.access' && c.body.refresh_token === refreshToken)).toEqual([]);
+  const row = await db()
+    .selectFrom('slack_connections')
+    .select('streaming_refused')
+    .where('id', '=', connectionId)
+    .executeTakeFirstOrThrow();
+  expect(row.streaming_refused).toBeNull();
+}, 60_000);
