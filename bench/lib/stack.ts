@@ -17,7 +17,13 @@ import { createLogger } from '../../src/app/log';
 import { openDatabase, type DbHandle } from '../../src/app/store/db';
 import { migrateToLatest } from '../../src/app/store/migrate';
 import { createTemporalClient, type TemporalClientHandle } from '../../src/app/temporal/client';
-import { findTemporalCli, startDevServer, type CliLocation, type DevServer } from '../../src/app/temporal/dev-server';
+import {
+  findTemporalCli,
+  startDevServer,
+  type CliLocation,
+  type DevServer,
+  type DevServerOptions,
+} from '../../src/app/temporal/dev-server';
 import { freePort } from '../../test/harness/ports';
 import { startFakeSlack, type FakeSlack } from '../../test/harness/slack';
 import { waitFor } from '../../test/harness/wait';
@@ -174,14 +180,13 @@ export async function startBenchStack(
   const dataDir = path.join(config.dataDir, 'bench', `${Date.now()}`);
   await fs.mkdir(dataDir, { recursive: true });
   const pgPort = await freePort();
-  const temporalPort = await freePort();
 
   const postgresOptions = { dataDir, port: pgPort, log, logFile: path.join(dataDir, 'postgres.log') };
   let postgres = await startEmbeddedPostgres(postgresOptions);
   const cli: CliLocation = await findTemporalCli(config.temporal.cliPath, log);
-  const serverOptions = {
+  const serverOptions: DevServerOptions = {
     cli,
-    port: temporalPort,
+    port: 0,
     uiPort: 0,
     headless: true,
     dbFile: path.join(dataDir, 'temporal.db'),
@@ -193,7 +198,14 @@ export async function startBenchStack(
     logFile: path.join(dataDir, 'temporal.log'),
     log,
   };
-  let temporalServer = await startDevServer(serverOptions);
+  let temporalServer: DevServer;
+  try {
+    temporalServer = await startOnFreePort(serverOptions);
+  } catch (error) {
+    // Nothing else would stop it, and its process would keep the caller (a test run) alive.
+    await postgres.stop().catch(() => undefined);
+    throw error;
+  }
 
   const database = openDatabase(postgres.url, { max: 20 });
   await migrateToLatest(database.db);
@@ -305,4 +317,25 @@ export async function startBenchStack(
     },
   };
   return stack;
+}
+
+/** Tries of a dev server start, each on a port found free just before it. */
+const DEV_SERVER_PORT_TRIES = 3;
+
+/**
+ * Starts the dev server on a port found free, trying another when the start fails: a port found
+ * free can be taken before the server binds it (an outgoing connection gets one from the same
+ * range), and the server then exits at start-up. `options.port` becomes the port that worked, so
+ * a restart (startTemporal) comes back on the address the API and worker were given.
+ */
+async function startOnFreePort(options: DevServerOptions): Promise<DevServer> {
+  for (let tries = 1; ; tries++) {
+    options.port = await freePort();
+    try {
+      return await startDevServer(options);
+    } catch (error) {
+      if (tries === DEV_SERVER_PORT_TRIES) throw error;
+      log.warn({ port: options.port, error: String(error) }, 'Temporal dev server did not start; trying another port');
+    }
+  }
 }
