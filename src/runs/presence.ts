@@ -26,8 +26,15 @@ const RUNTIME_VERSION_HEADER = 'x-den-runtime-version';
 
 /** Runtimes whose last write each process remembers; past it, the least recently seen is written again sooner. */
 const TRACKED_RUNTIMES_MAX = 10_000;
-/** Runs a presence row remembers, newest last: more than a runtime works on at once. */
+/** Runs a presence row lists, newest last. */
 const RUNS_KEPT = 16;
+/**
+ * The runs per runtime this process remembers having written, beyond the RUNS_KEPT that Postgres
+ * keeps: a runtime working on more runs than Postgres lists (one API key driving hundreds) must
+ * not look new on each of them at every heartbeat, which wrote its row once per heartbeat. More
+ * than RUN_CAPACITY's default, so a runtime holding every live run still writes once per run.
+ */
+const RUNS_REMEMBERED = 4_096;
 
 export interface Runtime {
   runnerId: string;
@@ -87,8 +94,8 @@ export class PresenceTracker {
     if (!due) return;
     const runs = new Set(last?.runs);
     if (entry !== undefined) runs.add(entry);
-    // Postgres keeps the newest RUNS_KEPT; remembering more would only save writes of runs long over.
-    for (const old of runs) if (runs.size > RUNS_KEPT) runs.delete(old);
+    // The oldest are forgotten first (a Set keeps insertion order).
+    while (runs.size > RUNS_REMEMBERED) runs.delete(runs.values().next().value!);
     this.written.set(key, { at, runs });
     this.deps.metrics.presenceWrites.inc();
     const seen = { runtime, at: new Date(at), runs: entry === undefined ? [] : [entry] };
