@@ -1,6 +1,6 @@
 /**
  * `npm run bench [-- --duration 30 --connections 16 --only slack-events,github-push] [--cluster] [--env NAME=VALUE …]`
- * `npm run bench -- heartbeats --runs N --interval S --ramp R --duration T [--lease L --fraction F --capacity C] [--env NAME=VALUE …] [--cluster]`
+ * `npm run bench -- heartbeats --runs N --interval S --ramp R --duration T [--lease L --fraction F --capacity C] [--credential runner-token|api-key] [--env NAME=VALUE …] [--cluster]`
  * `npm run bench -- histories`: history events, workflow tasks and activities per recorded item
  * `npm run bench -- unauthenticated`: the API's memory under unsigned 25 MB uploads (bench/unauthenticated-memory.ts)
  * `npm run bench -- fairness [--duration 20 --connections 32 --interval 250] [--cluster] [--mechanism on|off|both] [--env NAME=VALUE …] [--server-config key=value …]`:
@@ -537,14 +537,14 @@ interface RuntimeSeen {
 /** One heartbeat as a runtime sends it: the answer's status ('no answer' when none came within the interval), reason, Retry-After and time. */
 async function sendHeartbeat(
   url: string,
-  apiKey: string,
+  credential: Record<string, string>,
   id: string,
   timeoutMs: number,
 ): Promise<{ status: string; reason?: string; retryAfterS: number; tookMs: number }> {
   const sentAt = Date.now();
   const res = await fetch(`${url}/v1/automation-runs/${id}/heartbeat`, {
     method: 'POST',
-    headers: { 'content-type': 'application/json', 'x-api-key': apiKey },
+    headers: { 'content-type': 'application/json', ...credential },
     body: JSON.stringify({ attempt: 1 }),
     signal: AbortSignal.timeout(timeoutMs),
   }).catch(() => undefined);
@@ -557,9 +557,29 @@ async function sendHeartbeat(
   };
 }
 
+/** One runner token per runtime, minted with the API key (16 at a time), as `den runtime` mints its own. */
+async function mintRunnerTokens(url: string, apiKey: string, count: number): Promise<Record<string, string>[]> {
+  const tokens: Record<string, string>[] = new Array(count);
+  let next = 0;
+  const mint = async () => {
+    for (let index = next++; index < count; index = next++) {
+      const res = await fetch(`${url}/v1/automation-runners/token`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-api-key': apiKey },
+        body: JSON.stringify({ label: `bench-${index}` }),
+      });
+      if (res.status !== 201) throw new Error(`minting a runner token: ${res.status} ${await res.text()}`);
+      tokens[index] = { authorization: `Bearer ${((await res.json()) as { token: string }).token}` };
+    }
+  };
+  await Promise.all(Array.from({ length: 16 }, mint));
+  return tokens;
+}
+
 /**
  * N runtimes heartbeating every S seconds, started evenly over the ramp, then held for T
- * seconds, against the live-run capacity (RUN_CAPACITY). A runtime whose first heartbeat is
+ * seconds, against the live-run capacity (RUN_CAPACITY). Each runtime sends its own runner token
+ * (`--credential runner-token`, the default) or all share the API key (`api-key`). A runtime whose first heartbeat is
  * refused (429 `capacity`) asks again after the Retry-After it was given, as `den runtime` does.
  * Reports the admitted runs, the refused ones, the admitted runs' non-200 answers and heartbeat
  * ack p99, the coalescing ratio, false lease losses (admitted runs not running at the end) and
@@ -579,10 +599,15 @@ async function heartbeats(argv: string[]): Promise<number> {
       // Unset: the service's default (RUN_CAPACITY).
       capacity: { type: 'string' },
       cluster: { type: 'boolean', default: false },
+      // Each runtime's own runner token, minted with the API key as `den runtime` does (default),
+      // or one API key for every runtime: then they are one sender to the refusal hold, which
+      // holds each refusal of one that comes back while another's Retry-After runs.
+      credential: { type: 'string', default: 'runner-token' },
       // Any other setting of the API and worker, for tuning: NAME=VALUE, repeatable.
       env: { type: 'string', multiple: true, default: [] },
     },
   });
+  if (values.credential !== 'runner-token' && values.credential !== 'api-key') throw new Error('--credential is runner-token or api-key');
   const runs = Number(values.runs);
   const intervalMs = Number(values.interval) * 1000;
   const rampMs = Number(values.ramp) * 1000;
@@ -601,6 +626,10 @@ async function heartbeats(argv: string[]): Promise<number> {
   try {
     const org = await createTestOrg(stack.database.db, 'bench-heartbeats');
     const ids = Array.from({ length: runs }, () => `hb-${randomUUID()}`);
+    const credentials =
+      values.credential === 'api-key'
+        ? ids.map(() => ({ 'x-api-key': org.owner.apiKey }))
+        : await mintRunnerTokens(stack.apiUrls[0]!, org.owner.apiKey, runs);
     const seen = new Map<string, RuntimeSeen>(ids.map((id) => [id, { admitted: false, refused: 0, refusedBadly: 0 }]));
     let sent = 0;
     let failed = 0;
@@ -644,14 +673,14 @@ async function heartbeats(argv: string[]): Promise<number> {
         await new Promise((r) => setTimeout(r, (index / runs) * rampMs));
         while (!stopped) {
           const sentAt = Date.now();
-          let answer = await sendHeartbeat(api(), org.owner.apiKey, id, intervalMs);
+          let answer = await sendHeartbeat(api(), credentials[index]!, id, intervalMs);
           // A failed heartbeat of an admitted run is sent again once, half an interval later, as `den runtime` does.
           const retried = runtime.admitted && answer.status !== '200' && answer.status !== '429';
           if (retried) {
             count(answer, sentAt);
             await new Promise((r) => setTimeout(r, Math.max(0, intervalMs / 2 - answer.tookMs)));
             if (stopped) break;
-            answer = await sendHeartbeat(api(), org.owner.apiKey, id, intervalMs / 2);
+            answer = await sendHeartbeat(api(), credentials[index]!, id, intervalMs / 2);
           }
           const refusal = count(answer, retried ? Date.now() - answer.tookMs : sentAt);
           if (answer.status === '200') runtime.admitted = true;
@@ -797,7 +826,7 @@ async function heartbeats(argv: string[]): Promise<number> {
         workerRssMiB: workerRss,
         cpuPercent,
       },
-      `${markdown}\n\nStatuses: ${JSON.stringify(statuses)}; the admitted runs': ${JSON.stringify(admittedStatuses)}. ` +
+      `${markdown}\n\nEach runtime's credential: ${values.credential}. Statuses: ${JSON.stringify(statuses)}; the admitted runs': ${JSON.stringify(admittedStatuses)}. ` +
         `Refusals by reason: ${JSON.stringify(refusedFor)}; counted by the API as capacity (den_run_capacity_total): ${refusedMetric}. Refused runs with a row: ${refusedWithRow}. ` +
         `CPU while held, % of one core: ${JSON.stringify(cpuPercent)}.\n`,
     );
