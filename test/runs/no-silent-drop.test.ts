@@ -33,11 +33,15 @@ const range = (from: number, to: number) => Array.from({ length: to - from + 1 }
 /**
  * Like a runtime, a 503 ("nothing recorded") is retried: Temporal takes 10 Updates in flight per
  * run, so of many concurrent reports some can outwait TEMPORAL_UPDATE_TIMEOUT on a busy machine.
+ * A 429 `share` (admission shedding while the whole suite keeps the engine's delay past its
+ * target) is sent again after its Retry-After, as `den runtime` does: nothing was recorded either.
  */
 async function send(runId: string, body: unknown): Promise<TestResponse> {
   for (let attempt = 1; ; attempt++) {
     const res = await runs.postEvent(runId, body);
-    if (res.status !== 503 || attempt === 5) return res;
+    const shed = res.status === 429 && res.json?.reason === 'share';
+    if ((res.status !== 503 && !shed) || attempt === 5) return res;
+    if (shed) await new Promise((r) => setTimeout(r, Number(res.headers.get('retry-after') ?? 1) * 1000));
   }
 }
 
