@@ -9,6 +9,7 @@ import { signGithubPayload } from '../../src/github/signature';
 import type { Db } from '../../src/app/store/db';
 import type { DeliveryAnswer, FakeGithub } from './fake-github';
 import type { GitContent } from './fake-github-git';
+import { sendHonouringRetryAfter } from './retry-after';
 import { deliver, freshId, githubExample, ownedTarget, type Payload } from './github';
 import type { HttpTarget, TestResponse } from './stack';
 
@@ -109,14 +110,14 @@ export async function syncedRepo(
   const send = async (sha: string, o: PushOptions) => {
     const deliveryId = o.deliveryId ?? randomUUID();
     const payload = payloadOf(sha, branchOf(o), o.ref);
-    let response = await deliver(stack(), { event: 'push', deliveryId, payload, secret });
     // A delivery shed by a saturated engine (503 overloaded: the whole suite shares two cores) is
     // one the service's reconcile asks GitHub to redeliver, under the same delivery id; the kit
     // redelivers it at once after its Retry-After, a few times at most.
-    for (let tries = 1; tries < SHED_REDELIVERIES && isShed(response); tries++) {
-      await new Promise((resolve) => setTimeout(resolve, Number(response.headers.get('retry-after') ?? 1) * 1000));
-      response = await deliver(stack(), { event: 'push', deliveryId, payload, secret });
-    }
+    const response = await sendHonouringRetryAfter(
+      () => deliver(stack(), { event: 'push', deliveryId, payload, secret }),
+      isShed,
+      SHED_REDELIVERIES,
+    );
     return { response, deliveryId };
   };
   return {

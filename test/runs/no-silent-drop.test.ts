@@ -10,6 +10,7 @@ import { BUFFER_MAX_BYTES } from '../../src/runs/state';
 import { createTestOrg } from '../harness/identity';
 import { event, newRunId, runResult, runsClient } from '../harness/runs';
 import { startTestStack, type TestStack } from '../harness/stack';
+import { sendHonouringRetryAfter } from '../harness/retry-after';
 import { waitFor } from '../harness/wait';
 
 let stack: TestStack;
@@ -36,13 +37,11 @@ const range = (from: number, to: number) => Array.from({ length: to - from + 1 }
  * A 429 `share` (admission shedding while the whole suite keeps the engine's delay past its
  * target) is sent again after its Retry-After, as `den runtime` does: nothing was recorded either.
  */
-async function send(runId: string, body: unknown): Promise<TestResponse> {
-  for (let attempt = 1; ; attempt++) {
-    const res = await runs.postEvent(runId, body);
-    const shed = res.status === 429 && res.json?.reason === 'share';
-    if ((res.status !== 503 && !shed) || attempt === 5) return res;
-    if (shed) await new Promise((r) => setTimeout(r, Number(res.headers.get('retry-after') ?? 1) * 1000));
-  }
+function send(runId: string, body: unknown): Promise<TestResponse> {
+  return sendHonouringRetryAfter(
+    () => runs.postEvent(runId, body),
+    (res) => res.status === 503 || (res.status === 429 && res.json?.reason === 'share'),
+  );
 }
 
 /** Sends in parallel, 16 at a time, as a runtime with several connections would. */

@@ -4,6 +4,7 @@
  * runs than its presence row lists.
  */
 import { createTestOrg } from '../harness/identity';
+import { sendHonouringRetryAfter } from '../harness/retry-after';
 import { newRunId, runsClient } from '../harness/runs';
 import { startTestStack, type TestStack } from '../harness/stack';
 
@@ -16,13 +17,11 @@ afterAll(() => stack.stop());
 const presenceWrites = async () => (await stack.services.metrics.presenceWrites.get()).values.reduce((sum, v) => sum + v.value, 0);
 
 /** A heartbeat as a runtime sends it: a refusal or an outage (the suite's cores saturated) is sent again after its Retry-After. */
-async function beat(runs: ReturnType<typeof runsClient>, id: string) {
-  for (let tries = 1; ; tries += 1) {
-    const res = await runs.heartbeat(id, 1);
-    if (res.status === 200 || tries === 5) return res;
-    await new Promise((r) => setTimeout(r, Number(res.headers.get('retry-after') ?? 1) * 1000));
-  }
-}
+const beat = (runs: ReturnType<typeof runsClient>, id: string) =>
+  sendHonouringRetryAfter(
+    () => runs.heartbeat(id, 1),
+    (res) => res.status !== 200,
+  );
 
 it('a runtime heartbeating 40 runs (more than the 16 its row lists) writes once per run, not once per heartbeat', async () => {
   const org = await createTestOrg(stack.services.database.db);
